@@ -1,0 +1,111 @@
+# profd — build, test, bench. See README.md.
+#
+#   make deps            install the Debian packages needed (idempotent, root)
+#   make                 build build/profd
+#   make test            unit + fuzz-corpus replay + end-to-end tests
+#   make SANITIZE=1 test the same under ASan+UBSan
+#   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
+#   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
+#   make demo            deps, build, capture a real Go service, show results
+
+CC      ?= cc
+PKGS    := libdeflate libxxhash
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
+ifeq ($(CI),true)
+WARN    += -Werror
+endif
+CPPFLAGS += -D_FILE_OFFSET_BITS=64 -D_DEFAULT_SOURCE
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS  += $(PKG_LIBS) -lpthread -lm
+
+ifeq ($(SANITIZE),1)
+BUILD   ?= build-san
+CFLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CPPFLAGS += -DPD_ARENA_MALLOC
+LDFLAGS += -fsanitize=address,undefined
+else
+BUILD   ?= build
+endif
+
+LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+BIN_SRC := $(wildcard src/*.c)
+BIN_OBJ := $(BIN_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+.PHONY: all deps test unit e2e bench fuzz demo clean goapp check-deps install
+all: $(BUILD)/profd
+
+$(BUILD)/%.o: %.c $(wildcard lib/*/*.h src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/libprofd.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/profd: $(BIN_OBJ) $(BUILD)/libprofd.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# Unit tests (cmocka), one binary per module.
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libprofd.a tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS) -lcmocka
+
+# Corpus replay: the fuzz drivers linked with a plain main() that runs every
+# corpus file once (works with gcc; libFuzzer is only needed for `make fuzz`).
+$(BUILD)/tests/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUILD)/libprofd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< tests/fuzz/replay_main.c $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
+
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/tests/replay_%)
+
+goapp: $(BUILD)/goapp
+$(BUILD)/goapp: $(wildcard examples/goapp/*.go) examples/goapp/go.mod
+	@mkdir -p $(BUILD)/gohome
+	cd examples/goapp && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
+# The reference oracle: Google's pprof profile package (Debian source package),
+# built offline in GOPATH mode.
+$(BUILD)/oracle: tests/oracle/main.go
+	@mkdir -p $(BUILD)/gohome
+	cd tests/oracle && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
+
+test: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle
+	BUILD=$(BUILD) tests/run.sh
+
+unit: $(UNIT_BIN)
+	BUILD=$(BUILD) tests/run.sh unit
+
+bench: all $(BUILD)/goapp
+	BUILD=$(BUILD) bench/run.sh
+
+# libFuzzer (clang): make fuzz FUZZ_SECONDS=60
+FUZZ_SECONDS ?= 30
+fuzz:
+	@mkdir -p build-fuzz
+	for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS) \
+	    $$f $(LIB_SRC) -o build-fuzz/$$n $(PKG_LIBS) -lm || exit 1; \
+	  mkdir -p build-fuzz/corpus-$$n; \
+	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	    build-fuzz/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} || exit 1; \
+	done
+
+deps:
+	tools/deps.sh
+
+demo: deps all $(BUILD)/goapp
+	BUILD=$(BUILD) tools/demo.sh
+
+PREFIX ?= /usr/local
+install: all
+	install -D -m 0755 $(BUILD)/profd $(DESTDIR)$(PREFIX)/bin/profd
+
+clean:
+	rm -rf build build-san build-fuzz

@@ -1,0 +1,3 @@
+module profd.example/goapp
+
+go 1.19

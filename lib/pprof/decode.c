@@ -1,0 +1,810 @@
+/*
+ * decode.c — profile.proto decoder into the arena-backed model of pprof.h.
+ *
+ * Go writes string_table last, and samples before the locations they
+ * reference, so the decoder works in passes over the top-level fields:
+ *   1. count every repeated field (sizes arrays exactly, enforces caps,
+ *      validates top-level framing, detects concatenated profiles);
+ *   2. strings, header fields, sample types, mappings, functions;
+ *   3. locations (mapping and function ids resolved to indexes);
+ *   4. samples (location ids resolved to indexes).
+ * Every string index is range-checked and every id reference resolved, so a
+ * decoded profile is valid by construction (the rules of pprof's
+ * postDecode + CheckValid). Unknown fields are skipped; wire types 3/4 and a
+ * known field with the wrong wire type are errors, as upstream.
+ */
+#include "pprof.h"
+#include "wire.h"
+#include "../util/gz.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dec {
+	const uint8_t *base; /* start of the raw protobuf, for offsets in messages */
+	struct pd_profile *p;
+	struct pd_pprof_limits lim;
+	struct pd_err *err;
+	size_t nstrings; /* from pass 1 */
+	/* id -> index maps */
+	struct idmap {
+		bool dense; /* ids are 1..n in order: index = id - 1 */
+		struct pd_hidx h;
+		const uint8_t *arr; /* the entity array; id is the first field */
+		size_t stride, n;
+	} mmap, fmap, lmap;
+};
+
+static const char *const profile_field_names[] = {
+	"?", "sample_type", "sample", "mapping", "location", "function", "string_table",
+	"drop_frames", "keep_frames", "time_nanos", "duration_nanos", "period_type", "period",
+	"comment", "default_sample_type", "doc_url"};
+
+#define OFF(d, ptr) ((size_t)((const uint8_t *)(ptr) - (d)->base))
+
+/* One protobuf field as read by next_field. */
+struct field {
+	uint32_t num, wt;
+	uint64_t v;            /* varint / fixed value */
+	const uint8_t *data;   /* WT_LEN payload */
+	size_t len;
+	const uint8_t *start;  /* where the tag began */
+};
+
+/* Read the next field at *pp; returns 0, or an error filled into d->err. */
+static int next_field(struct dec *d, const uint8_t **pp, const uint8_t *end, struct field *f,
+		      const char *msg)
+{
+	const uint8_t *p = *pp;
+	uint64_t tag;
+	f->start = p;
+	if (pd_varint(&p, end, &tag))
+		return pd_errf(d->err, PD_EINVAL, "%s at offset %zu: truncated or overlong field tag", msg,
+			       OFF(d, f->start));
+	f->num = (uint32_t)(tag >> 3);
+	if (tag >> 3 > 0x1fffffff || f->num == 0)
+		return pd_errf(d->err, PD_EINVAL, "%s at offset %zu: invalid field number %llu", msg,
+			       OFF(d, f->start), (unsigned long long)(tag >> 3));
+	f->wt = (uint32_t)(tag & 7);
+	f->data = NULL;
+	f->len = 0;
+	f->v = 0;
+	switch (f->wt) {
+	case WT_VARINT:
+		if (pd_varint(&p, end, &f->v))
+			return pd_errf(d->err, PD_EINVAL, "%s field %u at offset %zu: bad varint", msg, f->num,
+				       OFF(d, f->start));
+		break;
+	case WT_I64:
+		if (end - p < 8)
+			return pd_errf(d->err, PD_EINVAL, "%s field %u at offset %zu: truncated fixed64", msg,
+				       f->num, OFF(d, f->start));
+		memcpy(&f->v, p, 8);
+		p += 8;
+		break;
+	case WT_I32: {
+		uint32_t x;
+		if (end - p < 4)
+			return pd_errf(d->err, PD_EINVAL, "%s field %u at offset %zu: truncated fixed32", msg,
+				       f->num, OFF(d, f->start));
+		memcpy(&x, p, 4);
+		f->v = x;
+		p += 4;
+		break;
+	}
+	case WT_LEN: {
+		uint64_t n;
+		if (pd_varint(&p, end, &n))
+			return pd_errf(d->err, PD_EINVAL, "%s field %u at offset %zu: bad length varint", msg,
+				       f->num, OFF(d, f->start));
+		if (n > (uint64_t)(end - p))
+			return pd_errf(d->err, PD_EINVAL,
+				       "%s field %u at offset %zu: length %llu runs past the end of its message "
+				       "(%zu bytes left; truncated file?)",
+				       msg, f->num, OFF(d, f->start), (unsigned long long)n, (size_t)(end - p));
+		f->data = p;
+		f->len = (size_t)n;
+		p += n;
+		break;
+	}
+	default:
+		return pd_errf(d->err, PD_EINVAL, "%s field %u at offset %zu: unknown wire type %u", msg, f->num,
+			       OFF(d, f->start), f->wt);
+	}
+	*pp = p;
+	return 0;
+}
+
+static int want_wt(struct dec *d, const struct field *f, uint32_t wt, const char *msg, const char *name)
+{
+	if (f->wt == wt)
+		return 0;
+	return pd_errf(d->err, PD_EINVAL, "%s.%s (field %u) at offset %zu: wire type %u, expected %u", msg,
+		       name, f->num, OFF(d, f->start), f->wt, wt);
+}
+
+/* A string index field: must be a varint within the string table. */
+static int str_index(struct dec *d, const struct field *f, const char *msg, const char *name, uint32_t *out)
+{
+	int rc = want_wt(d, f, WT_VARINT, msg, name);
+	if (rc)
+		return rc;
+	int64_t v = (int64_t)f->v;
+	if (v < 0 || (uint64_t)v >= d->nstrings)
+		return pd_errf(d->err, PD_EINVAL,
+			       "%s.%s at offset %zu: string index %lld out of range (string_table has %zu entries)",
+			       msg, name, OFF(d, f->start), (long long)v, d->nstrings);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int check_cap(struct dec *d, size_t n, size_t cap, const char *what)
+{
+	if (n > cap)
+		return pd_errf(d->err, PD_ELIMIT, "profile has more than %zu %s (limit)", cap, what);
+	return 0;
+}
+
+/* ---- id maps ------------------------------------------------------------- */
+
+struct idkey {
+	const struct idmap *m;
+	uint64_t id;
+};
+
+static bool id_eq(void *ctx, uint32_t val)
+{
+	const struct idkey *k = ctx;
+	uint64_t id;
+	memcpy(&id, k->m->arr + (size_t)val * k->m->stride, 8);
+	return id == k->id;
+}
+
+/* Build the map for n entities whose uint64 id is the first field. Rejects
+ * id 0 and duplicate ids as pprof's CheckValid does. */
+static int idmap_build(struct dec *d, struct idmap *m, const void *arr, size_t stride, size_t n,
+		       const char *what)
+{
+	m->arr = arr;
+	m->stride = stride;
+	m->n = n;
+	m->dense = true;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id;
+		memcpy(&id, m->arr + i * stride, 8);
+		if (id != i + 1) {
+			m->dense = false;
+			break;
+		}
+	}
+	if (m->dense)
+		return 0;
+	if (pd_hidx_init(&m->h, n))
+		return pd_errf(d->err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct idkey k = {m, 0};
+		memcpy(&k.id, m->arr + i * stride, 8);
+		if (k.id == 0)
+			return pd_errf(d->err, PD_EINVAL, "%s #%zu has the reserved id 0", what, i);
+		uint64_t h = pd_hash_u64(k.id);
+		if (pd_hidx_find(&m->h, h, id_eq, &k) != UINT32_MAX)
+			return pd_errf(d->err, PD_EINVAL, "multiple %ss with the same id %llu", what,
+				       (unsigned long long)k.id);
+		if (pd_hidx_insert(&m->h, h, (uint32_t)i))
+			return pd_errf(d->err, PD_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static inline uint32_t idmap_find(const struct idmap *m, uint64_t id)
+{
+	if (m->dense)
+		return id - 1 < m->n ? (uint32_t)(id - 1) : PD_NONE;
+	if (m->n == 0)
+		return PD_NONE;
+	struct idkey k = {m, id};
+	return pd_hidx_find(&m->h, pd_hash_u64(id), id_eq, &k);
+}
+
+/* ---- sub-messages ---------------------------------------------------------- */
+
+static int dec_vtype(struct dec *d, const uint8_t *p, size_t n, struct pd_vtype *vt, const char *msg)
+{
+	const uint8_t *end = p + n;
+	struct field f;
+	int rc;
+	vt->type = vt->unit = 0;
+	while (p < end) {
+		if ((rc = next_field(d, &p, end, &f, msg)))
+			return rc;
+		if (f.num == 1 && (rc = str_index(d, &f, msg, "type", &vt->type)))
+			return rc;
+		if (f.num == 2 && (rc = str_index(d, &f, msg, "unit", &vt->unit)))
+			return rc;
+	}
+	return 0;
+}
+
+static int dec_bool(struct dec *d, const struct field *f, const char *msg, const char *name, bool *out)
+{
+	int rc = want_wt(d, f, WT_VARINT, msg, name);
+	if (!rc)
+		*out = f->v != 0;
+	return rc;
+}
+
+static int dec_u64(struct dec *d, const struct field *f, const char *msg, const char *name, uint64_t *out)
+{
+	int rc = want_wt(d, f, WT_VARINT, msg, name);
+	if (!rc)
+		*out = f->v;
+	return rc;
+}
+
+static int dec_mapping(struct dec *d, const uint8_t *p, size_t n, struct pd_mapping *m)
+{
+	const uint8_t *end = p + n;
+	const char *msg = "mapping";
+	struct field f;
+	int rc = 0;
+	memset(m, 0, sizeof *m);
+	while (p < end) {
+		if ((rc = next_field(d, &p, end, &f, msg)))
+			return rc;
+		switch (f.num) {
+		case 1: rc = dec_u64(d, &f, msg, "id", &m->id); break;
+		case 2: rc = dec_u64(d, &f, msg, "memory_start", &m->start); break;
+		case 3: rc = dec_u64(d, &f, msg, "memory_limit", &m->limit); break;
+		case 4: rc = dec_u64(d, &f, msg, "file_offset", &m->offset); break;
+		case 5: rc = str_index(d, &f, msg, "filename", &m->filename); break;
+		case 6: rc = str_index(d, &f, msg, "build_id", &m->build_id); break;
+		case 7: rc = dec_bool(d, &f, msg, "has_functions", &m->has_functions); break;
+		case 8: rc = dec_bool(d, &f, msg, "has_filenames", &m->has_filenames); break;
+		case 9: rc = dec_bool(d, &f, msg, "has_line_numbers", &m->has_line_numbers); break;
+		case 10: rc = dec_bool(d, &f, msg, "has_inline_frames", &m->has_inline_frames); break;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int dec_function(struct dec *d, const uint8_t *p, size_t n, struct pd_function *fn)
+{
+	const uint8_t *end = p + n;
+	const char *msg = "function";
+	struct field f;
+	int rc = 0;
+	uint64_t sl = 0;
+	memset(fn, 0, sizeof *fn);
+	while (p < end) {
+		if ((rc = next_field(d, &p, end, &f, msg)))
+			return rc;
+		switch (f.num) {
+		case 1: rc = dec_u64(d, &f, msg, "id", &fn->id); break;
+		case 2: rc = str_index(d, &f, msg, "name", &fn->name); break;
+		case 3: rc = str_index(d, &f, msg, "system_name", &fn->system_name); break;
+		case 4: rc = str_index(d, &f, msg, "filename", &fn->filename); break;
+		case 5: rc = dec_u64(d, &f, msg, "start_line", &sl); fn->start_line = (int64_t)sl; break;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int dec_location(struct dec *d, const uint8_t *p, size_t n, struct pd_location *loc, size_t idx)
+{
+	const uint8_t *end = p + n, *q = p;
+	const char *msg = "location";
+	struct field f;
+	int rc = 0;
+	memset(loc, 0, sizeof *loc);
+	/* count lines */
+	size_t nlines = 0;
+	while (q < end) {
+		if ((rc = next_field(d, &q, end, &f, msg)))
+			return rc;
+		if (f.num == 4)
+			nlines++;
+	}
+	if ((rc = check_cap(d, nlines, d->lim.max_lines, "lines in one location")))
+		return rc;
+	if (nlines) {
+		loc->lines = pd_arena_alloc(d->p->arena, nlines * sizeof *loc->lines);
+		if (!loc->lines)
+			return pd_errf(d->err, PD_ENOMEM, "out of memory");
+	}
+	uint64_t mapping_id = 0;
+	while (p < end) {
+		if ((rc = next_field(d, &p, end, &f, msg)))
+			return rc;
+		switch (f.num) {
+		case 1: rc = dec_u64(d, &f, msg, "id", &loc->id); break;
+		case 2: rc = dec_u64(d, &f, msg, "mapping_id", &mapping_id); break;
+		case 3: rc = dec_u64(d, &f, msg, "address", &loc->address); break;
+		case 5: rc = dec_bool(d, &f, msg, "is_folded", &loc->is_folded); break;
+		case 4: {
+			if ((rc = want_wt(d, &f, WT_LEN, msg, "line")))
+				return rc;
+			struct pd_line *ln = &loc->lines[loc->nlines++];
+			const uint8_t *lp = f.data, *le = f.data + f.len;
+			struct field g;
+			uint64_t fid = 0, v;
+			ln->line = ln->column = 0;
+			while (lp < le) {
+				if ((rc = next_field(d, &lp, le, &g, "line")))
+					return rc;
+				if (g.num == 1)
+					rc = dec_u64(d, &g, "line", "function_id", &fid);
+				else if (g.num == 2 && !(rc = dec_u64(d, &g, "line", "line", &v)))
+					ln->line = (int64_t)v;
+				else if (g.num == 3 && !(rc = dec_u64(d, &g, "line", "column", &v)))
+					ln->column = (int64_t)v;
+				if (rc)
+					return rc;
+			}
+			ln->function = fid ? idmap_find(&d->fmap, fid) : PD_NONE;
+			if (ln->function == PD_NONE)
+				return pd_errf(d->err, PD_EINVAL,
+					       "location #%zu (id %llu), line %u: function id %llu not found", idx,
+					       (unsigned long long)loc->id, loc->nlines - 1,
+					       (unsigned long long)fid);
+			break;
+		}
+		}
+		if (rc)
+			return rc;
+	}
+	/* As upstream: a mapping id that is absent from the table is no mapping. */
+	loc->mapping = mapping_id ? idmap_find(&d->mmap, mapping_id) : PD_NONE;
+	return 0;
+}
+
+/* Count varints in a packed payload (bytes that end a varint). */
+static inline size_t count_packed(const uint8_t *p, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += p[i] < 0x80;
+	return c;
+}
+
+static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sample *s, size_t idx)
+{
+	const uint8_t *end = p + n, *q = p;
+	const char *msg = "sample";
+	struct field f;
+	int rc;
+	size_t nlocs = 0, nvals = 0, nlabels = 0;
+	while (q < end) {
+		if ((rc = next_field(d, &q, end, &f, msg)))
+			return rc;
+		size_t c = f.wt == WT_LEN ? count_packed(f.data, f.len) : 1;
+		if (f.num == 1)
+			nlocs += c;
+		else if (f.num == 2)
+			nvals += c;
+		else if (f.num == 3)
+			nlabels++;
+	}
+	if (nlocs > d->lim.max_stack_depth)
+		return pd_errf(d->err, PD_ELIMIT, "sample #%zu has %zu locations, over the stack depth limit %zu",
+			       idx, nlocs, d->lim.max_stack_depth);
+	if (nlabels > d->lim.max_labels)
+		return pd_errf(d->err, PD_ELIMIT, "sample #%zu has %zu labels, over the limit %zu", idx, nlabels,
+			       d->lim.max_labels);
+	if (nvals != d->p->nsample_types) {
+		if (d->p->nsample_types == 0)
+			return pd_errf(d->err, PD_EINVAL, "missing sample type information (sample #%zu has %zu values)",
+				       idx, nvals);
+		return pd_errf(d->err, PD_EINVAL, "sample #%zu: has %zu values vs. %u sample types", idx, nvals,
+			       d->p->nsample_types);
+	}
+	struct pd_arena *a = d->p->arena;
+	s->locs = nlocs ? pd_arena_alloc(a, nlocs * sizeof *s->locs) : NULL;
+	s->values = nvals ? pd_arena_alloc(a, nvals * sizeof *s->values) : NULL;
+	s->labels = nlabels ? pd_arena_alloc(a, nlabels * sizeof *s->labels) : NULL;
+	if ((nlocs && !s->locs) || (nvals && !s->values) || (nlabels && !s->labels))
+		return pd_errf(d->err, PD_ENOMEM, "out of memory");
+	s->nlocs = s->nlabels = 0;
+	size_t vi = 0;
+	while (p < end) {
+		/* framing was validated by the counting loop */
+		(void)next_field(d, &p, end, &f, msg);
+		if (f.num == 1 || f.num == 2) {
+			const uint8_t *vp = f.data, *ve = f.data + f.len;
+			uint64_t one = f.v;
+			bool packed = f.wt == WT_LEN;
+			if (!packed && f.wt != WT_VARINT)
+				return want_wt(d, &f, WT_VARINT, msg, f.num == 1 ? "location_id" : "value");
+			while (packed ? vp < ve : true) {
+				uint64_t v = one;
+				if (packed && pd_varint(&vp, ve, &v))
+					return pd_errf(d->err, PD_EINVAL, "sample #%zu at offset %zu: bad packed varint",
+						       idx, OFF(d, f.start));
+				if (f.num == 1) {
+					uint32_t li = idmap_find(&d->lmap, v);
+					if (PD_UNLIKELY(li == PD_NONE))
+						return pd_errf(d->err, PD_EINVAL,
+							       "sample #%zu: location id %llu not found (profile has %u "
+							       "locations)",
+							       idx, (unsigned long long)v, d->p->nlocations);
+					s->locs[s->nlocs++] = li;
+				} else {
+					s->values[vi++] = (int64_t)v;
+				}
+				if (!packed)
+					break;
+			}
+		} else if (f.num == 3) {
+			if ((rc = want_wt(d, &f, WT_LEN, msg, "label")))
+				return rc;
+			const uint8_t *lp = f.data, *le = f.data + f.len;
+			struct field g;
+			struct pd_label lb = {0, 0, 0, 0};
+			while (lp < le) {
+				if ((rc = next_field(d, &lp, le, &g, "label")))
+					return rc;
+				switch (g.num) {
+				case 1: rc = str_index(d, &g, "label", "key", &lb.key); break;
+				case 2: rc = str_index(d, &g, "label", "str", &lb.str); break;
+				case 3: {
+					uint64_t v = 0;
+					rc = dec_u64(d, &g, "label", "num", &v);
+					lb.num = (int64_t)v;
+					break;
+				}
+				case 4: rc = str_index(d, &g, "label", "num_unit", &lb.num_unit); break;
+				}
+				if (rc)
+					return rc;
+			}
+			/* As upstream: a label with neither a string nor a number is dropped. */
+			if (lb.str || lb.num || lb.num_unit)
+				s->labels[s->nlabels++] = lb;
+		}
+	}
+	return 0;
+}
+
+/* ---- passes ------------------------------------------------------------ */
+
+static int pass_count(struct dec *d, const uint8_t *p, const uint8_t *end, size_t cnt[16],
+		      size_t *string_bytes)
+{
+	struct field f;
+	int rc;
+	bool have_time = false;
+	while (p < end) {
+		if ((rc = next_field(d, &p, end, &f, "profile")))
+			return rc;
+		if (f.num >= 16)
+			continue; /* unknown field: skipped */
+		bool is_msg = f.num <= 6 || f.num == 11;
+		bool packable = f.num == 13;
+		if (is_msg ? f.wt != WT_LEN : (f.wt != WT_VARINT && !(packable && f.wt == WT_LEN)))
+			return pd_errf(d->err, PD_EINVAL, "profile.%s (field %u) at offset %zu: wire type %u is wrong",
+				       profile_field_names[f.num], f.num, OFF(d, f.start), f.wt);
+		if (f.num == 13 && f.wt == WT_LEN)
+			cnt[13] += count_packed(f.data, f.len);
+		else
+			cnt[f.num]++;
+		if (f.num == 6)
+			*string_bytes += f.len;
+		if (f.num == 9) {
+			if (have_time)
+				return pd_errf(d->err, PD_EINVAL,
+					       "concatenated profiles detected (second time_nanos at offset %zu)",
+					       OFF(d, f.start));
+			if (f.v != 0)
+				have_time = true;
+		}
+	}
+	return 0;
+}
+
+static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
+{
+	struct pd_profile *p = d->p;
+	const uint8_t *end = buf + len, *q;
+	size_t cnt[16] = {0}, sbytes = 0;
+	struct field f;
+	int rc;
+
+	d->base = buf;
+	if (len == 0)
+		return pd_errf(d->err, PD_EINVAL, "empty input file");
+	if ((rc = pass_count(d, buf, end, cnt, &sbytes)))
+		return rc;
+	if ((rc = check_cap(d, cnt[1], d->lim.max_sample_types, "sample types")) ||
+	    (rc = check_cap(d, cnt[2], d->lim.max_samples, "samples")) ||
+	    (rc = check_cap(d, cnt[3], d->lim.max_mappings, "mappings")) ||
+	    (rc = check_cap(d, cnt[4], d->lim.max_locations, "locations")) ||
+	    (rc = check_cap(d, cnt[5], d->lim.max_functions, "functions")) ||
+	    (rc = check_cap(d, cnt[6], d->lim.max_strings, "strings")) ||
+	    (rc = check_cap(d, sbytes, d->lim.max_string_bytes, "bytes of strings")) ||
+	    (rc = check_cap(d, cnt[13], d->lim.max_strings, "comments")))
+		return rc;
+	if (cnt[6] == 0)
+		return pd_errf(d->err, PD_EINVAL, "malformed profile: no string_table (string_table[0] must be \"\")");
+	if (cnt[1] == 0 && cnt[2] != 0)
+		return pd_errf(d->err, PD_EINVAL, "missing sample type information (%zu samples, no sample_type)", cnt[2]);
+
+	struct pd_arena *a = p->arena;
+	d->nstrings = cnt[6];
+	p->strings = pd_arena_alloc(a, cnt[6] * sizeof *p->strings);
+	p->sample_types = pd_arena_calloc(a, cnt[1] + 1, sizeof *p->sample_types);
+	p->samples = pd_arena_calloc(a, cnt[2] + 1, sizeof *p->samples);
+	p->mappings = pd_arena_alloc(a, (cnt[3] + 1) * sizeof *p->mappings);
+	p->locations = pd_arena_alloc(a, (cnt[4] + 1) * sizeof *p->locations);
+	p->functions = pd_arena_alloc(a, (cnt[5] + 1) * sizeof *p->functions);
+	p->comments = pd_arena_alloc(a, (cnt[13] + 1) * sizeof *p->comments);
+	if (!p->strings || !p->sample_types || !p->samples || !p->mappings || !p->locations ||
+	    !p->functions || !p->comments)
+		return pd_errf(d->err, PD_ENOMEM, "out of memory");
+
+	/* Pass 2: strings, header, sample types, mappings, functions. */
+	for (q = buf; q < end;) {
+		(void)next_field(d, &q, end, &f, "profile");
+		switch (f.num) {
+		case 1:
+			rc = dec_vtype(d, f.data, f.len, &p->sample_types[p->nsample_types++], "sample_type");
+			break;
+		case 3: rc = dec_mapping(d, f.data, f.len, &p->mappings[p->nmappings++]); break;
+		case 5: rc = dec_function(d, f.data, f.len, &p->functions[p->nfunctions++]); break;
+		case 6:
+			if (p->nstrings == 0 && f.len != 0)
+				return pd_errf(d->err, PD_EINVAL, "string_table[0] must be '' (found %zu bytes at offset %zu)",
+					       f.len, OFF(d, f.start));
+			p->strings[p->nstrings].ptr = (const char *)f.data;
+			p->strings[p->nstrings++].len = (uint32_t)f.len;
+			break;
+		case 7: rc = str_index(d, &f, "profile", "drop_frames", &p->drop_frames); break;
+		case 8: rc = str_index(d, &f, "profile", "keep_frames", &p->keep_frames); break;
+		case 9: p->time_nanos = (int64_t)f.v; break;
+		case 10: p->duration_nanos = (int64_t)f.v; break;
+		case 11: rc = dec_vtype(d, f.data, f.len, &p->period_type, "period_type"); break;
+		case 12: p->period = (int64_t)f.v; break;
+		case 13:
+			if (f.wt == WT_LEN) {
+				const uint8_t *cp = f.data, *ce = f.data + f.len;
+				while (cp < ce) {
+					uint64_t v;
+					if (pd_varint(&cp, ce, &v))
+						return pd_errf(d->err, PD_EINVAL, "profile.comment at offset %zu: bad varint",
+							       OFF(d, f.start));
+					if (v >= d->nstrings)
+						return pd_errf(d->err, PD_EINVAL,
+							       "profile.comment at offset %zu: string index %lld out of range",
+							       OFF(d, f.start), (long long)v);
+					p->comments[p->ncomments++] = (uint32_t)v;
+				}
+			} else {
+				rc = str_index(d, &f, "profile", "comment", &p->comments[p->ncomments++]);
+			}
+			break;
+		case 14: rc = str_index(d, &f, "profile", "default_sample_type", &p->default_sample_type); break;
+		case 15: rc = str_index(d, &f, "profile", "doc_url", &p->doc_url); break;
+		}
+		if (rc) {
+			if (f.num == 3)
+				pd_err_prefix(d->err, "mapping #%u", p->nmappings - 1);
+			else if (f.num == 5)
+				pd_err_prefix(d->err, "function #%u", p->nfunctions - 1);
+			return rc;
+		}
+	}
+	if ((rc = idmap_build(d, &d->mmap, p->mappings, sizeof *p->mappings, p->nmappings, "mapping")) ||
+	    (rc = idmap_build(d, &d->fmap, p->functions, sizeof *p->functions, p->nfunctions, "function")))
+		return rc;
+
+	/* Pass 3: locations. */
+	for (q = buf; q < end;) {
+		(void)next_field(d, &q, end, &f, "profile");
+		if (f.num == 4) {
+			uint32_t i = p->nlocations++;
+			if ((rc = dec_location(d, f.data, f.len, &p->locations[i], i))) {
+				if (rc != PD_ENOMEM && !strstr(d->err->msg, "location #"))
+					pd_err_prefix(d->err, "location #%u", i);
+				return rc;
+			}
+		}
+	}
+	if ((rc = idmap_build(d, &d->lmap, p->locations, sizeof *p->locations, p->nlocations, "location")))
+		return rc;
+
+	/* Pass 4: samples. */
+	for (q = buf; q < end;) {
+		(void)next_field(d, &q, end, &f, "profile");
+		if (f.num == 2) {
+			size_t i = p->nsamples++;
+			if ((rc = dec_sample(d, f.data, f.len, &p->samples[i], i))) {
+				if (rc != PD_ENOMEM && !strstr(d->err->msg, "sample #"))
+					pd_err_prefix(d->err, "sample #%zu", i);
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+void pd_pprof_limits_default(struct pd_pprof_limits *l)
+{
+#define DEF(f, v) if (!l->f) l->f = (v)
+	DEF(max_compressed, PD_DEFAULT_MAX_COMPRESSED);
+	DEF(max_decompressed, PD_DEFAULT_MAX_DECOMPRESSED);
+	DEF(max_samples, PD_DEFAULT_MAX_SAMPLES);
+	DEF(max_locations, PD_DEFAULT_MAX_LOCATIONS);
+	DEF(max_functions, PD_DEFAULT_MAX_FUNCTIONS);
+	DEF(max_mappings, PD_DEFAULT_MAX_MAPPINGS);
+	DEF(max_strings, PD_DEFAULT_MAX_STRINGS);
+	DEF(max_string_bytes, PD_DEFAULT_MAX_STRING_BYTES);
+	DEF(max_stack_depth, PD_DEFAULT_MAX_STACK_DEPTH);
+	DEF(max_labels, PD_DEFAULT_MAX_LABELS);
+	DEF(max_lines, PD_DEFAULT_MAX_LINES);
+	DEF(max_sample_types, PD_DEFAULT_MAX_SAMPLE_TYPES);
+#undef DEF
+}
+
+void pd_profile_free(struct pd_profile *p)
+{
+	if (!p)
+		return;
+	free(p->owned);
+	pd_arena_free(p->arena);
+	free(p);
+}
+
+int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+		    struct pd_profile **out, struct pd_err *err)
+{
+	struct dec d;
+	memset(&d, 0, sizeof d);
+	if (lim)
+		d.lim = *lim;
+	pd_pprof_limits_default(&d.lim);
+	d.err = err;
+	*out = NULL;
+	int rc = 0;
+	struct pd_profile *p = calloc(1, sizeof *p);
+	if (!p)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	d.p = p;
+	const uint8_t *raw = NULL;
+	size_t rawlen = 0;
+
+	if (len > d.lim.max_compressed) {
+		rc = pd_errf(err, PD_ELIMIT, "input is %zu bytes, over the %zu-byte limit", len, d.lim.max_compressed);
+		goto out;
+	}
+	if (pd_is_gzip(data, len)) {
+		uint8_t *buf;
+		if ((rc = pd_gunzip(data, len, d.lim.max_decompressed, &buf, &rawlen, err))) {
+			pd_err_prefix(err, "decompressing profile");
+			goto out;
+		}
+		p->owned = buf;
+		raw = buf;
+	} else {
+		if (len > d.lim.max_decompressed) {
+			rc = pd_errf(err, PD_ELIMIT, "raw profile is %zu bytes, over the %zu-byte limit", len,
+				     d.lim.max_decompressed);
+			goto out;
+		}
+		if (len) {
+			p->owned = malloc(len);
+			if (!p->owned) {
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+			memcpy(p->owned, data, len);
+		}
+		raw = p->owned;
+		rawlen = len;
+	}
+	/* Arena sized from the input: the model takes about 1-2x the protobuf. */
+	p->arena = pd_arena_new(rawlen < 16384 ? 16384 : rawlen > (4u << 20) ? (4u << 20) : rawlen);
+	if (!p->arena) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = decode_raw(&d, raw, rawlen)))
+		goto out;
+	*out = p;
+	p = NULL;
+out:
+	if (d.mmap.h.hashes)
+		pd_hidx_free(&d.mmap.h);
+	if (d.fmap.h.hashes)
+		pd_hidx_free(&d.fmap.h);
+	if (d.lmap.h.hashes)
+		pd_hidx_free(&d.lmap.h);
+	pd_profile_free(p);
+	return rc;
+}
+
+int pd_pprof_decode_file(const char *path, const struct pd_pprof_limits *lim, struct pd_profile **out,
+			 struct pd_err *err)
+{
+	struct pd_pprof_limits l = {0};
+	if (lim)
+		l = *lim;
+	pd_pprof_limits_default(&l);
+	struct pd_buf b = PD_BUF_INIT(l.max_compressed);
+	int rc = pd_buf_read_file(&b, path, err);
+	if (!rc) {
+		rc = pd_pprof_decode(b.ptr, b.len, &l, out, err);
+		if (rc)
+			pd_err_prefix(err, "%s", path);
+	}
+	pd_buf_free(&b);
+	return rc;
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+bool pd_str_eq(struct pd_str s, const char *c)
+{
+	size_t n = strlen(c);
+	return s.len == n && memcmp(s.ptr, c, n) == 0;
+}
+
+uint32_t pd_profile_default_index(const struct pd_profile *p)
+{
+	if (p->nsample_types == 0)
+		return 0;
+	if (p->default_sample_type) {
+		struct pd_str want = p->strings[p->default_sample_type];
+		for (uint32_t i = 0; i < p->nsample_types; i++) {
+			struct pd_str t = p->strings[p->sample_types[i].type];
+			if (t.len == want.len && memcmp(t.ptr, want.ptr, t.len) == 0)
+				return i;
+		}
+	}
+	return p->nsample_types - 1;
+}
+
+static struct pd_str trim_inuse(struct pd_str s)
+{
+	if (s.len >= 6 && memcmp(s.ptr, "inuse_", 6) == 0)
+		return (struct pd_str){s.ptr + 6, s.len - 6};
+	return s;
+}
+
+/* As pprof's SampleIndexByName: "" = default, a number = that index, else
+ * the type whose name equals the argument once both lose an "inuse_" prefix. */
+int pd_profile_sample_index(const struct pd_profile *p, const char *name)
+{
+	if (!name || !*name)
+		return (int)pd_profile_default_index(p);
+	if ((*name >= '0' && *name <= '9') || (*name == '-' && name[1])) {
+		char *end;
+		long v = strtol(name, &end, 10);
+		if (*end == 0)
+			return v >= 0 && v < (long)p->nsample_types ? (int)v : -1;
+	}
+	struct pd_str want = trim_inuse((struct pd_str){name, (uint32_t)strlen(name)});
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		struct pd_str t = trim_inuse(p->strings[p->sample_types[i].type]);
+		if (t.len == want.len && memcmp(t.ptr, want.ptr, t.len) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+void pd_profile_describe_types(const struct pd_profile *p, char *buf, size_t n)
+{
+	size_t o = 0;
+	o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "[");
+	for (uint32_t i = 0; i < p->nsample_types && o < n; i++) {
+		struct pd_str t = p->strings[p->sample_types[i].type], u = p->strings[p->sample_types[i].unit];
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%.*s/%.*s", i ? " " : "", (int)t.len, t.ptr,
+				      (int)u.len, u.ptr);
+	}
+	if (o < n) {
+		struct pd_str t = p->strings[p->period_type.type], u = p->strings[p->period_type.unit];
+		snprintf(buf + o, n - o, "] period %.*s/%.*s", (int)t.len, t.ptr, (int)u.len, u.ptr);
+	}
+}

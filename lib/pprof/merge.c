@@ -1,0 +1,848 @@
+/*
+ * merge.c — pprof's profile.Merge, streaming, in C.
+ *
+ * Semantics (github.com/google/pprof/profile/merge.go, as vendored by Go):
+ *  - profiles must have equal period_type and sample_type lists (type and
+ *    unit), else PD_EINCOMPAT naming both;
+ *  - period = max, duration = sum, time = earliest non-zero (upstream's loop
+ *    has a bug with zero times; we take the minimum of the non-zero ones),
+ *    comments = union in first-seen order, default_sample_type/doc_url =
+ *    first non-empty, drop/keep frames, sample and period types = first;
+ *  - mappings are keyed by (size rounded up to 4 KiB, file offset, build id
+ *    or else file name); a later equal mapping's locations are relocated by
+ *    the start difference (ASLR). The first mapping of the first profile
+ *    that has mappings is always mapping 1 (the main binary);
+ *  - functions keyed by (start line, name, system name, file name);
+ *  - locations keyed by (address - mapping start, mapping, is_folded, each
+ *    line's (function, line, column));
+ *  - samples keyed by (locations, labels): equal keys sum their values;
+ *    samples whose values are all zero are skipped on input, and rows that
+ *    sum to zero are dropped with everything only they referenced;
+ *  - ids are renumbered 1..n in first-seen order.
+ *
+ * Everything a later profile needs is interned here (strings copied into
+ * the merger's arena), so each input may be freed right after it is added.
+ * Stacks (sequences of merged location ids) and label sets are interned to
+ * integer ids and values are summed by the aggregation core (agg.h).
+ */
+#include "pprof.h"
+#include "agg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* growable array of T, malloc'd */
+#define VEC(T) struct { T *v; size_t n, cap; }
+static int vec_grow(void **v, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 64;
+	while (nc < need)
+		nc *= 2;
+	void *nv = realloc(*v, nc * elsz);
+	if (!nv)
+		return PD_ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+#define VEC_RESERVE(vec, extra) vec_grow((void **)&(vec).v, &(vec).cap, (vec).n + (extra), sizeof *(vec).v)
+
+struct mloc {
+	uint64_t address;  /* as stored (first seen, relocated) */
+	uint64_t normaddr; /* address - mapping start, for the key */
+	uint32_t mapping;  /* merged mapping index or PD_NONE */
+	uint32_t lines;    /* offset into lines pool */
+	uint32_t nlines;
+	bool is_folded;
+};
+
+struct span {
+	uint32_t off, n;
+};
+
+struct pd_merger {
+	struct pd_arena *arena; /* string bytes */
+	size_t nprofiles;
+
+	/* header (merged string ids) */
+	VEC(struct pd_vtype) stypes;
+	struct pd_vtype ptype;
+	int64_t time_nanos, duration_nanos, period;
+	uint32_t drop_frames, keep_frames, default_sample_type, doc_url;
+	VEC(uint32_t) comments;
+
+	/* interned entities */
+	VEC(struct pd_str) strs;
+	struct pd_hidx strs_idx;
+	VEC(struct pd_mapping) maps;
+	struct pd_hidx maps_idx;
+	VEC(struct pd_function) funcs;
+	struct pd_hidx funcs_idx;
+	VEC(struct mloc) locs;
+	VEC(struct pd_line) lines;
+	struct pd_hidx locs_idx;
+	VEC(struct span) stacks;
+	VEC(uint32_t) stack_pool;
+	struct pd_hidx stacks_idx;
+	VEC(struct span) lsets; /* label set 0 = empty */
+	VEC(struct pd_label) label_pool;
+	struct pd_hidx lsets_idx;
+	struct pd_agg agg;
+	uint32_t first_mapping;
+
+	/* per-source memo tables (index in source -> merged index) */
+	uint32_t *m_str, *m_func, *m_loc, *m_map;
+	int64_t *m_map_off;
+	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map;
+
+	/* scratch */
+	VEC(uint32_t) tmp_stack;
+	VEC(struct pd_label) tmp_labels;
+};
+
+/* ---- strings --------------------------------------------------------------- */
+
+struct strkey {
+	struct pd_merger *m;
+	const char *p;
+	uint32_t len;
+};
+
+static bool str_eq(void *ctx, uint32_t v)
+{
+	struct strkey *k = ctx;
+	struct pd_str s = k->m->strs.v[v];
+	return s.len == k->len && memcmp(s.ptr, k->p, k->len) == 0;
+}
+
+static uint32_t intern_str(struct pd_merger *m, const char *p, uint32_t len)
+{
+	struct strkey k = {m, p, len};
+	uint64_t h = pd_hash(p, len, 0);
+	uint32_t v = pd_hidx_find(&m->strs_idx, h, str_eq, &k);
+	if (v != UINT32_MAX)
+		return v;
+	if (VEC_RESERVE(m->strs, 1))
+		return PD_NONE;
+	char *c = len ? pd_arena_dup(m->arena, p, len) : (char *)"";
+	if (!c)
+		return PD_NONE;
+	v = (uint32_t)m->strs.n;
+	m->strs.v[m->strs.n++] = (struct pd_str){c, len};
+	if (pd_hidx_insert(&m->strs_idx, h, v))
+		return PD_NONE;
+	return v;
+}
+
+/* Merged id of source string i (memoized per source). */
+static inline uint32_t map_str(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+{
+	uint32_t v = m->m_str[i];
+	if (v != PD_NONE)
+		return v;
+	v = intern_str(m, src->strings[i].ptr, src->strings[i].len);
+	m->m_str[i] = v;
+	return v;
+}
+
+/* ---- mappings ------------------------------------------------------------- */
+
+struct mapkey {
+	struct pd_merger *m;
+	uint64_t size, offset;
+	uint32_t file; /* build id, else file name, else 0 */
+};
+
+static void mapping_key(const struct pd_mapping *mp, struct mapkey *k)
+{
+	uint64_t size = mp->limit - mp->start;
+	size = size + 0x1000 - 1;
+	size = size - (size % 0x1000);
+	k->size = size;
+	k->offset = mp->offset;
+	k->file = mp->build_id ? mp->build_id : mp->filename;
+}
+
+static bool map_eq(void *ctx, uint32_t v)
+{
+	struct mapkey *k = ctx, o;
+	mapping_key(&k->m->maps.v[v], &o);
+	return o.size == k->size && o.offset == k->offset && o.file == k->file;
+}
+
+/* Merged index of source mapping i, or PD_NONE on OOM; sets offset. */
+static uint32_t map_mapping(struct pd_merger *m, const struct pd_profile *src, uint32_t i, int64_t *offset)
+{
+	if (m->m_map[i] != PD_NONE) {
+		*offset = m->m_map_off[i];
+		return m->m_map[i];
+	}
+	const struct pd_mapping *s = &src->mappings[i];
+	struct pd_mapping c = *s;
+	c.filename = map_str(m, src, s->filename);
+	c.build_id = map_str(m, src, s->build_id);
+	if (c.filename == PD_NONE || c.build_id == PD_NONE)
+		return PD_NONE;
+	struct mapkey k = {m, 0, 0, 0};
+	mapping_key(&c, &k);
+	uint64_t h = pd_hash_u64(k.size ^ pd_hash_u64(k.offset ^ pd_hash_u64(k.file)));
+	uint32_t v = pd_hidx_find(&m->maps_idx, h, map_eq, &k);
+	if (v != UINT32_MAX) {
+		*offset = (int64_t)m->maps.v[v].start - (int64_t)s->start;
+	} else {
+		if (VEC_RESERVE(m->maps, 1))
+			return PD_NONE;
+		v = (uint32_t)m->maps.n++;
+		m->maps.v[v] = c;
+		if (pd_hidx_insert(&m->maps_idx, h, v))
+			return PD_NONE;
+		*offset = 0;
+	}
+	m->m_map[i] = v;
+	m->m_map_off[i] = *offset;
+	return v;
+}
+
+/* ---- functions ------------------------------------------------------------ */
+
+struct fnkey {
+	struct pd_merger *m;
+	const struct pd_function *f;
+};
+
+static bool fn_eq(void *ctx, uint32_t v)
+{
+	struct fnkey *k = ctx;
+	const struct pd_function *a = &k->m->funcs.v[v], *b = k->f;
+	return a->start_line == b->start_line && a->name == b->name && a->system_name == b->system_name &&
+	       a->filename == b->filename;
+}
+
+static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+{
+	if (m->m_func[i] != PD_NONE)
+		return m->m_func[i];
+	const struct pd_function *s = &src->functions[i];
+	struct pd_function c = {0, map_str(m, src, s->name), map_str(m, src, s->system_name),
+				map_str(m, src, s->filename), s->start_line};
+	if (c.name == PD_NONE || c.system_name == PD_NONE || c.filename == PD_NONE)
+		return PD_NONE;
+	uint64_t h = pd_hash_u64((uint64_t)c.start_line ^
+				 pd_hash_u64(((uint64_t)c.name << 32 | c.system_name) ^ pd_hash_u64(c.filename)));
+	struct fnkey k = {m, &c};
+	uint32_t v = pd_hidx_find(&m->funcs_idx, h, fn_eq, &k);
+	if (v == UINT32_MAX) {
+		if (VEC_RESERVE(m->funcs, 1))
+			return PD_NONE;
+		v = (uint32_t)m->funcs.n++;
+		m->funcs.v[v] = c;
+		if (pd_hidx_insert(&m->funcs_idx, h, v))
+			return PD_NONE;
+	}
+	m->m_func[i] = v;
+	return v;
+}
+
+/* ---- locations ------------------------------------------------------------ */
+
+struct lockey {
+	struct pd_merger *m;
+	const struct mloc *l;
+	const struct pd_line *lines;
+};
+
+static bool loc_eq(void *ctx, uint32_t v)
+{
+	struct lockey *k = ctx;
+	const struct mloc *a = &k->m->locs.v[v], *b = k->l;
+	if (a->normaddr != b->normaddr || a->mapping != b->mapping || a->is_folded != b->is_folded ||
+	    a->nlines != b->nlines)
+		return false;
+	const struct pd_line *la = k->m->lines.v + a->lines;
+	for (uint32_t i = 0; i < a->nlines; i++)
+		if (la[i].function != k->lines[i].function || la[i].line != k->lines[i].line ||
+		    la[i].column != k->lines[i].column)
+			return false;
+	return true;
+}
+
+static uint32_t map_location(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+{
+	if (m->m_loc[i] != PD_NONE)
+		return m->m_loc[i];
+	const struct pd_location *s = &src->locations[i];
+	struct mloc c = {s->address, s->address, PD_NONE, 0, s->nlines, s->is_folded};
+	if (s->mapping != PD_NONE) {
+		int64_t off = 0;
+		c.mapping = map_mapping(m, src, s->mapping, &off);
+		if (c.mapping == PD_NONE)
+			return PD_NONE;
+		c.address = (uint64_t)((int64_t)s->address + off);
+		c.normaddr = c.address - m->maps.v[c.mapping].start;
+	}
+	/* Stage the mapped lines at the end of the pool; keep them only if new. */
+	if (VEC_RESERVE(m->lines, s->nlines))
+		return PD_NONE;
+	struct pd_line *nl = m->lines.v + m->lines.n;
+	uint64_t h = pd_hash_u64(c.normaddr ^ ((uint64_t)c.mapping << 1 | c.is_folded));
+	for (uint32_t j = 0; j < s->nlines; j++) {
+		nl[j].function = map_function(m, src, s->lines[j].function);
+		if (nl[j].function == PD_NONE)
+			return PD_NONE;
+		nl[j].line = s->lines[j].line;
+		nl[j].column = s->lines[j].column;
+		h = pd_hash_u64(h ^ nl[j].function ^ pd_hash_u64((uint64_t)nl[j].line ^ ((uint64_t)nl[j].column << 40)));
+	}
+	struct lockey k = {m, &c, nl};
+	uint32_t v = pd_hidx_find(&m->locs_idx, h, loc_eq, &k);
+	if (v == UINT32_MAX) {
+		if (VEC_RESERVE(m->locs, 1))
+			return PD_NONE;
+		c.lines = (uint32_t)m->lines.n;
+		m->lines.n += s->nlines;
+		v = (uint32_t)m->locs.n++;
+		m->locs.v[v] = c;
+		if (pd_hidx_insert(&m->locs_idx, h, v))
+			return PD_NONE;
+	}
+	m->m_loc[i] = v;
+	return v;
+}
+
+/* ---- stacks and label sets ------------------------------------------------- */
+
+struct spankey {
+	struct pd_merger *m;
+	const void *items;
+	uint32_t n;
+	bool labels;
+};
+
+static bool stack_eq(void *ctx, uint32_t v)
+{
+	struct spankey *k = ctx;
+	struct span s = k->m->stacks.v[v];
+	return s.n == k->n && (s.n == 0 || memcmp(k->m->stack_pool.v + s.off, k->items, s.n * sizeof(uint32_t)) == 0);
+}
+
+static bool lset_eq(void *ctx, uint32_t v)
+{
+	struct spankey *k = ctx;
+	struct span s = k->m->lsets.v[v];
+	if (s.n != k->n)
+		return false;
+	const struct pd_label *a = k->m->label_pool.v + s.off, *b = k->items;
+	for (uint32_t i = 0; i < s.n; i++)
+		if (a[i].key != b[i].key || a[i].str != b[i].str || a[i].num != b[i].num ||
+		    a[i].num_unit != b[i].num_unit)
+			return false;
+	return true;
+}
+
+static uint32_t intern_stack(struct pd_merger *m, const uint32_t *locs, uint32_t n)
+{
+	uint64_t h = n ? pd_hash(locs, n * sizeof *locs, 0x57ac) : 0x57ac;
+	struct spankey k = {m, locs, n, false};
+	uint32_t v = pd_hidx_find(&m->stacks_idx, h, stack_eq, &k);
+	if (v != UINT32_MAX)
+		return v;
+	if (VEC_RESERVE(m->stacks, 1) || VEC_RESERVE(m->stack_pool, n))
+		return PD_NONE;
+	if (n)
+		memcpy(m->stack_pool.v + m->stack_pool.n, locs, n * sizeof *locs);
+	v = (uint32_t)m->stacks.n++;
+	m->stacks.v[v] = (struct span){(uint32_t)m->stack_pool.n, n};
+	m->stack_pool.n += n;
+	if (pd_hidx_insert(&m->stacks_idx, h, v))
+		return PD_NONE;
+	return v;
+}
+
+static uint64_t labels_hash(const struct pd_label *l, uint32_t n)
+{
+	uint64_t h = 0x1abe1;
+	for (uint32_t i = 0; i < n; i++)
+		h = pd_hash_u64(h ^ ((uint64_t)l[i].key << 32 | l[i].str) ^
+				pd_hash_u64((uint64_t)l[i].num ^ ((uint64_t)l[i].num_unit << 48)));
+	return h;
+}
+
+static uint32_t intern_lset(struct pd_merger *m, const struct pd_label *l, uint32_t n)
+{
+	if (n == 0)
+		return 0;
+	uint64_t h = labels_hash(l, n);
+	struct spankey k = {m, l, n, true};
+	uint32_t v = pd_hidx_find(&m->lsets_idx, h, lset_eq, &k);
+	if (v != UINT32_MAX)
+		return v;
+	if (VEC_RESERVE(m->lsets, 1) || VEC_RESERVE(m->label_pool, n))
+		return PD_NONE;
+	memcpy(m->label_pool.v + m->label_pool.n, l, n * sizeof *l);
+	v = (uint32_t)m->lsets.n++;
+	m->lsets.v[v] = (struct span){(uint32_t)m->label_pool.n, n};
+	m->label_pool.n += n;
+	if (pd_hidx_insert(&m->lsets_idx, h, v))
+		return PD_NONE;
+	return v;
+}
+
+static int str_cmp(const struct pd_merger *m, uint32_t a, uint32_t b)
+{
+	if (a == b)
+		return 0;
+	struct pd_str x = m->strs.v[a], y = m->strs.v[b];
+	uint32_t n = x.len < y.len ? x.len : y.len;
+	int c = n ? memcmp(x.ptr, y.ptr, n) : 0;
+	return c ? c : (x.len < y.len ? -1 : x.len > y.len);
+}
+
+/* Canonical label order, which is also what pprof's encoder writes: string
+ * labels sorted by key, then numeric labels sorted by key; values of one key
+ * keep their order (stable insertion sort; label lists are short). */
+static void sort_labels(const struct pd_merger *m, struct pd_label *l, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		struct pd_label x = l[i];
+		uint32_t j = i;
+		while (j > 0) {
+			const struct pd_label *y = &l[j - 1];
+			bool xs = x.str != 0, ys = y->str != 0;
+			int c = xs != ys ? (xs ? -1 : 1) : str_cmp(m, x.key, y->key);
+			if (c >= 0)
+				break;
+			l[j] = l[j - 1];
+			j--;
+		}
+		l[j] = x;
+	}
+}
+
+/* ---- public ------------------------------------------------------------------ */
+
+struct pd_merger *pd_merger_new(void)
+{
+	struct pd_merger *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->arena = pd_arena_new(256 * 1024);
+	m->first_mapping = PD_NONE;
+	if (!m->arena || pd_hidx_init(&m->strs_idx, 4096) || pd_hidx_init(&m->maps_idx, 16) ||
+	    pd_hidx_init(&m->funcs_idx, 4096) || pd_hidx_init(&m->locs_idx, 4096) ||
+	    pd_hidx_init(&m->stacks_idx, 4096) || pd_hidx_init(&m->lsets_idx, 64) ||
+	    VEC_RESERVE(m->lsets, 1) || intern_str(m, "", 0) != 0) {
+		pd_merger_free(m);
+		return NULL;
+	}
+	m->lsets.v[m->lsets.n++] = (struct span){0, 0}; /* label set 0: no labels */
+	return m;
+}
+
+void pd_merger_free(struct pd_merger *m)
+{
+	if (!m)
+		return;
+	pd_arena_free(m->arena);
+	free(m->stypes.v);
+	free(m->comments.v);
+	free(m->strs.v);
+	pd_hidx_free(&m->strs_idx);
+	free(m->maps.v);
+	pd_hidx_free(&m->maps_idx);
+	free(m->funcs.v);
+	pd_hidx_free(&m->funcs_idx);
+	free(m->locs.v);
+	free(m->lines.v);
+	pd_hidx_free(&m->locs_idx);
+	free(m->stacks.v);
+	free(m->stack_pool.v);
+	pd_hidx_free(&m->stacks_idx);
+	free(m->lsets.v);
+	free(m->label_pool.v);
+	pd_hidx_free(&m->lsets_idx);
+	if (m->nprofiles)
+		pd_agg_free(&m->agg);
+	free(m->m_str);
+	free(m->m_func);
+	free(m->m_loc);
+	free(m->m_map);
+	free(m->m_map_off);
+	free(m->tmp_stack.v);
+	free(m->tmp_labels.v);
+	free(m);
+}
+
+size_t pd_merger_count(const struct pd_merger *m) { return m->nprofiles; }
+
+/* Resize a memo table to n entries, all PD_NONE. */
+static int memo(uint32_t **t, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(*t);
+		*t = malloc((n ? n : 1) * sizeof **t);
+		if (!*t) {
+			*cap = 0;
+			return PD_ENOMEM;
+		}
+		*cap = n;
+	}
+	if (n)
+		memset(*t, 0xff, n * sizeof **t);
+	return 0;
+}
+
+const char *pd_kind_name(struct pd_str period_type, struct pd_str first_type, struct pd_str default_type)
+{
+	if (pd_str_eq(period_type, "cpu"))
+		return "cpu";
+	if (pd_str_eq(first_type, "alloc_objects") || pd_str_eq(period_type, "space"))
+		return pd_str_eq(default_type, "alloc_space") ? "allocs" : "heap";
+	if (pd_str_eq(first_type, "contentions"))
+		return "block/mutex";
+	if (pd_str_eq(first_type, "goroutine"))
+		return "goroutine";
+	if (pd_str_eq(first_type, "threadcreate"))
+		return "threadcreate";
+	return "unknown";
+}
+
+static int incompatible(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
+{
+	char a[256], b[256];
+	size_t o = 0;
+	o += (size_t)snprintf(a, sizeof a, "[");
+	for (size_t i = 0; i < m->stypes.n && o < sizeof a; i++) {
+		struct pd_str t = m->strs.v[m->stypes.v[i].type], u = m->strs.v[m->stypes.v[i].unit];
+		o += (size_t)snprintf(a + o, sizeof a - o, "%s%.*s/%.*s", i ? " " : "", (int)t.len, t.ptr, (int)u.len,
+				      u.ptr);
+	}
+	if (o < sizeof a) {
+		struct pd_str t = m->strs.v[m->ptype.type], u = m->strs.v[m->ptype.unit];
+		snprintf(a + o, sizeof a - o, "] period %.*s/%.*s", (int)t.len, t.ptr, (int)u.len, u.ptr);
+	}
+	pd_profile_describe_types(p, b, sizeof b);
+	struct pd_str empty = m->strs.v[0];
+	const char *ka = pd_kind_name(m->strs.v[m->ptype.type], m->stypes.n ? m->strs.v[m->stypes.v[0].type] : empty,
+				   m->strs.v[m->default_sample_type]);
+	const char *kb = pd_kind_name(p->strings[p->period_type.type],
+				   p->nsample_types ? p->strings[p->sample_types[0].type] : p->strings[0],
+				   p->strings[p->default_sample_type]);
+	return pd_errf(err, PD_EINCOMPAT,
+		       "incompatible profiles: cannot merge a %s profile %s with a %s profile %s "
+		       "(sample and period types must be equal)",
+		       ka, a, kb, b);
+}
+
+static bool same_vtype(struct pd_merger *m, const struct pd_profile *p, struct pd_vtype mv, struct pd_vtype pv)
+{
+	struct pd_str a = m->strs.v[mv.type], b = p->strings[pv.type];
+	struct pd_str c = m->strs.v[mv.unit], d = p->strings[pv.unit];
+	return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len) && c.len == d.len && !memcmp(c.ptr, d.ptr, c.len);
+}
+
+int pd_merger_add(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
+{
+	int rc = 0;
+	if (memo(&m->m_str, &m->m_cap_str, p->nstrings) || memo(&m->m_func, &m->m_cap_func, p->nfunctions) ||
+	    memo(&m->m_loc, &m->m_cap_loc, p->nlocations))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	if (p->nmappings > m->m_cap_map) {
+		free(m->m_map_off);
+		m->m_map_off = malloc(p->nmappings * sizeof *m->m_map_off);
+		if (!m->m_map_off)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	if (memo(&m->m_map, &m->m_cap_map, p->nmappings))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+
+	if (m->nprofiles == 0) {
+		if (VEC_RESERVE(m->stypes, p->nsample_types))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < p->nsample_types; i++) {
+			m->stypes.v[i].type = map_str(m, p, p->sample_types[i].type);
+			m->stypes.v[i].unit = map_str(m, p, p->sample_types[i].unit);
+		}
+		m->stypes.n = p->nsample_types;
+		m->ptype.type = map_str(m, p, p->period_type.type);
+		m->ptype.unit = map_str(m, p, p->period_type.unit);
+		m->drop_frames = map_str(m, p, p->drop_frames);
+		m->keep_frames = map_str(m, p, p->keep_frames);
+		if (pd_agg_init(&m->agg, p->nsample_types, p->nsamples * 2))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	} else {
+		bool ok = same_vtype(m, p, m->ptype, p->period_type) && m->stypes.n == p->nsample_types;
+		for (uint32_t i = 0; ok && i < p->nsample_types; i++)
+			ok = same_vtype(m, p, m->stypes.v[i], p->sample_types[i]);
+		if (!ok)
+			return incompatible(m, p, err);
+	}
+	m->nprofiles++;
+
+	/* header */
+	if (p->time_nanos && (m->time_nanos == 0 || p->time_nanos < m->time_nanos))
+		m->time_nanos = p->time_nanos;
+	m->duration_nanos += p->duration_nanos;
+	if (m->period == 0 || m->period < p->period)
+		m->period = p->period;
+	for (uint32_t i = 0; i < p->ncomments; i++) {
+		uint32_t c = map_str(m, p, p->comments[i]);
+		bool seen = false;
+		for (size_t j = 0; j < m->comments.n && !seen; j++)
+			seen = m->comments.v[j] == c;
+		if (!seen) {
+			if (VEC_RESERVE(m->comments, 1))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			m->comments.v[m->comments.n++] = c;
+		}
+	}
+	if (!m->default_sample_type && p->default_sample_type)
+		m->default_sample_type = map_str(m, p, p->default_sample_type);
+	if (!m->doc_url && p->doc_url)
+		m->doc_url = map_str(m, p, p->doc_url);
+
+	if (m->maps.n == 0 && p->nmappings > 0) {
+		int64_t off;
+		m->first_mapping = map_mapping(m, p, 0, &off);
+		if (m->first_mapping == PD_NONE)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+
+	for (size_t si = 0; si < p->nsamples; si++) {
+		const struct pd_sample *s = &p->samples[si];
+		bool zero = true;
+		for (uint32_t j = 0; j < p->nsample_types && zero; j++)
+			zero = s->values[j] == 0;
+		if (zero)
+			continue;
+		if (VEC_RESERVE(m->tmp_stack, s->nlocs) || VEC_RESERVE(m->tmp_labels, s->nlabels))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		uint32_t *st = m->tmp_stack.v;
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			if ((st[j] = map_location(m, p, s->locs[j])) == PD_NONE)
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+		uint32_t stack = intern_stack(m, st, s->nlocs);
+		struct pd_label *lb = m->tmp_labels.v;
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			const struct pd_label *l = &s->labels[j];
+			lb[j].key = map_str(m, p, l->key);
+			lb[j].str = l->str ? map_str(m, p, l->str) : 0;
+			lb[j].num = l->str ? 0 : l->num;
+			lb[j].num_unit = l->str ? 0 : map_str(m, p, l->num_unit);
+			if (lb[j].key == PD_NONE || lb[j].str == PD_NONE || lb[j].num_unit == PD_NONE)
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		sort_labels(m, lb, s->nlabels);
+		uint32_t lset = intern_lset(m, lb, s->nlabels);
+		if (stack == PD_NONE || lset == PD_NONE)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		if ((rc = pd_agg_add(&m->agg, stack, lset, s->values)))
+			return pd_errf(err, rc, rc == PD_ELIMIT ? "merge: too many distinct samples"
+							     : "out of memory");
+	}
+	return 0;
+}
+
+/* ---- finish: materialise only what surviving rows use ------------------------ */
+
+struct outb {
+	struct pd_merger *m;
+	struct pd_profile *p;
+	uint32_t *sremap, *mremap, *fremap, *lremap;
+	size_t ns, nm, nf, nl;
+};
+
+static uint32_t out_str(struct outb *o, uint32_t s)
+{
+	if (o->sremap[s] == PD_NONE) {
+		o->sremap[s] = (uint32_t)o->ns;
+		o->p->strings[o->ns++] = o->m->strs.v[s];
+	}
+	return o->sremap[s];
+}
+
+static uint32_t out_mapping(struct outb *o, uint32_t mi)
+{
+	if (o->mremap[mi] == PD_NONE) {
+		struct pd_mapping *d = &o->p->mappings[o->nm];
+		*d = o->m->maps.v[mi];
+		d->id = o->nm + 1;
+		d->filename = out_str(o, d->filename);
+		d->build_id = out_str(o, d->build_id);
+		o->mremap[mi] = (uint32_t)o->nm++;
+	}
+	return o->mremap[mi];
+}
+
+static uint32_t out_function(struct outb *o, uint32_t fi)
+{
+	if (o->fremap[fi] == PD_NONE) {
+		struct pd_function *d = &o->p->functions[o->nf];
+		const struct pd_function *s = &o->m->funcs.v[fi];
+		d->id = o->nf + 1;
+		d->name = out_str(o, s->name);
+		d->system_name = out_str(o, s->system_name);
+		d->filename = out_str(o, s->filename);
+		d->start_line = s->start_line;
+		o->fremap[fi] = (uint32_t)o->nf++;
+	}
+	return o->fremap[fi];
+}
+
+static int out_location(struct outb *o, uint32_t li, uint32_t *res)
+{
+	if (o->lremap[li] == PD_NONE) {
+		const struct mloc *s = &o->m->locs.v[li];
+		struct pd_location *d = &o->p->locations[o->nl];
+		d->id = o->nl + 1;
+		d->address = s->address;
+		d->is_folded = s->is_folded;
+		d->mapping = s->mapping == PD_NONE ? PD_NONE : out_mapping(o, s->mapping);
+		d->nlines = s->nlines;
+		d->lines = NULL;
+		if (s->nlines) {
+			d->lines = pd_arena_alloc(o->p->arena, s->nlines * sizeof *d->lines);
+			if (!d->lines)
+				return PD_ENOMEM;
+			for (uint32_t i = 0; i < s->nlines; i++) {
+				const struct pd_line *ln = &o->m->lines.v[s->lines + i];
+				d->lines[i].function = out_function(o, ln->function);
+				d->lines[i].line = ln->line;
+				d->lines[i].column = ln->column;
+			}
+		}
+		o->lremap[li] = (uint32_t)o->nl++;
+	}
+	*res = o->lremap[li];
+	return 0;
+}
+
+int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err *err)
+{
+	*out = NULL;
+	if (m->nprofiles == 0)
+		return pd_errf(err, PD_EINVAL, "no profiles to merge");
+	int rc = PD_ENOMEM;
+	struct outb o = {m, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0};
+	struct pd_profile *p = calloc(1, sizeof *p);
+	if (!p)
+		goto out;
+	o.p = p;
+	size_t nrows = 0;
+	for (size_t r = 0; r < m->agg.n; r++)
+		nrows += !pd_agg_row_zero(&m->agg, r);
+	p->arena = pd_arena_new(1 << 20);
+	o.sremap = malloc(m->strs.n * sizeof *o.sremap);
+	o.mremap = malloc((m->maps.n + 1) * sizeof *o.mremap);
+	o.fremap = malloc((m->funcs.n + 1) * sizeof *o.fremap);
+	o.lremap = malloc((m->locs.n + 1) * sizeof *o.lremap);
+	if (!p->arena || !o.sremap || !o.mremap || !o.fremap || !o.lremap)
+		goto out;
+	memset(o.sremap, 0xff, m->strs.n * sizeof *o.sremap);
+	memset(o.mremap, 0xff, (m->maps.n + 1) * sizeof *o.mremap);
+	memset(o.fremap, 0xff, (m->funcs.n + 1) * sizeof *o.fremap);
+	memset(o.lremap, 0xff, (m->locs.n + 1) * sizeof *o.lremap);
+	p->strings = pd_arena_alloc(p->arena, m->strs.n * sizeof *p->strings);
+	p->mappings = pd_arena_alloc(p->arena, (m->maps.n + 1) * sizeof *p->mappings);
+	p->functions = pd_arena_alloc(p->arena, (m->funcs.n + 1) * sizeof *p->functions);
+	p->locations = pd_arena_alloc(p->arena, (m->locs.n + 1) * sizeof *p->locations);
+	p->samples = pd_arena_alloc(p->arena, (nrows + 1) * sizeof *p->samples);
+	p->sample_types = pd_arena_alloc(p->arena, (m->stypes.n + 1) * sizeof *p->sample_types);
+	p->comments = pd_arena_alloc(p->arena, (m->comments.n + 1) * sizeof *p->comments);
+	if (!p->strings || !p->mappings || !p->functions || !p->locations || !p->samples || !p->sample_types ||
+	    !p->comments)
+		goto out;
+
+	out_str(&o, 0);
+	p->nsample_types = (uint32_t)m->stypes.n;
+	for (size_t i = 0; i < m->stypes.n; i++) {
+		p->sample_types[i].type = out_str(&o, m->stypes.v[i].type);
+		p->sample_types[i].unit = out_str(&o, m->stypes.v[i].unit);
+	}
+	if (m->first_mapping != PD_NONE)
+		out_mapping(&o, m->first_mapping);
+	uint32_t nv = m->agg.nvalues;
+	for (size_t r = 0; r < m->agg.n; r++) {
+		if (pd_agg_row_zero(&m->agg, r))
+			continue;
+		struct pd_sample *s = &p->samples[p->nsamples++];
+		struct span st = m->stacks.v[m->agg.rows[r].stack];
+		struct span ls = m->lsets.v[m->agg.rows[r].labels];
+		s->nlocs = st.n;
+		s->nlabels = ls.n;
+		s->locs = st.n ? pd_arena_alloc(p->arena, st.n * sizeof *s->locs) : NULL;
+		s->values = nv ? pd_arena_dup(p->arena, pd_agg_values(&m->agg, r), nv * sizeof *s->values) : NULL;
+		s->labels = ls.n ? pd_arena_alloc(p->arena, ls.n * sizeof *s->labels) : NULL;
+		if ((st.n && !s->locs) || (nv && !s->values) || (ls.n && !s->labels))
+			goto out;
+		for (uint32_t i = 0; i < st.n; i++)
+			if (out_location(&o, m->stack_pool.v[st.off + i], &s->locs[i]))
+				goto out;
+		for (uint32_t i = 0; i < ls.n; i++) {
+			struct pd_label l = m->label_pool.v[ls.off + i];
+			l.key = out_str(&o, l.key);
+			l.str = l.str ? out_str(&o, l.str) : 0;
+			l.num_unit = l.num_unit ? out_str(&o, l.num_unit) : 0;
+			s->labels[i] = l;
+		}
+	}
+	p->nmappings = (uint32_t)o.nm;
+	p->nfunctions = (uint32_t)o.nf;
+	p->nlocations = (uint32_t)o.nl;
+	p->drop_frames = out_str(&o, m->drop_frames);
+	p->keep_frames = out_str(&o, m->keep_frames);
+	p->time_nanos = m->time_nanos;
+	p->duration_nanos = m->duration_nanos;
+	p->period_type.type = out_str(&o, m->ptype.type);
+	p->period_type.unit = out_str(&o, m->ptype.unit);
+	p->period = m->period;
+	for (size_t i = 0; i < m->comments.n; i++)
+		p->comments[p->ncomments++] = out_str(&o, m->comments.v[i]);
+	p->default_sample_type = out_str(&o, m->default_sample_type);
+	p->doc_url = out_str(&o, m->doc_url);
+	p->nstrings = (uint32_t)o.ns;
+	/* Strings point into the merger's arena: copy them into the profile's. */
+	for (uint32_t i = 0; i < p->nstrings; i++) {
+		if (p->strings[i].len) {
+			char *c = pd_arena_dup(p->arena, p->strings[i].ptr, p->strings[i].len);
+			if (!c)
+				goto out;
+			p->strings[i].ptr = c;
+		}
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	free(o.sremap);
+	free(o.mremap);
+	free(o.fremap);
+	free(o.lremap);
+	pd_profile_free(p);
+	if (rc)
+		pd_errf(err, rc, "merge: out of memory");
+	return rc;
+}
+
+int pd_pprof_merge(struct pd_profile *const *ps, size_t n, struct pd_profile **out, struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_merger *m = pd_merger_new();
+	if (!m)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = pd_merger_add(m, ps[i], err);
+	if (!rc)
+		rc = pd_merger_finish(m, out, err);
+	pd_merger_free(m);
+	return rc;
+}
+
+int pd_pprof_compact(const struct pd_profile *p, struct pd_profile **out, struct pd_err *err)
+{
+	struct pd_profile *const one[1] = {(struct pd_profile *)p};
+	return pd_pprof_merge(one, 1, out, err);
+}

@@ -1,0 +1,190 @@
+/*
+ * pprof.h — Go's pprof profile (profile.proto) in C: model, codec, merge.
+ *
+ * The model mirrors profile.proto, with two differences that make it fast
+ * and safe to use:
+ *  - every reference is resolved at decode time to an array index
+ *    (sample -> locations, location -> mapping, line -> function), and every
+ *    string field is an index into `strings`, checked to be in range. Code
+ *    holding a decoded struct pd_profile never has to validate again.
+ *  - everything lives in one arena owned by the profile; strings point into
+ *    the (decompressed) input, which the profile owns too. Free it all with
+ *    pd_profile_free.
+ * Original ids of mappings, locations and functions are kept so that
+ * decode -> encode reproduces the same profile for `go tool pprof -raw`.
+ *
+ * Merge follows github.com/google/pprof/profile.Merge (see merge.c). The
+ * aggregation core (agg.h) is separate: it sums value rows keyed by integer
+ * (stack id, label-set id), so a store can merge without re-parsing pprof.
+ */
+#ifndef PD_PPROF_H
+#define PD_PPROF_H
+
+#include "../util/util.h"
+
+#define PD_NONE UINT32_MAX
+
+struct pd_str {
+	const char *ptr; /* not NUL-terminated */
+	uint32_t len;
+};
+
+struct pd_vtype {
+	uint32_t type, unit; /* string indexes */
+};
+
+struct pd_label {
+	uint32_t key;      /* string index */
+	uint32_t str;      /* string index; 0 = numeric label */
+	int64_t num;
+	uint32_t num_unit; /* string index */
+};
+
+struct pd_sample {
+	uint32_t *locs; /* location indexes, leaf first */
+	int64_t *values; /* nvalues == p->nsample_types once validated */
+	struct pd_label *labels;
+	uint32_t nlocs, nlabels;
+};
+
+struct pd_mapping {
+	uint64_t id, start, limit, offset;
+	uint32_t filename, build_id; /* string indexes */
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct pd_line {
+	uint32_t function; /* function index */
+	int64_t line, column;
+};
+
+struct pd_location {
+	uint64_t id, address;
+	uint32_t mapping; /* mapping index or PD_NONE */
+	uint32_t nlines;
+	struct pd_line *lines; /* lines[0] innermost (inlined), last = caller */
+	bool is_folded;
+};
+
+struct pd_function {
+	uint64_t id;
+	uint32_t name, system_name, filename; /* string indexes */
+	int64_t start_line;
+};
+
+struct pd_profile {
+	struct pd_arena *arena;
+	struct pd_str *strings; /* strings[0] is "" */
+	struct pd_vtype *sample_types;
+	struct pd_sample *samples;
+	struct pd_mapping *mappings;
+	struct pd_location *locations;
+	struct pd_function *functions;
+	uint32_t *comments; /* string indexes */
+	uint32_t nstrings, nsample_types, nmappings, nlocations, nfunctions, ncomments;
+	size_t nsamples;
+	uint32_t drop_frames, keep_frames, default_sample_type, doc_url; /* string indexes */
+	int64_t time_nanos, duration_nanos, period;
+	struct pd_vtype period_type;
+	void *owned; /* decompressed input, freed with the profile */
+};
+
+/* Caps on what a decode may produce. Anything over a cap is PD_ELIMIT with a
+ * message naming the cap. Zero fields take the defaults below. */
+struct pd_pprof_limits {
+	size_t max_compressed;   /* input bytes */
+	size_t max_decompressed; /* bytes of raw protobuf after gunzip */
+	size_t max_samples;
+	size_t max_locations, max_functions, max_mappings;
+	size_t max_strings, max_string_bytes;
+	size_t max_stack_depth;  /* location ids in one sample */
+	size_t max_labels;       /* labels in one sample */
+	size_t max_lines;        /* lines in one location */
+	size_t max_sample_types;
+};
+#define PD_DEFAULT_MAX_COMPRESSED (256u << 20)
+#define PD_DEFAULT_MAX_DECOMPRESSED (1024u << 20)
+#define PD_DEFAULT_MAX_SAMPLES (16u << 20)
+#define PD_DEFAULT_MAX_LOCATIONS (16u << 20)
+#define PD_DEFAULT_MAX_FUNCTIONS (16u << 20)
+#define PD_DEFAULT_MAX_MAPPINGS (1u << 20)
+#define PD_DEFAULT_MAX_STRINGS (16u << 20)
+#define PD_DEFAULT_MAX_STRING_BYTES (512u << 20)
+#define PD_DEFAULT_MAX_STACK_DEPTH 65536
+#define PD_DEFAULT_MAX_LABELS 4096
+#define PD_DEFAULT_MAX_LINES 4096
+#define PD_DEFAULT_MAX_SAMPLE_TYPES 64
+
+/* Fill zero fields of *l with defaults. */
+void pd_pprof_limits_default(struct pd_pprof_limits *l);
+
+/*
+ * Decode a profile: gzip (sniffed by magic 1f 8b) or raw profile.proto.
+ * The input is copied or decompressed into memory the profile owns, so it
+ * may be freed right after. lim may be NULL (defaults). On error *out is
+ * NULL and err says what and where ("sample #12: location id 99 not
+ * found", "field 6 (string_table) at offset 1234: ...").
+ */
+int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+		    struct pd_profile **out, struct pd_err *err) PD_WUR;
+/* Decode a file ("-" = stdin). Messages are prefixed with the path. */
+int pd_pprof_decode_file(const char *path, const struct pd_pprof_limits *lim,
+			 struct pd_profile **out, struct pd_err *err) PD_WUR;
+void pd_profile_free(struct pd_profile *p);
+
+/*
+ * Encode to profile.proto, appended to out; gzip_level 0 = raw protobuf,
+ * 1..12 = gzip (libdeflate levels; 6 is zlib's default).
+ */
+int pd_pprof_encode(const struct pd_profile *p, int gzip_level, struct pd_buf *out,
+		    struct pd_err *err) PD_WUR;
+
+/* Convenience accessors. */
+static inline struct pd_str pd_profile_str(const struct pd_profile *p, uint32_t i)
+{
+	return p->strings[i];
+}
+/* Index of the sample type a tool shows by default: default_sample_type if
+ * it names one, else the last (as pprof does). */
+uint32_t pd_profile_default_index(const struct pd_profile *p);
+/* Resolve a sample index name like pprof's -sample_index: a type name, the
+ * same name without an "inuse_" prefix, or a number. -1 if none. */
+int pd_profile_sample_index(const struct pd_profile *p, const char *name);
+/* Compare a string-table entry with a C string. */
+bool pd_str_eq(struct pd_str s, const char *c);
+
+/* ---- merge -------------------------------------------------------------- */
+
+/*
+ * Streaming merge with the semantics of pprof's profile.Merge: add profiles
+ * one by one (each may be freed right after pd_merger_add), then finish.
+ * Memory is proportional to the distinct strings, functions, locations,
+ * stacks and label sets seen, not to the input.
+ */
+struct pd_merger;
+struct pd_merger *pd_merger_new(void);
+void pd_merger_free(struct pd_merger *m);
+/* PD_EINCOMPAT with a message naming both sample/period types if p cannot
+ * be merged with the profiles added before. */
+int pd_merger_add(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err) PD_WUR;
+size_t pd_merger_count(const struct pd_merger *m);
+/* Build the merged, compacted profile (caller frees). At least one profile
+ * must have been added. */
+int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err *err) PD_WUR;
+
+/* Merge an array of decoded profiles. */
+int pd_pprof_merge(struct pd_profile *const *ps, size_t n, struct pd_profile **out,
+		   struct pd_err *err) PD_WUR;
+/* Compact: merge of one profile (drops unreferenced entities, sums equal
+ * samples, drops zero samples, renumbers ids densely). */
+int pd_pprof_compact(const struct pd_profile *p, struct pd_profile **out, struct pd_err *err) PD_WUR;
+
+/* The Go profile kind these types denote: "cpu", "heap", "allocs",
+ * "block/mutex", "goroutine", "threadcreate" or "unknown". */
+const char *pd_kind_name(struct pd_str period_type, struct pd_str first_sample_type, struct pd_str default_sample_type);
+const char *pd_profile_kind(const struct pd_profile *p);
+
+/* Human-readable "type/unit" list for error messages, e.g. "[samples/count cpu/nanoseconds]". */
+void pd_profile_describe_types(const struct pd_profile *p, char *buf, size_t n);
+
+#endif

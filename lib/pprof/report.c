@@ -1,0 +1,508 @@
+/*
+ * report.c — top table and folded stacks over a decoded profile.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Name of frame j of location l. pprof style (top): a frame without a
+ * function name is "[basename of the binary]" or "<unknown>"; folded style:
+ * its hex address. Synthesized names live in arena. */
+static struct pd_str frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j,
+				struct pd_arena *a, bool pprof_style)
+{
+	if (l->nlines) {
+		struct pd_str nm = p->strings[p->functions[l->lines[j].function].name];
+		if (nm.len || !pprof_style)
+			return nm;
+	}
+	char tmp[300];
+	int n;
+	if (!pprof_style) {
+		n = snprintf(tmp, sizeof tmp, "0x%" PRIx64, l->address);
+	} else if (l->mapping != PD_NONE && p->strings[p->mappings[l->mapping].filename].len) {
+		struct pd_str f = p->strings[p->mappings[l->mapping].filename];
+		uint32_t s = f.len;
+		while (s > 0 && f.ptr[s - 1] != '/')
+			s--;
+		n = snprintf(tmp, sizeof tmp, "[%.*s]", (int)(f.len - s), f.ptr + s);
+	} else {
+		n = snprintf(tmp, sizeof tmp, "<unknown>");
+	}
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		n = (int)sizeof tmp - 1;
+	char *c = pd_arena_dup(a, tmp, (size_t)n);
+	return (struct pd_str){c ? c : "?", c ? (uint32_t)n : 1};
+}
+
+static uint32_t nframes(const struct pd_location *l) { return l->nlines ? l->nlines : 1; }
+
+/* ---- top ------------------------------------------------------------------ */
+
+struct node {
+	struct pd_str name;
+	int64_t flat, cum;
+	size_t stamp; /* last sample that added to cum, +1 */
+	bool in_inline, in_call; /* has inlined / non-inlined incoming edges */
+};
+
+/* caller -> callee edge, inline iff every contribution was inlined */
+struct edge {
+	uint32_t from, to;
+	size_t stamp;
+	bool inl;
+};
+
+struct nodes {
+	struct node *v;
+	size_t n, cap;
+	struct pd_hidx idx;
+};
+
+struct namekey {
+	struct nodes *ns;
+	struct pd_str s;
+};
+
+static bool name_eq(void *ctx, uint32_t v)
+{
+	struct namekey *k = ctx;
+	struct pd_str a = k->ns->v[v].name;
+	return a.len == k->s.len && memcmp(a.ptr, k->s.ptr, a.len) == 0;
+}
+
+static struct node *node_get(struct nodes *ns, struct pd_str s)
+{
+	uint64_t h = pd_hash(s.ptr, s.len, 7);
+	struct namekey k = {ns, s};
+	uint32_t v = pd_hidx_find(&ns->idx, h, name_eq, &k);
+	if (v != UINT32_MAX)
+		return &ns->v[v];
+	if (ns->n == ns->cap) {
+		size_t nc = ns->cap ? ns->cap * 2 : 256;
+		struct node *nv = realloc(ns->v, nc * sizeof *nv);
+		if (!nv)
+			return NULL;
+		ns->v = nv;
+		ns->cap = nc;
+	}
+	if (pd_hidx_insert(&ns->idx, h, (uint32_t)ns->n))
+		return NULL;
+	struct node *n = &ns->v[ns->n++];
+	n->name = s;
+	n->flat = n->cum = 0;
+	n->stamp = 0;
+	n->in_inline = n->in_call = false;
+	return n;
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+static int str_cmp(struct pd_str a, struct pd_str b)
+{
+	uint32_t n = a.len < b.len ? a.len : b.len;
+	int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+	return c ? c : (a.len < b.len ? -1 : a.len > b.len);
+}
+
+static int cmp_flat(const void *x, const void *y)
+{
+	const struct pd_top_row *a = x, *b = y;
+	if (abs64(a->flat) != abs64(b->flat))
+		return abs64(a->flat) > abs64(b->flat) ? -1 : 1;
+	int c = str_cmp(a->name, b->name);
+	if (c)
+		return c;
+	if (abs64(a->cum) != abs64(b->cum))
+		return abs64(a->cum) > abs64(b->cum) ? -1 : 1;
+	return 0;
+}
+
+static int cmp_cum(const void *x, const void *y)
+{
+	const struct pd_top_row *a = x, *b = y;
+	if (abs64(a->cum) != abs64(b->cum))
+		return abs64(a->cum) > abs64(b->cum) ? -1 : 1;
+	int c = str_cmp(a->name, b->name);
+	if (c)
+		return c;
+	if (abs64(a->flat) != abs64(b->flat))
+		return abs64(a->flat) > abs64(b->flat) ? -1 : 1;
+	return 0;
+}
+
+struct edgekey {
+	struct edge *v;
+	uint32_t from, to;
+};
+
+static bool edge_eq(void *ctx, uint32_t i)
+{
+	struct edgekey *k = ctx;
+	return k->v[i].from == k->from && k->v[i].to == k->to;
+}
+
+int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out, struct pd_err *err)
+{
+	memset(out, 0, sizeof *out);
+	if (si >= p->nsample_types && p->nsamples)
+		return pd_errf(err, PD_EINVAL, "sample index %u out of range (%u sample types)", si,
+			       p->nsample_types);
+	struct nodes ns = {0};
+	struct edge *ev = NULL;
+	size_t ne = 0, ecap = 0;
+	struct pd_hidx eidx = {0};
+	int rc = PD_ENOMEM;
+	out->arena = pd_arena_new(64 * 1024);
+	if (!out->arena || pd_hidx_init(&ns.idx, 1024) || pd_hidx_init(&eidx, 4096))
+		goto out;
+	/* Mirrors pprof's graph.New: walk each stack root to leaf; a node adds
+	 * the value to cum once per sample; an edge parent -> node is added once
+	 * per sample, inline when the node is not the outermost line of its
+	 * location; self edges (recursion) are skipped. */
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		int64_t v = s->values[si];
+		out->total += v;
+		if (v == 0)
+			continue;
+		uint32_t parent = UINT32_MAX;
+		for (uint32_t k = s->nlocs; k-- > 0;) {
+			const struct pd_location *l = &p->locations[s->locs[k]];
+			for (uint32_t j = nframes(l); j-- > 0;) {
+				struct node *n = node_get(&ns, frame_name(p, l, j, out->arena, true));
+				if (!n)
+					goto out;
+				uint32_t ni = (uint32_t)(n - ns.v);
+				if (n->stamp != i + 1) {
+					n->stamp = i + 1;
+					n->cum += v;
+				}
+				if (k == 0 && j == 0)
+					n->flat += v;
+				if (parent != UINT32_MAX && parent != ni) {
+					bool inl = j != nframes(l) - 1;
+					struct edgekey ek = {ev, parent, ni};
+					uint64_t h = pd_hash_u64((uint64_t)parent << 32 | ni);
+					uint32_t e = pd_hidx_find(&eidx, h, edge_eq, &ek);
+					if (e == UINT32_MAX) {
+						if (ne == ecap) {
+							size_t nc = ecap ? ecap * 2 : 1024;
+							struct edge *nv = realloc(ev, nc * sizeof *nv);
+							if (!nv)
+								goto out;
+							ev = nv;
+							ecap = nc;
+						}
+						if (pd_hidx_insert(&eidx, h, (uint32_t)ne))
+							goto out;
+						ev[ne++] = (struct edge){parent, ni, i + 1, inl};
+					} else if (ev[e].stamp != i + 1) {
+						ev[e].stamp = i + 1;
+						ev[e].inl = ev[e].inl && inl;
+					}
+				}
+				parent = ni;
+			}
+		}
+	}
+	for (size_t e = 0; e < ne; e++) {
+		if (ev[e].inl)
+			ns.v[ev[e].to].in_inline = true;
+		else
+			ns.v[ev[e].to].in_call = true;
+	}
+	out->rows = pd_arena_alloc(out->arena, (ns.n + 1) * sizeof *out->rows);
+	if (!out->rows)
+		goto out;
+	for (size_t i = 0; i < ns.n; i++) {
+		const struct node *n = &ns.v[i];
+		int inl = !n->in_inline ? PD_TOP_NOT_INLINED : n->in_call ? PD_TOP_PARTIAL_INLINE : PD_TOP_INLINED;
+		out->rows[i] = (struct pd_top_row){n->name, n->flat, n->cum, inl};
+	}
+	out->n = ns.n;
+	qsort(out->rows, out->n, sizeof *out->rows, by_cum ? cmp_cum : cmp_flat);
+	rc = 0;
+out:
+	free(ns.v);
+	free(ev);
+	if (ns.idx.hashes)
+		pd_hidx_free(&ns.idx);
+	if (eidx.hashes)
+		pd_hidx_free(&eidx);
+	if (rc) {
+		pd_top_free(out);
+		return pd_errf(err, rc, "top: out of memory");
+	}
+	return 0;
+}
+
+void pd_top_free(struct pd_top *t)
+{
+	pd_arena_free(t->arena);
+	memset(t, 0, sizeof *t);
+}
+
+/* ---- folded ----------------------------------------------------------------- */
+
+struct fold {
+	char *s;
+	size_t len;
+	int64_t v;
+};
+
+struct folds {
+	struct fold *v;
+	size_t n, cap;
+	struct pd_hidx idx;
+	const char *key;
+	size_t keylen;
+};
+
+static bool fold_eq(void *ctx, uint32_t v)
+{
+	struct folds *f = ctx;
+	return f->v[v].len == f->keylen && memcmp(f->v[v].s, f->key, f->keylen) == 0;
+}
+
+static int cmp_fold(const void *x, const void *y)
+{
+	const struct fold *a = x, *b = y;
+	size_t n = a->len < b->len ? a->len : b->len;
+	int c = memcmp(a->s, b->s, n);
+	return c ? c : (a->len < b->len ? -1 : a->len > b->len);
+}
+
+int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struct pd_err *err)
+{
+	if (si >= p->nsample_types && p->nsamples)
+		return pd_errf(err, PD_EINVAL, "sample index %u out of range", si);
+	struct folds fs = {0};
+	struct pd_buf line = PD_BUF_INIT(0);
+	struct pd_arena *a = pd_arena_new(256 * 1024);
+	int rc = PD_ENOMEM;
+	if (!a || pd_hidx_init(&fs.idx, 1024))
+		goto out;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		int64_t v = s->values[si];
+		if (v == 0)
+			continue;
+		line.len = 0;
+		/* root first: walk locations and their lines backwards */
+		for (uint32_t k = s->nlocs; k-- > 0;) {
+			const struct pd_location *l = &p->locations[s->locs[k]];
+			for (uint32_t j = nframes(l); j-- > 0;) {
+				struct pd_str nm = frame_name(p, l, j, a, false);
+				if ((line.len && pd_buf_append(&line, ";", 1)) || pd_buf_append(&line, nm.ptr, nm.len))
+					goto out;
+				/* ';' separates frames and '\\n' lines: keep them out of names */
+				for (size_t c = line.len - nm.len; c < line.len; c++)
+					if (line.ptr[c] == ';' || line.ptr[c] == '\n')
+						line.ptr[c] = ':';
+			}
+		}
+		if (line.len == 0 && pd_buf_append(&line, "[no stack]", 10))
+			goto out;
+		fs.key = (const char *)line.ptr;
+		fs.keylen = line.len;
+		uint64_t h = pd_hash(line.ptr, line.len, 3);
+		uint32_t idx = pd_hidx_find(&fs.idx, h, fold_eq, &fs);
+		if (idx != UINT32_MAX) {
+			fs.v[idx].v += v;
+			continue;
+		}
+		if (fs.n == fs.cap) {
+			size_t nc = fs.cap ? fs.cap * 2 : 256;
+			struct fold *nv = realloc(fs.v, nc * sizeof *nv);
+			if (!nv)
+				goto out;
+			fs.v = nv;
+			fs.cap = nc;
+		}
+		char *c = pd_arena_dup(a, line.ptr, line.len);
+		if (!c || pd_hidx_insert(&fs.idx, h, (uint32_t)fs.n))
+			goto out;
+		fs.v[fs.n++] = (struct fold){c, line.len, v};
+	}
+	if (fs.n)
+		qsort(fs.v, fs.n, sizeof *fs.v, cmp_fold);
+	for (size_t i = 0; i < fs.n; i++) {
+		char num[32];
+		int n = snprintf(num, sizeof num, " %" PRId64 "\n", fs.v[i].v);
+		if (fs.v[i].v == 0)
+			continue;
+		if (pd_buf_append(out, fs.v[i].s, fs.v[i].len) || pd_buf_append(out, num, (size_t)n))
+			goto out;
+	}
+	rc = 0;
+out:
+	free(fs.v);
+	if (fs.idx.hashes)
+		pd_hidx_free(&fs.idx);
+	pd_buf_free(&line);
+	pd_arena_free(a);
+	if (rc)
+		return pd_errf(err, rc, "folded: out of memory");
+	return 0;
+}
+
+/* ---- value formatting ---------------------------------------------------------- */
+
+/*
+ * Units as pprof's internal/measurement knows them: a value is converted to
+ * the base unit, then auto-scaled to the largest unit it is >= 1 of.
+ */
+struct unit {
+	const char *name;
+	const char *aliases[4];
+	double factor;
+};
+static const struct unit mem_units[] = {
+	{"B", {"b", "byte"}, 1},
+	{"kB", {"kb", "kbyte", "kilobyte"}, 1024.0},
+	{"MB", {"mb", "mbyte", "megabyte"}, 1048576.0},
+	{"GB", {"gb", "gbyte", "gigabyte"}, 1073741824.0},
+	{"TB", {"tb", "tbyte", "terabyte"}, 1099511627776.0},
+	{"PB", {"pb", "pbyte", "petabyte"}, 1125899906842624.0},
+	{NULL, {0}, 0},
+};
+static const struct unit time_units[] = {
+	{"ns", {"ns", "nanosecond"}, 1},
+	{"us", {"\xce\xbcs", "us", "microsecond"}, 1e3},
+	{"ms", {"ms", "millisecond"}, 1e6},
+	{"s", {"s", "sec", "second"}, 1e9},
+	{"hrs", {"hour", "hr"}, 3600e9},
+	{NULL, {0}, 0},
+};
+
+/* pprof's sniffUnit: lower-case, drop a plural "s" (if longer than 2). */
+static const struct unit *sniff(const struct unit *us, struct pd_str u)
+{
+	char low[32];
+	size_t n = u.len < sizeof low - 1 ? u.len : sizeof low - 1;
+	for (size_t i = 0; i < n; i++)
+		low[i] = (char)(u.ptr[i] >= 'A' && u.ptr[i] <= 'Z' ? u.ptr[i] + 32 : u.ptr[i]);
+	low[n] = 0;
+	if (n > 2 && low[n - 1] == 's')
+		low[--n] = 0;
+	for (const struct unit *x = us; x->name; x++)
+		for (int a = 0; a < 4 && x->aliases[a]; a++)
+			if (!strcmp(low, x->aliases[a]))
+				return x;
+	return NULL;
+}
+
+/* pprof's measurement.Scale: |v| in from-unit converted to to_unit (NULL =
+ * auto-scale); returns the unit name ("" for counts). */
+static const char *scale(int64_t v, struct pd_str from_unit, const char *to_unit, double *out)
+{
+	static const struct unit *const tables[] = {mem_units, time_units};
+	static const char *const defname[] = {"B", "s"};
+	static const double defactor[] = {1, 1e9};
+	double val = v < 0 ? -(double)v : (double)v;
+	for (int t = 0; t < 2; t++) {
+		const struct unit *from = sniff(tables[t], from_unit);
+		if (!from)
+			continue;
+		double base = val * from->factor, f = 0;
+		const char *name = NULL;
+		if (to_unit) {
+			const struct unit *to = sniff(tables[t], (struct pd_str){to_unit, (uint32_t)strlen(to_unit)});
+			if (to) {
+				f = to->factor;
+				name = to->name;
+			}
+		} else {
+			for (const struct unit *x = tables[t]; x->name; x++)
+				if (x->factor >= f && base / x->factor >= 1.0) {
+					f = x->factor;
+					name = x->name;
+				}
+		}
+		if (!name) {
+			f = defactor[t];
+			name = defname[t];
+		}
+		*out = base / f;
+		return name;
+	}
+	*out = val;
+	if (!to_unit || !strcmp(to_unit, "count") || !strcmp(to_unit, "sample") || !strcmp(to_unit, "unit"))
+		return "";
+	return to_unit;
+}
+
+/* pprof's measurement.ScaledLabel: "%.2f" without a ".00" suffix, then the
+ * unit; zero is "0". */
+const char *pd_fmt_value_to(char *buf, size_t n, int64_t v, struct pd_str unit, const char *to_unit)
+{
+	double val;
+	const char *uname = scale(v, unit, to_unit, &val);
+	if (v < 0)
+		val = -val;
+	char num[64];
+	snprintf(num, sizeof num, "%.2f", val);
+	size_t l = strlen(num);
+	if (l > 3 && !strcmp(num + l - 3, ".00"))
+		num[l - 3] = 0;
+	if (!strcmp(num, "0") || !strcmp(num, "-0"))
+		snprintf(buf, n, "0");
+	else
+		snprintf(buf, n, "%s%s", num, uname);
+	return buf;
+}
+
+const char *pd_fmt_value(char *buf, size_t n, int64_t v, struct pd_str unit)
+{
+	return pd_fmt_value_to(buf, n, v, unit, NULL);
+}
+
+const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit, char *buf, size_t n)
+{
+	int64_t minv = 0, maxv = t->total;
+	for (size_t i = 0; i < nrows && i < t->n; i++) {
+		int64_t m = t->rows[i].flat < 0 ? -t->rows[i].flat : t->rows[i].flat;
+		if (m == 0)
+			m = t->rows[i].cum < 0 ? -t->rows[i].cum : t->rows[i].cum;
+		if (m > 0 && (minv == 0 || m < minv))
+			minv = m;
+	}
+	if (minv == 0)
+		minv = maxv;
+	double d;
+	const char *minu = scale(minv, unit, NULL, &d), *maxu = scale(maxv, unit, NULL, &d);
+	const char *u = minu;
+	if (strcmp(minu, maxu) != 0 && minv * 100 < maxv)
+		u = scale(100 * minv, unit, NULL, &d);
+	if (*u)
+		snprintf(buf, n, "%s", u);
+	else
+		snprintf(buf, n, "%.*s", (int)unit.len, unit.ptr);
+	return buf;
+}
+
+/* pprof's measurement.Percentage. */
+const char *pd_fmt_percent(char *buf, size_t n, int64_t v, int64_t total)
+{
+	double r = total ? (double)v / (double)total * 100 : 0;
+	if (r < 0)
+		r = -r;
+	if (r >= 99.95 && r <= 100.05)
+		snprintf(buf, n, "  100%%");
+	else if (r >= 1.0)
+		snprintf(buf, n, "%5.2f%%", r);
+	else
+		snprintf(buf, n, "%5.2g%%", r);
+	return buf;
+}
+
+const char *pd_profile_kind(const struct pd_profile *p)
+{
+	return pd_kind_name(p->strings[p->period_type.type],
+			    p->nsample_types ? p->strings[p->sample_types[0].type] : p->strings[0],
+			    p->strings[p->default_sample_type]);
+}

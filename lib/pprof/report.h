@@ -1,0 +1,54 @@
+/*
+ * report.h — views of a decoded profile: top table, folded stacks, totals.
+ * Pure functions over struct pd_profile; printing is the caller's job.
+ *
+ * Frames follow pprof's function granularity: each Location expands to its
+ * Lines (inlined frames), innermost first; a frame's name is its function
+ * name (or the hex address when a location has no lines).
+ */
+#ifndef PD_REPORT_H
+#define PD_REPORT_H
+
+#include "pprof.h"
+
+enum { PD_TOP_NOT_INLINED = 0, PD_TOP_INLINED = 1, PD_TOP_PARTIAL_INLINE = 2 };
+
+struct pd_top_row {
+	struct pd_str name;
+	int64_t flat, cum;
+	int inlined; /* PD_TOP_*: how the function was reached from its callers */
+};
+
+struct pd_top {
+	struct pd_top_row *rows; /* sorted */
+	size_t n;
+	int64_t total;           /* sum of the sample values */
+	struct pd_arena *arena;  /* owns rows and synthesized names */
+};
+
+/* Flat/cum per function for sample index si, as pprof's graph computes it
+ * (a function counts once per sample in cum; a frame without function is
+ * "[binary]" or "<unknown>"; inlined = every call edge into it was inlined). Sorted like `pprof -top`
+ * (by |flat|, then name, then |cum|) or, with by_cum, by |cum| then name. */
+int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out,
+		   struct pd_err *err) PD_WUR;
+void pd_top_free(struct pd_top *t);
+
+/* Collapsed stacks ("root;...;leaf value\n"), aggregated and sorted,
+ * appended to out. Samples with value 0 are omitted. */
+int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struct pd_err *err) PD_WUR;
+
+/* Format v of the given unit exactly as pprof's text reports do
+ * (measurement.ScaledLabel with unit "minimum"): "1.20s", "512.50kB",
+ * "10ms", "42", "0". */
+const char *pd_fmt_value(char *buf, size_t n, int64_t v, struct pd_str unit);
+/* The same, converted to the fixed unit to_unit (as a report prints all its
+ * values in one unit); to_unit NULL = auto-scale each value. */
+const char *pd_fmt_value_to(char *buf, size_t n, int64_t v, struct pd_str unit, const char *to_unit);
+/* pprof's selectOutputUnit: the one unit a table of the first nrows rows of t
+ * is printed in (from the smallest non-zero row value and the total). */
+const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit, char *buf, size_t n);
+/* pprof's measurement.Percentage: "  100%", "12.50%", " 0.35%". */
+const char *pd_fmt_percent(char *buf, size_t n, int64_t v, int64_t total);
+
+#endif

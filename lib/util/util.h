@@ -1,0 +1,125 @@
+/*
+ * util.h — the small foundation every profd module stands on.
+ *
+ * - One error convention: fallible functions return int, 0 on success or a
+ *   negative PD_E* code, and fill a caller-provided struct pd_err with a
+ *   message a user can act on ("what, where, what to try").
+ * - Arenas: bump allocators for everything whose lifetime is one decode, one
+ *   merge or one request; freed in one call. Built with -DPD_ARENA_MALLOC (the
+ *   sanitizer build does), every arena allocation is a real malloc so ASan
+ *   sees each object's bounds.
+ * - Capped byte buffers: every growable buffer has a maximum; growing past it
+ *   is PD_ELIMIT, never an OOM.
+ * - An open-addressing hash index (hash -> uint32 slot) used for interning.
+ */
+#ifndef PD_UTIL_H
+#define PD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#if defined(__GNUC__)
+#define PD_WUR __attribute__((warn_unused_result))
+#define PD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define PD_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define PD_WUR
+#define PD_PRINTF(a, b)
+#define PD_LIKELY(x) (x)
+#define PD_UNLIKELY(x) (x)
+#endif
+
+/* Error codes. */
+enum {
+	PD_OK = 0,
+	PD_EINVAL = -1,    /* malformed input */
+	PD_ENOMEM = -2,    /* allocation failed */
+	PD_ELIMIT = -3,    /* input exceeds a configured cap */
+	PD_EIO = -4,       /* file or socket error */
+	PD_EINCOMPAT = -5, /* profiles cannot be combined */
+	PD_ENOTFOUND = -6,
+	PD_EUSAGE = -7,    /* bad arguments */
+};
+
+struct pd_err {
+	int code;
+	char msg[512];
+};
+
+/* Set err (may be NULL) to code and a formatted message; returns code. */
+int pd_errf(struct pd_err *err, int code, const char *fmt, ...) PD_PRINTF(3, 4);
+/* Prefix an existing message: "<prefix>: <old message>". */
+void pd_err_prefix(struct pd_err *err, const char *fmt, ...) PD_PRINTF(2, 3);
+const char *pd_strerror(int code);
+
+/* Always-on assertion for impossible states: logs file:line and aborts. */
+#define PD_ASSERT(c) ((c) ? (void)0 : pd__assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void pd__assert_fail(const char *expr, const char *file, int line);
+
+/* ---- arena ---------------------------------------------------------- */
+struct pd_arena;
+struct pd_arena *pd_arena_new(size_t chunk_size);
+void pd_arena_free(struct pd_arena *a);
+/* 8-byte aligned; NULL on OOM. Memory is valid until pd_arena_free. */
+void *pd_arena_alloc(struct pd_arena *a, size_t n);
+void *pd_arena_calloc(struct pd_arena *a, size_t n, size_t size);
+/* Copy n bytes into the arena. */
+void *pd_arena_dup(struct pd_arena *a, const void *p, size_t n);
+/* Bytes handed out (not counting chunk slack). */
+size_t pd_arena_used(const struct pd_arena *a);
+
+/* ---- capped byte buffer ---------------------------------------------- */
+struct pd_buf {
+	uint8_t *ptr;
+	size_t len, cap;
+	size_t max; /* 0 = SIZE_MAX */
+};
+#define PD_BUF_INIT(maxbytes) {NULL, 0, 0, (maxbytes)}
+int pd_buf_reserve(struct pd_buf *b, size_t extra) PD_WUR;
+int pd_buf_append(struct pd_buf *b, const void *p, size_t n) PD_WUR;
+void pd_buf_free(struct pd_buf *b);
+/* Read a whole file (or stdin for "-") into b, honouring b->max. */
+int pd_buf_read_file(struct pd_buf *b, const char *path, struct pd_err *err) PD_WUR;
+/* Write a buffer to a file atomically (temp, fsync, rename); "-" = stdout. */
+int pd_write_file(const char *path, const void *p, size_t n, struct pd_err *err) PD_WUR;
+
+/* ---- hashing ----------------------------------------------------------- */
+uint64_t pd_hash(const void *p, size_t n, uint64_t seed);
+static inline uint64_t pd_hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/*
+ * Hash index: maps a 64-bit hash to uint32 values (indexes into the caller's
+ * own arrays). The caller resolves collisions: pd_hidx_find walks every slot
+ * with an equal hash and asks eq(ctx, value) whether it is the one.
+ */
+struct pd_hidx {
+	uint64_t *hashes; /* 0 = empty (hash 0 is remapped to 1) */
+	uint32_t *vals;
+	size_t mask, n;
+};
+typedef bool (*pd_hidx_eq)(void *ctx, uint32_t val);
+int pd_hidx_init(struct pd_hidx *h, size_t expected) PD_WUR;
+void pd_hidx_free(struct pd_hidx *h);
+/* Returns the value found or UINT32_MAX. */
+static inline uint64_t pd__hidx_fix(uint64_t h) { return h ? h : 1; }
+uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx);
+/* Insert without checking for an existing equal entry. */
+int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
+
+/* ---- misc ------------------------------------------------------------ */
+/* Format v as a human-readable byte count into buf ("1.5 MiB"). */
+const char *pd_fmt_bytes(char *buf, size_t n, double v);
+/* Monotonic time in seconds. */
+double pd_now(void);
+
+#endif

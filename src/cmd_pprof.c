@@ -1,0 +1,677 @@
+/*
+ * cmd_pprof.c — `profd pprof merge|top|folded|info`: local tools on pprof
+ * files, the command-line face of lib/pprof.
+ *
+ * All commands that take several files merge them first with the streaming
+ * merger: each file is read, decoded, added and freed before the next, so
+ * memory stays proportional to the merged result, not to the input.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "../lib/pprof/pprof.h"
+#include "../lib/pprof/report.h"
+#include "../lib/util/gz.h"
+#include "loader.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- shared: load and merge inputs ------------------------------------------- */
+
+struct inputs {
+	char **files;
+	int n;
+	bool skip_bad; /* warn and go on when a file fails to decode */
+	bool quiet;
+	int workers; /* decode threads, 0 = one per CPU */
+};
+
+/* Decode and merge all inputs into *out. One input is decoded as is (no
+ * re-numbering), so `info`/`top` of one file show it exactly. */
+static int load_merged(const char *cmd, const struct inputs *in, struct pd_profile **out)
+{
+	struct pd_err err = {0};
+	*out = NULL;
+	if (in->n == 1)
+		goto single;
+	struct pd_merger *m = pd_merger_new();
+	if (!m) {
+		cli_error("%s: out of memory", cmd);
+		return EXIT_INPUT;
+	}
+	bool progress = !in->quiet && isatty(2) && in->n >= 50;
+	int bad = 0;
+	struct pd_loader *ld = pd_loader_start(in->files, in->n, in->workers);
+	if (!ld) {
+		cli_error("%s: cannot start loader threads", cmd);
+		pd_merger_free(m);
+		return EXIT_INPUT;
+	}
+	for (;;) {
+		struct pd_profile *p;
+		int i, lrc = pd_loader_next(ld, &p, &i, &err);
+		if (lrc == 1)
+			break;
+		if (lrc) {
+			if (in->skip_bad) {
+				fprintf(stderr, "%sprofd %s: skipping %s\n", progress ? "\r\033[K" : "", cmd, err.msg);
+				bad++;
+				continue;
+			}
+			if (progress)
+				fputs("\r\033[K", stderr);
+			cli_error("%s: %s", cmd, err.msg);
+			pd_loader_stop(ld);
+			pd_merger_free(m);
+			return EXIT_INPUT;
+		}
+		int rc = pd_merger_add(m, p, &err);
+		pd_profile_free(p);
+		if (rc) {
+			if (progress)
+				fputs("\r\033[K", stderr);
+			cli_error("%s: %s: %s", cmd, in->files[i], err.msg);
+			pd_loader_stop(ld);
+			pd_merger_free(m);
+			return EXIT_INPUT;
+		}
+		if (progress && (i % 25 == 0 || i == in->n - 1))
+			fprintf(stderr, "\rprofd %s: %d/%d files", cmd, i + 1, in->n);
+	}
+	pd_loader_stop(ld);
+	if (progress)
+		fputs("\r\033[K", stderr);
+	if (pd_merger_count(m) == 0) {
+		cli_error("%s: none of the %d inputs could be read", cmd, in->n);
+		pd_merger_free(m);
+		return EXIT_INPUT;
+	}
+	if (bad)
+		fprintf(stderr, "profd %s: merged %zu of %d files (%d skipped)\n", cmd, pd_merger_count(m), in->n,
+			bad);
+	int rc = pd_merger_finish(m, out, &err);
+	pd_merger_free(m);
+	if (rc) {
+		cli_error("%s: %s", cmd, err.msg);
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+single:
+	if (pd_pprof_decode_file(in->files[0], NULL, out, &err)) {
+		cli_error("%s: %s", cmd, err.msg);
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}
+
+static int sample_index(const char *cmd, const struct pd_profile *p, const char *name, uint32_t *si)
+{
+	int i = pd_profile_sample_index(p, name);
+	if (i < 0) {
+		char types[512];
+		pd_profile_describe_types(p, types, sizeof types);
+		cli_error("%s: no sample type '%s' in this profile; it has %s", cmd, name, types);
+		return EXIT_USAGE;
+	}
+	*si = (uint32_t)i;
+	return EXIT_OK;
+}
+
+static void fmt_time(char *buf, size_t n, int64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void fmt_duration(char *buf, size_t n, int64_t ns)
+{
+	double s = (double)ns / 1e9;
+	long whole = (long)s;
+	if (whole >= 3600)
+		snprintf(buf, n, "%ldh%ldm%lds", whole / 3600, whole % 3600 / 60, whole % 60);
+	else if (whole >= 60)
+		snprintf(buf, n, "%ldm%lds", whole / 60, whole % 60);
+	else
+		snprintf(buf, n, "%.3gs", s);
+}
+
+#define PSTR(s) (int)(s).len, (s).ptr
+
+/* ---- merge ---------------------------------------------------------------------- */
+
+static const char merge_help[] =
+	"Usage: profd pprof merge [-o OUT.pb.gz] [options] FILE...\n"
+	"\n"
+	"Merge pprof profiles (gzip or raw profile.proto) into one, with the\n"
+	"semantics of `go tool pprof -proto` / pprof's profile.Merge: all inputs\n"
+	"must have the same sample and period types; samples with the same stack\n"
+	"and labels are summed; period = max, duration = sum, time = earliest.\n"
+	"Files are processed one at a time, so memory is bounded by the size of\n"
+	"the merged result, not the inputs.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE   write the merged profile to FILE (default: stdout,\n"
+	"                      refused if stdout is a terminal)\n"
+	"      --raw           write uncompressed profile.proto instead of gzip\n"
+	"      --level N       gzip level 1-12 (default 6)\n"
+	"      --skip-bad      warn about unreadable files and merge the rest\n"
+	"  -q, --quiet         no progress output\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Examples:\n"
+	"  profd pprof merge -o merged.pb.gz cpu-*.pb.gz\n"
+	"  go tool pprof -top merged.pb.gz\n"
+	"\n"
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+
+static int pprof_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"raw", no_argument, 0, 'r'},
+					     {"level", required_argument, 0, 'l'},  {"skip-bad", no_argument, 0, 's'},
+					     {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	const char *outpath = "-";
+	int level = 6, c;
+	bool raw = false;
+	struct inputs in = {0};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outpath = optarg; break;
+		case 'r': raw = true; break;
+		case 'l':
+			level = (int)cli_parse_count(optarg);
+			if (level < 1 || level > 12)
+				return cli_usage_error("pprof merge", "--level must be 1..12, got '%s'", optarg);
+			break;
+		case 's': in.skip_bad = true; break;
+		case 'q': in.quiet = true; break;
+		case 'h': fputs(merge_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("pprof merge", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("pprof merge", "no input files");
+	if (!strcmp(outpath, "-") && isatty(1))
+		return cli_usage_error("pprof merge", "refusing to write a binary profile to a terminal; use -o FILE");
+	in.files = argv + optind;
+	in.n = argc - optind;
+	struct pd_profile *p;
+	int rc = load_merged("pprof merge", &in, &p);
+	if (rc)
+		return rc;
+	if (in.n == 1) { /* one input: still compact it, as pprof does */
+		struct pd_profile *q;
+		struct pd_err err = {0};
+		if (pd_pprof_compact(p, &q, &err)) {
+			cli_error("pprof merge: %s", err.msg);
+			pd_profile_free(p);
+			return EXIT_INPUT;
+		}
+		pd_profile_free(p);
+		p = q;
+	}
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	rc = EXIT_OK;
+	if (pd_pprof_encode(p, raw ? 0 : level, &out, &err) || pd_write_file(outpath, out.ptr, out.len, &err)) {
+		cli_error("pprof merge: %s", err.msg);
+		rc = EXIT_INPUT;
+	}
+	pd_buf_free(&out);
+	pd_profile_free(p);
+	return rc;
+}
+
+/* ---- top -------------------------------------------------------------------------- */
+
+static const char top_help[] =
+	"Usage: profd pprof top [-n N] [--sample-index NAME] [--cum] FILE...\n"
+	"\n"
+	"Print the functions with the highest flat (self) or cumulative cost,\n"
+	"like `go tool pprof -top`, over the merge of all FILEs.\n"
+	"\n"
+	"Options:\n"
+	"  -n, --nodes N           show the top N functions (default 20, 0 = all)\n"
+	"  -i, --sample-index NAME sample type to rank by, e.g. cpu, samples,\n"
+	"                          alloc_space, inuse_space, delay, contentions,\n"
+	"                          or its index (default: the profile's default)\n"
+	"  -c, --cum               sort by cumulative instead of flat value\n"
+	"      --skip-bad          warn about unreadable files and use the rest\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
+	"sum% = running sum of flat%, cum = cost in the function and its callees.\n"
+	"\n"
+	"Examples:\n"
+	"  profd pprof top cpu.pb.gz\n"
+	"  profd pprof top -n 10 --sample-index alloc_space heap-*.pb.gz\n"
+	"\n"
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+
+static void print_header(const struct pd_profile *p, uint32_t si)
+{
+	char buf[64];
+	printf("Type: %.*s\n", PSTR(p->strings[p->sample_types[si].type]));
+	if (p->time_nanos) {
+		fmt_time(buf, sizeof buf, p->time_nanos);
+		printf("Time: %s\n", buf);
+	}
+	if (p->duration_nanos) {
+		fmt_duration(buf, sizeof buf, p->duration_nanos);
+		printf("Duration: %s\n", buf);
+	}
+}
+
+static int pprof_top(int argc, char **argv)
+{
+	static const struct option opts[] = {{"nodes", required_argument, 0, 'n'},
+					     {"sample-index", required_argument, 0, 'i'},
+					     {"cum", no_argument, 0, 'c'},
+					     {"skip-bad", no_argument, 0, 's'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	long n = 20;
+	const char *sidx = NULL;
+	bool cum = false;
+	int c;
+	struct inputs in = {0};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:i:ch", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if ((n = cli_parse_count(optarg)) < 0)
+				return cli_usage_error("pprof top", "-n needs a count, got '%s'", optarg);
+			break;
+		case 'i': sidx = optarg; break;
+		case 'c': cum = true; break;
+		case 's': in.skip_bad = true; break;
+		case 'h': fputs(top_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("pprof top", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("pprof top", "no input files");
+	in.files = argv + optind;
+	in.n = argc - optind;
+	struct pd_profile *p;
+	int rc = load_merged("pprof top", &in, &p);
+	if (rc)
+		return rc;
+	uint32_t si = 0;
+	if (p->nsample_types == 0) {
+		cli_error("pprof top: the profile has no sample types");
+		pd_profile_free(p);
+		return EXIT_INPUT;
+	}
+	if ((rc = sample_index("pprof top", p, sidx, &si))) {
+		pd_profile_free(p);
+		return rc;
+	}
+	struct pd_top t;
+	struct pd_err err = {0};
+	if (pd_top_compute(p, si, cum, &t, &err)) {
+		cli_error("pprof top: %s", err.msg);
+		pd_profile_free(p);
+		return EXIT_INPUT;
+	}
+	struct pd_str unit = p->strings[p->sample_types[si].unit];
+	size_t show = n == 0 || (size_t)n > t.n ? t.n : (size_t)n;
+	int64_t shown = 0;
+	for (size_t i = 0; i < show; i++)
+		shown += t.rows[i].flat;
+	/* The table is printed exactly as `go tool pprof -top` prints it: one
+	 * unit for all values, its percentages, and the inline markers. */
+	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
+	pd_top_unit(&t, show, unit, u, sizeof u);
+	print_header(p, si);
+	printf("Showing %zu of %zu functions, accounting for %s, %s of %s total\n", show, t.n,
+	       pd_fmt_value_to(a, sizeof a, shown, unit, u), pd_fmt_percent(c1, sizeof c1, shown, t.total),
+	       pd_fmt_value_to(b, sizeof b, t.total, unit, u));
+	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
+	int64_t sum = 0;
+	for (size_t i = 0; i < show; i++) {
+		const struct pd_top_row *r = &t.rows[i];
+		sum += r->flat;
+		static const char *const inl[] = {"", " (inline)", " (partial-inline)"};
+		printf("%10s %s %s %10s %s  %.*s%s\n", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
+		       pd_fmt_percent(c1, sizeof c1, r->flat, t.total), pd_fmt_percent(c2, sizeof c2, sum, t.total),
+		       pd_fmt_value_to(b, sizeof b, r->cum, unit, u), pd_fmt_percent(c3, sizeof c3, r->cum, t.total),
+		       PSTR(r->name), inl[r->inlined]);
+	}
+	pd_top_free(&t);
+	pd_profile_free(p);
+	return EXIT_OK;
+}
+
+/* ---- folded ------------------------------------------------------------------------- */
+
+static const char folded_help[] =
+	"Usage: profd pprof folded [--sample-index NAME] FILE...\n"
+	"\n"
+	"Print the merge of all FILEs as collapsed stacks (Brendan Gregg's folded\n"
+	"format: `root;caller;leaf VALUE` per line, sorted), the input of\n"
+	"flamegraph.pl, inferno, speedscope and others. Inlined frames are\n"
+	"expanded; ';' inside a function name is written as ':'.\n"
+	"\n"
+	"Options:\n"
+	"  -i, --sample-index NAME sample type to use (default: the profile's default)\n"
+	"      --skip-bad          warn about unreadable files and use the rest\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Example:\n"
+	"  profd pprof folded cpu.pb.gz | flamegraph.pl > cpu.svg\n"
+	"\n"
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+
+static int pprof_folded(int argc, char **argv)
+{
+	static const struct option opts[] = {{"sample-index", required_argument, 0, 'i'},
+					     {"skip-bad", no_argument, 0, 's'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	const char *sidx = NULL;
+	int c;
+	struct inputs in = {0};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': sidx = optarg; break;
+		case 's': in.skip_bad = true; break;
+		case 'h': fputs(folded_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("pprof folded", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("pprof folded", "no input files");
+	in.files = argv + optind;
+	in.n = argc - optind;
+	struct pd_profile *p;
+	int rc = load_merged("pprof folded", &in, &p);
+	if (rc)
+		return rc;
+	uint32_t si = 0;
+	if (p->nsample_types && (rc = sample_index("pprof folded", p, sidx, &si))) {
+		pd_profile_free(p);
+		return rc;
+	}
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	if (pd_folded(p, si, &out, &err) || pd_write_file("-", out.ptr, out.len, &err)) {
+		cli_error("pprof folded: %s", err.msg);
+		rc = EXIT_INPUT;
+	}
+	pd_buf_free(&out);
+	pd_profile_free(p);
+	return rc;
+}
+
+/* ---- info ------------------------------------------------------------------------------ */
+
+static const char info_help[] =
+	"Usage: profd pprof info FILE...\n"
+	"\n"
+	"Describe each profile: kind, sample types and totals, period, time,\n"
+	"duration, counts of samples/locations/functions/mappings/strings,\n"
+	"label keys with their number of distinct values, comments, mappings.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"Exit codes: 0 success, 1 unreadable input, 2 usage error.\n";
+
+struct labelkey {
+	struct pd_str key;
+	bool numeric;
+	size_t samples;
+	size_t nvalues; /* distinct values seen (capped at 1000) */
+	struct pd_str values[1000];
+	int64_t nums[1000];
+};
+
+static void info_labels(const struct pd_profile *p)
+{
+	struct labelkey *keys = NULL;
+	size_t nk = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			const struct pd_label *l = &s->labels[j];
+			struct pd_str k = p->strings[l->key];
+			size_t x = 0;
+			while (x < nk && !(keys[x].key.len == k.len && !memcmp(keys[x].key.ptr, k.ptr, k.len) &&
+					   keys[x].numeric == (l->str == 0)))
+				x++;
+			if (x == nk) {
+				if (nk == 64)
+					continue;
+				struct labelkey *nkeys = realloc(keys, (nk + 1) * sizeof *keys);
+				if (!nkeys)
+					break;
+				keys = nkeys;
+				memset(&keys[nk], 0, sizeof *keys);
+				keys[nk].key = k;
+				keys[nk].numeric = l->str == 0;
+				nk++;
+			}
+			struct labelkey *lk = &keys[x];
+			lk->samples++;
+			bool seen = false;
+			for (size_t v = 0; v < lk->nvalues && !seen; v++)
+				seen = lk->numeric ? lk->nums[v] == l->num
+						   : (lk->values[v].len == p->strings[l->str].len &&
+						      !memcmp(lk->values[v].ptr, p->strings[l->str].ptr, lk->values[v].len));
+			if (!seen && lk->nvalues < 1000) {
+				lk->values[lk->nvalues] = p->strings[l->str];
+				lk->nums[lk->nvalues++] = l->num;
+			}
+		}
+	}
+	if (nk == 0) {
+		printf("labels:        none\n");
+	} else {
+		printf("labels:\n");
+		for (size_t x = 0; x < nk; x++) {
+			struct labelkey *lk = &keys[x];
+			printf("  %.*s%s: %zu%s distinct value%s on %zu samples", PSTR(lk->key),
+			       lk->numeric ? " (numeric)" : "", lk->nvalues, lk->nvalues >= 1000 ? "+" : "",
+			       lk->nvalues == 1 ? "" : "s", lk->samples);
+			if (!lk->numeric && lk->nvalues <= 5) {
+				printf(" (");
+				for (size_t v = 0; v < lk->nvalues; v++)
+					printf("%s%.*s", v ? ", " : "", PSTR(lk->values[v]));
+				printf(")");
+			}
+			printf("\n");
+		}
+	}
+	free(keys);
+}
+
+static int info_one(const char *path)
+{
+	struct pd_err err = {0};
+	struct pd_buf raw = PD_BUF_INIT(PD_DEFAULT_MAX_COMPRESSED);
+	struct pd_profile *p = NULL;
+	if (pd_buf_read_file(&raw, path, &err) || pd_pprof_decode(raw.ptr, raw.len, NULL, &p, &err)) {
+		if (err.code != PD_EIO)
+			pd_err_prefix(&err, "%s", path);
+		cli_error("pprof info: %s", err.msg);
+		pd_buf_free(&raw);
+		return EXIT_INPUT;
+	}
+	char buf[64], b2[64];
+	printf("file:          %s (%s, %s)\n", path, pd_fmt_bytes(buf, sizeof buf, (double)raw.len),
+	       pd_is_gzip(raw.ptr, raw.len) ? "gzip" : "raw protobuf");
+	pd_buf_free(&raw);
+	printf("kind:          %s\n", pd_profile_kind(p));
+	uint32_t def = pd_profile_default_index(p);
+	printf("sample types: ");
+	for (uint32_t i = 0; i < p->nsample_types; i++)
+		printf(" %.*s/%.*s%s", PSTR(p->strings[p->sample_types[i].type]),
+		       PSTR(p->strings[p->sample_types[i].unit]), i == def ? " (default)" : "");
+	printf("\n");
+	printf("period:        %" PRId64 " %.*s/%.*s\n", p->period, PSTR(p->strings[p->period_type.type]),
+	       PSTR(p->strings[p->period_type.unit]));
+	if (p->time_nanos) {
+		fmt_time(buf, sizeof buf, p->time_nanos);
+		printf("time:          %s (%" PRId64 " ns)\n", buf, p->time_nanos);
+	} else {
+		printf("time:          not set\n");
+	}
+	fmt_duration(buf, sizeof buf, p->duration_nanos);
+	printf("duration:      %s\n", p->duration_nanos ? buf : "not set");
+	printf("samples:       %zu\nlocations:     %u\nfunctions:     %u\nmappings:      %u\nstrings:       %u\n",
+	       p->nsamples, p->nlocations, p->nfunctions, p->nmappings, p->nstrings);
+	printf("totals:       ");
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		int64_t tot = 0;
+		for (size_t s = 0; s < p->nsamples; s++)
+			tot += p->samples[s].values[i];
+		printf(" %.*s=%s", PSTR(p->strings[p->sample_types[i].type]),
+		       pd_fmt_value(b2, sizeof b2, tot, p->strings[p->sample_types[i].unit]));
+	}
+	printf("\n");
+	info_labels(p);
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		printf("comment:       %.*s\n", PSTR(p->strings[p->comments[i]]));
+	if (p->drop_frames)
+		printf("drop_frames:   %.*s\n", PSTR(p->strings[p->drop_frames]));
+	if (p->keep_frames)
+		printf("keep_frames:   %.*s\n", PSTR(p->strings[p->keep_frames]));
+	for (uint32_t i = 0; i < p->nmappings && i < 10; i++) {
+		const struct pd_mapping *m = &p->mappings[i];
+		printf("mapping %-5" PRIu64 " %#" PRIx64 "-%#" PRIx64 " %.*s%s%.*s\n", m->id, m->start, m->limit,
+		       PSTR(p->strings[m->filename]), m->build_id ? " build_id=" : "", PSTR(p->strings[m->build_id]));
+	}
+	if (p->nmappings > 10)
+		printf("... %u more mappings\n", p->nmappings - 10);
+	pd_profile_free(p);
+	return EXIT_OK;
+}
+
+static int pprof_info(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(info_help, stdout);
+			return EXIT_OK;
+		}
+		return cli_usage_error("pprof info", "bad option");
+	}
+	if (optind >= argc)
+		return cli_usage_error("pprof info", "no input file");
+	int rc = EXIT_OK;
+	for (int i = optind; i < argc; i++) {
+		if (i > optind)
+			printf("\n");
+		int r = info_one(argv[i]);
+		if (r)
+			rc = r;
+	}
+	return rc;
+}
+
+/* ---- convert ---------------------------------------------------------------------------- */
+
+static const char convert_help[] =
+	"Usage: profd pprof convert [--raw] [--level N] IN OUT\n"
+	"\n"
+	"Decode IN (gzip or raw profile.proto; \"-\" = stdin), validate it, and\n"
+	"encode it again to OUT (\"-\" = stdout): gzip by default, raw protobuf\n"
+	"with --raw. Ids, order and content are kept as they are (no merge, no\n"
+	"compaction), so this is also a strict validity check of IN.\n"
+	"\n"
+	"Options:\n"
+	"      --raw       write uncompressed profile.proto\n"
+	"      --level N   gzip level 1-12 (default 6)\n"
+	"  -h, --help      this help\n"
+	"\n"
+	"Exit codes: 0 success, 1 invalid input or write error, 2 usage error.\n";
+
+static int pprof_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {{"raw", no_argument, 0, 'r'},
+					     {"level", required_argument, 0, 'l'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	int level = 6, c;
+	bool raw = false;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': raw = true; break;
+		case 'l':
+			level = (int)cli_parse_count(optarg);
+			if (level < 1 || level > 12)
+				return cli_usage_error("pprof convert", "--level must be 1..12, got '%s'", optarg);
+			break;
+		case 'h': fputs(convert_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("pprof convert", "bad option");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("pprof convert", "need exactly IN and OUT");
+	struct pd_err err = {0};
+	struct pd_profile *p;
+	if (pd_pprof_decode_file(argv[optind], NULL, &p, &err)) {
+		cli_error("pprof convert: %s", err.msg);
+		return EXIT_INPUT;
+	}
+	struct pd_buf out = PD_BUF_INIT(0);
+	int rc = EXIT_OK;
+	if (pd_pprof_encode(p, raw ? 0 : level, &out, &err) || pd_write_file(argv[optind + 1], out.ptr, out.len, &err)) {
+		cli_error("pprof convert: %s", err.msg);
+		rc = EXIT_INPUT;
+	}
+	pd_buf_free(&out);
+	pd_profile_free(p);
+	return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+static const struct pd_cmd subcommands[] = {
+	{"merge", pprof_merge, "merge profiles into one (like go tool pprof -proto)"},
+	{"top", pprof_top, "hottest functions, flat and cumulative"},
+	{"folded", pprof_folded, "collapsed stacks for flame graph tools"},
+	{"info", pprof_info, "describe a profile"},
+	{"convert", pprof_convert, "validate and re-encode a profile (gzip <-> raw)"},
+};
+
+static void pprof_usage(FILE *f)
+{
+	fprintf(f, "Usage: profd pprof <command> [options] FILE...\n\n"
+		   "Local tools on Go pprof files (gzip or raw profile.proto).\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+	fprintf(f, "\nRun 'profd pprof <command> --help' for its options.\n");
+}
+
+int cmd_pprof(int argc, char **argv)
+{
+	if (argc < 2) {
+		pprof_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		pprof_usage(stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+		if (!strcmp(argv[1], subcommands[i].name))
+			return subcommands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "profd pprof: unknown command '%s'\n\n", argv[1]);
+	pprof_usage(stderr);
+	return EXIT_USAGE;
+}

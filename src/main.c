@@ -1,0 +1,87 @@
+/*
+ * main.c — the profd binary: dispatches to one file per subcommand.
+ * The command table below is the single source of `profd --help`.
+ */
+#include "cli.h"
+#include "version.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("profd %s\n", PD_VERSION);
+	return EXIT_OK;
+}
+
+static const struct pd_cmd commands[] = {
+	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info"},
+	{"version", cmd_version, "print the version"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "profd — continuous profiling for Go services\n\n"
+		   "Usage: profd <command> [options]\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'profd <command> --help' for the options of a command.\n"
+		   "Exit codes: 0 success, 1 bad input or failed operation, 2 usage error.\n");
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("profd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "profd %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nRun 'profd %s --help' for usage.\n", cmd);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+long cli_parse_count(const char *s)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0)
+		return -1;
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *c = argv[1];
+	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(c, "--version") || !strcmp(c, "-v"))
+		return cmd_version(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(c, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "profd: unknown command '%s'\n\n", c);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,1 @@
+#define PD_VERSION "0.1.0"

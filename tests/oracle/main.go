@@ -1,0 +1,73 @@
+// Command oracle is the reference implementation profd's tests compare
+// against: Google's own github.com/google/pprof/profile package (Debian's
+// golang-github-google-pprof-dev, built offline in GOPATH mode).
+//
+//	oracle merge OUT FILE...   profile.Parse each FILE, profile.Merge, Write (gzip) to OUT
+//	oracle check FILE...       profile.Parse (+CheckValid); print p.String(); exit 1 on error
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/google/pprof/profile"
+)
+
+func parse(path string) *profile.Profile {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
+		os.Exit(1)
+	}
+	return p
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: oracle merge OUT FILE... | oracle check FILE...")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "merge":
+		var ps []*profile.Profile
+		for _, a := range os.Args[3:] {
+			ps = append(ps, parse(a))
+		}
+		m, err := profile.Merge(ps)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		out, err := os.Create(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := m.Write(out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := out.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "check":
+		for _, a := range os.Args[2:] {
+			p := parse(a)
+			if err := p.CheckValid(); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", a, err)
+				os.Exit(1)
+			}
+			fmt.Print(p.String())
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown command", os.Args[1])
+		os.Exit(2)
+	}
+}

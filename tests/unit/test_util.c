@@ -1,0 +1,529 @@
+/*
+ * test_util.c — lib/util: arenas, capped buffers, the hash index, error
+ * messages, gzip (multi-member, caps), byte formatting, file helpers.
+ */
+#include "testutil.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- arena ---------------------------------------------------------------- */
+
+static void test_arena_many_allocs(void **state)
+{
+	(void)state;
+	struct pd_arena *a = pd_arena_new(0); /* 0 = default chunk size */
+	assert_non_null(a);
+	enum { N = 100000 };
+	uint8_t **ptrs = malloc(N * sizeof *ptrs);
+	assert_non_null(ptrs);
+	size_t total = 0;
+	for (size_t i = 0; i < N; i++) {
+		size_t n = 1 + (i * 37) % 200;
+		ptrs[i] = pd_arena_alloc(a, n);
+		assert_non_null(ptrs[i]);
+		assert_int_equal((uintptr_t)ptrs[i] % 8, 0);
+		memset(ptrs[i], (int)(i & 0xff), n);
+		total += n;
+	}
+	/* nothing overlapped */
+	for (size_t i = 0; i < N; i++) {
+		size_t n = 1 + (i * 37) % 200;
+		for (size_t j = 0; j < n; j++)
+			if (ptrs[i][j] != (uint8_t)(i & 0xff))
+				fail_msg("allocation %zu byte %zu overwritten", i, j);
+	}
+	assert_true(pd_arena_used(a) >= total);
+	free(ptrs);
+	pd_arena_free(a);
+	pd_arena_free(NULL);
+}
+
+static void test_arena_big_allocs(void **state)
+{
+	(void)state;
+	struct pd_arena *a = pd_arena_new(4096);
+	assert_non_null(a);
+	uint8_t *small1 = pd_arena_alloc(a, 16);
+	assert_non_null(small1);
+	memset(small1, 1, 16);
+	static const size_t sizes[] = {1000, 1025, 4096, 5000, 1 << 20, 10 << 20, 3, 64 << 10};
+	uint8_t *big[ARRAY_LEN(sizes)];
+	for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
+		big[i] = pd_arena_alloc(a, sizes[i]);
+		assert_non_null(big[i]);
+		assert_int_equal((uintptr_t)big[i] % 8, 0);
+		memset(big[i], (int)(0x10 + i), sizes[i]);
+		/* small allocations keep working between big ones */
+		uint8_t *s = pd_arena_alloc(a, 24);
+		assert_non_null(s);
+		memset(s, 0x77, 24);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
+		assert_int_equal(big[i][0], 0x10 + i);
+		assert_int_equal(big[i][sizes[i] - 1], 0x10 + i);
+	}
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(small1[i], 1);
+	/* zero-byte allocations are distinct, valid pointers */
+	void *z1 = pd_arena_alloc(a, 0), *z2 = pd_arena_alloc(a, 0);
+	assert_non_null(z1);
+	assert_non_null(z2);
+	assert_ptr_not_equal(z1, z2);
+	pd_arena_free(a);
+}
+
+static void test_arena_calloc_dup(void **state)
+{
+	(void)state;
+	struct pd_arena *a = pd_arena_new(1024);
+	assert_non_null(a);
+	for (int round = 0; round < 3; round++) {
+		/* dirty the arena, then calloc must still hand back zeros */
+		uint8_t *d = pd_arena_alloc(a, 300);
+		assert_non_null(d);
+		memset(d, 0xff, 300);
+		uint64_t *z = pd_arena_calloc(a, 100, sizeof *z);
+		assert_non_null(z);
+		for (int i = 0; i < 100; i++)
+			assert_int_equal(z[i], 0);
+	}
+	assert_null(pd_arena_calloc(a, SIZE_MAX / 2, 4)); /* n * size overflows */
+	const char msg[] = "hello arena";
+	char *c = pd_arena_dup(a, msg, sizeof msg);
+	assert_non_null(c);
+	assert_ptr_not_equal(c, msg);
+	assert_string_equal(c, msg);
+	assert_non_null(pd_arena_dup(a, msg, 0));
+	pd_arena_free(a);
+}
+
+/* A request whose size cannot be represented must fail, not hand back a
+ * tiny block ("NULL on OOM", util.h). */
+static void test_arena_alloc_overflow(void **state)
+{
+	(void)state;
+	struct pd_arena *a = pd_arena_new(1024);
+	assert_non_null(a);
+	void *p1 = pd_arena_alloc(a, SIZE_MAX);
+	void *p2 = pd_arena_alloc(a, SIZE_MAX - 3);
+	pd_arena_free(a);
+	assert_null(p1);
+	assert_null(p2);
+}
+
+/* ---- pd_buf ------------------------------------------------------------------ */
+
+static void test_buf_caps(void **state)
+{
+	(void)state;
+	struct pd_buf b = PD_BUF_INIT(10);
+	assert_int_equal(pd_buf_append(&b, "0123456789", 10), 0);
+	assert_int_equal(b.len, 10);
+	assert_true(b.cap <= 10);
+	assert_int_equal(pd_buf_append(&b, "x", 1), PD_ELIMIT);
+	assert_int_equal(b.len, 10);
+	assert_memory_equal(b.ptr, "0123456789", 10);
+	assert_int_equal(pd_buf_append(&b, "", 0), 0);
+	assert_int_equal(pd_buf_reserve(&b, SIZE_MAX), PD_ELIMIT);
+	pd_buf_free(&b);
+	assert_null(b.ptr);
+	assert_int_equal(b.len, 0);
+
+	/* partial fill then over */
+	struct pd_buf c = PD_BUF_INIT(300);
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(pd_buf_append(&c, "0123456789", 10), 0);
+	assert_int_equal(pd_buf_append(&c, "0123456789", 10), PD_ELIMIT);
+	assert_int_equal(c.len, 300);
+	assert_true(c.cap <= 300);
+	pd_buf_free(&c);
+
+	/* max 0 = unlimited; growth keeps the contents */
+	struct pd_buf u = PD_BUF_INIT(0);
+	for (uint32_t i = 0; i < 100000; i++)
+		assert_int_equal(pd_buf_append(&u, &i, sizeof i), 0);
+	for (uint32_t i = 0; i < 100000; i++) {
+		uint32_t x;
+		memcpy(&x, u.ptr + i * sizeof x, sizeof x);
+		assert_int_equal(x, i);
+	}
+	assert_int_equal(pd_buf_reserve(&u, SIZE_MAX), PD_ELIMIT); /* len + extra overflows */
+	pd_buf_free(&u);
+}
+
+/* ---- hash index ------------------------------------------------------------ */
+
+struct eqctx {
+	const uint32_t *keys; /* value -> key */
+	uint32_t want;
+	unsigned calls;
+};
+
+static bool eq_key(void *ctx, uint32_t v)
+{
+	struct eqctx *c = ctx;
+	c->calls++;
+	return c->keys[v] == c->want;
+}
+
+static void test_hidx_collisions(void **state)
+{
+	(void)state;
+	enum { N = 2000 };
+	uint32_t *keys = malloc(N * sizeof *keys);
+	assert_non_null(keys);
+	struct pd_hidx h;
+	assert_int_equal(pd_hidx_init(&h, 1), 0);
+	/* every value under the same hash; the index grows several times */
+	for (uint32_t i = 0; i < N; i++) {
+		keys[i] = i * 3 + 1;
+		assert_int_equal(pd_hidx_insert(&h, 42, i), 0);
+	}
+	assert_int_equal(h.n, N);
+	struct eqctx c = {keys, 0, 0};
+	for (uint32_t i = 0; i < N; i += 97) {
+		c.want = keys[i];
+		assert_int_equal(pd_hidx_find(&h, 42, eq_key, &c), i);
+	}
+	c.want = 2; /* no such key */
+	assert_int_equal(pd_hidx_find(&h, 42, eq_key, &c), UINT32_MAX);
+	c.want = keys[5];
+	assert_int_equal(pd_hidx_find(&h, 43, eq_key, &c), UINT32_MAX);
+	pd_hidx_free(&h);
+
+	/* hash 0 is remapped to 1: both live side by side */
+	assert_int_equal(pd_hidx_init(&h, 0), 0);
+	keys[0] = 100;
+	keys[1] = 200;
+	assert_int_equal(pd_hidx_insert(&h, 0, 0), 0);
+	assert_int_equal(pd_hidx_insert(&h, 1, 1), 0);
+	c.want = 100;
+	assert_int_equal(pd_hidx_find(&h, 0, eq_key, &c), 0);
+	assert_int_equal(pd_hidx_find(&h, 1, eq_key, &c), 0);
+	c.want = 200;
+	assert_int_equal(pd_hidx_find(&h, 0, eq_key, &c), 1);
+	pd_hidx_free(&h);
+
+	/* many distinct hashes, including ones colliding in the low bits */
+	assert_int_equal(pd_hidx_init(&h, 16), 0);
+	uint32_t *k2 = malloc(100000 * sizeof *k2);
+	assert_non_null(k2);
+	for (uint32_t i = 0; i < 100000; i++) {
+		k2[i] = i;
+		uint64_t hash = (i % 16) ? pd_hash_u64(i) : (uint64_t)i << 40;
+		assert_int_equal(pd_hidx_insert(&h, hash, i), 0);
+	}
+	struct eqctx c2 = {k2, 0, 0};
+	for (uint32_t i = 0; i < 100000; i++) {
+		c2.want = i;
+		uint64_t hash = (i % 16) ? pd_hash_u64(i) : (uint64_t)i << 40;
+		assert_int_equal(pd_hidx_find(&h, hash, eq_key, &c2), i);
+	}
+	pd_hidx_free(&h);
+	free(k2);
+	free(keys);
+}
+
+static void test_hash(void **state)
+{
+	(void)state;
+	assert_true(pd_hash("abc", 3, 0) == pd_hash("abc", 3, 0));
+	assert_true(pd_hash("abc", 3, 0) != pd_hash("abc", 3, 1));
+	assert_true(pd_hash("abc", 3, 0) != pd_hash("abd", 3, 0));
+	assert_true(pd_hash_u64(1) != pd_hash_u64(2));
+	(void)pd_hash(NULL, 0, 0);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static void test_err_prefix_truncation(void **state)
+{
+	(void)state;
+	struct pd_err e;
+	char longmsg[2000];
+	memset(longmsg, 'm', sizeof longmsg - 1);
+	longmsg[sizeof longmsg - 1] = 0;
+	assert_int_equal(pd_errf(&e, PD_EINVAL, "%s", longmsg), PD_EINVAL);
+	assert_int_equal(e.code, PD_EINVAL);
+	assert_int_equal(strlen(e.msg), sizeof e.msg - 1);
+	pd_err_prefix(&e, "file %s", "x.pb.gz");
+	assert_int_equal(strlen(e.msg), sizeof e.msg - 1);
+	assert_true(strncmp(e.msg, "file x.pb.gz: mmm", 17) == 0);
+	assert_int_equal(e.code, PD_EINVAL);
+
+	/* a prefix longer than the whole message buffer */
+	char longpre[1500];
+	memset(longpre, 'p', sizeof longpre - 1);
+	longpre[sizeof longpre - 1] = 0;
+	pd_errf(&e, PD_EIO, "short");
+	pd_err_prefix(&e, "%s", longpre);
+	assert_true(strlen(e.msg) < sizeof e.msg);
+	assert_true(e.msg[0] == 'p');
+
+	/* many prefixes in a row */
+	pd_errf(&e, PD_ELIMIT, "root cause");
+	for (int i = 0; i < 200; i++)
+		pd_err_prefix(&e, "level %d", i);
+	assert_true(strlen(e.msg) < sizeof e.msg);
+	assert_true(strncmp(e.msg, "level 199: level 198: ", 22) == 0);
+	assert_int_equal(e.code, PD_ELIMIT);
+
+	/* short ones compose exactly */
+	pd_errf(&e, PD_EINVAL, "bad %d", 7);
+	pd_err_prefix(&e, "b");
+	pd_err_prefix(&e, "a");
+	assert_string_equal(e.msg, "a: b: bad 7");
+
+	/* NULL err is allowed */
+	assert_int_equal(pd_errf(NULL, PD_ENOMEM, "x"), PD_ENOMEM);
+	pd_err_prefix(NULL, "x");
+}
+
+static void test_strerror(void **state)
+{
+	(void)state;
+	static const int codes[] = {PD_OK, PD_EINVAL, PD_ENOMEM, PD_ELIMIT, PD_EIO, PD_EINCOMPAT, PD_ENOTFOUND, PD_EUSAGE};
+	for (size_t i = 0; i < ARRAY_LEN(codes); i++) {
+		assert_non_null(pd_strerror(codes[i]));
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(pd_strerror(codes[i]), pd_strerror(codes[j]));
+	}
+	assert_string_equal(pd_strerror(-999), "unknown error");
+}
+
+/* ---- gzip ----------------------------------------------------------------------- */
+
+static void gz_append(struct pd_buf *out, const char *s, size_t n, int level)
+{
+	struct pd_err err;
+	assert_int_equal(pd_gzip((const uint8_t *)s, n, level, out, &err), 0);
+}
+
+static void test_gunzip_multi_member(void **state)
+{
+	(void)state;
+	struct pd_buf gz = PD_BUF_INIT(0);
+	gz_append(&gz, "hello ", 6, 6);
+	gz_append(&gz, "", 0, 1); /* an empty member */
+	gz_append(&gz, "world", 5, 12);
+	uint8_t *out = NULL;
+	size_t n = 0;
+	struct pd_err err;
+	assert_int_equal(pd_gunzip(gz.ptr, gz.len, 1 << 20, &out, &n, &err), 0);
+	assert_int_equal(n, 11);
+	assert_memory_equal(out, "hello world", 11);
+	free(out);
+	/* the cap counts all members together */
+	struct pd_buf two = PD_BUF_INIT(0);
+	char fifty[50];
+	memset(fifty, 'q', sizeof fifty);
+	gz_append(&two, fifty, 50, 6);
+	gz_append(&two, fifty, 50, 6);
+	assert_int_equal(pd_gunzip(two.ptr, two.len, 80, &out, &n, &err), PD_ELIMIT);
+	assert_null(out);
+	assert_int_equal(pd_gunzip(two.ptr, two.len, 100, &out, &n, &err), 0);
+	assert_int_equal(n, 100);
+	free(out);
+	pd_buf_free(&two);
+	/* exactly at the cap, then an empty member */
+	struct pd_buf full = PD_BUF_INIT(0);
+	char hundred[100];
+	memset(hundred, 'h', sizeof hundred);
+	gz_append(&full, hundred, 100, 6);
+	gz_append(&full, "", 0, 6);
+	assert_int_equal(pd_gunzip(full.ptr, full.len, 100, &out, &n, &err), 0);
+	assert_int_equal(n, 100);
+	free(out);
+	pd_buf_free(&full);
+	/* garbage after the last member */
+	assert_int_equal(pd_buf_append(&gz, "\x1f", 1), 0);
+	assert_int_equal(pd_gunzip(gz.ptr, gz.len, 1 << 20, &out, &n, &err), PD_EINVAL);
+	assert_null(out);
+	assert_contains(err.msg, "trailing garbage");
+	pd_buf_free(&gz);
+
+	/* many larger members; the ISIZE hint of the last one is small */
+	struct pd_buf big = PD_BUF_INIT(0);
+	char *chunk = malloc(100000);
+	assert_non_null(chunk);
+	for (int i = 0; i < 5; i++) {
+		for (size_t j = 0; j < 100000; j++)
+			chunk[j] = (char)('a' + (j * (size_t)(i + 1)) % 26);
+		gz_append(&big, chunk, 100000, 6);
+	}
+	gz_append(&big, "!", 1, 6);
+	assert_int_equal(pd_gunzip(big.ptr, big.len, 1 << 20, &out, &n, &err), 0);
+	assert_int_equal(n, 500001);
+	assert_int_equal(out[500000], '!');
+	assert_int_equal(out[100000 + 1], (char)('a' + 2 % 26));
+	free(out);
+	free(chunk);
+	pd_buf_free(&big);
+}
+
+/* "At most max_out bytes are produced; more is PD_ELIMIT" (gz.h), also
+ * for caps under 64 bytes. */
+static void test_gunzip_small_cap(void **state)
+{
+	(void)state;
+	struct pd_buf gz = PD_BUF_INIT(0);
+	gz_append(&gz, "hello world", 11, 6);
+	uint8_t *out = NULL;
+	size_t n = 0;
+	struct pd_err err;
+	int rc = pd_gunzip(gz.ptr, gz.len, 8, &out, &n, &err);
+	free(out);
+	pd_buf_free(&gz);
+	if (rc != PD_ELIMIT)
+		fail_msg("11 bytes with max_out 8: rc %d, %zu bytes produced", rc, n);
+}
+
+static void test_gunzip_errors(void **state)
+{
+	(void)state;
+	uint8_t *out = (uint8_t *)1;
+	size_t n = 7;
+	struct pd_err err;
+	assert_int_equal(pd_gunzip((const uint8_t *)"plain", 5, 100, &out, &n, &err), PD_EINVAL);
+	assert_null(out);
+	assert_int_equal(n, 0);
+	assert_int_equal(pd_gunzip((const uint8_t *)"\x1f\x8b", 2, 100, &out, &n, &err), PD_EINVAL);
+	assert_null(out);
+	struct pd_buf gz = PD_BUF_INIT(0);
+	gz_append(&gz, "some text to compress, some text to compress", 44, 6);
+	for (size_t len = 2; len < gz.len; len++) {
+		uint8_t *c = malloc(len);
+		assert_non_null(c);
+		memcpy(c, gz.ptr, len);
+		int rc = pd_gunzip(c, len, 1 << 20, &out, &n, &err);
+		if (rc != PD_EINVAL)
+			fail_msg("prefix %zu: rc %d", len, rc);
+		assert_null(out);
+		free(c);
+	}
+	pd_buf_free(&gz);
+	/* pd_gzip into a capped buffer */
+	struct pd_buf small = PD_BUF_INIT(4);
+	assert_int_equal(pd_gzip((const uint8_t *)"abcdef", 6, 6, &small, &err), PD_ELIMIT);
+	pd_buf_free(&small);
+	assert_true(pd_is_gzip((const uint8_t *)"\x1f\x8b", 2));
+	assert_false(pd_is_gzip((const uint8_t *)"\x1f", 1));
+	assert_false(pd_is_gzip((const uint8_t *)"\x8b\x1f", 2));
+}
+
+/* ---- misc ------------------------------------------------------------------------ */
+
+static void test_fmt_bytes(void **state)
+{
+	(void)state;
+	char buf[32];
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 0), "0 B");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1), "1 B");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1023), "1023 B");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1024), "1.0 KiB");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1536), "1.5 KiB");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1.5 * 1024 * 1024), "1.5 MiB");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 3.0 * (1 << 30)), "3.0 GiB");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1099511627776.0), "1.0 TiB");
+	assert_string_equal(pd_fmt_bytes(buf, sizeof buf, 1024.0 * 1099511627776.0), "1024.0 TiB");
+	/* a small buffer truncates safely */
+	char tiny[4];
+	memset(tiny, 'x', sizeof tiny);
+	const char *r = pd_fmt_bytes(tiny, sizeof tiny, 123456789);
+	assert_ptr_equal(r, tiny);
+	assert_int_equal(strlen(tiny), 3);
+}
+
+static void test_files(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/profd_test_util_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	struct pd_err err;
+	uint8_t data[5000];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i * 13);
+	assert_int_equal(pd_write_file(path, data, sizeof data, &err), 0);
+	struct pd_buf b = PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_read_file(&b, path, &err), 0);
+	assert_int_equal(b.len, sizeof data);
+	assert_memory_equal(b.ptr, data, sizeof data);
+	pd_buf_free(&b);
+	/* over the cap */
+	struct pd_buf c = PD_BUF_INIT(4999);
+	assert_int_equal(pd_buf_read_file(&c, path, &err), PD_ELIMIT);
+	assert_contains(err.msg, path);
+	pd_buf_free(&c);
+	struct pd_buf d = PD_BUF_INIT(5001);
+	assert_int_equal(pd_buf_read_file(&d, path, &err), 0);
+	assert_int_equal(d.len, 5000);
+	pd_buf_free(&d);
+	/* overwrite atomically, no temp file left behind */
+	assert_int_equal(pd_write_file(path, "new", 3, &err), 0);
+	struct pd_buf e = PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_read_file(&e, path, &err), 0);
+	assert_int_equal(e.len, 3);
+	pd_buf_free(&e);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+	assert_int_equal(system(cmd), 0);
+	/* missing file / unwritable directory */
+	struct pd_buf f = PD_BUF_INIT(0);
+	char missing[300];
+	snprintf(missing, sizeof missing, "%s/missing", dir);
+	assert_int_equal(pd_buf_read_file(&f, missing, &err), PD_EIO);
+	assert_contains(err.msg, "missing");
+	pd_buf_free(&f);
+	assert_int_equal(pd_write_file("/nonexistent-dir/x", "a", 1, &err), PD_EIO);
+	unlink(path);
+	rmdir(dir);
+	assert_true(pd_now() > 0);
+}
+
+/* A file of exactly b->max bytes is within the cap (stdin/pipes get it
+ * right; regular files reserve size + 1 and fail with "out of memory"). */
+static void test_read_file_exact_cap(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/profd_test_util_cap_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	char data[100];
+	memset(data, 'z', sizeof data);
+	assert_int_equal(write(fd, data, sizeof data), (ssize_t)sizeof data);
+	close(fd);
+	struct pd_buf b = PD_BUF_INIT(100);
+	struct pd_err err = {0, ""};
+	int rc = pd_buf_read_file(&b, path, &err);
+	size_t len = b.len;
+	pd_buf_free(&b);
+	unlink(path);
+	if (rc != 0)
+		fail_msg("100-byte file with a 100-byte cap: rc %d (%s)", rc, err.msg);
+	assert_int_equal(len, 100);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_arena_many_allocs),
+		cmocka_unit_test(test_arena_big_allocs),
+		cmocka_unit_test(test_arena_calloc_dup),
+		cmocka_unit_test(test_arena_alloc_overflow),
+		cmocka_unit_test(test_buf_caps),
+		cmocka_unit_test(test_hidx_collisions),
+		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_err_prefix_truncation),
+		cmocka_unit_test(test_strerror),
+		cmocka_unit_test(test_gunzip_multi_member),
+		cmocka_unit_test(test_gunzip_small_cap),
+		cmocka_unit_test(test_gunzip_errors),
+		cmocka_unit_test(test_fmt_bytes),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_read_file_exact_cap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
