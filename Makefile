@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: all deps test unit e2e bench fuzz demo clean goapp check-deps install
+.PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install
 all: $(BUILD)/profd
 
 $(BUILD)/%.o: %.c $(wildcard lib/*/*.h src/*.h)
@@ -76,31 +76,60 @@ $(BUILD)/oracle: tests/oracle/main.go
 	@mkdir -p $(BUILD)/gohome
 	cd tests/oracle && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
 
-test: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle
+# test, bench, fuzz and demo first make sure the Debian packages are there
+# (tools/deps.sh is idempotent and quick when nothing is missing), then run
+# in a sub-make so pkg-config sees the freshly installed libraries.
+test:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)
 	BUILD=$(BUILD) tests/run.sh unit
 
-bench: all $(BUILD)/goapp
+$(BUILD)/bench_codec: bench/bench_codec.c $(BUILD)/libprofd.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/gen: bench/gen/main.go
+	@mkdir -p $(BUILD)/gohome
+	GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $@ ./bench/gen
+
+bench:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
 FUZZ_SECONDS ?= 30
 fuzz:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory fuzz-run
+
+fuzz-run:
 	@mkdir -p build-fuzz
-	for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS) \
 	    $$f $(LIB_SRC) -o build-fuzz/$$n $(PKG_LIBS) -lm || exit 1; \
 	  mkdir -p build-fuzz/corpus-$$n; \
-	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	    build-fuzz/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} || exit 1; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS) s (log: build-fuzz/$$n.log)"; \
+	  if build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	       -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} >build-fuzz/$$n.log 2>&1; then \
+	    grep -E "^Done|stat::number_of_executed_units" build-fuzz/$$n.log | tail -1 | sed "s/^/fuzz: $$n: /"; \
+	  else tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED (reproducer in build-fuzz/)"; exit 1; fi; \
 	done
 
 deps:
 	tools/deps.sh
 
-demo: deps all $(BUILD)/goapp
+demo:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: all $(BUILD)/goapp
 	BUILD=$(BUILD) tools/demo.sh
 
 PREFIX ?= /usr/local

@@ -162,6 +162,7 @@ static const char merge_help[] =
 	"      --raw           write uncompressed profile.proto instead of gzip\n"
 	"      --level N       gzip level 1-12 (default 6)\n"
 	"      --skip-bad      warn about unreadable files and merge the rest\n"
+	"  -j, --jobs N        decode with N threads (default: one per CPU)\n"
 	"  -q, --quiet         no progress output\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -175,6 +176,7 @@ static int pprof_merge(int argc, char **argv)
 {
 	static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"raw", no_argument, 0, 'r'},
 					     {"level", required_argument, 0, 'l'},  {"skip-bad", no_argument, 0, 's'},
+					     {"jobs", required_argument, 0, 'j'},
 					     {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
 	const char *outpath = "-";
@@ -182,7 +184,7 @@ static int pprof_merge(int argc, char **argv)
 	bool raw = false;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:j:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outpath = optarg; break;
 		case 'r': raw = true; break;
@@ -192,6 +194,10 @@ static int pprof_merge(int argc, char **argv)
 				return cli_usage_error("pprof merge", "--level must be 1..12, got '%s'", optarg);
 			break;
 		case 's': in.skip_bad = true; break;
+		case 'j':
+			if ((in.workers = (int)cli_parse_count(optarg)) < 1 || in.workers > 64)
+				return cli_usage_error("pprof merge", "--jobs must be 1..64, got '%s'", optarg);
+			break;
 		case 'q': in.quiet = true; break;
 		case 'h': fputs(merge_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("pprof merge", "bad option");
@@ -245,6 +251,7 @@ static const char top_help[] =
 	"                          or its index (default: the profile's default)\n"
 	"  -c, --cum               sort by cumulative instead of flat value\n"
 	"      --skip-bad          warn about unreadable files and use the rest\n"
+	"  -j, --jobs N            decode with N threads (default: one per CPU)\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
@@ -276,6 +283,7 @@ static int pprof_top(int argc, char **argv)
 					     {"sample-index", required_argument, 0, 'i'},
 					     {"cum", no_argument, 0, 'c'},
 					     {"skip-bad", no_argument, 0, 's'},
+					     {"jobs", required_argument, 0, 'j'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
 	long n = 20;
@@ -284,7 +292,7 @@ static int pprof_top(int argc, char **argv)
 	int c;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:i:ch", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:i:j:ch", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if ((n = cli_parse_count(optarg)) < 0)
@@ -293,6 +301,10 @@ static int pprof_top(int argc, char **argv)
 		case 'i': sidx = optarg; break;
 		case 'c': cum = true; break;
 		case 's': in.skip_bad = true; break;
+		case 'j':
+			if ((in.workers = (int)cli_parse_count(optarg)) < 1 || in.workers > 64)
+				return cli_usage_error("pprof top", "--jobs must be 1..64, got '%s'", optarg);
+			break;
 		case 'h': fputs(top_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("pprof top", "bad option");
 		}
@@ -332,8 +344,11 @@ static int pprof_top(int argc, char **argv)
 	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
 	pd_top_unit(&t, show, unit, u, sizeof u);
 	print_header(p, si);
+	const char *pct = pd_fmt_percent(c1, sizeof c1, shown, t.total);
+	while (*pct == ' ')
+		pct++;
 	printf("Showing %zu of %zu functions, accounting for %s, %s of %s total\n", show, t.n,
-	       pd_fmt_value_to(a, sizeof a, shown, unit, u), pd_fmt_percent(c1, sizeof c1, shown, t.total),
+	       pd_fmt_value_to(a, sizeof a, shown, unit, u), pct,
 	       pd_fmt_value_to(b, sizeof b, t.total, unit, u));
 	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
 	int64_t sum = 0;
@@ -364,6 +379,7 @@ static const char folded_help[] =
 	"Options:\n"
 	"  -i, --sample-index NAME sample type to use (default: the profile's default)\n"
 	"      --skip-bad          warn about unreadable files and use the rest\n"
+	"  -j, --jobs N            decode with N threads (default: one per CPU)\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Example:\n"
@@ -375,16 +391,21 @@ static int pprof_folded(int argc, char **argv)
 {
 	static const struct option opts[] = {{"sample-index", required_argument, 0, 'i'},
 					     {"skip-bad", no_argument, 0, 's'},
+					     {"jobs", required_argument, 0, 'j'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
 	const char *sidx = NULL;
 	int c;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': sidx = optarg; break;
 		case 's': in.skip_bad = true; break;
+		case 'j':
+			if ((in.workers = (int)cli_parse_count(optarg)) < 1 || in.workers > 64)
+				return cli_usage_error("pprof folded", "--jobs must be 1..64, got '%s'", optarg);
+			break;
 		case 'h': fputs(folded_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("pprof folded", "bad option");
 		}

@@ -2,12 +2,14 @@
  * decode.c — profile.proto decoder into the arena-backed model of pprof.h.
  *
  * Go writes string_table last, and samples before the locations they
- * reference, so the decoder works in passes over the top-level fields:
- *   1. count every repeated field (sizes arrays exactly, enforces caps,
- *      validates top-level framing, detects concatenated profiles);
+ * reference, so the decoder works in passes:
+ *   1. one scan of the top level: counts every repeated field (arrays are
+ *      sized exactly, caps enforced), validates framing, detects
+ *      concatenated profiles, and records where each field is;
  *   2. strings, header fields, sample types, mappings, functions;
  *   3. locations (mapping and function ids resolved to indexes);
  *   4. samples (location ids resolved to indexes).
+ * Passes 2-4 walk the recorded field list, not the bytes.
  * Every string index is range-checked and every id reference resolved, so a
  * decoded profile is valid by construction (the rules of pprof's
  * postDecode + CheckValid). Unknown fields are skipped; wire types 3/4 and a
@@ -21,12 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct topf;
+
 struct dec {
 	const uint8_t *base; /* start of the raw protobuf, for offsets in messages */
 	struct pd_profile *p;
 	struct pd_pprof_limits lim;
 	struct pd_err *err;
 	size_t nstrings; /* from pass 1 */
+	/* scratch for one sample, reused */
+	uint32_t *sc_locs;
+	struct pd_label *sc_labels;
+	size_t sc_locs_cap, sc_labels_cap;
+	int64_t sc_vals[PD_DEFAULT_MAX_SAMPLE_TYPES];
+	struct topf *tops; /* top-level fields, from pass 1 */
+	size_t ntops, tops_cap;
 	/* id -> index maps */
 	struct idmap {
 		bool dense; /* ids are 1..n in order: index = id - 1 */
@@ -53,8 +64,8 @@ struct field {
 };
 
 /* Read the next field at *pp; returns 0, or an error filled into d->err. */
-static int next_field(struct dec *d, const uint8_t **pp, const uint8_t *end, struct field *f,
-		      const char *msg)
+static __attribute__((noinline)) int next_field_slow(struct dec *d, const uint8_t **pp, const uint8_t *end,
+						    struct field *f, const char *msg)
 {
 	const uint8_t *p = *pp;
 	uint64_t tag;
@@ -114,6 +125,46 @@ static int next_field(struct dec *d, const uint8_t **pp, const uint8_t *end, str
 	}
 	*pp = p;
 	return 0;
+}
+
+/* Fast path for the common case: one-byte tag, one-byte varint or length. */
+static inline __attribute__((always_inline)) int next_field(struct dec *d, const uint8_t **pp, const uint8_t *end,
+							   struct field *f, const char *msg)
+{
+	const uint8_t *p = *pp;
+	if (PD_LIKELY(end - p >= 3 && p[0] >= 8 && p[0] < 0x80)) {
+		uint32_t wt = p[0] & 7;
+		uint64_t v;
+		size_t n;
+		if (p[1] < 0x80) { /* one- or two-byte value/length */
+			v = p[1];
+			n = 2;
+		} else if (p[2] < 0x80) {
+			v = (uint64_t)(p[1] & 0x7f) | (uint64_t)p[2] << 7;
+			n = 3;
+		} else {
+			goto slow;
+		}
+		f->start = p;
+		f->num = p[0] >> 3;
+		f->wt = wt;
+		if (wt == WT_VARINT) {
+			f->v = v;
+			f->data = NULL;
+			f->len = 0;
+			*pp = p + n;
+			return 0;
+		}
+		if (wt == WT_LEN && (size_t)(end - p) - n >= v) {
+			f->v = 0;
+			f->data = p + n;
+			f->len = (size_t)v;
+			*pp = p + n + v;
+			return 0;
+		}
+	}
+slow:
+	return next_field_slow(d, pp, end, f, msg);
 }
 
 static int want_wt(struct dec *d, const struct field *f, uint32_t wt, const char *msg, const char *name)
@@ -371,73 +422,71 @@ static inline size_t count_packed(const uint8_t *p, size_t n)
 	return c;
 }
 
+/* Grow a scratch array to hold at least need elements. */
+static int scratch(void **v, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 256;
+	while (nc < need)
+		nc *= 2;
+	void *nv = realloc(*v, nc * elsz);
+	if (!nv)
+		return PD_ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
+/* Decode one Sample in a single scan into the decoder's scratch arrays, then
+ * copy the exact sizes into the arena. */
 static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sample *s, size_t idx)
 {
-	const uint8_t *end = p + n, *q = p;
+	const uint8_t *end = p + n;
 	const char *msg = "sample";
 	struct field f;
 	int rc;
 	size_t nlocs = 0, nvals = 0, nlabels = 0;
-	while (q < end) {
-		if ((rc = next_field(d, &q, end, &f, msg)))
-			return rc;
-		size_t c = f.wt == WT_LEN ? count_packed(f.data, f.len) : 1;
-		if (f.num == 1)
-			nlocs += c;
-		else if (f.num == 2)
-			nvals += c;
-		else if (f.num == 3)
-			nlabels++;
-	}
-	if (nlocs > d->lim.max_stack_depth)
-		return pd_errf(d->err, PD_ELIMIT, "sample #%zu has %zu locations, over the stack depth limit %zu",
-			       idx, nlocs, d->lim.max_stack_depth);
-	if (nlabels > d->lim.max_labels)
-		return pd_errf(d->err, PD_ELIMIT, "sample #%zu has %zu labels, over the limit %zu", idx, nlabels,
-			       d->lim.max_labels);
-	if (nvals != d->p->nsample_types) {
-		if (d->p->nsample_types == 0)
-			return pd_errf(d->err, PD_EINVAL, "missing sample type information (sample #%zu has %zu values)",
-				       idx, nvals);
-		return pd_errf(d->err, PD_EINVAL, "sample #%zu: has %zu values vs. %u sample types", idx, nvals,
-			       d->p->nsample_types);
-	}
-	struct pd_arena *a = d->p->arena;
-	s->locs = nlocs ? pd_arena_alloc(a, nlocs * sizeof *s->locs) : NULL;
-	s->values = nvals ? pd_arena_alloc(a, nvals * sizeof *s->values) : NULL;
-	s->labels = nlabels ? pd_arena_alloc(a, nlabels * sizeof *s->labels) : NULL;
-	if ((nlocs && !s->locs) || (nvals && !s->values) || (nlabels && !s->labels))
-		return pd_errf(d->err, PD_ENOMEM, "out of memory");
-	s->nlocs = s->nlabels = 0;
-	size_t vi = 0;
 	while (p < end) {
-		/* framing was validated by the counting loop */
-		(void)next_field(d, &p, end, &f, msg);
+		if ((rc = next_field(d, &p, end, &f, msg)))
+			return rc;
 		if (f.num == 1 || f.num == 2) {
-			const uint8_t *vp = f.data, *ve = f.data + f.len;
-			uint64_t one = f.v;
 			bool packed = f.wt == WT_LEN;
 			if (!packed && f.wt != WT_VARINT)
 				return want_wt(d, &f, WT_VARINT, msg, f.num == 1 ? "location_id" : "value");
-			while (packed ? vp < ve : true) {
-				uint64_t v = one;
-				if (packed && pd_varint(&vp, ve, &v))
-					return pd_errf(d->err, PD_EINVAL, "sample #%zu at offset %zu: bad packed varint",
-						       idx, OFF(d, f.start));
-				if (f.num == 1) {
+			size_t c = packed ? count_packed(f.data, f.len) : 1;
+			const uint8_t *vp = f.data, *ve = f.data + f.len;
+			if (f.num == 1) {
+				if (nlocs + c > d->lim.max_stack_depth)
+					return pd_errf(d->err, PD_ELIMIT,
+						       "sample #%zu has over %zu locations (stack depth limit)", idx,
+						       d->lim.max_stack_depth);
+				if (scratch((void **)&d->sc_locs, &d->sc_locs_cap, nlocs + c, sizeof *d->sc_locs))
+					return pd_errf(d->err, PD_ENOMEM, "out of memory");
+				for (size_t i = 0; i < c; i++) {
+					uint64_t v = f.v;
+					if (packed && pd_varint(&vp, ve, &v))
+						goto bad_packed;
 					uint32_t li = idmap_find(&d->lmap, v);
 					if (PD_UNLIKELY(li == PD_NONE))
 						return pd_errf(d->err, PD_EINVAL,
 							       "sample #%zu: location id %llu not found (profile has %u "
 							       "locations)",
 							       idx, (unsigned long long)v, d->p->nlocations);
-					s->locs[s->nlocs++] = li;
-				} else {
-					s->values[vi++] = (int64_t)v;
+					d->sc_locs[nlocs++] = li;
 				}
-				if (!packed)
-					break;
+			} else {
+				if (nvals + c > d->lim.max_sample_types)
+					goto bad_values;
+				for (size_t i = 0; i < c; i++) {
+					uint64_t v = f.v;
+					if (packed && pd_varint(&vp, ve, &v))
+						goto bad_packed;
+					d->sc_vals[nvals++] = (int64_t)v;
+				}
 			}
+			if (packed && vp != ve)
+				goto bad_packed;
 		} else if (f.num == 3) {
 			if ((rc = want_wt(d, &f, WT_LEN, msg, "label")))
 				return rc;
@@ -462,17 +511,50 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 					return rc;
 			}
 			/* As upstream: a label with neither a string nor a number is dropped. */
-			if (lb.str || lb.num || lb.num_unit)
-				s->labels[s->nlabels++] = lb;
+			if (!(lb.str || lb.num || lb.num_unit))
+				continue;
+			if (nlabels >= d->lim.max_labels)
+				return pd_errf(d->err, PD_ELIMIT, "sample #%zu has over %zu labels (limit)", idx,
+					       d->lim.max_labels);
+			if (scratch((void **)&d->sc_labels, &d->sc_labels_cap, nlabels + 1, sizeof *d->sc_labels))
+				return pd_errf(d->err, PD_ENOMEM, "out of memory");
+			d->sc_labels[nlabels++] = lb;
 		}
 	}
+	if (nvals != d->p->nsample_types) {
+	bad_values:
+		if (d->p->nsample_types == 0)
+			return pd_errf(d->err, PD_EINVAL, "missing sample type information (sample #%zu has values)",
+				       idx);
+		return pd_errf(d->err, PD_EINVAL, "sample #%zu: has %zu values vs. %u sample types", idx, nvals,
+			       d->p->nsample_types);
+	}
+	struct pd_arena *a = d->p->arena;
+	s->nlocs = (uint32_t)nlocs;
+	s->nlabels = (uint32_t)nlabels;
+	s->locs = nlocs ? pd_arena_dup(a, d->sc_locs, nlocs * sizeof *s->locs) : NULL;
+	s->values = nvals ? pd_arena_dup(a, d->sc_vals, nvals * sizeof *s->values) : NULL;
+	s->labels = nlabels ? pd_arena_dup(a, d->sc_labels, nlabels * sizeof *s->labels) : NULL;
+	if ((nlocs && !s->locs) || (nvals && !s->values) || (nlabels && !s->labels))
+		return pd_errf(d->err, PD_ENOMEM, "out of memory");
 	return 0;
+bad_packed:
+	return pd_errf(d->err, PD_EINVAL, "sample #%zu at offset %zu: bad packed varint", idx, OFF(d, f.start));
 }
 
 /* ---- passes ------------------------------------------------------------ */
 
-static int pass_count(struct dec *d, const uint8_t *p, const uint8_t *end, size_t cnt[16],
-		      size_t *string_bytes)
+/* A top-level field remembered by the scan: where its payload is. */
+struct topf {
+	uint32_t off, len; /* payload (WT_LEN) or tag start (varint) */
+	uint32_t num;
+	uint64_t v;
+};
+
+/* Pass 1: one scan of the top level. Validates framing and wire types,
+ * counts repeated fields, detects concatenated profiles, and records every
+ * known field so the later passes never re-parse the top level. */
+static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t cnt[16], size_t *string_bytes)
 {
 	struct field f;
 	int rc;
@@ -494,6 +576,7 @@ static int pass_count(struct dec *d, const uint8_t *p, const uint8_t *end, size_
 		if (f.num == 6)
 			*string_bytes += f.len;
 		if (f.num == 9) {
+			/* As upstream: time_nanos again once set = two profiles glued together. */
 			if (have_time)
 				return pd_errf(d->err, PD_EINVAL,
 					       "concatenated profiles detected (second time_nanos at offset %zu)",
@@ -501,22 +584,46 @@ static int pass_count(struct dec *d, const uint8_t *p, const uint8_t *end, size_
 			if (f.v != 0)
 				have_time = true;
 		}
+		if (d->ntops == d->tops_cap &&
+		    scratch((void **)&d->tops, &d->tops_cap, d->ntops + 1, sizeof *d->tops))
+			return pd_errf(d->err, PD_ENOMEM, "out of memory");
+		struct topf *t = &d->tops[d->ntops++];
+		t->num = f.num;
+		t->v = f.v;
+		if (f.wt == WT_LEN) {
+			t->off = (uint32_t)OFF(d, f.data);
+			t->len = (uint32_t)f.len;
+		} else {
+			t->off = (uint32_t)OFF(d, f.start);
+			t->len = UINT32_MAX; /* a varint */
+		}
 	}
+	return 0;
+}
+
+/* A recorded string-index scalar, checked now that the table size is known. */
+static int top_str(struct dec *d, const struct topf *t, const char *name, uint32_t *out)
+{
+	if (t->v >= d->nstrings)
+		return pd_errf(d->err, PD_EINVAL,
+			       "profile.%s at offset %u: string index %lld out of range (string_table has %zu entries)",
+			       name, t->off, (long long)t->v, d->nstrings);
+	*out = (uint32_t)t->v;
 	return 0;
 }
 
 static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 {
 	struct pd_profile *p = d->p;
-	const uint8_t *end = buf + len, *q;
 	size_t cnt[16] = {0}, sbytes = 0;
-	struct field f;
-	int rc;
+	int rc = 0;
 
 	d->base = buf;
 	if (len == 0)
 		return pd_errf(d->err, PD_EINVAL, "empty input file");
-	if ((rc = pass_count(d, buf, end, cnt, &sbytes)))
+	if (len > UINT32_MAX - 1)
+		return pd_errf(d->err, PD_ELIMIT, "raw profile of %zu bytes is over 4 GiB", len);
+	if ((rc = scan_top(d, buf, buf + len, cnt, &sbytes)))
 		return rc;
 	if ((rc = check_cap(d, cnt[1], d->lim.max_sample_types, "sample types")) ||
 	    (rc = check_cap(d, cnt[2], d->lim.max_samples, "samples")) ||
@@ -546,52 +653,53 @@ static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 		return pd_errf(d->err, PD_ENOMEM, "out of memory");
 
 	/* Pass 2: strings, header, sample types, mappings, functions. */
-	for (q = buf; q < end;) {
-		(void)next_field(d, &q, end, &f, "profile");
-		switch (f.num) {
+	for (size_t i = 0; i < d->ntops; i++) {
+		const struct topf *t = &d->tops[i];
+		const uint8_t *data = buf + t->off;
+		switch (t->num) {
 		case 1:
-			rc = dec_vtype(d, f.data, f.len, &p->sample_types[p->nsample_types++], "sample_type");
+			rc = dec_vtype(d, data, t->len, &p->sample_types[p->nsample_types++], "sample_type");
 			break;
-		case 3: rc = dec_mapping(d, f.data, f.len, &p->mappings[p->nmappings++]); break;
-		case 5: rc = dec_function(d, f.data, f.len, &p->functions[p->nfunctions++]); break;
+		case 3: rc = dec_mapping(d, data, t->len, &p->mappings[p->nmappings++]); break;
+		case 5: rc = dec_function(d, data, t->len, &p->functions[p->nfunctions++]); break;
 		case 6:
-			if (p->nstrings == 0 && f.len != 0)
-				return pd_errf(d->err, PD_EINVAL, "string_table[0] must be '' (found %zu bytes at offset %zu)",
-					       f.len, OFF(d, f.start));
-			p->strings[p->nstrings].ptr = (const char *)f.data;
-			p->strings[p->nstrings++].len = (uint32_t)f.len;
+			if (p->nstrings == 0 && t->len != 0)
+				return pd_errf(d->err, PD_EINVAL, "string_table[0] must be '' (found %u bytes at offset %u)",
+					       t->len, t->off);
+			p->strings[p->nstrings].ptr = (const char *)data;
+			p->strings[p->nstrings++].len = t->len;
 			break;
-		case 7: rc = str_index(d, &f, "profile", "drop_frames", &p->drop_frames); break;
-		case 8: rc = str_index(d, &f, "profile", "keep_frames", &p->keep_frames); break;
-		case 9: p->time_nanos = (int64_t)f.v; break;
-		case 10: p->duration_nanos = (int64_t)f.v; break;
-		case 11: rc = dec_vtype(d, f.data, f.len, &p->period_type, "period_type"); break;
-		case 12: p->period = (int64_t)f.v; break;
+		case 7: rc = top_str(d, t, "drop_frames", &p->drop_frames); break;
+		case 8: rc = top_str(d, t, "keep_frames", &p->keep_frames); break;
+		case 9: p->time_nanos = (int64_t)t->v; break;
+		case 10: p->duration_nanos = (int64_t)t->v; break;
+		case 11: rc = dec_vtype(d, data, t->len, &p->period_type, "period_type"); break;
+		case 12: p->period = (int64_t)t->v; break;
 		case 13:
-			if (f.wt == WT_LEN) {
-				const uint8_t *cp = f.data, *ce = f.data + f.len;
+			if (t->len != UINT32_MAX) {
+				const uint8_t *cp = data, *ce = data + t->len;
 				while (cp < ce) {
 					uint64_t v;
 					if (pd_varint(&cp, ce, &v))
-						return pd_errf(d->err, PD_EINVAL, "profile.comment at offset %zu: bad varint",
-							       OFF(d, f.start));
+						return pd_errf(d->err, PD_EINVAL, "profile.comment at offset %u: bad varint",
+							       t->off);
 					if (v >= d->nstrings)
 						return pd_errf(d->err, PD_EINVAL,
-							       "profile.comment at offset %zu: string index %lld out of range",
-							       OFF(d, f.start), (long long)v);
+							       "profile.comment at offset %u: string index %lld out of range",
+							       t->off, (long long)v);
 					p->comments[p->ncomments++] = (uint32_t)v;
 				}
 			} else {
-				rc = str_index(d, &f, "profile", "comment", &p->comments[p->ncomments++]);
+				rc = top_str(d, t, "comment", &p->comments[p->ncomments++]);
 			}
 			break;
-		case 14: rc = str_index(d, &f, "profile", "default_sample_type", &p->default_sample_type); break;
-		case 15: rc = str_index(d, &f, "profile", "doc_url", &p->doc_url); break;
+		case 14: rc = top_str(d, t, "default_sample_type", &p->default_sample_type); break;
+		case 15: rc = top_str(d, t, "doc_url", &p->doc_url); break;
 		}
 		if (rc) {
-			if (f.num == 3)
+			if (t->num == 3)
 				pd_err_prefix(d->err, "mapping #%u", p->nmappings - 1);
-			else if (f.num == 5)
+			else if (t->num == 5)
 				pd_err_prefix(d->err, "function #%u", p->nfunctions - 1);
 			return rc;
 		}
@@ -601,30 +709,30 @@ static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 		return rc;
 
 	/* Pass 3: locations. */
-	for (q = buf; q < end;) {
-		(void)next_field(d, &q, end, &f, "profile");
-		if (f.num == 4) {
-			uint32_t i = p->nlocations++;
-			if ((rc = dec_location(d, f.data, f.len, &p->locations[i], i))) {
-				if (rc != PD_ENOMEM && !strstr(d->err->msg, "location #"))
-					pd_err_prefix(d->err, "location #%u", i);
-				return rc;
-			}
+	for (size_t i = 0; i < d->ntops; i++) {
+		const struct topf *t = &d->tops[i];
+		if (t->num != 4)
+			continue;
+		uint32_t li = p->nlocations++;
+		if ((rc = dec_location(d, buf + t->off, t->len, &p->locations[li], li))) {
+			if (rc != PD_ENOMEM && !strstr(d->err->msg, "location #"))
+				pd_err_prefix(d->err, "location #%u", li);
+			return rc;
 		}
 	}
 	if ((rc = idmap_build(d, &d->lmap, p->locations, sizeof *p->locations, p->nlocations, "location")))
 		return rc;
 
 	/* Pass 4: samples. */
-	for (q = buf; q < end;) {
-		(void)next_field(d, &q, end, &f, "profile");
-		if (f.num == 2) {
-			size_t i = p->nsamples++;
-			if ((rc = dec_sample(d, f.data, f.len, &p->samples[i], i))) {
-				if (rc != PD_ENOMEM && !strstr(d->err->msg, "sample #"))
-					pd_err_prefix(d->err, "sample #%zu", i);
-				return rc;
-			}
+	for (size_t i = 0; i < d->ntops; i++) {
+		const struct topf *t = &d->tops[i];
+		if (t->num != 2)
+			continue;
+		size_t si = p->nsamples++;
+		if ((rc = dec_sample(d, buf + t->off, t->len, &p->samples[si], si))) {
+			if (rc != PD_ENOMEM && !strstr(d->err->msg, "sample #"))
+				pd_err_prefix(d->err, "sample #%zu", si);
+			return rc;
 		}
 	}
 	return 0;
@@ -665,6 +773,8 @@ int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limit
 	if (lim)
 		d.lim = *lim;
 	pd_pprof_limits_default(&d.lim);
+	if (d.lim.max_sample_types > PD_DEFAULT_MAX_SAMPLE_TYPES)
+		d.lim.max_sample_types = PD_DEFAULT_MAX_SAMPLE_TYPES; /* sc_vals is fixed */
 	d.err = err;
 	*out = NULL;
 	int rc = 0;
@@ -715,12 +825,12 @@ int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limit
 	*out = p;
 	p = NULL;
 out:
-	if (d.mmap.h.hashes)
-		pd_hidx_free(&d.mmap.h);
-	if (d.fmap.h.hashes)
-		pd_hidx_free(&d.fmap.h);
-	if (d.lmap.h.hashes)
-		pd_hidx_free(&d.lmap.h);
+	pd_hidx_free(&d.mmap.h);
+	pd_hidx_free(&d.fmap.h);
+	pd_hidx_free(&d.lmap.h);
+	free(d.sc_locs);
+	free(d.sc_labels);
+	free(d.tops);
 	pd_profile_free(p);
 	return rc;
 }

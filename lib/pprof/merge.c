@@ -208,17 +208,35 @@ static uint32_t map_mapping(struct pd_merger *m, const struct pd_profile *src, u
 
 /* ---- functions ------------------------------------------------------------ */
 
+/* Functions are looked up by content (the bytes of name, system name and
+ * file name, and the start line), so a function seen in an earlier profile
+ * is found with one probe, without interning its three strings first. */
 struct fnkey {
 	struct pd_merger *m;
-	const struct pd_function *f;
+	const struct pd_profile *src;
+	const struct pd_function *f; /* source function */
 };
+
+static inline bool str_same(struct pd_str a, struct pd_str b)
+{
+	return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
 
 static bool fn_eq(void *ctx, uint32_t v)
 {
 	struct fnkey *k = ctx;
 	const struct pd_function *a = &k->m->funcs.v[v], *b = k->f;
-	return a->start_line == b->start_line && a->name == b->name && a->system_name == b->system_name &&
-	       a->filename == b->filename;
+	const struct pd_str *ms = k->m->strs.v, *ss = k->src->strings;
+	return a->start_line == b->start_line && str_same(ms[a->name], ss[b->name]) &&
+	       str_same(ms[a->system_name], ss[b->system_name]) && str_same(ms[a->filename], ss[b->filename]);
+}
+
+static uint64_t fn_hash(const struct pd_profile *src, const struct pd_function *f)
+{
+	struct pd_str n = src->strings[f->name], s = src->strings[f->system_name], fl = src->strings[f->filename];
+	uint64_t h = pd_hash(n.ptr, n.len, (uint64_t)f->start_line);
+	h = pd_hash(s.ptr, s.len, h);
+	return pd_hash(fl.ptr, fl.len, h);
 }
 
 static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
@@ -226,15 +244,14 @@ static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, 
 	if (m->m_func[i] != PD_NONE)
 		return m->m_func[i];
 	const struct pd_function *s = &src->functions[i];
-	struct pd_function c = {0, map_str(m, src, s->name), map_str(m, src, s->system_name),
-				map_str(m, src, s->filename), s->start_line};
-	if (c.name == PD_NONE || c.system_name == PD_NONE || c.filename == PD_NONE)
-		return PD_NONE;
-	uint64_t h = pd_hash_u64((uint64_t)c.start_line ^
-				 pd_hash_u64(((uint64_t)c.name << 32 | c.system_name) ^ pd_hash_u64(c.filename)));
-	struct fnkey k = {m, &c};
+	uint64_t h = fn_hash(src, s);
+	struct fnkey k = {m, src, s};
 	uint32_t v = pd_hidx_find(&m->funcs_idx, h, fn_eq, &k);
 	if (v == UINT32_MAX) {
+		struct pd_function c = {0, map_str(m, src, s->name), map_str(m, src, s->system_name),
+					map_str(m, src, s->filename), s->start_line};
+		if (c.name == PD_NONE || c.system_name == PD_NONE || c.filename == PD_NONE)
+			return PD_NONE;
 		if (VEC_RESERVE(m->funcs, 1))
 			return PD_NONE;
 		v = (uint32_t)m->funcs.n++;

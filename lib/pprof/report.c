@@ -229,10 +229,8 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 out:
 	free(ns.v);
 	free(ev);
-	if (ns.idx.hashes)
-		pd_hidx_free(&ns.idx);
-	if (eidx.hashes)
-		pd_hidx_free(&eidx);
+	pd_hidx_free(&ns.idx);
+	pd_hidx_free(&eidx);
 	if (rc) {
 		pd_top_free(out);
 		return pd_errf(err, rc, "top: out of memory");
@@ -341,8 +339,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 	rc = 0;
 out:
 	free(fs.v);
-	if (fs.idx.hashes)
-		pd_hidx_free(&fs.idx);
+	pd_hidx_free(&fs.idx);
 	pd_buf_free(&line);
 	pd_arena_free(a);
 	if (rc)

@@ -22,6 +22,11 @@ static inline int pd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 		*pp = p + 1;
 		return 0;
 	}
+	if (PD_LIKELY(end - p >= 2 && p[1] < 0x80)) { /* 2-byte ids and values are common */
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		*pp = p + 2;
+		return 0;
+	}
 	uint64_t x = 0;
 	for (int i = 0; i < 10; i++) {
 		if (p >= end)

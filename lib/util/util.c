@@ -360,15 +360,9 @@ int pd_hidx_init(struct pd_hidx *h, size_t expected)
 	size_t cap = 16;
 	while (cap < expected * 2)
 		cap *= 2;
-	h->hashes = calloc(cap, sizeof *h->hashes);
-	h->vals = malloc(cap * sizeof *h->vals);
-	if (!h->hashes || !h->vals) {
-		free(h->hashes);
-		free(h->vals);
-		h->hashes = NULL;
-		h->vals = NULL;
+	h->slots = calloc(cap, sizeof *h->slots);
+	if (!h->slots)
 		return PD_ENOMEM;
-	}
 	h->mask = cap - 1;
 	h->n = 0;
 	return 0;
@@ -376,10 +370,8 @@ int pd_hidx_init(struct pd_hidx *h, size_t expected)
 
 void pd_hidx_free(struct pd_hidx *h)
 {
-	free(h->hashes);
-	free(h->vals);
-	h->hashes = NULL;
-	h->vals = NULL;
+	free(h->slots);
+	h->slots = NULL;
 	h->n = h->mask = 0;
 }
 
@@ -388,22 +380,22 @@ uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, voi
 	hash = pd__hidx_fix(hash);
 	size_t i = hash & h->mask;
 	for (;;) {
-		uint64_t x = h->hashes[i];
-		if (x == 0)
+		const struct pd_hidx_slot *s = &h->slots[i];
+		if (s->hash == 0)
 			return UINT32_MAX;
-		if (x == hash && eq(ctx, h->vals[i]))
-			return h->vals[i];
+		if (s->hash == hash && eq(ctx, s->val))
+			return s->val;
 		i = (i + 1) & h->mask;
 	}
 }
 
-static void hidx_put(uint64_t *hs, uint32_t *vs, size_t mask, uint64_t hash, uint32_t val)
+static void hidx_put(struct pd_hidx_slot *slots, size_t mask, uint64_t hash, uint32_t val)
 {
 	size_t i = hash & mask;
-	while (hs[i])
+	while (slots[i].hash)
 		i = (i + 1) & mask;
-	hs[i] = hash;
-	vs[i] = val;
+	slots[i].hash = hash;
+	slots[i].val = val;
 }
 
 int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val)
@@ -411,23 +403,17 @@ int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val)
 	hash = pd__hidx_fix(hash);
 	if ((h->n + 1) * 4 > (h->mask + 1) * 3) { /* keep load <= 0.75 */
 		size_t ncap = (h->mask + 1) * 2;
-		uint64_t *nh = calloc(ncap, sizeof *nh);
-		uint32_t *nv = malloc(ncap * sizeof *nv);
-		if (!nh || !nv) {
-			free(nh);
-			free(nv);
+		struct pd_hidx_slot *ns = calloc(ncap, sizeof *ns);
+		if (!ns)
 			return PD_ENOMEM;
-		}
 		for (size_t i = 0; i <= h->mask; i++)
-			if (h->hashes[i])
-				hidx_put(nh, nv, ncap - 1, h->hashes[i], h->vals[i]);
-		free(h->hashes);
-		free(h->vals);
-		h->hashes = nh;
-		h->vals = nv;
+			if (h->slots[i].hash)
+				hidx_put(ns, ncap - 1, h->slots[i].hash, h->slots[i].val);
+		free(h->slots);
+		h->slots = ns;
 		h->mask = ncap - 1;
 	}
-	hidx_put(h->hashes, h->vals, h->mask, hash, val);
+	hidx_put(h->slots, h->mask, hash, val);
 	h->n++;
 	return 0;
 }

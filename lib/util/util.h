@@ -102,9 +102,12 @@ static inline uint64_t pd_hash_u64(uint64_t x)
  * own arrays). The caller resolves collisions: pd_hidx_find walks every slot
  * with an equal hash and asks eq(ctx, value) whether it is the one.
  */
+struct pd_hidx_slot {
+	uint64_t hash; /* 0 = empty (hash 0 is remapped to 1) */
+	uint32_t val;
+};
 struct pd_hidx {
-	uint64_t *hashes; /* 0 = empty (hash 0 is remapped to 1) */
-	uint32_t *vals;
+	struct pd_hidx_slot *slots; /* hash and value side by side: one cache line per probe */
 	size_t mask, n;
 };
 typedef bool (*pd_hidx_eq)(void *ctx, uint32_t val);

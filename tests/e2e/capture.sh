@@ -47,6 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 # shellcheck disable=SC2086 # GOAPP_ARGS is deliberately word-split
+: >"$workdir/goapp.log" # exists before sed reads it, even if the shell is slow to start goapp
 "$goapp_bin" -addr 127.0.0.1:0 ${GOAPP_ARGS:-} 2>"$workdir/goapp.log" &
 app_pid=$!
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# run.sh — `make bench`: profd against the real alternative, same inputs,
+# same run, alternating, medians of ROUNDS runs.
+#
+#   (a) merge of 1,000 small CPU profiles (~6 KB gz each)
+#   (b) merge of 200 large CPU profiles (~65 KB gz, ~1,450 functions each)
+#   (c) merge of real profiles captured from examples/goapp (7 types)
+# profd: `profd pprof merge`; Go: the pprof tool behind `go tool pprof -proto`
+# (run directly, which spares Go the `go` wrapper's startup). Wall time from
+# the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
+# throughput of raw protobuf on one core (bench_codec).
+#
+# Results: a Markdown table on stdout and in $BUILD/bench-results.md.
+# Env: ROUNDS (default 5), BUILD (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-5}
+PROFD=$PWD/$BUILD/profd
+DATA=$PWD/$BUILD/bench-data
+export HOME=$PWD/$BUILD/gohome PPROF_TMPDIR=$PWD/$BUILD/gohome/pprof
+mkdir -p "$HOME" "$DATA"
+PPROF=$(go env GOROOT)/pkg/tool/$(go env GOOS)_$(go env GOARCH)/pprof
+[ -x "$PPROF" ] || { echo "bench: go's pprof tool not found at $PPROF" >&2; exit 1; }
+
+gen() { # kind n dir
+	if [ ! -f "$3/.done-$2" ]; then
+		rm -rf "$3"
+		"$BUILD/gen" -kind "$1" -n "$2" -seed 1 -o "$3" >/dev/null
+		touch "$3/.done-$2"
+	fi
+}
+gen small 1000 "$DATA/small"
+gen large 200 "$DATA/large"
+if [ ! -f "$DATA/goapp/.done" ]; then
+	rm -rf "$DATA/goapp"
+	mkdir -p "$DATA/goapp"
+	for i in 1 2 3 4 5; do
+		tests/e2e/capture.sh "$BUILD/goapp" "$DATA/goapp/run$i" 2 >/dev/null
+	done
+	touch "$DATA/goapp/.done"
+fi
+
+# time_cmd OUT CMD...: wall seconds and peak RSS (KB) of one run, appended to OUT
+time_cmd() {
+	local out=$1
+	shift
+	local t0 t1
+	t0=$(date +%s.%N)
+	/usr/bin/time -f "%M" -o "$out.rss" "$@" >/dev/null 2>"$out.err" || {
+		echo "bench: failed: $* ($(tail -3 "$out.err"))" >&2
+		exit 1
+	}
+	t1=$(date +%s.%N)
+	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') $(cat "$out.rss")" >>"$out"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+results=$BUILD/bench-results.md
+{
+	echo "| input | files | input size | profd merge | go tool pprof -proto | speed-up | profd peak RSS | pprof peak RSS | RSS ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+} >"$results"
+
+bench_set() { # label files...
+	local label=$1
+	shift
+	local tmp
+	tmp=$(mktemp -d)
+	for _ in $(seq "$ROUNDS"); do
+		time_cmd "$tmp/profd" "$PROFD" pprof merge -q -o "$tmp/p.pb.gz" "$@"
+		time_cmd "$tmp/go" "$PPROF" -proto -output "$tmp/g.pb.gz" "$@"
+	done
+	# sanity: both merges must read the same in go tool pprof -top
+	"$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$tmp/p.pb.gz" 2>/dev/null | tail -n +2 >"$tmp/pt"
+	"$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$tmp/g.pb.gz" 2>/dev/null | tail -n +2 >"$tmp/gt"
+	if ! cmp -s "$tmp/pt" "$tmp/gt"; then
+		echo "bench: $label: merged profiles differ in go tool pprof -top" >&2
+		exit 1
+	fi
+	local pw gw pr gr size
+	pw=$(awk '{print $1}' "$tmp/profd" | median)
+	gw=$(awk '{print $1}' "$tmp/go" | median)
+	pr=$(awk '{print $2}' "$tmp/profd" | median)
+	gr=$(awk '{print $2}' "$tmp/go" | median)
+	size=$(du -cb "$@" | tail -1 | awk '{printf "%.1f MB", $1/1e6}')
+	awk -v l="$label" -v n=$# -v s="$size" -v pw="$pw" -v gw="$gw" -v pr="$pr" -v gr="$gr" 'BEGIN {
+		printf "| %s | %d | %s | %.3f s | %.3f s | %.1fx | %.1f MB | %.1f MB | 1/%.0f |\n", l, n, s, pw, gw, gw / pw,
+			pr / 1024, gr / 1024, gr / pr }' | tee -a "$results"
+	rm -rf "$tmp"
+}
+
+echo "profd bench: $ROUNDS rounds each, medians; $(nproc) CPUs; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo
+cat "$results"
+bench_set "(a) small CPU" "$DATA"/small/*.pb.gz
+bench_set "(b) large CPU" "$DATA"/large/*.pb.gz
+for t in cpu heap goroutine; do
+	bench_set "(c) goapp $t" "$DATA"/goapp/run*/"$t".pb.gz
+done
+
+echo
+echo "Codec alone, one core ($BUILD/bench_codec, median of 9):"
+for set in small large; do
+	"$BUILD/bench_codec" -r 9 "$DATA/$set"/*.pb.gz >"$DATA/codec-$set.txt"
+	awk -v s="$set" '
+		/^raw_bytes/ {raw=$2} /^gz_bytes/ {gz=$2}
+		/^decode_raw_MBps/ {d=$2} /^gunzip_raw_MBps/ {g=$2} /^encode_raw_MBps/ {e=$2}
+		/^merge_decoded_median_s/ {m=$2}
+		END {printf "  %-5s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
+		"$DATA/codec-$set.txt" | tee -a "$results"
+done
