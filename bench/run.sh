@@ -72,8 +72,11 @@ bench_set() { # label files...
 		time_cmd "$tmp/profd" "$PROFD" pprof merge -q -o "$tmp/p.pb.gz" "$@"
 		time_cmd "$tmp/go" "$PPROF" -proto -output "$tmp/g.pb.gz" "$@"
 	done
-	# sanity: both merges must read the same in go tool pprof -top
-	"$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$tmp/p.pb.gz" 2>/dev/null | tail -n +2 >"$tmp/pt"
+	# sanity: both merges must read the same in go tool pprof -top (profd's
+	# output goes through pprof -proto too, which drops samples without a
+	# stack, as it did for Go's own output: see docs/pprof-tools.md)
+	"$PPROF" -proto -output "$tmp/pp.pb.gz" "$tmp/p.pb.gz" 2>/dev/null
+	"$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$tmp/pp.pb.gz" 2>/dev/null | tail -n +2 >"$tmp/pt"
 	"$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$tmp/g.pb.gz" 2>/dev/null | tail -n +2 >"$tmp/gt"
 	if ! cmp -s "$tmp/pt" "$tmp/gt"; then
 		echo "bench: $label: merged profiles differ in go tool pprof -top" >&2
@@ -84,7 +87,7 @@ bench_set() { # label files...
 	gw=$(awk '{print $1}' "$tmp/go" | median)
 	pr=$(awk '{print $2}' "$tmp/profd" | median)
 	gr=$(awk '{print $2}' "$tmp/go" | median)
-	size=$(du -cb "$@" | tail -1 | awk '{printf "%.1f MB", $1/1e6}')
+	size=$(du -cb "$@" | tail -1 | awk '{ if ($1 >= 1e6) printf "%.1f MB", $1/1e6; else printf "%.0f KB", $1/1e3 }')
 	awk -v l="$label" -v n=$# -v s="$size" -v pw="$pw" -v gw="$gw" -v pr="$pr" -v gr="$gr" 'BEGIN {
 		printf "| %s | %d | %s | %.3f s | %.3f s | %.1fx | %.1f MB | %.1f MB | 1/%.0f |\n", l, n, s, pw, gw, gw / pw,
 			pr / 1024, gr / 1024, gr / pr }' | tee -a "$results"

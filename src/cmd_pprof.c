@@ -11,7 +11,8 @@
 #include "../lib/pprof/pprof.h"
 #include "../lib/pprof/report.h"
 #include "../lib/util/gz.h"
-#include "loader.h"
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,8 +29,70 @@ struct inputs {
 	int n;
 	bool skip_bad; /* warn and go on when a file fails to decode */
 	bool quiet;
-	int workers; /* decode threads, 0 = one per CPU */
+	int workers; /* merge threads, 0 = one per CPU */
 };
+
+/*
+ * Parallel merge: the inputs are cut into consecutive runs, one per thread;
+ * each thread reads, decodes and merges its run into a partial result (with
+ * its data still in that core's cache), then the partials are merged in
+ * order. pd_merger_add_partial makes this identical to one sequential merge
+ * (see pprof.h), so the output does not depend on the number of threads.
+ */
+struct run {
+	const struct inputs *in;
+	const char *cmd;
+	int first, n;       /* files [first, first + n) */
+	int bad;            /* skipped files (--skip-bad) */
+	int err_index;      /* file that failed, -1 */
+	struct pd_err err;
+	struct pd_profile *result;
+	bool partial;       /* produce a partial result (several runs) */
+	atomic_int *done;   /* files processed, all runs */
+	bool progress;
+};
+
+static void *run_merge(void *arg)
+{
+	struct run *r = arg;
+	struct pd_merger *m = pd_merger_new();
+	r->err_index = -1;
+	if (!m) {
+		pd_errf(&r->err, PD_ENOMEM, "out of memory");
+		r->err_index = r->first;
+		return NULL;
+	}
+	pd_merger_set_partial(m, r->partial);
+	for (int i = r->first; i < r->first + r->n; i++) {
+		struct pd_profile *p;
+		struct pd_err err = {0};
+		if (pd_pprof_decode_file(r->in->files[i], NULL, &p, &err)) {
+			if (r->in->skip_bad) {
+				fprintf(stderr, "%sprofd %s: skipping %s\n", r->progress ? "\r\033[K" : "", r->cmd, err.msg);
+				r->bad++;
+				continue;
+			}
+			r->err = err;
+			r->err_index = i;
+			break;
+		}
+		int rc = pd_merger_add(m, p, &err);
+		pd_profile_free(p);
+		if (rc) {
+			pd_err_prefix(&err, "%s", r->in->files[i]);
+			r->err = err;
+			r->err_index = i;
+			break;
+		}
+		int d = atomic_fetch_add(r->done, 1) + 1;
+		if (r->progress && (d % 25 == 0 || d == r->in->n))
+			fprintf(stderr, "\rprofd %s: %d/%d files", r->cmd, d, r->in->n);
+	}
+	if (r->err_index < 0 && pd_merger_count(m) > 0 && pd_merger_finish(m, &r->result, &r->err))
+		r->err_index = r->first;
+	pd_merger_free(m);
+	return NULL;
+}
 
 /* Decode and merge all inputs into *out. One input is decoded as is (no
  * re-numbering), so `info`/`top` of one file show it exactly. */
@@ -37,76 +100,85 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 {
 	struct pd_err err = {0};
 	*out = NULL;
-	if (in->n == 1)
-		goto single;
-	struct pd_merger *m = pd_merger_new();
-	if (!m) {
+	if (in->n == 1) {
+		if (pd_pprof_decode_file(in->files[0], NULL, out, &err)) {
+			cli_error("%s: %s", cmd, err.msg);
+			return EXIT_INPUT;
+		}
+		return EXIT_OK;
+	}
+	int t = in->workers;
+	if (t <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		t = c < 1 ? 1 : c > 8 ? 8 : (int)c;
+	}
+	if (t > in->n / 8) /* a run of a few files is not worth a thread */
+		t = in->n / 8 > 0 ? in->n / 8 : 1;
+	struct run *runs = calloc((size_t)t, sizeof *runs);
+	pthread_t *th = calloc((size_t)t, sizeof *th);
+	bool *started = calloc((size_t)t, sizeof *started);
+	atomic_int done = 0;
+	int rc = EXIT_INPUT;
+	if (!runs || !th || !started) {
 		cli_error("%s: out of memory", cmd);
-		return EXIT_INPUT;
+		goto out;
 	}
 	bool progress = !in->quiet && isatty(2) && in->n >= 50;
-	int bad = 0;
-	struct pd_loader *ld = pd_loader_start(in->files, in->n, in->workers);
-	if (!ld) {
-		cli_error("%s: cannot start loader threads", cmd);
-		pd_merger_free(m);
-		return EXIT_INPUT;
+	for (int k = 0, first = 0; k < t; k++) {
+		int n = in->n / t + (k < in->n % t);
+		runs[k] = (struct run){in, cmd, first, n, 0, -1, {0, {0}}, NULL, t > 1, &done, progress};
+		first += n;
 	}
-	for (;;) {
-		struct pd_profile *p;
-		int i, lrc = pd_loader_next(ld, &p, &i, &err);
-		if (lrc == 1)
-			break;
-		if (lrc) {
-			if (in->skip_bad) {
-				fprintf(stderr, "%sprofd %s: skipping %s\n", progress ? "\r\033[K" : "", cmd, err.msg);
-				bad++;
-				continue;
-			}
-			if (progress)
-				fputs("\r\033[K", stderr);
-			cli_error("%s: %s", cmd, err.msg);
-			pd_loader_stop(ld);
-			pd_merger_free(m);
-			return EXIT_INPUT;
-		}
-		int rc = pd_merger_add(m, p, &err);
-		pd_profile_free(p);
-		if (rc) {
-			if (progress)
-				fputs("\r\033[K", stderr);
-			cli_error("%s: %s: %s", cmd, in->files[i], err.msg);
-			pd_loader_stop(ld);
-			pd_merger_free(m);
-			return EXIT_INPUT;
-		}
-		if (progress && (i % 25 == 0 || i == in->n - 1))
-			fprintf(stderr, "\rprofd %s: %d/%d files", cmd, i + 1, in->n);
+	for (int k = 1; k < t; k++)
+		started[k] = pthread_create(&th[k], NULL, run_merge, &runs[k]) == 0;
+	run_merge(&runs[0]);
+	for (int k = 1; k < t; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			run_merge(&runs[k]); /* no thread: do it here */
 	}
-	pd_loader_stop(ld);
 	if (progress)
 		fputs("\r\033[K", stderr);
-	if (pd_merger_count(m) == 0) {
-		cli_error("%s: none of the %d inputs could be read", cmd, in->n);
+	int bad = 0;
+	for (int k = 0; k < t; k++) {
+		bad += runs[k].bad;
+		if (runs[k].err_index >= 0) { /* the first failing file, in input order */
+			cli_error("%s: %s", cmd, runs[k].err.msg);
+			goto out;
+		}
+	}
+	if (t == 1) {
+		*out = runs[0].result;
+		runs[0].result = NULL;
+	} else {
+		struct pd_merger *m = pd_merger_new();
+		int r = m ? 0 : pd_errf(&err, PD_ENOMEM, "out of memory");
+		for (int k = 0; k < t && !r; k++)
+			if (runs[k].result)
+				r = pd_merger_add_partial(m, runs[k].result, &err);
+		if (!r && m && pd_merger_count(m) > 0)
+			r = pd_merger_finish(m, out, &err);
 		pd_merger_free(m);
-		return EXIT_INPUT;
+		if (r) {
+			cli_error("%s: %s", cmd, err.msg);
+			goto out;
+		}
+	}
+	if (!*out) {
+		cli_error("%s: none of the %d inputs could be read", cmd, in->n);
+		goto out;
 	}
 	if (bad)
-		fprintf(stderr, "profd %s: merged %zu of %d files (%d skipped)\n", cmd, pd_merger_count(m), in->n,
-			bad);
-	int rc = pd_merger_finish(m, out, &err);
-	pd_merger_free(m);
-	if (rc) {
-		cli_error("%s: %s", cmd, err.msg);
-		return EXIT_INPUT;
-	}
-	return EXIT_OK;
-single:
-	if (pd_pprof_decode_file(in->files[0], NULL, out, &err)) {
-		cli_error("%s: %s", cmd, err.msg);
-		return EXIT_INPUT;
-	}
-	return EXIT_OK;
+		fprintf(stderr, "profd %s: merged %d of %d files (%d skipped)\n", cmd, in->n - bad, in->n, bad);
+	rc = EXIT_OK;
+out:
+	for (int k = 0; runs && k < t; k++)
+		pd_profile_free(runs[k].result);
+	free(runs);
+	free(th);
+	free(started);
+	return rc;
 }
 
 static int sample_index(const char *cmd, const struct pd_profile *p, const char *name, uint32_t *si)
@@ -162,7 +234,7 @@ static const char merge_help[] =
 	"      --raw           write uncompressed profile.proto instead of gzip\n"
 	"      --level N       gzip level 1-12 (default 6)\n"
 	"      --skip-bad      warn about unreadable files and merge the rest\n"
-	"  -j, --jobs N        decode with N threads (default: one per CPU)\n"
+	"  -j, --jobs N        merge with N threads (default: one per CPU)\n"
 	"  -q, --quiet         no progress output\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -251,7 +323,7 @@ static const char top_help[] =
 	"                          or its index (default: the profile's default)\n"
 	"  -c, --cum               sort by cumulative instead of flat value\n"
 	"      --skip-bad          warn about unreadable files and use the rest\n"
-	"  -j, --jobs N            decode with N threads (default: one per CPU)\n"
+	"  -j, --jobs N            merge with N threads (default: one per CPU)\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
@@ -379,7 +451,7 @@ static const char folded_help[] =
 	"Options:\n"
 	"  -i, --sample-index NAME sample type to use (default: the profile's default)\n"
 	"      --skip-bad          warn about unreadable files and use the rest\n"
-	"  -j, --jobs N            decode with N threads (default: one per CPU)\n"
+	"  -j, --jobs N            merge with N threads (default: one per CPU)\n"
 	"  -h, --help              this help\n"
 	"\n"
 	"Example:\n"

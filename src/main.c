@@ -6,6 +6,7 @@
 #include "version.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,11 @@ long cli_parse_count(const char *s)
 
 int main(int argc, char **argv)
 {
+	/* The tools allocate and free one profile-sized buffer per input file:
+	 * keep freed memory for reuse instead of returning it to the kernel and
+	 * faulting it in again for the next file (measured: ~10% of a merge). */
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -20,6 +20,12 @@
  *    sum to zero are dropped with everything only they referenced;
  *  - ids are renumbered 1..n in first-seen order.
  *
+ * Parallel merges split the inputs into consecutive runs, merge each run
+ * into a *partial* result (finish keeps rows that sum to zero, in place),
+ * and add the partials in order with pd_merger_add_partial (which does not
+ * skip zero rows). Every rule above is order- and sum-preserving under this
+ * scheme, so the result is identical to the sequential merge (tested).
+ *
  * Everything a later profile needs is interned here (strings copied into
  * the merger's arena), so each input may be freed right after it is added.
  * Stacks (sequences of merged location ids) and label sets are interned to
@@ -66,6 +72,7 @@ struct span {
 struct pd_merger {
 	struct pd_arena *arena; /* string bytes */
 	size_t nprofiles;
+	bool partial; /* finish keeps zero-sum rows: the result is an intermediate */
 
 	/* header (merged string ids) */
 	VEC(struct pd_vtype) stypes;
@@ -560,7 +567,21 @@ static bool same_vtype(struct pd_merger *m, const struct pd_profile *p, struct p
 	return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len) && c.len == d.len && !memcmp(c.ptr, d.ptr, c.len);
 }
 
+static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool partial, struct pd_err *err);
+
 int pd_merger_add(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
+{
+	return merger_add(m, p, false, err);
+}
+
+int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
+{
+	return merger_add(m, p, true, err);
+}
+
+void pd_merger_set_partial(struct pd_merger *m, bool partial) { m->partial = partial; }
+
+static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool partial, struct pd_err *err)
 {
 	int rc = 0;
 	if (memo(&m->m_str, &m->m_cap_str, p->nstrings) || memo(&m->m_func, &m->m_cap_func, p->nfunctions) ||
@@ -632,7 +653,7 @@ int pd_merger_add(struct pd_merger *m, const struct pd_profile *p, struct pd_err
 		bool zero = true;
 		for (uint32_t j = 0; j < p->nsample_types && zero; j++)
 			zero = s->values[j] == 0;
-		if (zero)
+		if (zero && !partial) /* a partial result's zero rows keep their place */
 			continue;
 		if (VEC_RESERVE(m->tmp_stack, s->nlocs) || VEC_RESERVE(m->tmp_labels, s->nlabels))
 			return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -749,7 +770,7 @@ int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err
 	o.p = p;
 	size_t nrows = 0;
 	for (size_t r = 0; r < m->agg.n; r++)
-		nrows += !pd_agg_row_zero(&m->agg, r);
+		nrows += m->partial || !pd_agg_row_zero(&m->agg, r);
 	p->arena = pd_arena_new(1 << 20);
 	o.sremap = malloc(m->strs.n * sizeof *o.sremap);
 	o.mremap = malloc((m->maps.n + 1) * sizeof *o.mremap);
@@ -782,7 +803,7 @@ int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err
 		out_mapping(&o, m->first_mapping);
 	uint32_t nv = m->agg.nvalues;
 	for (size_t r = 0; r < m->agg.n; r++) {
-		if (pd_agg_row_zero(&m->agg, r))
+		if (!m->partial && pd_agg_row_zero(&m->agg, r))
 			continue;
 		struct pd_sample *s = &p->samples[p->nsamples++];
 		struct span st = m->stacks.v[m->agg.rows[r].stack];

@@ -172,6 +172,17 @@ size_t pd_merger_count(const struct pd_merger *m);
  * must have been added. */
 int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err *err) PD_WUR;
 
+/*
+ * Parallel merge in two levels, identical in result to one sequential
+ * merge: merge consecutive runs of the inputs into partial results (mergers
+ * with pd_merger_set_partial(m, true): their finish keeps rows that sum to
+ * zero, so they keep their first-seen place), then add the partials in
+ * order with pd_merger_add_partial (which, unlike pd_merger_add, does not
+ * skip zero rows) into a normal merger.
+ */
+void pd_merger_set_partial(struct pd_merger *m, bool partial);
+int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *partial, struct pd_err *err) PD_WUR;
+
 /* Merge an array of decoded profiles. */
 int pd_pprof_merge(struct pd_profile *const *ps, size_t n, struct pd_profile **out,
 		   struct pd_err *err) PD_WUR;

@@ -375,20 +375,6 @@ void pd_hidx_free(struct pd_hidx *h)
 	h->n = h->mask = 0;
 }
 
-uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
-{
-	hash = pd__hidx_fix(hash);
-	size_t i = hash & h->mask;
-	for (;;) {
-		const struct pd_hidx_slot *s = &h->slots[i];
-		if (s->hash == 0)
-			return UINT32_MAX;
-		if (s->hash == hash && eq(ctx, s->val))
-			return s->val;
-		i = (i + 1) & h->mask;
-	}
-}
-
 static void hidx_put(struct pd_hidx_slot *slots, size_t mask, uint64_t hash, uint32_t val)
 {
 	size_t i = hash & mask;

@@ -113,9 +113,22 @@ struct pd_hidx {
 typedef bool (*pd_hidx_eq)(void *ctx, uint32_t val);
 int pd_hidx_init(struct pd_hidx *h, size_t expected) PD_WUR;
 void pd_hidx_free(struct pd_hidx *h);
-/* Returns the value found or UINT32_MAX. */
 static inline uint64_t pd__hidx_fix(uint64_t h) { return h ? h : 1; }
-uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx);
+/* Returns the value found or UINT32_MAX. Inline, so that each call site's
+ * eq (a constant) is inlined into the probe loop. */
+static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
+{
+	hash = pd__hidx_fix(hash);
+	size_t i = hash & h->mask;
+	for (;;) {
+		const struct pd_hidx_slot *s = &h->slots[i];
+		if (s->hash == 0)
+			return UINT32_MAX;
+		if (s->hash == hash && eq(ctx, s->val))
+			return s->val;
+		i = (i + 1) & h->mask;
+	}
+}
 /* Insert without checking for an existing equal entry. */
 int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
 

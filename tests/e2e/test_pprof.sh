@@ -14,6 +14,8 @@
 #   8. info: kind and label keys
 #   9. usage errors and exit codes
 #  10. --skip-bad
+#  11. parallel merges (-j): byte-identical output for any thread count,
+#      errors reported for the first bad file in input order
 # Run: BUILD=build bash tests/e2e/test_pprof.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -81,7 +83,8 @@ add_sums() {
 
 # top_rows: the rows of a `go tool pprof -top` or `profd pprof top` report as
 # "name<TAB>col1<TAB>col4" (flat and cum), with pprof's " (inline)" and
-# " (partial-inline)" suffixes removed (profd does not print them).
+# " (partial-inline)" suffixes removed (the exact table, suffixes included,
+# is compared separately).
 top_rows() {
 	awk '/^ *flat +flat% +sum% +cum +cum%/ { s = 1; next }
 	s { n = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", n); sub(/ \((partial-)?inline\)$/, "", n)
@@ -568,3 +571,34 @@ expect_exit "merge with a garbage file, no --skip-bad: exit 1 naming it" 1 "$bad
 if [ ! -e "$T/nsb.pb.gz" ]; then ok "merge with a garbage file: no output written"; else fail "merge with a garbage file: no output written" "$T/nsb.pb.gz exists"; fi
 expect_exit "merge --skip-bad with only garbage: exit 1" 1 'none of the' profd pprof merge --skip-bad -o "$T/nsb.pb.gz" "$bad" "$bad"
 expect_exit "top --skip-bad with a garbage file: exit 0" 0 "$bad" profd pprof top --skip-bad "${good[0]}" "$bad"
+
+# ---- 11. parallel merges ---------------------------------------------------------------
+# The inputs are cut into one run per thread and the partial results merged;
+# the output must not depend on the number of threads, byte for byte.
+many=()
+for r in 1 2 3 4 5 6 7 8; do for k in 1 2 3; do many+=("$C/$k/cpu.pb.gz"); done; done
+if profd pprof merge -j 1 -o "$T/j1.pb.gz" "${many[@]}" 2>"$T/.err"; then
+	for j in 2 3 8; do
+		if profd pprof merge -j "$j" -o "$T/j$j.pb.gz" "${many[@]}" 2>"$T/.err"; then
+			same_output "merge of ${#many[@]} files: -j $j output byte-identical to -j 1" "$T/j1.pb.gz" "$T/j$j.pb.gz"
+		else
+			fail "merge of ${#many[@]} files: -j $j" "$(head -c 300 "$T/.err")"
+		fi
+	done
+	same_report "merge -j 1 of ${#many[@]} files = oracle profile.Merge" "$T/j1.pb.gz" \
+		"$( "$ORACLE" merge "$T/jo.pb.gz" "${many[@]}" && echo "$T/jo.pb.gz")" -raw
+else
+	fail "merge -j 1 of ${#many[@]} files" "$(head -c 300 "$T/.err")"
+fi
+heaps=()
+for r in 1 2 3 4 5 6; do for k in 1 2 3; do heaps+=("$C/$k/heap.pb.gz"); done; done
+profd pprof top -j 1 -n 0 "${heaps[@]}" >"$T/tj1.txt" 2>&1
+profd pprof top -j 4 -n 0 "${heaps[@]}" >"$T/tj4.txt" 2>&1
+same_output "top over ${#heaps[@]} heap files: -j 4 = -j 1" "$T/tj1.txt" "$T/tj4.txt"
+# a bad file late in the input and another in the middle: the error names the
+# first one in input order, whichever thread finds it first
+mixed=("${many[@]}")
+mixed[20]=$bad
+mixed[13]=$C/1/heap.pb.gz
+expect_exit "merge -j 3: first bad input in order is reported (incompatible heap at #13)" 1 "$C/1/heap.pb.gz" \
+	profd pprof merge -j 3 -o "$T/jm.pb.gz" "${mixed[@]}"

@@ -1160,6 +1160,131 @@ static void test_fmt_value_units_like_pprof(void **state)
 	assert_string_equal(pd_fmt_value(buf, sizeof buf, 0, bytes), "0");
 }
 
+/* ---- two-level (parallel) merge == sequential merge ------------------------- */
+
+static uint64_t rnd_state = 88172645463325252ULL;
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* A random profile over a shared pool: 2 mappings loaded at a per-profile
+ * address (ASLR), 12 functions, 30 locations, samples with labels and
+ * values of both signs, so that some rows sum to zero across profiles. */
+static struct pd_profile *random_profile(int k)
+{
+	static const char *const fn[] = {"main", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"};
+	static const char *const lv[] = {"x", "y"};
+	struct pb p;
+	pb_init(&p);
+	pb_cpu_header(&p, 10000000 + k);
+	uint64_t base = 0x400000 + (uint64_t)(k % 3) * 0x100000;
+	pb_mapping(&p, 1, base, base + 0x80000, 0, "/bin/app", NULL);
+	pb_mapping(&p, 2, base + 0x1000000, base + 0x1010000, 0, "/lib/libc.so", "abc");
+	for (uint64_t f = 0; f < ARRAY_LEN(fn); f++)
+		pb_function(&p, f + 1, fn[f], "x.go", 0);
+	for (uint64_t l = 0; l < 30; l++) {
+		uint64_t m = l % 7 == 0 ? 2 : 1;
+		uint64_t addr = (m == 1 ? base : base + 0x1000000) + 0x100 * (l + 1);
+		pb_location1(&p, l + 1, m, addr, l % ARRAY_LEN(fn) + 1, (int64_t)(l * 3));
+	}
+	int ns = 5 + (int)(rnd() % 8);
+	for (int i = 0; i < ns; i++) {
+		uint64_t locs[6];
+		size_t n = 1 + rnd() % 6;
+		for (size_t j = 0; j < n; j++)
+			locs[j] = 1 + rnd() % 6; /* few distinct stacks: many repeats */
+		int64_t v = (int64_t)(rnd() % 5) - 2;
+		int64_t vals[2] = {v, v * 10};
+		struct pb_label lb = {"handler", lv[rnd() % 2], 0, NULL};
+		pb_sample(&p, locs, n, vals, 2, &lb, rnd() % 2);
+	}
+	tb_int(&p.b, PF_TIME_NANOS, 1000 + k);
+	tb_int(&p.b, PF_DURATION_NANOS, 10);
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	pb_free(&p);
+	return q;
+}
+
+static void test_partial_merge_equals_sequential(void **state)
+{
+	(void)state;
+	enum { N = 12 };
+	for (int round = 0; round < 20; round++) {
+		struct pd_profile *ps[N];
+		for (int i = 0; i < N; i++)
+			ps[i] = random_profile(i + round);
+		struct pd_err err;
+		struct pd_profile *seq;
+		assert_int_equal(pd_pprof_merge(ps, N, &seq, &err), 0);
+		struct pd_buf want = PD_BUF_INIT(0);
+		assert_int_equal(pd_pprof_encode(seq, 0, &want, &err), 0);
+		for (int runs = 2; runs <= N; runs++) {
+			struct pd_merger *fin = pd_merger_new();
+			for (int r = 0, first = 0; r < runs; r++) {
+				int n = N / runs + (r < N % runs);
+				struct pd_merger *m = pd_merger_new();
+				pd_merger_set_partial(m, true);
+				for (int i = first; i < first + n; i++)
+					assert_int_equal(pd_merger_add(m, ps[i], &err), 0);
+				struct pd_profile *part;
+				assert_int_equal(pd_merger_finish(m, &part, &err), 0);
+				assert_int_equal(pd_merger_add_partial(fin, part, &err), 0);
+				pd_profile_free(part);
+				pd_merger_free(m);
+				first += n;
+			}
+			struct pd_profile *got;
+			assert_int_equal(pd_merger_finish(fin, &got, &err), 0);
+			struct pd_buf b = PD_BUF_INIT(0);
+			assert_int_equal(pd_pprof_encode(got, 0, &b, &err), 0);
+			if (b.len != want.len || memcmp(b.ptr, want.ptr, b.len) != 0)
+				fail_msg("round %d, %d runs: partial merge differs from the sequential one", round, runs);
+			pd_buf_free(&b);
+			pd_profile_free(got);
+			pd_merger_free(fin);
+		}
+		/* the data must have exercised zero-sum rows */
+		pd_buf_free(&want);
+		pd_profile_free(seq);
+		for (int i = 0; i < N; i++)
+			pd_profile_free(ps[i]);
+	}
+}
+
+/* Without the partial mode a zero-sum row would lose its place: check that
+ * the test above can fail, i.e. that such rows occur in its data. */
+static void test_partial_merge_data_has_zero_rows(void **state)
+{
+	(void)state;
+	rnd_state = 88172645463325252ULL;
+	enum { N = 12 };
+	int zero_rows = 0;
+	for (int round = 0; round < 20; round++) {
+		struct pd_profile *ps[N];
+		for (int i = 0; i < N; i++)
+			ps[i] = random_profile(i + round);
+		struct pd_merger *m = pd_merger_new();
+		pd_merger_set_partial(m, true);
+		struct pd_err err;
+		for (int i = 0; i < N / 2; i++)
+			assert_int_equal(pd_merger_add(m, ps[i], &err), 0);
+		struct pd_profile *part;
+		assert_int_equal(pd_merger_finish(m, &part, &err), 0);
+		for (size_t s = 0; s < part->nsamples; s++)
+			zero_rows += part->samples[s].values[0] == 0 && part->samples[s].values[1] == 0;
+		pd_profile_free(part);
+		pd_merger_free(m);
+		for (int i = 0; i < N; i++)
+			pd_profile_free(ps[i]);
+	}
+	assert_true(zero_rows > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1188,6 +1313,8 @@ int main(void)
 		cmocka_unit_test(test_folded_exact),
 		cmocka_unit_test(test_fmt_value_like_pprof),
 		cmocka_unit_test(test_fmt_value_units_like_pprof),
+		cmocka_unit_test(test_partial_merge_equals_sequential),
+		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
