@@ -83,7 +83,11 @@ test:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle
+$(BUILD)/gzbomb: tests/tools/gzbomb.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $< -o $@ $(LDFLAGS) -lz
+
+test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)

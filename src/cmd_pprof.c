@@ -47,6 +47,7 @@ struct run {
 	int err_index;      /* file that failed, -1 */
 	struct pd_err err;
 	struct pd_profile *result;
+	struct pd_merger *merger; /* run 0 of several: kept unfinished, the partials are added to it */
 	bool partial;       /* produce a partial result (several runs) */
 	atomic_int *done;   /* files processed, all runs */
 	bool progress;
@@ -88,6 +89,10 @@ static void *run_merge(void *arg)
 		if (r->progress && (d % 25 == 0 || d == r->in->n))
 			fprintf(stderr, "\rprofd %s: %d/%d files", r->cmd, d, r->in->n);
 	}
+	if (r->partial && r->first == 0 && r->err_index < 0) {
+		r->merger = m; /* the caller adds the other runs' partials to it */
+		return NULL;
+	}
 	if (r->err_index < 0 && pd_merger_count(m) > 0 && pd_merger_finish(m, &r->result, &r->err))
 		r->err_index = r->first;
 	pd_merger_free(m);
@@ -126,7 +131,7 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 	bool progress = !in->quiet && isatty(2) && in->n >= 50;
 	for (int k = 0, first = 0; k < t; k++) {
 		int n = in->n / t + (k < in->n % t);
-		runs[k] = (struct run){in, cmd, first, n, 0, -1, {0, {0}}, NULL, t > 1, &done, progress};
+		runs[k] = (struct run){in, cmd, first, n, 0, -1, {0, {0}}, NULL, NULL, t > 1, &done, progress};
 		first += n;
 	}
 	for (int k = 1; k < t; k++)
@@ -152,12 +157,16 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 		*out = runs[0].result;
 		runs[0].result = NULL;
 	} else {
-		struct pd_merger *m = pd_merger_new();
-		int r = m ? 0 : pd_errf(&err, PD_ENOMEM, "out of memory");
-		for (int k = 0; k < t && !r; k++)
+		/* Run 0's merger holds run 0 as a partial; adding the other runs'
+		 * partials to it in order equals adding all partials to a new one. */
+		struct pd_merger *m = runs[0].merger;
+		runs[0].merger = NULL;
+		int r = 0;
+		for (int k = 1; k < t && !r; k++)
 			if (runs[k].result)
 				r = pd_merger_add_partial(m, runs[k].result, &err);
-		if (!r && m && pd_merger_count(m) > 0)
+		pd_merger_set_partial(m, false);
+		if (!r && pd_merger_count(m) > 0)
 			r = pd_merger_finish(m, out, &err);
 		pd_merger_free(m);
 		if (r) {
@@ -173,8 +182,10 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 		fprintf(stderr, "profd %s: merged %d of %d files (%d skipped)\n", cmd, in->n - bad, in->n, bad);
 	rc = EXIT_OK;
 out:
-	for (int k = 0; runs && k < t; k++)
+	for (int k = 0; runs && k < t; k++) {
 		pd_profile_free(runs[k].result);
+		pd_merger_free(runs[k].merger);
+	}
 	free(runs);
 	free(th);
 	free(started);

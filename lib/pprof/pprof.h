@@ -103,7 +103,7 @@ struct pd_pprof_limits {
 	size_t max_sample_types;
 };
 #define PD_DEFAULT_MAX_COMPRESSED (256u << 20)
-#define PD_DEFAULT_MAX_DECOMPRESSED (1024u << 20)
+#define PD_DEFAULT_MAX_DECOMPRESSED (256u << 20)
 #define PD_DEFAULT_MAX_SAMPLES (16u << 20)
 #define PD_DEFAULT_MAX_LOCATIONS (16u << 20)
 #define PD_DEFAULT_MAX_FUNCTIONS (16u << 20)
