@@ -46,18 +46,9 @@ int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t 
 	}
 	if ((a->max_rows && a->n >= a->max_rows) || a->n >= UINT32_MAX - 1)
 		return PD_ELIMIT;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 1024;
-		struct pd_agg_row *nr = realloc(a->rows, nc * sizeof *nr);
-		if (!nr)
-			return PD_ENOMEM;
-		a->rows = nr;
-		int64_t *nvv = realloc(a->vals, nc * (nv ? nv : 1) * sizeof *nvv);
-		if (!nvv)
-			return PD_ENOMEM;
-		a->vals = nvv;
-		a->cap = nc;
-	}
+	if (pd_grow((void **)&a->rows, &a->cap, a->n + 1, sizeof *a->rows) ||
+	    pd_grow((void **)&a->vals, &a->vcap, (a->n + 1) * nv, sizeof *a->vals))
+		return PD_ENOMEM;
 	a->rows[a->n].stack = stack;
 	a->rows[a->n].labels = labels;
 	if (nv)

@@ -20,7 +20,7 @@ struct pd_agg {
 	struct pd_hidx idx;
 	struct pd_agg_row *rows;
 	int64_t *vals; /* rows * nvalues */
-	size_t n, cap;
+	size_t n, cap, vcap; /* rows, allocated rows, allocated values */
 	size_t max_rows; /* 0 = unlimited */
 };
 

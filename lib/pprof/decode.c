@@ -422,22 +422,6 @@ static inline size_t count_packed(const uint8_t *p, size_t n)
 	return c;
 }
 
-/* Grow a scratch array to hold at least need elements. */
-static int scratch(void **v, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 256;
-	while (nc < need)
-		nc *= 2;
-	void *nv = realloc(*v, nc * elsz);
-	if (!nv)
-		return PD_ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-
 /* Decode one Sample in a single scan into the decoder's scratch arrays, then
  * copy the exact sizes into the arena. */
 static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sample *s, size_t idx)
@@ -461,7 +445,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 					return pd_errf(d->err, PD_ELIMIT,
 						       "sample #%zu has over %zu locations (stack depth limit)", idx,
 						       d->lim.max_stack_depth);
-				if (scratch((void **)&d->sc_locs, &d->sc_locs_cap, nlocs + c, sizeof *d->sc_locs))
+				if (pd_grow((void **)&d->sc_locs, &d->sc_locs_cap, nlocs + c, sizeof *d->sc_locs))
 					return pd_errf(d->err, PD_ENOMEM, "out of memory");
 				for (size_t i = 0; i < c; i++) {
 					uint64_t v = f.v;
@@ -516,7 +500,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 			if (nlabels >= d->lim.max_labels)
 				return pd_errf(d->err, PD_ELIMIT, "sample #%zu has over %zu labels (limit)", idx,
 					       d->lim.max_labels);
-			if (scratch((void **)&d->sc_labels, &d->sc_labels_cap, nlabels + 1, sizeof *d->sc_labels))
+			if (pd_grow((void **)&d->sc_labels, &d->sc_labels_cap, nlabels + 1, sizeof *d->sc_labels))
 				return pd_errf(d->err, PD_ENOMEM, "out of memory");
 			d->sc_labels[nlabels++] = lb;
 		}
@@ -585,7 +569,7 @@ static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 				have_time = true;
 		}
 		if (d->ntops == d->tops_cap &&
-		    scratch((void **)&d->tops, &d->tops_cap, d->ntops + 1, sizeof *d->tops))
+		    pd_grow((void **)&d->tops, &d->tops_cap, d->ntops + 1, sizeof *d->tops))
 			return pd_errf(d->err, PD_ENOMEM, "out of memory");
 		struct topf *t = &d->tops[d->ntops++];
 		t->num = f.num;

@@ -40,21 +40,7 @@
 
 /* growable array of T, malloc'd */
 #define VEC(T) struct { T *v; size_t n, cap; }
-static int vec_grow(void **v, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 64;
-	while (nc < need)
-		nc *= 2;
-	void *nv = realloc(*v, nc * elsz);
-	if (!nv)
-		return PD_ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-#define VEC_RESERVE(vec, extra) vec_grow((void **)&(vec).v, &(vec).cap, (vec).n + (extra), sizeof *(vec).v)
+#define VEC_RESERVE(vec, extra) pd_grow((void **)&(vec).v, &(vec).cap, (vec).n + (extra), sizeof *(vec).v)
 
 struct mloc {
 	uint64_t address;  /* as stored (first seen, relocated) */

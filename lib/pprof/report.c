@@ -81,14 +81,8 @@ static struct node *node_get(struct nodes *ns, struct pd_str s)
 	uint32_t v = pd_hidx_find(&ns->idx, h, name_eq, &k);
 	if (v != UINT32_MAX)
 		return &ns->v[v];
-	if (ns->n == ns->cap) {
-		size_t nc = ns->cap ? ns->cap * 2 : 256;
-		struct node *nv = realloc(ns->v, nc * sizeof *nv);
-		if (!nv)
-			return NULL;
-		ns->v = nv;
-		ns->cap = nc;
-	}
+	if (pd_grow((void **)&ns->v, &ns->cap, ns->n + 1, sizeof *ns->v))
+		return NULL;
 	if (pd_hidx_insert(&ns->idx, h, (uint32_t)ns->n))
 		return NULL;
 	struct node *n = &ns->v[ns->n++];
@@ -189,15 +183,8 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 					uint64_t h = pd_hash_u64((uint64_t)parent << 32 | ni);
 					uint32_t e = pd_hidx_find(&eidx, h, edge_eq, &ek);
 					if (e == UINT32_MAX) {
-						if (ne == ecap) {
-							size_t nc = ecap ? ecap * 2 : 1024;
-							struct edge *nv = realloc(ev, nc * sizeof *nv);
-							if (!nv)
-								goto out;
-							ev = nv;
-							ecap = nc;
-						}
-						if (pd_hidx_insert(&eidx, h, (uint32_t)ne))
+						if (pd_grow((void **)&ev, &ecap, ne + 1, sizeof *ev) ||
+						    pd_hidx_insert(&eidx, h, (uint32_t)ne))
 							goto out;
 						ev[ne++] = (struct edge){parent, ni, i + 1, inl};
 					} else if (ev[e].stamp != i + 1) {
@@ -313,14 +300,8 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 			fs.v[idx].v += v;
 			continue;
 		}
-		if (fs.n == fs.cap) {
-			size_t nc = fs.cap ? fs.cap * 2 : 256;
-			struct fold *nv = realloc(fs.v, nc * sizeof *nv);
-			if (!nv)
-				goto out;
-			fs.v = nv;
-			fs.cap = nc;
-		}
+		if (pd_grow((void **)&fs.v, &fs.cap, fs.n + 1, sizeof *fs.v))
+			goto out;
 		char *c = pd_arena_dup(a, line.ptr, line.len);
 		if (!c || pd_hidx_insert(&fs.idx, h, (uint32_t)fs.n))
 			goto out;

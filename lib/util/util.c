@@ -184,6 +184,23 @@ void *pd_arena_dup(struct pd_arena *a, const void *p, size_t n)
 
 size_t pd_arena_used(const struct pd_arena *a) { return a->used; }
 
+int pd_grow(void **p, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 64;
+	while (nc < need)
+		nc *= 2;
+	if (elsz && nc > SIZE_MAX / elsz)
+		return PD_ENOMEM;
+	void *np = realloc(*p, nc * elsz);
+	if (!np)
+		return PD_ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
 /* ---- buffers ---------------------------------------------------------- */
 
 int pd_buf_reserve(struct pd_buf *b, size_t extra)

@@ -70,6 +70,10 @@ void *pd_arena_dup(struct pd_arena *a, const void *p, size_t n);
 /* Bytes handed out (not counting chunk slack). */
 size_t pd_arena_used(const struct pd_arena *a);
 
+/* Grow a malloc'd array *p of *cap elements of elsz bytes (doubling) so it
+ * holds at least need; 0 or PD_ENOMEM (then *p is unchanged). */
+int pd_grow(void **p, size_t *cap, size_t need, size_t elsz) PD_WUR;
+
 /* ---- capped byte buffer ---------------------------------------------- */
 struct pd_buf {
 	uint8_t *ptr;
