@@ -21,7 +21,7 @@ static int cmd_version(int argc, char **argv)
 }
 
 static const struct pd_cmd commands[] = {
-	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info"},
+	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
 	{"version", cmd_version, "print the version"},
 };
 

@@ -37,6 +37,10 @@ struct dec {
 	size_t sc_locs_cap, sc_labels_cap;
 	int64_t sc_vals[PD_DEFAULT_MAX_SAMPLE_TYPES];
 	struct topf *tops; /* top-level fields, from pass 1 */
+	/* streaming decode: called before the samples, then for each sample */
+	pd_header_fn on_header;
+	pd_sample_fn on_sample;
+	void *cb_ctx;
 	size_t ntops, tops_cap;
 	/* id -> index maps */
 	struct idmap {
@@ -132,19 +136,12 @@ static inline __attribute__((always_inline)) int next_field(struct dec *d, const
 							   struct field *f, const char *msg)
 {
 	const uint8_t *p = *pp;
-	if (PD_LIKELY(end - p >= 3 && p[0] >= 8 && p[0] < 0x80)) {
+	if (PD_LIKELY(p < end && p[0] >= 8 && p[0] < 0x80)) {
 		uint32_t wt = p[0] & 7;
+		const uint8_t *q = p + 1;
 		uint64_t v;
-		size_t n;
-		if (p[1] < 0x80) { /* one- or two-byte value/length */
-			v = p[1];
-			n = 2;
-		} else if (p[2] < 0x80) {
-			v = (uint64_t)(p[1] & 0x7f) | (uint64_t)p[2] << 7;
-			n = 3;
-		} else {
+		if (PD_UNLIKELY(pd_varint(&q, end, &v)))
 			goto slow;
-		}
 		f->start = p;
 		f->num = p[0] >> 3;
 		f->wt = wt;
@@ -152,14 +149,14 @@ static inline __attribute__((always_inline)) int next_field(struct dec *d, const
 			f->v = v;
 			f->data = NULL;
 			f->len = 0;
-			*pp = p + n;
+			*pp = q;
 			return 0;
 		}
-		if (wt == WT_LEN && (size_t)(end - p) - n >= v) {
+		if (wt == WT_LEN && v <= (uint64_t)(end - q)) {
 			f->v = 0;
-			f->data = p + n;
+			f->data = q;
 			f->len = (size_t)v;
-			*pp = p + n + v;
+			*pp = q + v;
 			return 0;
 		}
 	}
@@ -513,9 +510,15 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 		return pd_errf(d->err, PD_EINVAL, "sample #%zu: has %zu values vs. %u sample types", idx, nvals,
 			       d->p->nsample_types);
 	}
-	struct pd_arena *a = d->p->arena;
 	s->nlocs = (uint32_t)nlocs;
 	s->nlabels = (uint32_t)nlabels;
+	if (d->on_sample) { /* streaming: hand out the scratch arrays, store nothing */
+		s->locs = d->sc_locs;
+		s->values = d->sc_vals;
+		s->labels = d->sc_labels;
+		return d->on_sample(d->cb_ctx, d->p, s, d->err);
+	}
+	struct pd_arena *a = d->p->arena;
 	s->locs = nlocs ? pd_arena_dup(a, d->sc_locs, nlocs * sizeof *s->locs) : NULL;
 	s->values = nvals ? pd_arena_dup(a, d->sc_vals, nvals * sizeof *s->values) : NULL;
 	s->labels = nlabels ? pd_arena_dup(a, d->sc_labels, nlabels * sizeof *s->labels) : NULL;
@@ -627,7 +630,7 @@ static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 	d->nstrings = cnt[6];
 	p->strings = pd_arena_alloc(a, cnt[6] * sizeof *p->strings);
 	p->sample_types = pd_arena_calloc(a, cnt[1] + 1, sizeof *p->sample_types);
-	p->samples = pd_arena_calloc(a, cnt[2] + 1, sizeof *p->samples);
+	p->samples = pd_arena_calloc(a, d->on_sample ? 1 : cnt[2] + 1, sizeof *p->samples);
 	p->mappings = pd_arena_alloc(a, (cnt[3] + 1) * sizeof *p->mappings);
 	p->locations = pd_arena_alloc(a, (cnt[4] + 1) * sizeof *p->locations);
 	p->functions = pd_arena_alloc(a, (cnt[5] + 1) * sizeof *p->functions);
@@ -707,13 +710,17 @@ static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 	if ((rc = idmap_build(d, &d->lmap, p->locations, sizeof *p->locations, p->nlocations, "location")))
 		return rc;
 
-	/* Pass 4: samples. */
-	for (size_t i = 0; i < d->ntops; i++) {
+	if (d->on_header && (rc = d->on_header(d->cb_ctx, p, d->err)))
+		return rc;
+
+	/* Pass 4: samples (stored, or streamed to on_sample). */
+	for (size_t i = 0, seen = 0; i < d->ntops; i++) {
 		const struct topf *t = &d->tops[i];
 		if (t->num != 2)
 			continue;
-		size_t si = p->nsamples++;
-		if ((rc = dec_sample(d, buf + t->off, t->len, &p->samples[si], si))) {
+		size_t si = d->on_sample ? seen++ : p->nsamples++;
+		struct pd_sample one;
+		if ((rc = dec_sample(d, buf + t->off, t->len, d->on_sample ? &one : &p->samples[si], si))) {
 			if (rc != PD_ENOMEM && !strstr(d->err->msg, "sample #"))
 				pd_err_prefix(d->err, "sample #%zu", si);
 			return rc;
@@ -752,8 +759,18 @@ void pd_profile_free(struct pd_profile *p)
 int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
 		    struct pd_profile **out, struct pd_err *err)
 {
+	return pd_pprof_decode_stream(data, len, lim, NULL, NULL, NULL, out, err);
+}
+
+int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+			   pd_header_fn on_header, pd_sample_fn on_sample, void *ctx, struct pd_profile **out,
+			   struct pd_err *err)
+{
 	struct dec d;
 	memset(&d, 0, sizeof d);
+	d.on_header = on_header;
+	d.on_sample = on_sample;
+	d.cb_ctx = ctx;
 	if (lim)
 		d.lim = *lim;
 	pd_pprof_limits_default(&d.lim);

@@ -567,9 +567,9 @@ int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *p, struc
 
 void pd_merger_set_partial(struct pd_merger *m, bool partial) { m->partial = partial; }
 
-static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool partial, struct pd_err *err)
+/* Start adding profile p: compatibility, header, per-source memo tables. */
+static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
 {
-	int rc = 0;
 	if (memo(&m->m_str, &m->m_cap_str, p->nstrings) || memo(&m->m_func, &m->m_cap_func, p->nfunctions) ||
 	    memo(&m->m_loc, &m->m_cap_loc, p->nlocations))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -633,14 +633,20 @@ static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool part
 		if (m->first_mapping == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 	}
+	return 0;
+}
 
-	for (size_t si = 0; si < p->nsamples; si++) {
-		const struct pd_sample *s = &p->samples[si];
-		bool zero = true;
-		for (uint32_t j = 0; j < p->nsample_types && zero; j++)
-			zero = s->values[j] == 0;
-		if (zero && !partial) /* a partial result's zero rows keep their place */
-			continue;
+/* Add one sample of the profile begun last. */
+static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const struct pd_sample *s, bool partial,
+			 struct pd_err *err)
+{
+	int rc;
+	bool zero = true;
+	for (uint32_t j = 0; j < p->nsample_types && zero; j++)
+		zero = s->values[j] == 0;
+	if (zero && !partial) /* a partial result's zero rows keep their place */
+		return 0;
+	{
 		if (VEC_RESERVE(m->tmp_stack, s->nlocs) || VEC_RESERVE(m->tmp_labels, s->nlabels))
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 		uint32_t *st = m->tmp_stack.v;
@@ -667,6 +673,33 @@ static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool part
 							     : "out of memory");
 	}
 	return 0;
+}
+
+static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool partial, struct pd_err *err)
+{
+	int rc = merger_begin(m, p, err);
+	for (size_t si = 0; !rc && si < p->nsamples; si++)
+		rc = merger_sample(m, p, &p->samples[si], partial, err);
+	return rc;
+}
+
+static int stream_header(void *ctx, const struct pd_profile *p, struct pd_err *err)
+{
+	return merger_begin(ctx, p, err);
+}
+
+static int stream_sample(void *ctx, const struct pd_profile *p, const struct pd_sample *s, struct pd_err *err)
+{
+	return merger_sample(ctx, p, s, false, err);
+}
+
+int pd_merger_add_encoded(struct pd_merger *m, const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+			  struct pd_err *err)
+{
+	struct pd_profile *p = NULL;
+	int rc = pd_pprof_decode_stream(data, len, lim, stream_header, stream_sample, m, &p, err);
+	pd_profile_free(p);
+	return rc;
 }
 
 /* ---- finish: materialise only what surviving rows use ------------------------ */

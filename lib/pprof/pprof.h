@@ -127,6 +127,22 @@ void pd_pprof_limits_default(struct pd_pprof_limits *l);
  */
 int pd_pprof_decode(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
 		    struct pd_profile **out, struct pd_err *err) PD_WUR;
+/*
+ * Streaming decode: everything but the samples is decoded into *out as
+ * usual (validated the same way); then on_header(ctx, p) is called once,
+ * and on_sample(ctx, p, s) for each sample instead of storing it
+ * (p->nsamples stays 0; s and its arrays are valid only during the call).
+ * A non-zero return from a callback stops the decode and is returned. This
+ * is how a merge or an ingest consumes a profile without materialising its
+ * samples.
+ */
+typedef int (*pd_header_fn)(void *ctx, const struct pd_profile *p, struct pd_err *err);
+typedef int (*pd_sample_fn)(void *ctx, const struct pd_profile *p, const struct pd_sample *s,
+			    struct pd_err *err);
+int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+			   pd_header_fn on_header, pd_sample_fn on_sample, void *ctx, struct pd_profile **out,
+			   struct pd_err *err) PD_WUR;
+
 /* Decode a file ("-" = stdin). Messages are prefixed with the path. */
 int pd_pprof_decode_file(const char *path, const struct pd_pprof_limits *lim,
 			 struct pd_profile **out, struct pd_err *err) PD_WUR;
@@ -167,6 +183,14 @@ void pd_merger_free(struct pd_merger *m);
 /* PD_EINCOMPAT with a message naming both sample/period types if p cannot
  * be merged with the profiles added before. */
 int pd_merger_add(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err) PD_WUR;
+/* Decode an encoded profile (gzip or raw) straight into the merger: its
+ * samples are merged as they are decoded, never stored. Same result as
+ * decode + pd_merger_add, less memory traffic. Errors are the decoder's or
+ * the merge's (PD_EINCOMPAT). An error found after the first sample leaves
+ * part of the profile merged: discard the merger then (or decode first
+ * when bad inputs must be skipped). */
+int pd_merger_add_encoded(struct pd_merger *m, const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
+			  struct pd_err *err) PD_WUR;
 size_t pd_merger_count(const struct pd_merger *m);
 /* Build the merged, compacted profile (caller frees). At least one profile
  * must have been added. */

@@ -1285,6 +1285,85 @@ static void test_partial_merge_data_has_zero_rows(void **state)
 	assert_true(zero_rows > 0);
 }
 
+/* Streaming a profile's samples straight into the merger gives the same
+ * result as decoding it first; a callback error stops the decode. */
+static void test_add_encoded_equals_decode_add(void **state)
+{
+	(void)state;
+	enum { N = 10 };
+	struct pd_profile *ps[N];
+	struct pd_buf enc[N];
+	struct pd_err err;
+	for (int i = 0; i < N; i++) {
+		ps[i] = random_profile(i);
+		enc[i] = (struct pd_buf)PD_BUF_INIT(0);
+		assert_int_equal(pd_pprof_encode(ps[i], i % 2 ? 6 : 0, &enc[i], &err), 0); /* gzip and raw */
+	}
+	struct pd_merger *a = pd_merger_new(), *b = pd_merger_new();
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(pd_merger_add(a, ps[i], &err), 0);
+		assert_int_equal(pd_merger_add_encoded(b, enc[i].ptr, enc[i].len, NULL, &err), 0);
+	}
+	assert_int_equal(pd_merger_count(b), N);
+	struct pd_profile *pa, *pb;
+	assert_int_equal(pd_merger_finish(a, &pa, &err), 0);
+	assert_int_equal(pd_merger_finish(b, &pb, &err), 0);
+	struct pd_buf ba = PD_BUF_INIT(0), bb = PD_BUF_INIT(0);
+	assert_int_equal(pd_pprof_encode(pa, 0, &ba, &err), 0);
+	assert_int_equal(pd_pprof_encode(pb, 0, &bb, &err), 0);
+	assert_int_equal(ba.len, bb.len);
+	assert_memory_equal(ba.ptr, bb.ptr, ba.len);
+	/* an incompatible profile is refused before any of its samples */
+	struct pb h;
+	pb_init(&h);
+	pb_sample_type(&h, "inuse_space", "bytes");
+	pb_period_type(&h, "space", "bytes", 524288);
+	pb_finish(&h);
+	assert_int_equal(pd_merger_add_encoded(b, h.b.p, h.b.len, NULL, &err), PD_EINCOMPAT);
+	assert_contains(err.msg, "heap");
+	pb_free(&h);
+	/* garbage: the decoder's error */
+	assert_int_equal(pd_merger_add_encoded(b, (const uint8_t *)"\x0b", 1, NULL, &err), PD_EINVAL);
+	pd_buf_free(&ba);
+	pd_buf_free(&bb);
+	pd_profile_free(pa);
+	pd_profile_free(pb);
+	pd_merger_free(a);
+	pd_merger_free(b);
+	for (int i = 0; i < N; i++) {
+		pd_buf_free(&enc[i]);
+		pd_profile_free(ps[i]);
+	}
+}
+
+static int count_samples(void *ctx, const struct pd_profile *p, const struct pd_sample *s, struct pd_err *err)
+{
+	(void)p;
+	(void)s;
+	int *n = ctx;
+	if (++*n == 3)
+		return pd_errf(err, PD_ELIMIT, "stop at the third sample");
+	return 0;
+}
+
+static void test_decode_stream_callback_stops(void **state)
+{
+	(void)state;
+	struct pd_profile *src = random_profile(3);
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(src, 0, &b, &err), 0);
+	assert_true(src->nsamples >= 3);
+	int n = 0;
+	struct pd_profile *p = NULL;
+	assert_int_equal(pd_pprof_decode_stream(b.ptr, b.len, NULL, NULL, count_samples, &n, &p, &err), PD_ELIMIT);
+	assert_int_equal(n, 3);
+	assert_null(p);
+	assert_contains(err.msg, "third sample");
+	pd_buf_free(&b);
+	pd_profile_free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1315,6 +1394,8 @@ int main(void)
 		cmocka_unit_test(test_fmt_value_units_like_pprof),
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
+		cmocka_unit_test(test_add_encoded_equals_decode_add),
+		cmocka_unit_test(test_decode_stream_callback_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
