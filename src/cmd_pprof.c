@@ -32,6 +32,15 @@ struct inputs {
 	int workers; /* merge threads, 0 = one per CPU */
 };
 
+/* Threads to use: -j, else one per online CPU (at most 8). */
+static int cli_threads(int jobs)
+{
+	if (jobs > 0)
+		return jobs;
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+	return c < 1 ? 1 : c > 8 ? 8 : (int)c;
+}
+
 /*
  * Parallel merge: the inputs are cut into consecutive runs, one per thread;
  * each thread reads, decodes and merges its run into a partial result (with
@@ -129,11 +138,7 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 		}
 		return EXIT_OK;
 	}
-	int t = in->workers;
-	if (t <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		t = c < 1 ? 1 : c > 8 ? 8 : (int)c;
-	}
+	int t = cli_threads(in->workers);
 	if (t > in->n / 8) /* a run of a few files is not worth a thread */
 		t = in->n / 8 > 0 ? in->n / 8 : 1;
 	struct run *runs = calloc((size_t)t, sizeof *runs);
@@ -327,7 +332,8 @@ static int pprof_merge(int argc, char **argv)
 	struct pd_buf out = PD_BUF_INIT(0);
 	struct pd_err err = {0};
 	rc = EXIT_OK;
-	if (pd_pprof_encode(p, raw ? 0 : level, &out, &err) || pd_write_file(outpath, out.ptr, out.len, &err)) {
+	if (pd_pprof_encode_mt(p, raw ? 0 : level, cli_threads(in.workers), &out, &err) ||
+	    pd_write_file(outpath, out.ptr, out.len, &err)) {
 		cli_error("pprof merge: %s", err.msg);
 		rc = EXIT_INPUT;
 	}

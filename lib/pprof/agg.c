@@ -34,14 +34,19 @@ static bool row_eq(void *ctx, uint32_t v)
 
 int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values)
 {
+	uint32_t row;
+	return pd_agg_add2(a, stack, labels, values, &row);
+}
+
+int pd_agg_add2(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values, uint32_t *row)
+{
 	uint64_t h = pd_hash_u64((uint64_t)stack << 32 | labels);
 	struct rowkey k = {a, stack, labels};
 	uint32_t r = pd_hidx_find(&a->idx, h, row_eq, &k);
 	uint32_t nv = a->nvalues;
 	if (r != UINT32_MAX) {
-		int64_t *dst = a->vals + (size_t)r * nv;
-		for (uint32_t i = 0; i < nv; i++)
-			dst[i] += values[i];
+		pd_agg_add_row(a, r, values);
+		*row = r;
 		return 0;
 	}
 	if ((a->max_rows && a->n >= a->max_rows) || a->n >= UINT32_MAX - 1)
@@ -55,7 +60,7 @@ int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t 
 		memcpy(a->vals + a->n * nv, values, nv * sizeof *values);
 	if (pd_hidx_insert(&a->idx, h, (uint32_t)a->n))
 		return PD_ENOMEM;
-	a->n++;
+	*row = (uint32_t)a->n++;
 	return 0;
 }
 

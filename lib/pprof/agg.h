@@ -29,6 +29,15 @@ void pd_agg_free(struct pd_agg *a);
 /* Add values to the row for (stack, labels); returns 0, PD_ENOMEM or
  * PD_ELIMIT (more than max_rows distinct rows). */
 int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values) PD_WUR;
+/* The same, returning the row's index in *row (for pd_agg_add_row). */
+int pd_agg_add2(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values, uint32_t *row) PD_WUR;
+/* Add values to a row whose index the caller remembered. */
+static inline void pd_agg_add_row(struct pd_agg *a, uint32_t row, const int64_t *values)
+{
+	int64_t *dst = a->vals + (size_t)row * a->nvalues;
+	for (uint32_t i = 0; i < a->nvalues; i++)
+		dst[i] += values[i];
+}
 static inline const int64_t *pd_agg_values(const struct pd_agg *a, size_t row)
 {
 	return a->vals + row * a->nvalues;

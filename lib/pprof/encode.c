@@ -197,6 +197,12 @@ static uint8_t *put_function(uint8_t *w, const struct pd_function *f)
 
 int pd_pprof_encode(const struct pd_profile *p, int gzip_level, struct pd_buf *out, struct pd_err *err)
 {
+	return pd_pprof_encode_mt(p, gzip_level, 1, out, err);
+}
+
+int pd_pprof_encode_mt(const struct pd_profile *p, int gzip_level, int threads, struct pd_buf *out,
+		       struct pd_err *err)
+{
 	size_t total = 0;
 	for (uint32_t i = 0; i < p->nsample_types; i++)
 		total += MSG(vtype_size(&p->sample_types[i]));
@@ -266,7 +272,7 @@ int pd_pprof_encode(const struct pd_profile *p, int gzip_level, struct pd_buf *o
 	dst->len += total;
 
 	if (gzip_level > 0) {
-		rc = pd_gzip(raw.ptr, raw.len, gzip_level, out, err);
+		rc = pd_gzip_mt(raw.ptr, raw.len, gzip_level, threads, out, err);
 		pd_buf_free(&raw);
 	}
 	return rc;

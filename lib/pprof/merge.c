@@ -78,6 +78,7 @@ struct pd_merger {
 	VEC(struct pd_line) lines;
 	struct pd_hidx locs_idx;
 	VEC(struct span) stacks;
+	VEC(uint32_t) stack_row; /* stack id -> agg row of (stack, no labels), or PD_NONE */
 	VEC(uint32_t) stack_pool;
 	struct pd_hidx stacks_idx;
 	VEC(struct span) lsets; /* label set 0 = empty */
@@ -469,6 +470,7 @@ void pd_merger_free(struct pd_merger *m)
 	pd_hidx_free(&m->locs_idx);
 	free(m->stacks.v);
 	free(m->stack_pool.v);
+	free(m->stack_row.v);
 	pd_hidx_free(&m->stacks_idx);
 	free(m->lsets.v);
 	free(m->label_pool.v);
@@ -668,9 +670,23 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 		uint32_t lset = intern_lset(m, lb, s->nlabels);
 		if (stack == PD_NONE || lset == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
-		if ((rc = pd_agg_add(&m->agg, stack, lset, s->values)))
+		/* Most samples carry no labels: remember (stack, no labels)'s row
+		 * per stack and skip the aggregation's hash probe next time. */
+		if (lset == 0 && stack < m->stack_row.n && m->stack_row.v[stack] != PD_NONE) {
+			pd_agg_add_row(&m->agg, m->stack_row.v[stack], s->values);
+			return 0;
+		}
+		uint32_t row;
+		if ((rc = pd_agg_add2(&m->agg, stack, lset, s->values, &row)))
 			return pd_errf(err, rc, rc == PD_ELIMIT ? "merge: too many distinct samples"
 							     : "out of memory");
+		if (lset == 0) {
+			if (stack >= m->stack_row.n && VEC_RESERVE(m->stack_row, stack + 1 - m->stack_row.n))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			while (m->stack_row.n <= stack)
+				m->stack_row.v[m->stack_row.n++] = PD_NONE;
+			m->stack_row.v[stack] = row;
+		}
 	}
 	return 0;
 }

@@ -154,6 +154,10 @@ void pd_profile_free(struct pd_profile *p);
  */
 int pd_pprof_encode(const struct pd_profile *p, int gzip_level, struct pd_buf *out,
 		    struct pd_err *err) PD_WUR;
+/* The same, compressing large outputs on up to `threads` threads (as
+ * consecutive gzip members; see pd_gzip_mt). */
+int pd_pprof_encode_mt(const struct pd_profile *p, int gzip_level, int threads, struct pd_buf *out,
+		       struct pd_err *err) PD_WUR;
 
 /* Convenience accessors. */
 static inline struct pd_str pd_profile_str(const struct pd_profile *p, uint32_t i)

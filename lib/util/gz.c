@@ -9,6 +9,7 @@
 #include "gz.h"
 
 #include <libdeflate.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,4 +112,93 @@ int pd_gzip(const uint8_t *in, size_t n, int level, struct pd_buf *out, struct p
 		return pd_errf(err, PD_EINVAL, "gzip: compression failed");
 	out->len += w;
 	return 0;
+}
+
+/* Parts of a fixed size, so the output bytes do not depend on the number
+ * of threads. */
+#define GZ_PART (512u * 1024)
+#define GZ_MAX_PARTS 64
+#define GZ_MAX_THREADS 8
+
+struct gzjob {
+	const uint8_t *in;
+	size_t n, nparts;
+	int level, step, first;
+	struct pd_buf out[GZ_MAX_PARTS];
+	int rc[GZ_MAX_PARTS];
+	struct pd_err err[GZ_MAX_PARTS];
+};
+
+struct gzworker {
+	struct gzjob *job;
+	int first;
+};
+
+static void part_range(const struct gzjob *j, size_t i, size_t *off, size_t *len)
+{
+	size_t base = j->n / j->nparts, extra = j->n % j->nparts;
+	*off = i * base + (i < extra ? i : extra);
+	*len = base + (i < extra);
+}
+
+static void *gz_worker(void *arg)
+{
+	struct gzworker *w = arg;
+	struct gzjob *j = w->job;
+	for (size_t i = (size_t)w->first; i < j->nparts; i += (size_t)j->step) {
+		size_t off, len;
+		part_range(j, i, &off, &len);
+		j->rc[i] = pd_gzip(j->in + off, len, j->level, &j->out[i], &j->err[i]);
+	}
+	return NULL;
+}
+
+int pd_gzip_mt(const uint8_t *in, size_t n, int level, int threads, struct pd_buf *out, struct pd_err *err)
+{
+	size_t nparts = n / GZ_PART;
+	if (nparts > GZ_MAX_PARTS)
+		nparts = GZ_MAX_PARTS;
+	if (nparts < 2)
+		return pd_gzip(in, n, level, out, err);
+	struct gzjob *j = calloc(1, sizeof *j);
+	if (!j)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	if (threads < 1)
+		threads = 1;
+	if (threads > GZ_MAX_THREADS)
+		threads = GZ_MAX_THREADS;
+	if ((size_t)threads > nparts)
+		threads = (int)nparts;
+	j->in = in;
+	j->n = n;
+	j->nparts = nparts;
+	j->level = level;
+	j->step = threads;
+	struct gzworker w[GZ_MAX_THREADS];
+	pthread_t th[GZ_MAX_THREADS];
+	bool started[GZ_MAX_THREADS] = {false};
+	for (int i = 0; i < threads; i++)
+		w[i] = (struct gzworker){j, i};
+	for (int i = 1; i < threads; i++)
+		started[i] = pthread_create(&th[i], NULL, gz_worker, &w[i]) == 0;
+	gz_worker(&w[0]);
+	for (int i = 1; i < threads; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		else
+			gz_worker(&w[i]);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < nparts; i++) {
+		if (!rc && j->rc[i]) {
+			rc = j->rc[i];
+			if (err)
+				*err = j->err[i];
+		}
+		if (!rc && pd_buf_append(out, j->out[i].ptr, j->out[i].len))
+			rc = pd_errf(err, PD_ELIMIT, "gzip: output over the buffer limit");
+		pd_buf_free(&j->out[i]);
+	}
+	free(j);
+	return rc;
 }

@@ -25,4 +25,12 @@ int pd_gunzip(const uint8_t *in, size_t n, size_t max_out, uint8_t **out, size_t
 /* Append the gzip compression of [in, in+n) to out at level 1..12. */
 int pd_gzip(const uint8_t *in, size_t n, int level, struct pd_buf *out, struct pd_err *err) PD_WUR;
 
+/* The same on up to `threads` threads for large inputs: the input is cut
+ * into parts of 512 KiB (at most 64) compressed in parallel as consecutive
+ * gzip members, which every gzip reader (Go's, zlib's, gzip -d, ours) reads
+ * as one stream. The parts do not depend on `threads`: the output bytes are
+ * the same for any thread count. */
+int pd_gzip_mt(const uint8_t *in, size_t n, int level, int threads, struct pd_buf *out,
+	       struct pd_err *err) PD_WUR;
+
 #endif
