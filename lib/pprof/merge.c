@@ -259,11 +259,28 @@ static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, 
 
 /* ---- locations ------------------------------------------------------------ */
 
+/*
+ * A location is keyed as in pprof by (address - mapping start, mapping,
+ * is_folded, each line's (function, line, column)). The hash leaves the
+ * functions out, and the comparison checks a line's function by content
+ * against the source function (or by merged id once known): so a location
+ * seen in an earlier profile is found without hashing its functions, and
+ * finding it also maps the source functions of its lines for free.
+ */
 struct lockey {
 	struct pd_merger *m;
-	const struct mloc *l;
-	const struct pd_line *lines;
+	const struct pd_profile *src;
+	const struct pd_location *s; /* source location */
+	const struct mloc *l;        /* its mapped address and mapping */
 };
+
+static bool fn_same(struct pd_merger *m, const struct pd_profile *src, uint32_t merged, uint32_t srcfn)
+{
+	if (m->m_func[srcfn] != PD_NONE)
+		return m->m_func[srcfn] == merged;
+	struct fnkey k = {m, src, &src->functions[srcfn]};
+	return fn_eq(&k, merged);
+}
 
 static bool loc_eq(void *ctx, uint32_t v)
 {
@@ -272,12 +289,20 @@ static bool loc_eq(void *ctx, uint32_t v)
 	if (a->normaddr != b->normaddr || a->mapping != b->mapping || a->is_folded != b->is_folded ||
 	    a->nlines != b->nlines)
 		return false;
-	const struct pd_line *la = k->m->lines.v + a->lines;
+	const struct pd_line *la = k->m->lines.v + a->lines, *ls = k->s->lines;
 	for (uint32_t i = 0; i < a->nlines; i++)
-		if (la[i].function != k->lines[i].function || la[i].line != k->lines[i].line ||
-		    la[i].column != k->lines[i].column)
+		if (la[i].line != ls[i].line || la[i].column != ls[i].column ||
+		    !fn_same(k->m, k->src, la[i].function, ls[i].function))
 			return false;
 	return true;
+}
+
+static uint64_t loc_hash(const struct mloc *c, const struct pd_line *lines)
+{
+	uint64_t h = pd_hash_u64(c->normaddr ^ ((uint64_t)c->mapping << 1 | c->is_folded));
+	for (uint32_t j = 0; j < c->nlines; j++)
+		h = pd_hash_u64(h ^ pd_hash_u64((uint64_t)lines[j].line ^ ((uint64_t)lines[j].column << 40)));
+	return h;
 }
 
 static uint32_t map_location(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
@@ -294,24 +319,25 @@ static uint32_t map_location(struct pd_merger *m, const struct pd_profile *src, 
 		c.address = (uint64_t)((int64_t)s->address + off);
 		c.normaddr = c.address - m->maps.v[c.mapping].start;
 	}
-	/* Stage the mapped lines at the end of the pool; keep them only if new. */
-	if (VEC_RESERVE(m->lines, s->nlines))
-		return PD_NONE;
-	struct pd_line *nl = m->lines.v + m->lines.n;
-	uint64_t h = pd_hash_u64(c.normaddr ^ ((uint64_t)c.mapping << 1 | c.is_folded));
-	for (uint32_t j = 0; j < s->nlines; j++) {
-		nl[j].function = map_function(m, src, s->lines[j].function);
-		if (nl[j].function == PD_NONE)
-			return PD_NONE;
-		nl[j].line = s->lines[j].line;
-		nl[j].column = s->lines[j].column;
-		h = pd_hash_u64(h ^ nl[j].function ^ pd_hash_u64((uint64_t)nl[j].line ^ ((uint64_t)nl[j].column << 40)));
-	}
-	struct lockey k = {m, &c, nl};
+	uint64_t h = loc_hash(&c, s->lines);
+	struct lockey k = {m, src, s, &c};
 	uint32_t v = pd_hidx_find(&m->locs_idx, h, loc_eq, &k);
-	if (v == UINT32_MAX) {
-		if (VEC_RESERVE(m->locs, 1))
+	if (v != UINT32_MAX) {
+		/* equal location: its lines' functions are the source's */
+		const struct pd_line *la = m->lines.v + m->locs.v[v].lines;
+		for (uint32_t j = 0; j < s->nlines; j++)
+			m->m_func[s->lines[j].function] = la[j].function;
+	} else {
+		if (VEC_RESERVE(m->lines, s->nlines) || VEC_RESERVE(m->locs, 1))
 			return PD_NONE;
+		struct pd_line *nl = m->lines.v + m->lines.n;
+		for (uint32_t j = 0; j < s->nlines; j++) {
+			nl[j].function = map_function(m, src, s->lines[j].function);
+			if (nl[j].function == PD_NONE)
+				return PD_NONE;
+			nl[j].line = s->lines[j].line;
+			nl[j].column = s->lines[j].column;
+		}
 		c.lines = (uint32_t)m->lines.n;
 		m->lines.n += s->nlines;
 		v = (uint32_t)m->locs.n++;
