@@ -51,8 +51,24 @@ struct mloc {
 	bool is_folded;
 };
 
+struct stackent {
+	uint32_t off, n; /* locations in stack_pool */
+	uint32_t row0;   /* agg row of (this stack, no labels), PD_NONE until seen:
+			  * next to off/n so the common sample costs no extra miss */
+};
+
 struct span {
 	uint32_t off, n;
+};
+
+/* A sample in the merger's pipeline (see merger_sample). */
+enum { PF_B = 4, PF_C = 8, PF_DEPTH = 12 };
+
+struct pending {
+	VEC(uint32_t) stack; /* merged location ids */
+	VEC(int64_t) vals;
+	uint64_t hash;
+	uint32_t lset, hint; /* hint: the stack id the index slot held at stage B */
 };
 
 struct pd_merger {
@@ -77,8 +93,7 @@ struct pd_merger {
 	VEC(struct mloc) locs;
 	VEC(struct pd_line) lines;
 	struct pd_hidx locs_idx;
-	VEC(struct span) stacks;
-	VEC(uint32_t) stack_row; /* stack id -> agg row of (stack, no labels), or PD_NONE */
+	VEC(struct stackent) stacks;
 	VEC(uint32_t) stack_pool;
 	struct pd_hidx stacks_idx;
 	VEC(struct span) lsets; /* label set 0 = empty */
@@ -92,8 +107,11 @@ struct pd_merger {
 	int64_t *m_map_off;
 	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map;
 
+	/* the sample pipeline (see merger_sample) */
+	struct pending *pf;
+	size_t pf_head, pf_count;
+
 	/* scratch */
-	VEC(uint32_t) tmp_stack;
 	VEC(struct pd_label) tmp_labels;
 };
 
@@ -361,7 +379,7 @@ struct spankey {
 static bool stack_eq(void *ctx, uint32_t v)
 {
 	struct spankey *k = ctx;
-	struct span s = k->m->stacks.v[v];
+	struct stackent s = k->m->stacks.v[v];
 	return s.n == k->n && (s.n == 0 || memcmp(k->m->stack_pool.v + s.off, k->items, s.n * sizeof(uint32_t)) == 0);
 }
 
@@ -379,9 +397,13 @@ static bool lset_eq(void *ctx, uint32_t v)
 	return true;
 }
 
-static uint32_t intern_stack(struct pd_merger *m, const uint32_t *locs, uint32_t n)
+static uint64_t stack_hash(const uint32_t *locs, uint32_t n)
 {
-	uint64_t h = n ? pd_hash(locs, n * sizeof *locs, 0x57ac) : 0x57ac;
+	return n ? pd_hash(locs, n * sizeof *locs, 0x57ac) : 0x57ac;
+}
+
+static uint32_t intern_stack_h(struct pd_merger *m, const uint32_t *locs, uint32_t n, uint64_t h)
+{
 	struct spankey k = {m, locs, n, false};
 	uint32_t v = pd_hidx_find(&m->stacks_idx, h, stack_eq, &k);
 	if (v != UINT32_MAX)
@@ -391,7 +413,7 @@ static uint32_t intern_stack(struct pd_merger *m, const uint32_t *locs, uint32_t
 	if (n)
 		memcpy(m->stack_pool.v + m->stack_pool.n, locs, n * sizeof *locs);
 	v = (uint32_t)m->stacks.n++;
-	m->stacks.v[v] = (struct span){(uint32_t)m->stack_pool.n, n};
+	m->stacks.v[v] = (struct stackent){(uint32_t)m->stack_pool.n, n, PD_NONE};
 	m->stack_pool.n += n;
 	if (pd_hidx_insert(&m->stacks_idx, h, v))
 		return PD_NONE;
@@ -467,7 +489,8 @@ struct pd_merger *pd_merger_new(void)
 		return NULL;
 	m->arena = pd_arena_new(256 * 1024);
 	m->first_mapping = PD_NONE;
-	if (!m->arena || pd_hidx_init(&m->strs_idx, 4096) || pd_hidx_init(&m->maps_idx, 16) ||
+	m->pf = calloc(PF_DEPTH, sizeof *m->pf);
+	if (!m->arena || !m->pf || pd_hidx_init(&m->strs_idx, 4096) || pd_hidx_init(&m->maps_idx, 16) ||
 	    pd_hidx_init(&m->funcs_idx, 4096) || pd_hidx_init(&m->locs_idx, 4096) ||
 	    pd_hidx_init(&m->stacks_idx, 4096) || pd_hidx_init(&m->lsets_idx, 64) ||
 	    VEC_RESERVE(m->lsets, 1) || intern_str(m, "", 0) != 0) {
@@ -496,7 +519,6 @@ void pd_merger_free(struct pd_merger *m)
 	pd_hidx_free(&m->locs_idx);
 	free(m->stacks.v);
 	free(m->stack_pool.v);
-	free(m->stack_row.v);
 	pd_hidx_free(&m->stacks_idx);
 	free(m->lsets.v);
 	free(m->label_pool.v);
@@ -508,7 +530,11 @@ void pd_merger_free(struct pd_merger *m)
 	free(m->m_loc);
 	free(m->m_map);
 	free(m->m_map_off);
-	free(m->tmp_stack.v);
+	for (int i = 0; m->pf && i < PF_DEPTH; i++) {
+		free(m->pf[i].stack.v);
+		free(m->pf[i].vals.v);
+	}
+	free(m->pf);
 	free(m->tmp_labels.v);
 	free(m);
 }
@@ -664,7 +690,56 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 	return 0;
 }
 
-/* Add one sample of the profile begun last. */
+/*
+ * Samples go through a short pipeline so that the cache misses of their
+ * aggregation overlap instead of adding up: on arrival a sample's locations
+ * are mapped, its stack hashed and the stack index slot prefetched; PF_B
+ * samples later the slot is read and the stack entry it names prefetched;
+ * PF_C samples later the stack's locations and its aggregation row are
+ * prefetched; PF_DEPTH samples later it is interned and added. Samples
+ * leave in arrival order and every decision is taken at the last stage, so
+ * the result is exactly that of one-at-a-time processing; the earlier
+ * stages only prefetch.
+ */
+static inline struct pending *pf_at(struct pd_merger *m, size_t age) /* age 0 = newest */
+{
+	return &m->pf[(m->pf_head + PF_DEPTH - 1 - age) % PF_DEPTH];
+}
+
+/* Intern the oldest pending sample's stack and add its values. */
+static int pf_finish_one(struct pd_merger *m, struct pd_err *err)
+{
+	struct pending *e = &m->pf[(m->pf_head + PF_DEPTH - m->pf_count) % PF_DEPTH];
+	m->pf_count--;
+	uint32_t stack = intern_stack_h(m, e->stack.v, (uint32_t)e->stack.n, e->hash);
+	if (stack == PD_NONE)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	/* Most samples carry no labels: (stack, no labels)'s row is kept in
+	 * the stack entry, which skips the aggregation's hash probe. */
+	if (e->lset == 0 && m->stacks.v[stack].row0 != PD_NONE) {
+		pd_agg_add_row(&m->agg, m->stacks.v[stack].row0, e->vals.v);
+		return 0;
+	}
+	uint32_t row;
+	int rc = pd_agg_add2(&m->agg, stack, e->lset, e->vals.v, &row);
+	if (rc)
+		return pd_errf(err, rc, rc == PD_ELIMIT ? "merge: too many distinct samples" : "out of memory");
+	if (e->lset == 0)
+		m->stacks.v[stack].row0 = row;
+	return 0;
+}
+
+/* Finish every pending sample (end of a profile). */
+static int pf_drain(struct pd_merger *m, struct pd_err *err)
+{
+	int rc = 0;
+	while (m->pf_count && !rc)
+		rc = pf_finish_one(m, err);
+	m->pf_count = 0;
+	return rc;
+}
+
+/* Add one sample of the profile begun last (through the pipeline). */
 static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const struct pd_sample *s, bool partial,
 			 struct pd_err *err)
 {
@@ -674,44 +749,57 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 		zero = s->values[j] == 0;
 	if (zero && !partial) /* a partial result's zero rows keep their place */
 		return 0;
-	{
-		if (VEC_RESERVE(m->tmp_stack, s->nlocs) || VEC_RESERVE(m->tmp_labels, s->nlabels))
+	if (m->pf_count == PF_DEPTH && (rc = pf_finish_one(m, err)))
+		return rc;
+	struct pending *e = &m->pf[m->pf_head];
+	e->stack.n = e->vals.n = 0;
+	if (VEC_RESERVE(e->stack, s->nlocs) || VEC_RESERVE(e->vals, p->nsample_types) ||
+	    VEC_RESERVE(m->tmp_labels, s->nlabels))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	uint32_t *st = e->stack.v;
+	for (uint32_t j = 0; j < s->nlocs; j++)
+		if ((st[j] = map_location(m, p, s->locs[j])) == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
-		uint32_t *st = m->tmp_stack.v;
-		for (uint32_t j = 0; j < s->nlocs; j++)
-			if ((st[j] = map_location(m, p, s->locs[j])) == PD_NONE)
-				return pd_errf(err, PD_ENOMEM, "out of memory");
-		uint32_t stack = intern_stack(m, st, s->nlocs);
-		struct pd_label *lb = m->tmp_labels.v;
-		for (uint32_t j = 0; j < s->nlabels; j++) {
-			const struct pd_label *l = &s->labels[j];
-			lb[j].key = map_str(m, p, l->key);
-			lb[j].str = l->str ? map_str(m, p, l->str) : 0;
-			lb[j].num = l->str ? 0 : l->num;
-			lb[j].num_unit = l->str ? 0 : map_str(m, p, l->num_unit);
-			if (lb[j].key == PD_NONE || lb[j].str == PD_NONE || lb[j].num_unit == PD_NONE)
-				return pd_errf(err, PD_ENOMEM, "out of memory");
-		}
-		sort_labels(m, lb, s->nlabels);
-		uint32_t lset = intern_lset(m, lb, s->nlabels);
-		if (stack == PD_NONE || lset == PD_NONE)
+	e->stack.n = s->nlocs;
+	if (p->nsample_types)
+		memcpy(e->vals.v, s->values, p->nsample_types * sizeof *s->values);
+	e->vals.n = p->nsample_types;
+	e->hash = stack_hash(st, s->nlocs);
+	__builtin_prefetch(&m->stacks_idx.slots[pd__hidx_fix(e->hash) & m->stacks_idx.mask]);
+	struct pd_label *lb = m->tmp_labels.v;
+	for (uint32_t j = 0; j < s->nlabels; j++) {
+		const struct pd_label *l = &s->labels[j];
+		lb[j].key = map_str(m, p, l->key);
+		lb[j].str = l->str ? map_str(m, p, l->str) : 0;
+		lb[j].num = l->str ? 0 : l->num;
+		lb[j].num_unit = l->str ? 0 : map_str(m, p, l->num_unit);
+		if (lb[j].key == PD_NONE || lb[j].str == PD_NONE || lb[j].num_unit == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
-		/* Most samples carry no labels: remember (stack, no labels)'s row
-		 * per stack and skip the aggregation's hash probe next time. */
-		if (lset == 0 && stack < m->stack_row.n && m->stack_row.v[stack] != PD_NONE) {
-			pd_agg_add_row(&m->agg, m->stack_row.v[stack], s->values);
-			return 0;
+	}
+	sort_labels(m, lb, s->nlabels);
+	e->lset = intern_lset(m, lb, s->nlabels);
+	if (e->lset == PD_NONE)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	e->hint = PD_NONE;
+	m->pf_head = (m->pf_head + 1) % PF_DEPTH;
+	m->pf_count++;
+	/* stage B: read the (now cached) index slot, prefetch the stack entry */
+	if (m->pf_count > PF_B) {
+		struct pending *b = pf_at(m, PF_B);
+		const struct pd_hidx_slot *sl = &m->stacks_idx.slots[pd__hidx_fix(b->hash) & m->stacks_idx.mask];
+		if (sl->hash == pd__hidx_fix(b->hash) && sl->val < m->stacks.n) {
+			b->hint = sl->val;
+			__builtin_prefetch(&m->stacks.v[sl->val]);
 		}
-		uint32_t row;
-		if ((rc = pd_agg_add2(&m->agg, stack, lset, s->values, &row)))
-			return pd_errf(err, rc, rc == PD_ELIMIT ? "merge: too many distinct samples"
-							     : "out of memory");
-		if (lset == 0) {
-			if (stack >= m->stack_row.n && VEC_RESERVE(m->stack_row, stack + 1 - m->stack_row.n))
-				return pd_errf(err, PD_ENOMEM, "out of memory");
-			while (m->stack_row.n <= stack)
-				m->stack_row.v[m->stack_row.n++] = PD_NONE;
-			m->stack_row.v[stack] = row;
+	}
+	/* stage C: prefetch the stack's locations and its aggregation row */
+	if (m->pf_count > PF_C) {
+		struct pending *c = pf_at(m, PF_C);
+		if (c->hint != PD_NONE && c->hint < m->stacks.n) {
+			const struct stackent *se = &m->stacks.v[c->hint];
+			__builtin_prefetch(m->stack_pool.v + se->off);
+			if (se->row0 != PD_NONE && c->lset == 0)
+				__builtin_prefetch(m->agg.vals + (size_t)se->row0 * m->agg.nvalues);
 		}
 	}
 	return 0;
@@ -722,6 +810,9 @@ static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool part
 	int rc = merger_begin(m, p, err);
 	for (size_t si = 0; !rc && si < p->nsamples; si++)
 		rc = merger_sample(m, p, &p->samples[si], partial, err);
+	if (!rc)
+		rc = pf_drain(m, err);
+	m->pf_count = 0;
 	return rc;
 }
 
@@ -740,6 +831,9 @@ int pd_merger_add_encoded(struct pd_merger *m, const uint8_t *data, size_t len, 
 {
 	struct pd_profile *p = NULL;
 	int rc = pd_pprof_decode_stream(data, len, lim, stream_header, stream_sample, m, &p, err);
+	if (!rc)
+		rc = pf_drain(m, err);
+	m->pf_count = 0;
 	pd_profile_free(p);
 	return rc;
 }
@@ -867,7 +961,7 @@ int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err
 		if (!m->partial && pd_agg_row_zero(&m->agg, r))
 			continue;
 		struct pd_sample *s = &p->samples[p->nsamples++];
-		struct span st = m->stacks.v[m->agg.rows[r].stack];
+		struct stackent st = m->stacks.v[m->agg.rows[r].stack];
 		struct span ls = m->lsets.v[m->agg.rows[r].labels];
 		s->nlocs = st.n;
 		s->nlabels = ls.n;
