@@ -1,0 +1,1778 @@
+/*
+ * sqlite.c — the embedded store: one SQLite database (WAL) per UTC day
+ * under the data directory, so retention deletes whole files.
+ *
+ * Each partition holds six symbol tables (strings, functions, mappings,
+ * locations, stacks, label sets) of the same shape:
+ *     seq INTEGER PRIMARY KEY, h INTEGER UNIQUE, c BLOB
+ * h is the low half of a 128-bit hash of the symbol's content in terms of
+ * its children's content hashes, so it does not depend on the partition.
+ * c is the content with children referred to by their seq (compact), which
+ * is what an equal-h row is compared against: a hash collision is detected
+ * and resolved by probing h+1, h+2, ..., never conflated. An in-memory cache
+ * of (128-bit hash -> seq) per partition makes repeated symbols free.
+ *
+ * A profile is a row: xid, service, type, creation time, labels, a header
+ * blob (sample types, period, time, duration, comments, mappings...) and a
+ * zstd-compressed sample block of (stack seq, label-set seq, values) rows,
+ * sorted by stack and delta-encoded. Every ingest is one transaction,
+ * committed with synchronous=FULL before the call returns: acknowledged
+ * data survives kill -9.
+ *
+ * Merges aggregate the rows of each partition on (stack seq, label-set seq)
+ * with the aggregation core, materialise only the symbols the result uses,
+ * and combine partitions with the pprof merger (content-keyed, so nothing
+ * depends on seqs agreeing across partitions). One mutex serialises the
+ * store; SQLite runs single-threaded under it.
+ */
+#define _GNU_SOURCE
+#include "store.h"
+#include "../pprof/agg.h"
+#include "../pprof/wire.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+#include <zstd.h>
+
+enum { K_STR, K_FN, K_MAP, K_LOC, K_STACK, K_LSET, NKINDS };
+static const char *const ktable[NKINDS] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
+
+#define DAY_NS (86400LL * 1000000000LL)
+#define MAX_BLOCK (256u << 20)
+
+struct cache {
+	struct pd_hidx idx;
+	XXH128_hash_t *h;
+	int64_t *seq;
+	size_t n, cap;
+};
+
+struct part {
+	int64_t day; /* days since the epoch */
+	sqlite3 *db;
+	sqlite3_stmt *find[NKINDS], *ins[NKINDS], *get[NKINDS];
+	sqlite3_stmt *ins_prof, *ins_label, *get_prof, *del_prof, *del_labels;
+	struct cache cache[NKINDS];
+};
+
+struct sq {
+	struct pd_store base;
+	char *dir;
+	struct pd_pprof_limits lim;
+	pthread_mutex_t mu;
+	struct part **parts;
+	size_t nparts, cap;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int sqerr(struct pd_err *err, sqlite3 *db, const char *what)
+{
+	return pd_errf(err, PD_EIO, "store: %s: %s", what, db ? sqlite3_errmsg(db) : "cannot open");
+}
+
+static void day_path(const struct sq *s, int64_t day, char *buf, size_t n)
+{
+	time_t t = (time_t)(day * 86400);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(buf, n, "%s/profd-%04d%02d%02d.db", s->dir, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
+
+/* growable byte buffer for encodings */
+static int put_v(struct pd_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	uint8_t *e = pd_put_varint(tmp, v);
+	return pd_buf_append(b, tmp, (size_t)(e - tmp));
+}
+static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+struct rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+static uint64_t get_v(struct rd *r)
+{
+	uint64_t v = 0;
+	if (!r->bad && pd_varint(&r->p, r->end, &v))
+		r->bad = true;
+	return r->bad ? 0 : v;
+}
+
+/* ---- partitions ------------------------------------------------------------ */
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=FULL;"
+	"CREATE TABLE IF NOT EXISTS strings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS functions(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mappings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS locations(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS stacks(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS labelsets(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
+	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
+	" nsamples INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS profiles_svc ON profiles(service, created);"
+	"CREATE TABLE IF NOT EXISTS profile_labels(pk INTEGER NOT NULL, k TEXT NOT NULL, v TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS profile_labels_pk ON profile_labels(pk);"
+	"CREATE INDEX IF NOT EXISTS profile_labels_kv ON profile_labels(k, v, pk);";
+
+static void part_close(struct part *p)
+{
+	if (!p)
+		return;
+	for (int k = 0; k < NKINDS; k++) {
+		sqlite3_finalize(p->find[k]);
+		sqlite3_finalize(p->ins[k]);
+		sqlite3_finalize(p->get[k]);
+		pd_hidx_free(&p->cache[k].idx);
+		free(p->cache[k].h);
+		free(p->cache[k].seq);
+	}
+	sqlite3_finalize(p->ins_prof);
+	sqlite3_finalize(p->ins_label);
+	sqlite3_finalize(p->get_prof);
+	sqlite3_finalize(p->del_prof);
+	sqlite3_finalize(p->del_labels);
+	sqlite3_close(p->db);
+	free(p);
+}
+
+static int prep(struct part *p, const char *sql, sqlite3_stmt **st, struct pd_err *err)
+{
+	if (sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+		return sqerr(err, p->db, sql);
+	return 0;
+}
+
+/* The partition of day `day`; created if `create`, else NULL if absent. */
+static int part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err)
+{
+	*out = NULL;
+	for (size_t i = 0; i < s->nparts; i++)
+		if (s->parts[i]->day == day) {
+			*out = s->parts[i];
+			return 0;
+		}
+	char path[4096];
+	day_path(s, day, path, sizeof path);
+	if (!create && access(path, F_OK) != 0)
+		return 0;
+	struct part *p = calloc(1, sizeof *p);
+	if (!p)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	p->day = day;
+	int rc = 0;
+	if (sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, sqlite3_errmsg(p->db));
+		goto fail;
+	}
+	sqlite3_busy_timeout(p->db, 5000);
+	char *msg = NULL;
+	if (sqlite3_exec(p->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, msg ? msg : "schema");
+		sqlite3_free(msg);
+		goto fail;
+	}
+	for (int k = 0; k < NKINDS; k++) {
+		char sql[160];
+		snprintf(sql, sizeof sql, "SELECT seq, c FROM %s WHERE h = ?", ktable[k]);
+		if ((rc = prep(p, sql, &p->find[k], err)))
+			goto fail;
+		snprintf(sql, sizeof sql, "INSERT INTO %s(h, c) VALUES(?, ?)", ktable[k]);
+		if ((rc = prep(p, sql, &p->ins[k], err)))
+			goto fail;
+		snprintf(sql, sizeof sql, "SELECT c FROM %s WHERE seq = ?", ktable[k]);
+		if ((rc = prep(p, sql, &p->get[k], err)))
+			goto fail;
+		if (pd_hidx_init(&p->cache[k].idx, 1024)) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	if ((rc = prep(p,
+		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples)"
+		       " VALUES(?, ?, ?, ?, ?, ?, ?)",
+		       &p->ins_prof, err)) ||
+	    (rc = prep(p, "INSERT INTO profile_labels(pk, k, v) VALUES(?, ?, ?)", &p->ins_label, err)) ||
+	    (rc = prep(p, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
+		       &p->get_prof, err)) ||
+	    (rc = prep(p, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
+	    (rc = prep(p, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)))
+		goto fail;
+	if (pd_grow((void **)&s->parts, &s->cap, s->nparts + 1, sizeof *s->parts)) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto fail;
+	}
+	s->parts[s->nparts++] = p;
+	*out = p;
+	return 0;
+fail:
+	part_close(p);
+	return rc;
+}
+
+/* ---- symbols ------------------------------------------------------------------- */
+
+struct ckey {
+	const struct cache *c;
+	XXH128_hash_t h;
+};
+
+static bool cache_eq(void *ctx, uint32_t v)
+{
+	const struct ckey *k = ctx;
+	return XXH128_isEqual(k->c->h[v], k->h);
+}
+
+static int64_t cache_find(struct cache *c, XXH128_hash_t h)
+{
+	struct ckey k = {c, h};
+	uint32_t v = pd_hidx_find(&c->idx, h.low64, cache_eq, &k);
+	return v == UINT32_MAX ? -1 : c->seq[v];
+}
+
+static int cache_add(struct cache *c, XXH128_hash_t h, int64_t seq)
+{
+	size_t hc = c->cap, sc = c->cap;
+	if (pd_grow((void **)&c->h, &hc, c->n + 1, sizeof *c->h) ||
+	    pd_grow((void **)&c->seq, &sc, c->n + 1, sizeof *c->seq))
+		return PD_ENOMEM;
+	c->cap = hc < sc ? hc : sc;
+	c->h[c->n] = h;
+	c->seq[c->n] = seq;
+	if (pd_hidx_insert(&c->idx, h.low64, (uint32_t)c->n))
+		return PD_ENOMEM;
+	c->n++;
+	return 0;
+}
+
+/*
+ * The seq of the symbol of kind k whose content hash is h and stored content
+ * c[0..n) (the first `key` bytes decide identity; mappings keep first-seen
+ * fields after their key). Inserted if new.
+ */
+static int sym_put(struct part *p, int k, XXH128_hash_t h, const uint8_t *c, size_t n, size_t key, int64_t *seq,
+		   struct pd_err *err)
+{
+	int64_t s = cache_find(&p->cache[k], h);
+	if (s >= 0) {
+		*seq = s;
+		return 0;
+	}
+	uint64_t probe = h.low64;
+	for (int tries = 0; tries < 64; tries++, probe = pd_hash_u64(probe + 1)) {
+		sqlite3_stmt *f = p->find[k];
+		sqlite3_reset(f);
+		sqlite3_bind_int64(f, 1, (int64_t)probe);
+		int r = sqlite3_step(f);
+		if (r == SQLITE_ROW) {
+			const void *oc = sqlite3_column_blob(f, 1);
+			size_t on = (size_t)sqlite3_column_bytes(f, 1);
+			if (on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) &&
+			    (key != n || on == n)) {
+				*seq = sqlite3_column_int64(f, 0);
+				sqlite3_reset(f);
+				return cache_add(&p->cache[k], h, *seq) ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
+			}
+			sqlite3_reset(f);
+			continue; /* a collision: probe the next hash */
+		}
+		sqlite3_reset(f);
+		if (r != SQLITE_DONE)
+			return sqerr(err, p->db, "symbol lookup");
+		sqlite3_stmt *ins = p->ins[k];
+		sqlite3_reset(ins);
+		sqlite3_bind_int64(ins, 1, (int64_t)probe);
+		sqlite3_bind_blob(ins, 2, c, (int)n, SQLITE_STATIC);
+		if (sqlite3_step(ins) != SQLITE_DONE) {
+			sqlite3_reset(ins);
+			return sqerr(err, p->db, "symbol insert");
+		}
+		sqlite3_reset(ins);
+		*seq = sqlite3_last_insert_rowid(p->db);
+		return cache_add(&p->cache[k], h, *seq) ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
+	}
+	return pd_errf(err, PD_EIO, "store: 64 hash collisions in a row in %s (corrupt partition?)", ktable[k]);
+}
+
+/* Read back a symbol's stored content into buf. */
+static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+{
+	sqlite3_stmt *g = p->get[k];
+	sqlite3_reset(g);
+	sqlite3_bind_int64(g, 1, seq);
+	if (sqlite3_step(g) != SQLITE_ROW) {
+		sqlite3_reset(g);
+		return pd_errf(err, PD_EIO, "store: %s #%lld missing (corrupt partition?)", ktable[k], (long long)seq);
+	}
+	buf->len = 0;
+	int rc = pd_buf_append(buf, sqlite3_column_blob(g, 0), (size_t)sqlite3_column_bytes(g, 0));
+	sqlite3_reset(g);
+	return rc ? pd_errf(err, rc, "out of memory") : 0;
+}
+
+/* ---- ingest: decompose a profile --------------------------------------------------- */
+
+struct ing {
+	struct part *pt;
+	const struct pd_profile *p;
+	struct pd_err *err;
+	/* per source entity: content hash and seq */
+	XXH128_hash_t *sh, *fh, *mh, *lh;
+	int64_t *ss, *fs, *ms, *ls;
+	int64_t *mstart; /* the first-seen start of each source mapping's stored mapping */
+	struct pd_buf tmp;
+};
+
+static XXH128_hash_t h128(const void *p, size_t n, uint64_t seed) { return XXH3_128bits_withSeed(p, n, seed); }
+
+static int ing_string(struct ing *g, uint32_t i)
+{
+	if (g->ss[i] >= 0)
+		return 0;
+	struct pd_str s = g->p->strings[i];
+	g->sh[i] = h128(s.ptr, s.len, K_STR);
+	return sym_put(g->pt, K_STR, g->sh[i], (const uint8_t *)s.ptr, s.len, s.len, &g->ss[i], g->err);
+}
+
+static int ing_function(struct ing *g, uint32_t i)
+{
+	if (g->fs[i] >= 0)
+		return 0;
+	const struct pd_function *f = &g->p->functions[i];
+	int rc;
+	if ((rc = ing_string(g, f->name)) || (rc = ing_string(g, f->system_name)) || (rc = ing_string(g, f->filename)))
+		return rc;
+	XXH128_hash_t hs[3] = {g->sh[f->name], g->sh[f->system_name], g->sh[f->filename]};
+	uint8_t hk[3 * sizeof(XXH128_hash_t) + 8];
+	memcpy(hk, hs, sizeof hs);
+	memcpy(hk + sizeof hs, &f->start_line, 8);
+	g->fh[i] = h128(hk, sizeof hk, K_FN);
+	g->tmp.len = 0;
+	if (put_v(&g->tmp, (uint64_t)g->ss[f->name]) || put_v(&g->tmp, (uint64_t)g->ss[f->system_name]) ||
+	    put_v(&g->tmp, (uint64_t)g->ss[f->filename]) || put_v(&g->tmp, zz(f->start_line)))
+		return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	return sym_put(g->pt, K_FN, g->fh[i], g->tmp.ptr, g->tmp.len, g->tmp.len, &g->fs[i], g->err);
+}
+
+static int ing_mapping(struct ing *g, uint32_t i)
+{
+	if (g->ms[i] >= 0)
+		return 0;
+	const struct pd_mapping *m = &g->p->mappings[i];
+	int rc;
+	if ((rc = ing_string(g, m->filename)) || (rc = ing_string(g, m->build_id)))
+		return rc;
+	/* identity = pprof's merge key: size rounded up to 4 KiB, file offset,
+	 * build id if any, else file name */
+	uint64_t size = m->limit - m->start;
+	size = (size + 0xfff) - ((size + 0xfff) % 0x1000);
+	uint32_t file = m->build_id ? m->build_id : m->filename;
+	uint8_t hk[16 + sizeof(XXH128_hash_t)];
+	memcpy(hk, &size, 8);
+	memcpy(hk + 8, &m->offset, 8);
+	memcpy(hk + 16, &g->sh[file], sizeof(XXH128_hash_t));
+	g->mh[i] = h128(hk, sizeof hk, K_MAP);
+	g->tmp.len = 0;
+	uint64_t flags = (uint64_t)m->has_functions | (uint64_t)m->has_filenames << 1 |
+			 (uint64_t)m->has_line_numbers << 2 | (uint64_t)m->has_inline_frames << 3;
+	if (put_v(&g->tmp, size) || put_v(&g->tmp, m->offset) || put_v(&g->tmp, (uint64_t)g->ss[file]))
+		return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	size_t key = g->tmp.len;
+	if (put_v(&g->tmp, m->start) || put_v(&g->tmp, m->limit) || put_v(&g->tmp, (uint64_t)g->ss[m->filename]) ||
+	    put_v(&g->tmp, (uint64_t)g->ss[m->build_id]) || put_v(&g->tmp, flags))
+		return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	return sym_put(g->pt, K_MAP, g->mh[i], g->tmp.ptr, g->tmp.len, key, &g->ms[i], g->err);
+}
+
+static int ing_location(struct ing *g, uint32_t i)
+{
+	if (g->ls[i] >= 0)
+		return 0;
+	const struct pd_location *l = &g->p->locations[i];
+	int rc;
+	XXH128_hash_t mh = {0, 0};
+	uint64_t rel = l->address;
+	if (l->mapping != PD_NONE) {
+		if ((rc = ing_mapping(g, l->mapping)))
+			return rc;
+		mh = g->mh[l->mapping];
+		rel = l->address - g->p->mappings[l->mapping].start;
+	}
+	/* children first: they use g->tmp too */
+	for (uint32_t j = 0; j < l->nlines; j++)
+		if ((rc = ing_function(g, l->lines[j].function)))
+			return rc;
+	XXH3_state_t st;
+	XXH3_128bits_reset_withSeed(&st, K_LOC);
+	XXH3_128bits_update(&st, &mh, sizeof mh);
+	XXH3_128bits_update(&st, &rel, 8);
+	uint8_t folded = l->is_folded;
+	XXH3_128bits_update(&st, &folded, 1);
+	g->tmp.len = 0;
+	if (put_v(&g->tmp, l->mapping == PD_NONE ? 0 : (uint64_t)g->ms[l->mapping]) || put_v(&g->tmp, rel) ||
+	    put_v(&g->tmp, folded) || put_v(&g->tmp, l->nlines))
+		return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	for (uint32_t j = 0; j < l->nlines; j++) {
+		const struct pd_line *ln = &l->lines[j];
+		XXH3_128bits_update(&st, &g->fh[ln->function], sizeof(XXH128_hash_t));
+		XXH3_128bits_update(&st, &ln->line, 8);
+		XXH3_128bits_update(&st, &ln->column, 8);
+		if (put_v(&g->tmp, (uint64_t)g->fs[ln->function]) || put_v(&g->tmp, zz(ln->line)) ||
+		    put_v(&g->tmp, zz(ln->column)))
+			return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	}
+	g->lh[i] = XXH3_128bits_digest(&st);
+	return sym_put(g->pt, K_LOC, g->lh[i], g->tmp.ptr, g->tmp.len, g->tmp.len, &g->ls[i], g->err);
+}
+
+struct row {
+	int64_t stack, lset;
+	const int64_t *vals;
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->lset < y->lset ? -1 : x->lset > y->lset;
+}
+
+static int ing_sample(struct ing *g, const struct pd_sample *s, struct row *r)
+{
+	int rc;
+	/* children first: they use g->tmp too */
+	for (uint32_t j = 0; j < s->nlocs; j++)
+		if ((rc = ing_location(g, s->locs[j])))
+			return rc;
+	for (uint32_t j = 0; j < s->nlabels; j++)
+		if ((rc = ing_string(g, s->labels[j].key)) || (rc = ing_string(g, s->labels[j].str)) ||
+		    (rc = ing_string(g, s->labels[j].num_unit)))
+			return rc;
+	XXH3_state_t st;
+	XXH3_128bits_reset_withSeed(&st, K_STACK);
+	g->tmp.len = 0;
+	for (uint32_t j = 0; j < s->nlocs; j++) {
+		XXH3_128bits_update(&st, &g->lh[s->locs[j]], sizeof(XXH128_hash_t));
+		if (put_v(&g->tmp, (uint64_t)g->ls[s->locs[j]]))
+			return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	}
+	if ((rc = sym_put(g->pt, K_STACK, XXH3_128bits_digest(&st), g->tmp.ptr, g->tmp.len, g->tmp.len, &r->stack,
+			  g->err)))
+		return rc;
+	r->lset = 0;
+	if (s->nlabels) {
+		/* labels in the order the sample has them: pprof reads them into maps */
+		XXH3_128bits_reset_withSeed(&st, K_LSET);
+		g->tmp.len = 0;
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			const struct pd_label *l = &s->labels[j];
+			XXH3_128bits_update(&st, &g->sh[l->key], sizeof(XXH128_hash_t));
+			XXH3_128bits_update(&st, &g->sh[l->str], sizeof(XXH128_hash_t));
+			XXH3_128bits_update(&st, &l->num, 8);
+			XXH3_128bits_update(&st, &g->sh[l->num_unit], sizeof(XXH128_hash_t));
+			if (put_v(&g->tmp, (uint64_t)g->ss[l->key]) || put_v(&g->tmp, (uint64_t)g->ss[l->str]) ||
+			    put_v(&g->tmp, zz(l->num)) || put_v(&g->tmp, (uint64_t)g->ss[l->num_unit]))
+				return pd_errf(g->err, PD_ENOMEM, "out of memory");
+		}
+		if ((rc = sym_put(g->pt, K_LSET, XXH3_128bits_digest(&st), g->tmp.ptr, g->tmp.len, g->tmp.len, &r->lset,
+				  g->err)))
+			return rc;
+	}
+	r->vals = s->values;
+	return 0;
+}
+
+/* Header blob: everything of the profile that is not a sample. */
+static int enc_header(struct ing *g, struct pd_buf *h)
+{
+	const struct pd_profile *p = g->p;
+	int rc;
+	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
+			   p->default_sample_type, p->doc_url};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		if ((rc = ing_string(g, strs[i])))
+			return rc;
+	int e = put_v(h, p->nsample_types);
+	for (uint32_t i = 0; i < p->nsample_types && !e; i++) {
+		if ((rc = ing_string(g, p->sample_types[i].type)) || (rc = ing_string(g, p->sample_types[i].unit)))
+			return rc;
+		e = put_v(h, (uint64_t)g->ss[p->sample_types[i].type]) || put_v(h, (uint64_t)g->ss[p->sample_types[i].unit]);
+	}
+	for (size_t i = 0; i < sizeof strs / sizeof *strs && !e; i++)
+		e = put_v(h, (uint64_t)g->ss[strs[i]]);
+	e = e || put_v(h, zz(p->period)) || put_v(h, zz(p->time_nanos)) || put_v(h, zz(p->duration_nanos)) ||
+	    put_v(h, p->ncomments);
+	for (uint32_t i = 0; i < p->ncomments && !e; i++) {
+		if ((rc = ing_string(g, p->comments[i])))
+			return rc;
+		e = put_v(h, (uint64_t)g->ss[p->comments[i]]);
+	}
+	/* the profile's mappings in order (mapping 0 is the main binary) */
+	e = e || put_v(h, p->nmappings);
+	for (uint32_t i = 0; i < p->nmappings && !e; i++) {
+		if ((rc = ing_mapping(g, i)))
+			return rc;
+		e = put_v(h, (uint64_t)g->ms[i]);
+	}
+	return e ? pd_errf(g->err, PD_ENOMEM, "out of memory") : 0;
+}
+
+static int enc_block(struct row *rows, size_t n, uint32_t nv, struct pd_buf *out, struct pd_err *err)
+{
+	qsort(rows, n, sizeof *rows, cmp_row);
+	struct pd_buf raw = PD_BUF_INIT(0);
+	int e = put_v(&raw, n) || put_v(&raw, nv);
+	int64_t prev = 0;
+	for (size_t i = 0; i < n && !e; i++) {
+		e = put_v(&raw, (uint64_t)(rows[i].stack - prev)) || put_v(&raw, (uint64_t)rows[i].lset);
+		prev = rows[i].stack;
+		for (uint32_t j = 0; j < nv && !e; j++)
+			e = put_v(&raw, zz(rows[i].vals[j]));
+	}
+	if (e) {
+		pd_buf_free(&raw);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	size_t bound = ZSTD_compressBound(raw.len);
+	if (pd_buf_reserve(out, bound)) {
+		pd_buf_free(&raw);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	size_t z = ZSTD_compress(out->ptr + out->len, bound, raw.ptr, raw.len, 3);
+	pd_buf_free(&raw);
+	if (ZSTD_isError(z))
+		return pd_errf(err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(z));
+	out->len += z;
+	return 0;
+}
+
+static const char *const known_types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
+					  "other"};
+
+static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
+		     struct pd_profile_meta *out, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	memset(out, 0, sizeof *out);
+	if (!in->service || !*in->service || strlen(in->service) >= sizeof out->service)
+		return pd_errf(err, PD_EINVAL, "service must be 1..%zu bytes", sizeof out->service - 1);
+	bool known = false;
+	for (size_t i = 0; i < sizeof known_types / sizeof *known_types && in->type; i++)
+		known = known || !strcmp(in->type, known_types[i]);
+	if (!known)
+		return pd_errf(err, PD_EINVAL, "unknown profile type \"%s\"", in->type ? in->type : "");
+	struct pd_profile *p = NULL;
+	int rc = pd_pprof_decode(data, len, &s->lim, &p, err);
+	if (rc) {
+		pd_err_prefix(err, "malformed profile");
+		return rc;
+	}
+	if (p->nsamples == 0) {
+		pd_profile_free(p);
+		return pd_errf(err, PD_EINVAL, "malformed profile (profile is empty: no samples)");
+	}
+	int64_t created = in->created_ns ? in->created_ns : p->time_nanos;
+	if (!created) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		created = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
+	struct ing g = {0};
+	struct row *rows = NULL;
+	struct pd_buf hdr = PD_BUF_INIT(0), blk = PD_BUF_INIT(MAX_BLOCK);
+	bool in_tx = false;
+	pthread_mutex_lock(&s->mu);
+	struct part *pt;
+	if ((rc = part_get(s, floor_div(created, DAY_NS), true, &pt, err)))
+		goto out;
+	g.pt = pt;
+	g.p = p;
+	g.err = err;
+	g.sh = malloc(p->nstrings * sizeof *g.sh + 1);
+	g.fh = malloc(p->nfunctions * sizeof *g.fh + 1);
+	g.mh = malloc(p->nmappings * sizeof *g.mh + 1);
+	g.lh = malloc(p->nlocations * sizeof *g.lh + 1);
+	g.ss = malloc(p->nstrings * sizeof *g.ss + 1);
+	g.fs = malloc(p->nfunctions * sizeof *g.fs + 1);
+	g.ms = malloc(p->nmappings * sizeof *g.ms + 1);
+	g.ls = malloc(p->nlocations * sizeof *g.ls + 1);
+	rows = malloc(p->nsamples * sizeof *rows);
+	if (!g.sh || !g.fh || !g.mh || !g.lh || !g.ss || !g.fs || !g.ms || !g.ls || !rows) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	memset(g.ss, 0xff, p->nstrings * sizeof *g.ss);
+	memset(g.fs, 0xff, p->nfunctions * sizeof *g.fs);
+	memset(g.ms, 0xff, p->nmappings * sizeof *g.ms);
+	memset(g.ls, 0xff, p->nlocations * sizeof *g.ls);
+	if (sqlite3_exec(pt->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = sqerr(err, pt->db, "begin");
+		goto out;
+	}
+	in_tx = true;
+	for (size_t i = 0; i < p->nsamples; i++)
+		if ((rc = ing_sample(&g, &p->samples[i], &rows[i])))
+			goto out;
+	if ((rc = enc_header(&g, &hdr)) || (rc = enc_block(rows, p->nsamples, p->nsample_types, &blk, err)))
+		goto out;
+	pd_xid_new(created, out->id);
+	sqlite3_stmt *ip = pt->ins_prof;
+	sqlite3_reset(ip);
+	sqlite3_bind_text(ip, 1, out->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ip, 2, in->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ip, 3, in->type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ip, 4, created);
+	sqlite3_bind_blob(ip, 5, hdr.ptr, (int)hdr.len, SQLITE_STATIC);
+	sqlite3_bind_blob(ip, 6, blk.ptr, (int)blk.len, SQLITE_STATIC);
+	sqlite3_bind_int64(ip, 7, (int64_t)p->nsamples);
+	if (sqlite3_step(ip) != SQLITE_DONE) {
+		sqlite3_reset(ip);
+		rc = sqerr(err, pt->db, "insert profile");
+		goto out;
+	}
+	sqlite3_reset(ip);
+	int64_t pk = sqlite3_last_insert_rowid(pt->db);
+	for (size_t i = 0; i < in->nlabels; i++) {
+		sqlite3_stmt *il = pt->ins_label;
+		sqlite3_reset(il);
+		sqlite3_bind_int64(il, 1, pk);
+		sqlite3_bind_text(il, 2, in->labels[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(il, 3, in->labels[i].value, -1, SQLITE_STATIC);
+		if (sqlite3_step(il) != SQLITE_DONE) {
+			sqlite3_reset(il);
+			rc = sqerr(err, pt->db, "insert label");
+			goto out;
+		}
+		sqlite3_reset(il);
+	}
+	if (sqlite3_exec(pt->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = sqerr(err, pt->db, "commit");
+		goto out;
+	}
+	in_tx = false;
+	snprintf(out->service, sizeof out->service, "%s", in->service);
+	snprintf(out->type, sizeof out->type, "%s", in->type);
+	out->created_ns = created;
+	out->stored_bytes = hdr.len + blk.len;
+	if (in->nlabels) {
+		out->labels = calloc(in->nlabels, sizeof *out->labels);
+		for (size_t i = 0; out->labels && i < in->nlabels; i++) {
+			out->labels[i].key = strdup(in->labels[i].key);
+			out->labels[i].value = strdup(in->labels[i].value);
+			out->nlabels++;
+		}
+	}
+out:
+	if (in_tx) {
+		sqlite3_exec(pt->db, "ROLLBACK", NULL, NULL, NULL);
+		/* symbols inserted in the rolled-back transaction may be cached */
+		for (int k = 0; k < NKINDS; k++) {
+			pd_hidx_free(&pt->cache[k].idx);
+			pt->cache[k].n = 0;
+			if (pd_hidx_init(&pt->cache[k].idx, 1024))
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(g.sh), free(g.fh), free(g.mh), free(g.lh), free(g.ss), free(g.fs), free(g.ms), free(g.ls);
+	free(rows);
+	pd_buf_free(&g.tmp);
+	pd_buf_free(&hdr);
+	pd_buf_free(&blk);
+	pd_profile_free(p);
+	return rc;
+}
+
+/* ---- reading: header, block, materialisation ------------------------------------ */
+
+/* int64 -> dense index */
+struct remap {
+	struct pd_hidx idx;
+	int64_t *keys;
+	size_t n, cap;
+};
+
+struct rkey {
+	const struct remap *r;
+	int64_t k;
+};
+
+static bool remap_eq(void *ctx, uint32_t v)
+{
+	const struct rkey *k = ctx;
+	return k->r->keys[v] == k->k;
+}
+
+/* Index of key k; *added = true if it is new (then index == n - 1). */
+static int remap_get(struct remap *r, int64_t k, uint32_t *idx, bool *added)
+{
+	struct rkey rk = {r, k};
+	uint64_t h = pd_hash_u64((uint64_t)k);
+	uint32_t v = pd_hidx_find(&r->idx, h, remap_eq, &rk);
+	*added = v == UINT32_MAX;
+	if (*added) {
+		if (r->n >= UINT32_MAX - 1 || pd_grow((void **)&r->keys, &r->cap, r->n + 1, sizeof *r->keys) ||
+		    pd_hidx_insert(&r->idx, h, (uint32_t)r->n))
+			return PD_ENOMEM;
+		r->keys[r->n] = k;
+		v = (uint32_t)r->n++;
+	}
+	*idx = v;
+	return 0;
+}
+
+static void remap_free(struct remap *r)
+{
+	pd_hidx_free(&r->idx);
+	free(r->keys);
+}
+
+struct header {
+	int64_t *stypes; /* type seq, unit seq pairs */
+	uint32_t nst;
+	int64_t ptype, punit, drop, keep, dflt, doc;
+	int64_t period, time, duration;
+	int64_t *comments;
+	uint32_t ncomments;
+	int64_t *maps;
+	uint32_t nmaps;
+};
+
+static void header_free(struct header *h)
+{
+	free(h->stypes);
+	free(h->comments);
+	free(h->maps);
+	memset(h, 0, sizeof *h);
+}
+
+static int dec_header(const uint8_t *b, size_t n, struct header *h, struct pd_err *err)
+{
+	struct rd r = {b, b + n, false};
+	memset(h, 0, sizeof *h);
+	h->nst = (uint32_t)get_v(&r);
+	if (r.bad || h->nst > PD_DEFAULT_MAX_SAMPLE_TYPES)
+		goto bad;
+	h->stypes = malloc((2 * h->nst + 1) * sizeof *h->stypes);
+	if (!h->stypes)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < 2 * h->nst; i++)
+		h->stypes[i] = (int64_t)get_v(&r);
+	h->ptype = (int64_t)get_v(&r);
+	h->punit = (int64_t)get_v(&r);
+	h->drop = (int64_t)get_v(&r);
+	h->keep = (int64_t)get_v(&r);
+	h->dflt = (int64_t)get_v(&r);
+	h->doc = (int64_t)get_v(&r);
+	h->period = unzz(get_v(&r));
+	h->time = unzz(get_v(&r));
+	h->duration = unzz(get_v(&r));
+	h->ncomments = (uint32_t)get_v(&r);
+	if (r.bad || h->ncomments > n)
+		goto bad;
+	h->comments = malloc((h->ncomments + 1) * sizeof *h->comments);
+	if (!h->comments)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < h->ncomments; i++)
+		h->comments[i] = (int64_t)get_v(&r);
+	h->nmaps = (uint32_t)get_v(&r);
+	if (r.bad || h->nmaps > n)
+		goto bad;
+	h->maps = malloc((h->nmaps + 1) * sizeof *h->maps);
+	if (!h->maps)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < h->nmaps; i++)
+		h->maps[i] = (int64_t)get_v(&r);
+	if (!r.bad)
+		return 0;
+bad:
+	header_free(h);
+	return pd_errf(err, PD_EIO, "store: corrupt profile header");
+}
+
+/* Decompress and decode a sample block: rows of (stack, lset, nv values). */
+static int dec_block(const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv, struct pd_err *err)
+{
+	unsigned long long raw = ZSTD_getFrameContentSize(z, zn);
+	if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > MAX_BLOCK)
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	uint8_t *b = malloc(raw + 1);
+	if (!b)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	size_t got = ZSTD_decompress(b, raw, z, zn);
+	if (ZSTD_isError(got) || got != raw) {
+		free(b);
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	}
+	struct rd r = {b, b + raw, false};
+	size_t n = get_v(&r);
+	uint32_t v = (uint32_t)get_v(&r);
+	if (r.bad || n > raw || v > PD_DEFAULT_MAX_SAMPLE_TYPES) {
+		free(b);
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	}
+	int64_t *rows = malloc((n * (2 + v) + 1) * sizeof *rows);
+	if (!rows) {
+		free(b);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	int64_t prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t *row = rows + i * (2 + v);
+		prev += (int64_t)get_v(&r);
+		row[0] = prev;
+		row[1] = (int64_t)get_v(&r);
+		for (uint32_t j = 0; j < v; j++)
+			row[2 + j] = unzz(get_v(&r));
+	}
+	free(b);
+	if (r.bad) {
+		free(rows);
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	}
+	*out = rows;
+	*nrows = n;
+	*nv = v;
+	return 0;
+}
+
+/* Builds a pd_profile out of a partition's symbols, only those used. The
+ * arrays grow while symbols are discovered and move into the profile's
+ * arena at the end. */
+struct mat {
+	struct part *pt;
+	struct pd_err *err;
+	struct pd_profile *p;
+	struct remap rs, rf, rm, rl, rstk, rls;
+	struct pd_str *strs;
+	struct pd_function *fns;
+	struct pd_mapping *maps;
+	struct pd_location *locs;
+	struct {
+		uint32_t *locs, n;
+	} *stacks;
+	struct {
+		struct pd_label *l;
+		uint32_t n;
+	} *lsets;
+	size_t cs, cf, cm, cl, cstk, cls;
+	struct pd_buf b;
+};
+
+static int mat_init(struct mat *m, struct part *pt, struct pd_err *err)
+{
+	memset(m, 0, sizeof *m);
+	m->pt = pt;
+	m->err = err;
+	m->p = calloc(1, sizeof *m->p);
+	if (!m->p || !(m->p->arena = pd_arena_new(256 * 1024)) || pd_hidx_init(&m->rs.idx, 1024) ||
+	    pd_hidx_init(&m->rf.idx, 1024) || pd_hidx_init(&m->rm.idx, 16) || pd_hidx_init(&m->rl.idx, 1024) ||
+	    pd_hidx_init(&m->rstk.idx, 1024) || pd_hidx_init(&m->rls.idx, 64))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	return 0;
+}
+
+static void mat_free(struct mat *m)
+{
+	remap_free(&m->rs), remap_free(&m->rf), remap_free(&m->rm), remap_free(&m->rl);
+	remap_free(&m->rstk), remap_free(&m->rls);
+	free(m->strs), free(m->fns), free(m->maps), free(m->locs), free(m->stacks), free(m->lsets);
+	pd_buf_free(&m->b);
+	pd_profile_free(m->p);
+}
+
+#define NOMEM(m) pd_errf((m)->err, PD_ENOMEM, "out of memory")
+
+static int mat_str(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rs, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	int rc = sym_get(m->pt, K_STR, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	if (pd_grow((void **)&m->strs, &m->cs, m->rs.n, sizeof *m->strs))
+		return NOMEM(m);
+	char *c = m->b.len ? pd_arena_dup(m->p->arena, m->b.ptr, m->b.len) : (char *)"";
+	if (!c)
+		return NOMEM(m);
+	m->strs[*out] = (struct pd_str){c, (uint32_t)m->b.len};
+	return 0;
+}
+
+static int mat_fn(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rf, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	int rc = sym_get(m->pt, K_FN, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	struct rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
+	int64_t name = (int64_t)get_v(&r), sys = (int64_t)get_v(&r), file = (int64_t)get_v(&r);
+	int64_t sl = unzz(get_v(&r));
+	if (r.bad)
+		return pd_errf(m->err, PD_EIO, "store: corrupt function #%lld", (long long)seq);
+	struct pd_function f = {*out + 1, 0, 0, 0, sl};
+	if ((rc = mat_str(m, name, &f.name)) || (rc = mat_str(m, sys, &f.system_name)) ||
+	    (rc = mat_str(m, file, &f.filename)))
+		return rc;
+	if (pd_grow((void **)&m->fns, &m->cf, m->rf.n, sizeof *m->fns))
+		return NOMEM(m);
+	m->fns[*out] = f;
+	return 0;
+}
+
+static int mat_map(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rm, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	int rc = sym_get(m->pt, K_MAP, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	struct rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
+	(void)get_v(&r); /* key: size, offset, build id or file */
+	uint64_t offset = get_v(&r);
+	(void)get_v(&r);
+	uint64_t start = get_v(&r), limit = get_v(&r);
+	int64_t file = (int64_t)get_v(&r), build = (int64_t)get_v(&r);
+	uint64_t flags = get_v(&r);
+	if (r.bad)
+		return pd_errf(m->err, PD_EIO, "store: corrupt mapping #%lld", (long long)seq);
+	struct pd_mapping mp = {*out + 1, start, limit, offset, 0, 0, flags & 1, flags >> 1 & 1, flags >> 2 & 1,
+				flags >> 3 & 1};
+	if ((rc = mat_str(m, file, &mp.filename)) || (rc = mat_str(m, build, &mp.build_id)))
+		return rc;
+	if (pd_grow((void **)&m->maps, &m->cm, m->rm.n, sizeof *m->maps))
+		return NOMEM(m);
+	m->maps[*out] = mp;
+	return 0;
+}
+
+static int mat_loc(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rl, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	int rc = sym_get(m->pt, K_LOC, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	/* copy: mat_fn below reuses m->b */
+	size_t n = m->b.len;
+	uint8_t *c = malloc(n + 1);
+	if (!c)
+		return NOMEM(m);
+	memcpy(c, m->b.ptr, n);
+	struct rd r = {c, c + n, false};
+	int64_t mseq = (int64_t)get_v(&r);
+	uint64_t rel = get_v(&r);
+	bool folded = get_v(&r) != 0;
+	uint32_t nl = (uint32_t)get_v(&r);
+	struct pd_location l = {*out + 1, rel, PD_NONE, 0, NULL, folded};
+	if (r.bad || nl > n) {
+		free(c);
+		return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
+	}
+	if (mseq && (rc = mat_map(m, mseq, &l.mapping))) {
+		free(c);
+		return rc;
+	}
+	if (l.mapping != PD_NONE)
+		l.address = m->maps[l.mapping].start + rel;
+	if (nl && !(l.lines = pd_arena_alloc(m->p->arena, nl * sizeof *l.lines))) {
+		free(c);
+		return NOMEM(m);
+	}
+	for (uint32_t j = 0; j < nl; j++) {
+		int64_t f = (int64_t)get_v(&r);
+		l.lines[j].line = unzz(get_v(&r));
+		l.lines[j].column = unzz(get_v(&r));
+		if (r.bad) {
+			free(c);
+			return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
+		}
+		if ((rc = mat_fn(m, f, &l.lines[j].function))) {
+			free(c);
+			return rc;
+		}
+		l.nlines++;
+	}
+	free(c);
+	if (pd_grow((void **)&m->locs, &m->cl, m->rl.n, sizeof *m->locs))
+		return NOMEM(m);
+	m->locs[*out] = l;
+	return 0;
+}
+
+static int mat_stack(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rstk, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	int rc = sym_get(m->pt, K_STACK, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	size_t n = m->b.len;
+	uint8_t *c = malloc(n + 1);
+	if (!c)
+		return NOMEM(m);
+	memcpy(c, m->b.ptr, n);
+	struct rd r = {c, c + n, false};
+	uint32_t *ids = pd_arena_alloc(m->p->arena, (n + 1) * sizeof *ids);
+	uint32_t k = 0;
+	while (ids && r.p < r.end && !r.bad) {
+		int64_t ls = (int64_t)get_v(&r);
+		if (!r.bad && (rc = mat_loc(m, ls, &ids[k++]))) {
+			free(c);
+			return rc;
+		}
+	}
+	free(c);
+	if (!ids)
+		return NOMEM(m);
+	if (r.bad)
+		return pd_errf(m->err, PD_EIO, "store: corrupt stack #%lld", (long long)seq);
+	if (pd_grow((void **)&m->stacks, &m->cstk, m->rstk.n, sizeof *m->stacks))
+		return NOMEM(m);
+	m->stacks[*out].locs = ids;
+	m->stacks[*out].n = k;
+	return 0;
+}
+
+static int mat_lset(struct mat *m, int64_t seq, uint32_t *out)
+{
+	bool added;
+	if (remap_get(&m->rls, seq, out, &added))
+		return NOMEM(m);
+	if (!added)
+		return 0;
+	if (pd_grow((void **)&m->lsets, &m->cls, m->rls.n, sizeof *m->lsets))
+		return NOMEM(m);
+	m->lsets[*out].l = NULL;
+	m->lsets[*out].n = 0;
+	if (seq == 0)
+		return 0;
+	int rc = sym_get(m->pt, K_LSET, seq, &m->b, m->err);
+	if (rc)
+		return rc;
+	size_t n = m->b.len;
+	uint8_t *c = malloc(n + 1);
+	struct pd_label *l = pd_arena_alloc(m->p->arena, (n / 4 + 1) * sizeof *l);
+	if (!c || !l) {
+		free(c);
+		return NOMEM(m);
+	}
+	memcpy(c, m->b.ptr, n);
+	struct rd r = {c, c + n, false};
+	uint32_t k = 0;
+	while (r.p < r.end && !r.bad) {
+		int64_t key = (int64_t)get_v(&r), str = (int64_t)get_v(&r);
+		int64_t num = unzz(get_v(&r));
+		int64_t unit = (int64_t)get_v(&r);
+		if (r.bad)
+			break;
+		l[k].num = num;
+		if ((rc = mat_str(m, key, &l[k].key)) || (rc = mat_str(m, str, &l[k].str)) ||
+		    (rc = mat_str(m, unit, &l[k].num_unit))) {
+			free(c);
+			return rc;
+		}
+		k++;
+	}
+	free(c);
+	if (r.bad)
+		return pd_errf(m->err, PD_EIO, "store: corrupt label set #%lld", (long long)seq);
+	m->lsets[*out].l = l;
+	m->lsets[*out].n = k;
+	return 0;
+}
+
+/* Header fields into the profile (strings through the partition). */
+static int mat_header(struct mat *m, const struct header *h)
+{
+	struct pd_profile *p = m->p;
+	int rc;
+	uint32_t e; /* "" first: string 0 must be empty */
+	if ((rc = mat_str(m, h->drop == 0 ? 0 : h->drop, &e)))
+		return rc;
+	p->sample_types = pd_arena_alloc(p->arena, (h->nst + 1) * sizeof *p->sample_types);
+	p->comments = pd_arena_alloc(p->arena, (h->ncomments + 1) * sizeof *p->comments);
+	if (!p->sample_types || !p->comments)
+		return NOMEM(m);
+	for (uint32_t i = 0; i < h->nst; i++)
+		if ((rc = mat_str(m, h->stypes[2 * i], &p->sample_types[i].type)) ||
+		    (rc = mat_str(m, h->stypes[2 * i + 1], &p->sample_types[i].unit)))
+			return rc;
+	p->nsample_types = h->nst;
+	for (uint32_t i = 0; i < h->ncomments; i++)
+		if ((rc = mat_str(m, h->comments[i], &p->comments[i])))
+			return rc;
+	p->ncomments = h->ncomments;
+	if ((rc = mat_str(m, h->ptype, &p->period_type.type)) || (rc = mat_str(m, h->punit, &p->period_type.unit)) ||
+	    (rc = mat_str(m, h->drop, &p->drop_frames)) || (rc = mat_str(m, h->keep, &p->keep_frames)) ||
+	    (rc = mat_str(m, h->dflt, &p->default_sample_type)) || (rc = mat_str(m, h->doc, &p->doc_url)))
+		return rc;
+	p->period = h->period;
+	p->time_nanos = h->time;
+	p->duration_nanos = h->duration;
+	for (uint32_t i = 0; i < h->nmaps; i++) {
+		uint32_t mi;
+		if ((rc = mat_map(m, h->maps[i], &mi)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Move the grown arrays into the arena; the profile is then complete. */
+static int mat_finish(struct mat *m, struct pd_profile **out)
+{
+	struct pd_profile *p = m->p;
+	struct pd_arena *a = p->arena;
+	p->strings = pd_arena_dup(a, m->strs, m->rs.n * sizeof *m->strs);
+	p->functions = pd_arena_dup(a, m->fns, m->rf.n * sizeof *m->fns + 1);
+	p->mappings = pd_arena_dup(a, m->maps, m->rm.n * sizeof *m->maps + 1);
+	p->locations = pd_arena_dup(a, m->locs, m->rl.n * sizeof *m->locs + 1);
+	if (!p->strings || !p->functions || !p->mappings || !p->locations)
+		return NOMEM(m);
+	p->nstrings = (uint32_t)m->rs.n;
+	p->nfunctions = (uint32_t)m->rf.n;
+	p->nmappings = (uint32_t)m->rm.n;
+	p->nlocations = (uint32_t)m->rl.n;
+	*out = p;
+	m->p = NULL;
+	return 0;
+}
+
+/* Append a sample (stack and label-set seqs, values) to the profile being
+ * built; samples must have been allocated for. */
+static int mat_sample(struct mat *m, int64_t stack, int64_t lset, const int64_t *vals, uint32_t nv)
+{
+	uint32_t si, li;
+	int rc;
+	if ((rc = mat_stack(m, stack, &si)) || (rc = mat_lset(m, lset, &li)))
+		return rc;
+	struct pd_sample *s = &m->p->samples[m->p->nsamples++];
+	s->locs = m->stacks[si].locs;
+	s->nlocs = m->stacks[si].n;
+	s->labels = m->lsets[li].l;
+	s->nlabels = m->lsets[li].n;
+	s->values = pd_arena_dup(m->p->arena, vals, nv * sizeof *vals + 1);
+	return s->values ? 0 : NOMEM(m);
+}
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+/* Partitions whose day intersects [from, to], ascending; opens existing files. */
+static int parts_in(struct sq *s, int64_t from, int64_t to, struct part ***out, size_t *n, struct pd_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir(s->dir);
+	if (!d)
+		return pd_errf(err, PD_EIO, "store: %s: %s", s->dir, strerror(errno));
+	int64_t *days = NULL;
+	size_t nd = 0, cd = 0;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		int y, mo, dd;
+		char tail[8];
+		if (sscanf(e->d_name, "profd-%4d%2d%2d.%7s", &y, &mo, &dd, tail) != 4 || strcmp(tail, "db"))
+			continue;
+		struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = dd};
+		int64_t day = (int64_t)timegm(&tm) / 86400;
+		if ((day + 1) * DAY_NS - 1 < from || day * DAY_NS > to)
+			continue;
+		if (pd_grow((void **)&days, &cd, nd + 1, sizeof *days)) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		days[nd++] = day;
+	}
+	closedir(d);
+	/* ascending */
+	for (size_t i = 1; i < nd; i++)
+		for (size_t j = i; j > 0 && days[j - 1] > days[j]; j--) {
+			int64_t t = days[j];
+			days[j] = days[j - 1];
+			days[j - 1] = t;
+		}
+	struct part **ps = rc ? NULL : calloc(nd + 1, sizeof *ps);
+	if (!rc && !ps)
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < nd && !rc; i++)
+		if (!(rc = part_get(s, days[i], false, &ps[*n], err)) && ps[*n])
+			(*n)++;
+	free(days);
+	if (rc) {
+		free(ps);
+		*n = 0;
+		return rc;
+	}
+	*out = ps;
+	return 0;
+}
+
+void pd_meta_clear(struct pd_profile_meta *m)
+{
+	for (size_t i = 0; i < m->nlabels; i++) {
+		free(m->labels[i].key);
+		free(m->labels[i].value);
+	}
+	free(m->labels);
+	m->labels = NULL;
+	m->nlabels = 0;
+}
+
+static int load_labels(struct part *pt, int64_t pk, struct pd_profile_meta *m)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(pt->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", -1, &st,
+			       NULL) != SQLITE_OK)
+		return PD_EIO;
+	sqlite3_bind_int64(st, 1, pk);
+	size_t cap = 0;
+	int rc = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (pd_grow((void **)&m->labels, &cap, m->nlabels + 1, sizeof *m->labels)) {
+			rc = PD_ENOMEM;
+			break;
+		}
+		m->labels[m->nlabels].key = strdup((const char *)sqlite3_column_text(st, 0));
+		m->labels[m->nlabels].value = strdup((const char *)sqlite3_column_text(st, 1));
+		m->nlabels++;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+struct hit {
+	struct part *pt;
+	int64_t pk, created;
+	char xid[PD_STORE_ID_LEN + 1];
+	char service[128], type[16];
+	size_t bytes;
+};
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	if (x->created != y->created)
+		return x->created < y->created ? -1 : 1;
+	return strcmp(x->xid, y->xid);
+}
+
+static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
+		   struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	if (!q->service || !*q->service)
+		return pd_errf(err, PD_EINVAL, "missing \"service\"");
+	if (q->from_ns > q->to_ns)
+		return pd_errf(err, PD_EINVAL, "\"from\" is after \"to\"");
+	pthread_mutex_lock(&s->mu);
+	struct part **ps;
+	size_t np;
+	struct hit *hits = NULL;
+	size_t nh = 0, ch = 0;
+	int rc = parts_in(s, q->from_ns, q->to_ns, &ps, &np, err);
+	if (rc)
+		goto out;
+	struct pd_buf sql = PD_BUF_INIT(0);
+	const char *base_sql = "SELECT p.pk, p.xid, p.service, p.type, p.created, length(p.block) + length(p.header)"
+			       " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
+			       " AND (?4 IS NULL OR p.type = ?4)";
+	if (pd_buf_append(&sql, base_sql, strlen(base_sql)))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < q->nlabels && !rc; i++) {
+		const char *c = " AND EXISTS (SELECT 1 FROM profile_labels l WHERE l.pk = p.pk AND l.k = ? AND l.v = ?)";
+		if (pd_buf_append(&sql, c, strlen(c)))
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	if (!rc && pd_buf_append(&sql, "", 1))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < np && !rc; i++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(ps[i]->db, (const char *)sql.ptr, -1, &st, NULL) != SQLITE_OK) {
+			rc = sqerr(err, ps[i]->db, "query");
+			break;
+		}
+		sqlite3_bind_text(st, 1, q->service, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, q->from_ns);
+		sqlite3_bind_int64(st, 3, q->to_ns);
+		if (q->type)
+			sqlite3_bind_text(st, 4, q->type, -1, SQLITE_STATIC);
+		for (size_t l = 0; l < q->nlabels; l++) {
+			sqlite3_bind_text(st, 5 + 2 * (int)l, q->labels[l].key, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 6 + 2 * (int)l, q->labels[l].value, -1, SQLITE_STATIC);
+		}
+		int r;
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			if (pd_grow((void **)&hits, &ch, nh + 1, sizeof *hits)) {
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				break;
+			}
+			struct hit *h = &hits[nh++];
+			h->pt = ps[i];
+			h->pk = sqlite3_column_int64(st, 0);
+			snprintf(h->xid, sizeof h->xid, "%s", (const char *)sqlite3_column_text(st, 1));
+			snprintf(h->service, sizeof h->service, "%s", (const char *)sqlite3_column_text(st, 2));
+			snprintf(h->type, sizeof h->type, "%s", (const char *)sqlite3_column_text(st, 3));
+			h->created = sqlite3_column_int64(st, 4);
+			h->bytes = (size_t)sqlite3_column_int64(st, 5);
+		}
+		if (!rc && r != SQLITE_DONE)
+			rc = sqerr(err, ps[i]->db, "query");
+		sqlite3_finalize(st);
+	}
+	pd_buf_free(&sql);
+	if (nh)
+		qsort(hits, nh, sizeof *hits, cmp_hit);
+	size_t first = q->limit && nh > q->limit ? nh - q->limit : 0; /* the newest `limit` */
+	for (size_t i = first; i < nh && !rc; i++) {
+		struct pd_profile_meta m = {0};
+		memcpy(m.id, hits[i].xid, sizeof m.id);
+		memcpy(m.service, hits[i].service, sizeof m.service);
+		memcpy(m.type, hits[i].type, sizeof m.type);
+		m.created_ns = hits[i].created;
+		m.stored_bytes = hits[i].bytes;
+		if (load_labels(hits[i].pt, hits[i].pk, &m))
+			rc = pd_errf(err, PD_EIO, "store: reading labels");
+		if (!rc)
+			rc = fn(ctx, &m);
+		pd_meta_clear(&m);
+	}
+out:
+	pthread_mutex_unlock(&s->mu);
+	free(ps);
+	free(hits);
+	return rc;
+}
+
+/* The partition and row of profile id; PD_ENOTFOUND if none. */
+static int locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err)
+{
+	int64_t t = pd_xid_time(id);
+	if (t < 0)
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found (not an id)", id);
+	int rc = part_get(s, floor_div(t, DAY_NS), false, pt, err);
+	if (rc)
+		return rc;
+	if (!*pt)
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
+	sqlite3_stmt *g = (*pt)->get_prof;
+	sqlite3_reset(g);
+	sqlite3_bind_text(g, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(g) != SQLITE_ROW) {
+		sqlite3_reset(g);
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
+	}
+	return 0; /* the row stays on get_prof until reset */
+}
+
+static int sq_get(struct pd_store *base, const char *id, struct pd_profile **out, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	*out = NULL;
+	pthread_mutex_lock(&s->mu);
+	struct part *pt = NULL;
+	struct mat m;
+	struct header h = {0};
+	int64_t *rows = NULL;
+	size_t nrows = 0;
+	uint32_t nv = 0;
+	bool have_mat = false;
+	int rc = locate(s, id, &pt, err);
+	if (rc)
+		goto out;
+	have_mat = true; /* mat_init zeroes it first, so mat_free is always safe */
+	sqlite3_stmt *g = pt->get_prof;
+	rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), &h, err);
+	if (!rc)
+		rc = dec_block(sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), &rows, &nrows, &nv, err);
+	sqlite3_reset(g);
+	if (rc) {
+		have_mat = false;
+		goto out;
+	}
+	if ((rc = mat_init(&m, pt, err)))
+		goto out_mat;
+	if ((rc = mat_header(&m, &h)))
+		goto out_mat;
+	m.p->samples = pd_arena_alloc(m.p->arena, (nrows + 1) * sizeof *m.p->samples);
+	if (!m.p->samples) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out_mat;
+	}
+	for (size_t i = 0; i < nrows && !rc; i++) {
+		const int64_t *r = rows + i * (2 + nv);
+		rc = mat_sample(&m, r[0], r[1], r + 2, nv);
+	}
+	if (!rc)
+		rc = mat_finish(&m, out);
+out_mat:
+	if (have_mat)
+		mat_free(&m);
+out:
+	pthread_mutex_unlock(&s->mu);
+	header_free(&h);
+	free(rows);
+	return rc;
+}
+
+/* ---- merge ---------------------------------------------------------------------------- */
+
+/* One partition's share of a merge: rows aggregated on (stack, label set)
+ * seqs, headers combined as pprof's Merge does. */
+struct pmerge {
+	struct part *pt;
+	struct remap stk, ls;
+	struct pd_agg agg;
+	bool have;
+	struct header h; /* combined */
+	int64_t *stypes0; /* the first profile's sample type seqs, to check the others against */
+};
+
+static void pmerge_free(struct pmerge *pm)
+{
+	remap_free(&pm->stk);
+	remap_free(&pm->ls);
+	if (pm->have)
+		pd_agg_free(&pm->agg);
+	header_free(&pm->h);
+	free(pm->stypes0);
+}
+
+static int pm_add(struct pmerge *pm, const char *id, struct header *h, const int64_t *rows, size_t nrows,
+		  uint32_t nv, struct pd_err *err)
+{
+	int64_t time = h->time, duration = h->duration, period = h->period;
+	if (!pm->have) {
+		if (pd_agg_init(&pm->agg, nv, nrows * 2) || pd_hidx_init(&pm->stk.idx, nrows + 16) ||
+		    pd_hidx_init(&pm->ls.idx, 64))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		pm->have = true;
+		pm->h = *h; /* takes ownership of the first header's arrays */
+		memset(h, 0, sizeof *h);
+		pm->h.time = 0;
+		pm->h.duration = 0;
+		pm->h.period = 0;
+		pm->stypes0 = malloc((2 * pm->h.nst + 1) * sizeof *pm->stypes0);
+		if (!pm->stypes0)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		memcpy(pm->stypes0, pm->h.stypes, 2 * pm->h.nst * sizeof *pm->stypes0);
+		h = &pm->h;
+		/* fall through to combine the numbers of this first profile */
+	} else {
+		bool same = h->nst == pm->h.nst && h->ptype == pm->h.ptype && h->punit == pm->h.punit;
+		for (uint32_t i = 0; same && i < 2 * h->nst; i++)
+			same = h->stypes[i] == pm->stypes0[i];
+		if (!same)
+			return pd_errf(err, PD_EINCOMPAT,
+				       "incompatible profiles: %s has other sample types than the first profile "
+				       "(select one type, e.g. type=cpu)",
+				       id);
+		for (uint32_t i = 0; i < h->ncomments; i++) {
+			bool seen = false;
+			for (uint32_t j = 0; j < pm->h.ncomments && !seen; j++)
+				seen = pm->h.comments[j] == h->comments[i];
+			if (!seen) {
+				int64_t *nc = realloc(pm->h.comments, (pm->h.ncomments + 1) * sizeof *nc);
+				if (!nc)
+					return pd_errf(err, PD_ENOMEM, "out of memory");
+				pm->h.comments = nc;
+				pm->h.comments[pm->h.ncomments++] = h->comments[i];
+			}
+		}
+		if (!pm->h.dflt)
+			pm->h.dflt = h->dflt;
+		if (!pm->h.doc)
+			pm->h.doc = h->doc;
+	}
+	if (time && (pm->h.time == 0 || time < pm->h.time))
+		pm->h.time = time;
+	pm->h.duration += duration;
+	if (pm->h.period < period)
+		pm->h.period = period;
+	for (size_t i = 0; i < nrows; i++) {
+		const int64_t *r = rows + i * (2 + nv);
+		bool zero = true;
+		for (uint32_t j = 0; j < nv && zero; j++)
+			zero = r[2 + j] == 0;
+		if (zero) /* as pprof's Merge: zero samples are skipped */
+			continue;
+		uint32_t si, li;
+		bool added;
+		if (remap_get(&pm->stk, r[0], &si, &added) || remap_get(&pm->ls, r[1], &li, &added))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		int rc = pd_agg_add(&pm->agg, si, li, r + 2);
+		if (rc)
+			return pd_errf(err, rc, "merge: out of memory");
+	}
+	return 0;
+}
+
+/* Materialise a partition's aggregate as a partial profile. */
+static int pm_profile(struct pmerge *pm, struct pd_profile **out, struct pd_err *err)
+{
+	struct mat m;
+	int rc = mat_init(&m, pm->pt, err);
+	if (!rc)
+		rc = mat_header(&m, &pm->h);
+	if (!rc && !(m.p->samples = pd_arena_alloc(m.p->arena, (pm->agg.n + 1) * sizeof *m.p->samples)))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t r = 0; r < pm->agg.n && !rc; r++)
+		rc = mat_sample(&m, pm->stk.keys[pm->agg.rows[r].stack], pm->ls.keys[pm->agg.rows[r].labels],
+				pd_agg_values(&pm->agg, r), pm->agg.nvalues);
+	if (!rc)
+		rc = mat_finish(&m, out);
+	mat_free(&m);
+	return rc;
+}
+
+static int sq_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
+		    struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	*out = NULL;
+	if (n == 0)
+		return pd_errf(err, PD_EINVAL, "no profiles to merge");
+	pthread_mutex_lock(&s->mu);
+	struct pmerge *pms = NULL;
+	size_t npm = 0, cpm = 0;
+	struct pd_merger *mg = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct part *pt;
+		if ((rc = locate(s, ids[i], &pt, err)))
+			break;
+		struct header h;
+		int64_t *rows = NULL;
+		size_t nrows;
+		uint32_t nv;
+		sqlite3_stmt *g = pt->get_prof;
+		rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), &h, err);
+		if (!rc) {
+			rc = dec_block(sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), &rows, &nrows, &nv,
+				       err);
+			if (rc)
+				header_free(&h);
+		}
+		sqlite3_reset(g);
+		if (rc)
+			break;
+		size_t k = 0;
+		while (k < npm && pms[k].pt != pt)
+			k++;
+		if (k == npm) {
+			if (pd_grow((void **)&pms, &cpm, npm + 1, sizeof *pms)) {
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				header_free(&h);
+				free(rows);
+				break;
+			}
+			memset(&pms[npm], 0, sizeof *pms);
+			pms[npm++].pt = pt;
+		}
+		rc = pm_add(&pms[k], ids[i], &h, rows, nrows, nv, err);
+		header_free(&h);
+		free(rows);
+	}
+	if (!rc && !(mg = pd_merger_new()))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t k = 0; k < npm && !rc; k++) {
+		struct pd_profile *part;
+		if ((rc = pm_profile(&pms[k], &part, err)))
+			break;
+		rc = pd_merger_add_partial(mg, part, err);
+		pd_profile_free(part);
+	}
+	if (!rc)
+		rc = pd_merger_finish(mg, out, err);
+	pd_merger_free(mg);
+	for (size_t k = 0; k < npm; k++)
+		pmerge_free(&pms[k]);
+	free(pms);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+/* ---- the rest --------------------------------------------------------------------------- */
+
+static int sq_remove(struct pd_store *base, const char *id, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	pthread_mutex_lock(&s->mu);
+	struct part *pt;
+	int rc = locate(s, id, &pt, err);
+	if (!rc) {
+		int64_t pk = sqlite3_column_int64(pt->get_prof, 0);
+		sqlite3_reset(pt->get_prof);
+		/* the profile's symbols stay until its partition is dropped */
+		sqlite3_reset(pt->del_prof);
+		sqlite3_reset(pt->del_labels);
+		sqlite3_bind_int64(pt->del_prof, 1, pk);
+		sqlite3_bind_int64(pt->del_labels, 1, pk);
+		if (sqlite3_exec(pt->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_step(pt->del_labels) != SQLITE_DONE || sqlite3_step(pt->del_prof) != SQLITE_DONE ||
+		    sqlite3_exec(pt->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+			rc = sqerr(err, pt->db, "delete");
+			sqlite3_exec(pt->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+		sqlite3_reset(pt->del_prof);
+		sqlite3_reset(pt->del_labels);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int sq_services(struct pd_store *base, char ***out, size_t *n, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&s->mu);
+	struct part **ps;
+	size_t np, cap = 0;
+	char **v = NULL;
+	size_t nv = 0;
+	int rc = parts_in(s, INT64_MIN, INT64_MAX, &ps, &np, err);
+	for (size_t i = 0; i < np && !rc; i++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(ps[i]->db, "SELECT DISTINCT service FROM profiles", -1, &st, NULL) != SQLITE_OK) {
+			rc = sqerr(err, ps[i]->db, "services");
+			break;
+		}
+		while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+			const char *svc = (const char *)sqlite3_column_text(st, 0);
+			bool seen = false;
+			for (size_t j = 0; j < nv && !seen; j++)
+				seen = !strcmp(v[j], svc);
+			if (seen)
+				continue;
+			if (pd_grow((void **)&v, &cap, nv + 1, sizeof *v) || !(v[nv] = strdup(svc)))
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			else
+				nv++;
+		}
+		sqlite3_finalize(st);
+	}
+	free(ps);
+	pthread_mutex_unlock(&s->mu);
+	if (rc) {
+		for (size_t j = 0; j < nv; j++)
+			free(v[j]);
+		free(v);
+		return rc;
+	}
+	if (nv)
+		qsort(v, nv, sizeof *v, cmp_str);
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
+static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	*dropped = 0;
+	pthread_mutex_lock(&s->mu);
+	struct part **ps;
+	size_t np;
+	/* every partition that ends before the cutoff */
+	int rc = parts_in(s, INT64_MIN, cutoff - DAY_NS, &ps, &np, err);
+	for (size_t i = 0; i < np && !rc; i++) {
+		struct part *pt = ps[i];
+		if ((pt->day + 1) * DAY_NS > cutoff)
+			continue;
+		char path[4096], aux[4200];
+		day_path(s, pt->day, path, sizeof path);
+		for (size_t j = 0; j < s->nparts; j++)
+			if (s->parts[j] == pt) {
+				s->parts[j] = s->parts[--s->nparts];
+				break;
+			}
+		part_close(pt);
+		if (unlink(path) && errno != ENOENT) {
+			rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
+			break;
+		}
+		snprintf(aux, sizeof aux, "%s-wal", path);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", path);
+		unlink(aux);
+		(*dropped)++;
+	}
+	free(ps);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static void sq_close(struct pd_store *base)
+{
+	struct sq *s = (struct sq *)base;
+	for (size_t i = 0; i < s->nparts; i++)
+		part_close(s->parts[i]);
+	free(s->parts);
+	pthread_mutex_destroy(&s->mu);
+	free(s->dir);
+	free(s);
+}
+
+static const struct pd_store_ops sqlite_ops = {
+	"sqlite", sq_ingest, sq_find, sq_get, sq_merge, sq_remove, sq_services, sq_retain, sq_close,
+};
+
+int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,
+			 struct pd_err *err)
+{
+	*out = NULL;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return pd_errf(err, PD_EIO, "store: cannot create %s: %s", dir, strerror(errno));
+	if (access(dir, R_OK | W_OK | X_OK))
+		return pd_errf(err, PD_EIO, "store: %s is not a writable directory: %s", dir, strerror(errno));
+	struct sq *s = calloc(1, sizeof *s);
+	if (!s || !(s->dir = strdup(dir))) {
+		free(s);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	s->base.ops = &sqlite_ops;
+	if (lim)
+		s->lim = *lim;
+	pd_pprof_limits_default(&s->lim);
+	pthread_mutex_init(&s->mu, NULL);
+	*out = &s->base;
+	return 0;
+}

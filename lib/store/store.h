@@ -1,0 +1,142 @@
+/*
+ * store.h — where profiles are kept: the storage interface every backend
+ * implements (a method table, like SQLite's VFS or Varnish's stevedores),
+ * and the profile metadata the API speaks about.
+ *
+ * A stored profile is decomposed on ingest (DESIGN.md): content-addressed,
+ * deduplicated strings, functions, mappings, locations, stacks and label
+ * sets, plus one metadata row and a compact sample block per profile. Ids
+ * of symbols are hashes of their content, so the same stack has the same id
+ * in every partition and every backend; hash collisions are detected, never
+ * trusted. Merges aggregate sample blocks on those ids and never re-parse
+ * pprof.
+ *
+ * Profiles live in time partitions (one per UTC day): retention drops whole
+ * partitions. Profile ids are 20-character xids (as profefe's) whose time
+ * part is the profile's creation time, so an id names its partition.
+ *
+ * The conformance suite (tests/unit/test_store.c) is written against this
+ * interface only.
+ */
+#ifndef PD_STORE_H
+#define PD_STORE_H
+
+#include "../pprof/pprof.h"
+
+#define PD_STORE_ID_LEN 20
+
+struct pd_kv {
+	char *key, *value;
+};
+
+/* What the API says about a profile (profefe's model). */
+struct pd_profile_meta {
+	char id[PD_STORE_ID_LEN + 1];
+	char service[128];
+	char type[16]; /* cpu, heap, allocs, block, mutex, goroutine, threadcreate, other */
+	int64_t created_ns;
+	struct pd_kv *labels; /* sorted by key; owned by the meta (pd_meta_clear) */
+	size_t nlabels;
+	size_t stored_bytes;  /* size of its sample block on disk */
+};
+void pd_meta_clear(struct pd_profile_meta *m);
+
+/* What to ingest: the profile bytes (gzip or raw) and its series identity. */
+struct pd_ingest {
+	const char *service, *type;
+	const struct pd_kv *labels;
+	size_t nlabels;
+	int64_t created_ns; /* 0 = the profile's time_nanos, else now */
+};
+
+/* Which profiles: service (required), type (NULL = any), every label must
+ * match exactly (AND), created in [from_ns, to_ns]; limit 0 = all, else the
+ * newest `limit`. Results come in ascending creation time. */
+struct pd_store_query {
+	const char *service;
+	const char *type;
+	const struct pd_kv *labels;
+	size_t nlabels;
+	int64_t from_ns, to_ns;
+	size_t limit;
+};
+
+/* Called per matching profile; non-zero stops the iteration and is returned. */
+typedef int (*pd_meta_fn)(void *ctx, const struct pd_profile_meta *m);
+
+struct pd_store;
+
+struct pd_store_ops {
+	const char *name;
+	int (*ingest)(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
+		      struct pd_profile_meta *out, struct pd_err *err);
+	int (*find)(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx, struct pd_err *err);
+	/* Rebuild one stored profile (reads like the uploaded one in go tool pprof). */
+	int (*get)(struct pd_store *s, const char *id, struct pd_profile **out, struct pd_err *err);
+	/* Merge stored profiles by id, aggregating sample blocks (PD_EINCOMPAT
+	 * for mixed sample types, PD_ENOTFOUND for an unknown id). */
+	int (*merge)(struct pd_store *s, const char *const *ids, size_t n, struct pd_profile **out, struct pd_err *err);
+	int (*remove)(struct pd_store *s, const char *id, struct pd_err *err);
+	/* Distinct services, sorted; caller frees each and the array. */
+	int (*services)(struct pd_store *s, char ***out, size_t *n, struct pd_err *err);
+	/* Drop every partition that ends before cutoff_ns; *dropped = partitions removed. */
+	int (*retain)(struct pd_store *s, int64_t cutoff_ns, size_t *dropped, struct pd_err *err);
+	void (*close)(struct pd_store *s);
+};
+
+struct pd_store {
+	const struct pd_store_ops *ops;
+};
+
+/* The embedded backend: SQLite (WAL) files under dir, one per UTC day.
+ * A successful ingest is on disk (synchronous=FULL commit). */
+int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,
+			 struct pd_err *err) PD_WUR;
+
+/* Thin wrappers over the ops. */
+static inline int pd_store_ingest(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
+				  struct pd_profile_meta *out, struct pd_err *err)
+{
+	return s->ops->ingest(s, in, data, len, out, err);
+}
+static inline int pd_store_find(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
+				struct pd_err *err)
+{
+	return s->ops->find(s, q, fn, ctx, err);
+}
+static inline int pd_store_get(struct pd_store *s, const char *id, struct pd_profile **out, struct pd_err *err)
+{
+	return s->ops->get(s, id, out, err);
+}
+static inline int pd_store_merge(struct pd_store *s, const char *const *ids, size_t n, struct pd_profile **out,
+				 struct pd_err *err)
+{
+	return s->ops->merge(s, ids, n, out, err);
+}
+static inline int pd_store_remove(struct pd_store *s, const char *id, struct pd_err *err)
+{
+	return s->ops->remove(s, id, err);
+}
+static inline int pd_store_services(struct pd_store *s, char ***out, size_t *n, struct pd_err *err)
+{
+	return s->ops->services(s, out, n, err);
+}
+static inline int pd_store_retain(struct pd_store *s, int64_t cutoff_ns, size_t *dropped, struct pd_err *err)
+{
+	return s->ops->retain(s, cutoff_ns, dropped, err);
+}
+static inline void pd_store_close(struct pd_store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+/* ---- ids ---------------------------------------------------------------- */
+
+/* A new xid for time t (ns): 4 bytes seconds, 3 machine, 2 pid, 3 counter,
+ * base32hex lower-case, 20 characters (profefe's / rs/xid's format). */
+void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1]);
+/* The creation time (ns, second resolution) in an xid; -1 if malformed. */
+int64_t pd_xid_time(const char *id);
+
+#endif

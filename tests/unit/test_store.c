@@ -1,0 +1,449 @@
+/*
+ * test_store.c — the storage conformance suite, written against the
+ * interface in lib/store/store.h only (never the SQLite files), so every
+ * backend runs the same tests. Today: the embedded SQLite backend.
+ */
+#include "testutil.h"
+#include "../../lib/store/store.h"
+#include "../../lib/pprof/report.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DAY 86400000000000LL
+#define T0 (1764374400LL * 1000000000LL) /* 2025-11-29T00:00:00Z */
+
+static uint64_t rs = 88172645463325252ULL;
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+/* A CPU profile (or, heap=true, a heap-shaped one) at time t: a few
+ * functions and stacks, some samples labelled. Returns gzip bytes. */
+static struct pd_buf make_profile(int64_t t, bool heap, int seed)
+{
+	static const char *const fn[] = {"main.main", "main.a", "main.b", "runtime.c", "main.d", "main.e"};
+	static const char *const hv[] = {"login", "search"};
+	struct pb p;
+	pb_init(&p);
+	if (heap) {
+		pb_sample_type(&p, "alloc_objects", "count");
+		pb_sample_type(&p, "alloc_space", "bytes");
+		pb_period_type(&p, "space", "bytes", 524288);
+	} else {
+		pb_cpu_header(&p, 10000000);
+	}
+	uint64_t base = 0x400000 + (uint64_t)(seed % 3) * 0x10000;
+	pb_mapping(&p, 1, base, base + 0x100000, 0, "/bin/app", "b1d");
+	for (uint64_t f = 0; f < 6; f++)
+		pb_function(&p, f + 1, fn[f], "app.go", 0);
+	for (uint64_t l = 0; l < 6; l++)
+		pb_location1(&p, l + 1, 1, base + 0x100 * (l + 1), l + 1, (int64_t)l * 10);
+	rs = 1234567 + (uint64_t)seed;
+	int ns = 4 + (int)(rnd() % 6);
+	for (int i = 0; i < ns; i++) {
+		uint64_t locs[4];
+		size_t n = 1 + rnd() % 4;
+		for (size_t j = 0; j < n; j++)
+			locs[j] = 1 + rnd() % 6;
+		int64_t vals[2] = {1 + (int64_t)(rnd() % 5), 10000000 * (1 + (int64_t)(rnd() % 5))};
+		struct pb_label lb = {"handler", hv[rnd() % 2], 0, NULL};
+		pb_sample(&p, locs, n, vals, 2, &lb, rnd() % 2);
+	}
+	tb_int(&p.b, PF_TIME_NANOS, t);
+	tb_int(&p.b, PF_DURATION_NANOS, 10000000000LL);
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
+	pd_profile_free(q);
+	pb_free(&p);
+	return out;
+}
+
+static int strcmp_ptr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Canonical text of a profile's content: one line per sample, "frames |
+ * labels | values", sorted; what go tool pprof would print for it. */
+static char *canon(const struct pd_profile *p)
+{
+	size_t n = p->nsamples, cap = 0;
+	char **lines = calloc(n + 1, sizeof *lines);
+	assert_non_null(lines);
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		char buf[4096];
+		size_t o = 0;
+		for (uint32_t k = 0; k < s->nlocs; k++) {
+			const struct pd_location *l = &p->locations[s->locs[k]];
+			for (uint32_t j = 0; j < l->nlines; j++) {
+				struct pd_str nm = p->strings[p->functions[l->lines[j].function].name];
+				o += (size_t)snprintf(buf + o, sizeof buf - o, "%.*s:%lld;", (int)nm.len, nm.ptr,
+						      (long long)l->lines[j].line);
+			}
+		}
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "|");
+		for (uint32_t k = 0; k < s->nlabels; k++) {
+			struct pd_str key = p->strings[s->labels[k].key], v = p->strings[s->labels[k].str];
+			o += (size_t)snprintf(buf + o, sizeof buf - o, "%.*s=%.*s,", (int)key.len, key.ptr, (int)v.len, v.ptr);
+		}
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "|");
+		for (uint32_t k = 0; k < p->nsample_types; k++)
+			o += (size_t)snprintf(buf + o, sizeof buf - o, "%lld,", (long long)s->values[k]);
+		lines[i] = strdup(buf);
+		cap += o + 1;
+	}
+	qsort(lines, n, sizeof *lines, strcmp_ptr);
+	char *all = calloc(cap + 64, 1);
+	assert_non_null(all);
+	for (size_t i = 0; i < n; i++) {
+		strcat(all, lines[i]);
+		strcat(all, "\n");
+		free(lines[i]);
+	}
+	free(lines);
+	return all;
+}
+
+static char tmpdir[256];
+
+static struct pd_store *open_store(void)
+{
+	struct pd_store *st;
+	struct pd_err err;
+	if (pd_store_open_sqlite(tmpdir, NULL, &st, &err))
+		fail_msg("open: %s", err.msg);
+	return st;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/profd-store-test.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void ingest(struct pd_store *st, const char *svc, const char *type, const struct pd_kv *labels, size_t nl,
+		   struct pd_buf *b, struct pd_profile_meta *m)
+{
+	struct pd_ingest in = {svc, type, labels, nl, 0};
+	struct pd_err err;
+	if (pd_store_ingest(st, &in, b->ptr, b->len, m, &err))
+		fail_msg("ingest: %s", err.msg);
+}
+
+struct ids {
+	char id[64][PD_STORE_ID_LEN + 1];
+	int64_t t[64];
+	size_t n;
+};
+
+static int collect(void *ctx, const struct pd_profile_meta *m)
+{
+	struct ids *ids = ctx;
+	assert_true(ids->n < 64);
+	memcpy(ids->id[ids->n], m->id, sizeof ids->id[0]);
+	ids->t[ids->n++] = m->created_ns;
+	return 0;
+}
+
+static struct ids find(struct pd_store *st, const char *svc, const char *type, const struct pd_kv *l, size_t nl,
+		       int64_t from, int64_t to, size_t limit)
+{
+	struct ids ids = {0};
+	struct pd_store_query q = {svc, type, l, nl, from, to, limit};
+	struct pd_err err;
+	if (pd_store_find(st, &q, collect, &ids, &err))
+		fail_msg("find: %s", err.msg);
+	return ids;
+}
+
+static void test_xid(void **state)
+{
+	(void)state;
+	char a[PD_STORE_ID_LEN + 1], b[PD_STORE_ID_LEN + 1];
+	pd_xid_new(T0 + 123456789, a);
+	pd_xid_new(T0 + 123456789, b);
+	assert_int_equal(strlen(a), 20);
+	assert_string_not_equal(a, b);
+	assert_int_equal(pd_xid_time(a), T0);
+	assert_true(pd_xid_time("short") < 0);
+	assert_true(pd_xid_time("zzzzzzzzzzzzzzzzzzzz") < 0); /* z is not base32hex */
+}
+
+/* Ingest, get back: the same samples, frames, lines, labels and values. */
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_kv lab[] = {{"region", "eu"}, {"version", "1.0"}};
+	for (int i = 0; i < 5; i++) {
+		struct pd_buf b = make_profile(T0 + i * 10 * 1000000000LL, false, i);
+		struct pd_profile_meta m;
+		ingest(st, "auth", "cpu", lab, 2, &b, &m);
+		assert_int_equal(m.created_ns, T0 + i * 10 * 1000000000LL); /* from time_nanos */
+		assert_int_equal(m.nlabels, 2);
+		struct pd_profile *orig, *got;
+		struct pd_err err;
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
+		if (pd_store_get(st, m.id, &got, &err))
+			fail_msg("get: %s", err.msg);
+		char *co = canon(orig), *cg = canon(got);
+		assert_string_equal(co, cg);
+		/* header too */
+		assert_int_equal(got->period, orig->period);
+		assert_int_equal(got->time_nanos, orig->time_nanos);
+		assert_int_equal(got->duration_nanos, orig->duration_nanos);
+		assert_int_equal(got->nsample_types, 2);
+		assert_true(pd_str_eq(got->strings[got->sample_types[1].type], "cpu"));
+		assert_true(pd_str_eq(got->strings[got->period_type.unit], "nanoseconds"));
+		assert_int_equal(got->nmappings, 1);
+		assert_true(pd_str_eq(got->strings[got->mappings[0].filename], "/bin/app"));
+		/* the rebuilt profile encodes to something Go-valid: our decoder agrees */
+		struct pd_buf e = PD_BUF_INIT(0);
+		struct pd_profile *again;
+		assert_int_equal(pd_pprof_encode(got, 0, &e, &err), 0);
+		assert_int_equal(pd_pprof_decode(e.ptr, e.len, NULL, &again, &err), 0);
+		pd_profile_free(again);
+		pd_buf_free(&e);
+		free(co);
+		free(cg);
+		pd_profile_free(orig);
+		pd_profile_free(got);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	pd_store_close(st);
+}
+
+static void test_find_filters(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_kv v1[] = {{"version", "1.0"}}, v2[] = {{"version", "2.0"}};
+	struct pd_profile_meta m;
+	/* 6 cpu profiles over 3 days (2 per day), versions alternating; 2 heap */
+	for (int i = 0; i < 6; i++) {
+		struct pd_buf b = make_profile(T0 + (i / 2) * DAY + (i % 2) * 60000000000LL, false, i);
+		ingest(st, "api", "cpu", i % 2 ? v2 : v1, 1, &b, &m);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	for (int i = 0; i < 2; i++) {
+		struct pd_buf b = make_profile(T0 + i * DAY + 1000000000LL, true, i);
+		ingest(st, "api", "heap", v1, 1, &b, &m);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct ids all = find(st, "api", NULL, NULL, 0, 0, INT64_MAX, 0);
+	assert_int_equal(all.n, 8);
+	for (size_t i = 1; i < all.n; i++)
+		assert_true(all.t[i - 1] <= all.t[i]); /* ascending */
+	assert_int_equal(find(st, "api", "cpu", NULL, 0, 0, INT64_MAX, 0).n, 6);
+	assert_int_equal(find(st, "api", "heap", NULL, 0, 0, INT64_MAX, 0).n, 2);
+	assert_int_equal(find(st, "api", "cpu", v2, 1, 0, INT64_MAX, 0).n, 3);
+	assert_int_equal(find(st, "api", NULL, v1, 1, 0, INT64_MAX, 0).n, 5);
+	assert_int_equal(find(st, "other", NULL, NULL, 0, 0, INT64_MAX, 0).n, 0);
+	/* [from, to] inclusive, across partitions */
+	struct ids day1 = find(st, "api", "cpu", NULL, 0, T0 + DAY, T0 + DAY + 60000000000LL, 0);
+	assert_int_equal(day1.n, 2);
+	assert_int_equal(find(st, "api", "cpu", NULL, 0, T0 + DAY + 1, T0 + 2 * DAY - 1, 0).n, 1);
+	/* limit keeps the newest, still ascending */
+	struct ids lim = find(st, "api", "cpu", NULL, 0, 0, INT64_MAX, 2);
+	assert_int_equal(lim.n, 2);
+	assert_int_equal(lim.t[0], T0 + 2 * DAY);
+	assert_int_equal(lim.t[1], T0 + 2 * DAY + 60000000000LL);
+	/* bad queries */
+	struct pd_store_query q = {"api", NULL, NULL, 0, 10, 5, 0};
+	struct pd_err err;
+	assert_int_equal(pd_store_find(st, &q, collect, &lim, &err), PD_EINVAL);
+	q.service = NULL;
+	assert_int_equal(pd_store_find(st, &q, collect, &lim, &err), PD_EINVAL);
+	/* services */
+	char **svcs;
+	size_t ns;
+	struct pd_buf b = make_profile(T0, false, 9);
+	ingest(st, "aaa", "cpu", NULL, 0, &b, &m);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+	assert_int_equal(pd_store_services(st, &svcs, &ns, &err), 0);
+	assert_int_equal(ns, 2);
+	assert_string_equal(svcs[0], "aaa");
+	assert_string_equal(svcs[1], "api");
+	for (size_t i = 0; i < ns; i++)
+		free(svcs[i]);
+	free(svcs);
+	pd_store_close(st);
+}
+
+/* A merge of stored profiles equals pprof's Merge of the originals. */
+static void test_merge(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile *orig[8];
+	const char *ids[8];
+	char idbuf[8][PD_STORE_ID_LEN + 1];
+	struct pd_err err;
+	for (int i = 0; i < 8; i++) {
+		/* two partitions, and mapping addresses that move (ASLR) */
+		struct pd_buf b = make_profile(T0 + (i / 4) * DAY + i * 1000000000LL, false, 100 + i);
+		struct pd_profile_meta m;
+		ingest(st, "m", "cpu", NULL, 0, &b, &m);
+		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ids[i] = idbuf[i];
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct pd_profile *want, *got;
+	assert_int_equal(pd_pprof_merge(orig, 8, &want, &err), 0);
+	if (pd_store_merge(st, ids, 8, &got, &err))
+		fail_msg("merge: %s", err.msg);
+	char *cw = canon(want), *cg = canon(got);
+	assert_string_equal(cw, cg);
+	assert_int_equal(got->duration_nanos, want->duration_nanos);
+	assert_int_equal(got->time_nanos, want->time_nanos);
+	assert_int_equal(got->period, want->period);
+	free(cw);
+	free(cg);
+	pd_profile_free(want);
+	pd_profile_free(got);
+	/* unknown id; mixed types */
+	const char *bad[2] = {ids[0], "9999999999zzzzzzzzzz"};
+	assert_int_equal(pd_store_merge(st, bad, 2, &got, &err), PD_ENOTFOUND);
+	struct pd_buf hb = make_profile(T0 + 5, true, 1);
+	struct pd_profile_meta hm;
+	ingest(st, "m", "heap", NULL, 0, &hb, &hm);
+	const char *mixed[2] = {ids[0], hm.id};
+	assert_int_equal(pd_store_merge(st, mixed, 2, &got, &err), PD_EINCOMPAT);
+	pd_meta_clear(&hm);
+	pd_buf_free(&hb);
+	for (int i = 0; i < 8; i++)
+		pd_profile_free(orig[i]);
+	pd_store_close(st);
+}
+
+static void test_bad_input_stores_nothing(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	struct pd_err err;
+	struct pd_ingest in = {"bad", "cpu", NULL, 0, 0};
+	assert_int_equal(pd_store_ingest(st, &in, (const uint8_t *)"garbage!", 8, &m, &err), PD_EINVAL);
+	assert_contains(err.msg, "malformed profile");
+	/* a valid profile without samples */
+	struct pb p;
+	pb_init(&p);
+	pb_cpu_header(&p, 10000000);
+	pb_finish(&p);
+	assert_int_equal(pd_store_ingest(st, &in, p.b.p, p.b.len, &m, &err), PD_EINVAL);
+	assert_contains(err.msg, "no samples");
+	pb_free(&p);
+	struct pd_buf b = make_profile(T0, false, 1);
+	in.type = "bogus";
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), PD_EINVAL);
+	in.type = "cpu";
+	in.service = "";
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), PD_EINVAL);
+	assert_int_equal(find(st, "bad", NULL, NULL, 0, 0, INT64_MAX, 0).n, 0);
+	struct pd_profile *got;
+	assert_int_equal(pd_store_get(st, "nonsense", &got, &err), PD_ENOTFOUND);
+	assert_int_equal(pd_store_get(st, "c6jddu000000000000a0", &got, &err), PD_ENOTFOUND);
+	pd_buf_free(&b);
+	pd_store_close(st);
+}
+
+static void test_remove_reopen_retain(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta a, b2, c;
+	struct pd_buf pa = make_profile(T0 - 10 * DAY, false, 1), pb2 = make_profile(T0, false, 2),
+		      pc = make_profile(T0 + 1000, false, 3);
+	ingest(st, "r", "cpu", NULL, 0, &pa, &a);
+	ingest(st, "r", "cpu", NULL, 0, &pb2, &b2);
+	ingest(st, "r", "cpu", NULL, 0, &pc, &c);
+	struct pd_err err;
+	assert_int_equal(pd_store_remove(st, c.id, &err), 0);
+	struct pd_profile *got;
+	assert_int_equal(pd_store_get(st, c.id, &got, &err), PD_ENOTFOUND);
+	assert_int_equal(pd_store_remove(st, c.id, &err), PD_ENOTFOUND);
+	pd_store_close(st);
+	/* everything acknowledged is there after reopening */
+	st = open_store();
+	assert_int_equal(find(st, "r", NULL, NULL, 0, INT64_MIN, INT64_MAX, 0).n, 2);
+	assert_int_equal(pd_store_get(st, a.id, &got, &err), 0);
+	pd_profile_free(got);
+	/* retention drops the old partition and its file */
+	size_t dropped;
+	if (pd_store_retain(st, T0 - 5 * DAY, &dropped, &err))
+		fail_msg("retain: %s", err.msg);
+	assert_int_equal(dropped, 1);
+	assert_int_equal(pd_store_get(st, a.id, &got, &err), PD_ENOTFOUND);
+	struct ids left = find(st, "r", NULL, NULL, 0, INT64_MIN, INT64_MAX, 0);
+	assert_int_equal(left.n, 1);
+	assert_string_equal(left.id[0], b2.id);
+	size_t files = 0;
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		files += strstr(e->d_name, "profd-2025111") != NULL; /* the dropped day's files */
+	closedir(d);
+	assert_int_equal(files, 0);
+	pd_meta_clear(&a), pd_meta_clear(&b2), pd_meta_clear(&c);
+	pd_buf_free(&pa), pd_buf_free(&pb2), pd_buf_free(&pc);
+	pd_store_close(st);
+}
+
+/* Repeated scrapes of one service cost little: symbols are shared. */
+static void test_dedup_is_compact(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	size_t in_bytes = 0, stored = 0;
+	for (int i = 0; i < 50; i++) {
+		struct pd_buf b = make_profile(T0 + 7 * DAY + i * 10000000000LL, false, i % 4);
+		struct pd_profile_meta m;
+		ingest(st, "d", "cpu", NULL, 0, &b, &m);
+		in_bytes += b.len;
+		stored += m.stored_bytes;
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	/* per-profile rows are much smaller than the gzip input */
+	assert_true(stored * 3 < in_bytes);
+	pd_store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_xid),
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_find_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input_stores_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove_reopen_retain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dedup_is_compact, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
