@@ -9,7 +9,7 @@
 #   make demo            deps, build, capture a real Go service, show results
 
 CC      ?= cc
-PKGS    := libdeflate libxxhash sqlite3 libzstd
+PKGS    := libdeflate libxxhash sqlite3 libzstd jansson
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
 ifeq ($(CI),true)
@@ -29,7 +29,7 @@ else
 BUILD   ?= build
 endif
 
-LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c)
+LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/http/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 BIN_SRC := $(wildcard src/*.c)
 BIN_OBJ := $(BIN_SRC:%.c=$(BUILD)/%.o)
