@@ -862,6 +862,13 @@ bool pd_str_eq(struct pd_str s, const char *c)
 	return s.len == n && memcmp(s.ptr, c, n) == 0;
 }
 
+int pd_str_cmp(struct pd_str a, struct pd_str b)
+{
+	uint32_t n = a.len < b.len ? a.len : b.len;
+	int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+	return c ? c : (a.len < b.len ? -1 : a.len > b.len);
+}
+
 uint32_t pd_profile_default_index(const struct pd_profile *p)
 {
 	if (p->nsample_types == 0)

@@ -451,12 +451,7 @@ static uint32_t intern_lset(struct pd_merger *m, const struct pd_label *l, uint3
 
 static int str_cmp(const struct pd_merger *m, uint32_t a, uint32_t b)
 {
-	if (a == b)
-		return 0;
-	struct pd_str x = m->strs.v[a], y = m->strs.v[b];
-	uint32_t n = x.len < y.len ? x.len : y.len;
-	int c = n ? memcmp(x.ptr, y.ptr, n) : 0;
-	return c ? c : (x.len < y.len ? -1 : x.len > y.len);
+	return a == b ? 0 : pd_str_cmp(m->strs.v[a], m->strs.v[b]);
 }
 
 /* Canonical label order, which is also what pprof's encoder writes: string

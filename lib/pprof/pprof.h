@@ -172,6 +172,8 @@ uint32_t pd_profile_default_index(const struct pd_profile *p);
 int pd_profile_sample_index(const struct pd_profile *p, const char *name);
 /* Compare a string-table entry with a C string. */
 bool pd_str_eq(struct pd_str s, const char *c);
+/* Byte-wise order of two strings (memcmp, then length), like Go's < on strings. */
+int pd_str_cmp(struct pd_str a, struct pd_str b);
 
 /* ---- merge -------------------------------------------------------------- */
 

@@ -95,19 +95,12 @@ static struct node *node_get(struct nodes *ns, struct pd_str s)
 
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
-static int str_cmp(struct pd_str a, struct pd_str b)
-{
-	uint32_t n = a.len < b.len ? a.len : b.len;
-	int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
-	return c ? c : (a.len < b.len ? -1 : a.len > b.len);
-}
-
 static int cmp_flat(const void *x, const void *y)
 {
 	const struct pd_top_row *a = x, *b = y;
 	if (abs64(a->flat) != abs64(b->flat))
 		return abs64(a->flat) > abs64(b->flat) ? -1 : 1;
-	int c = str_cmp(a->name, b->name);
+	int c = pd_str_cmp(a->name, b->name);
 	if (c)
 		return c;
 	if (abs64(a->cum) != abs64(b->cum))
@@ -120,7 +113,7 @@ static int cmp_cum(const void *x, const void *y)
 	const struct pd_top_row *a = x, *b = y;
 	if (abs64(a->cum) != abs64(b->cum))
 		return abs64(a->cum) > abs64(b->cum) ? -1 : 1;
-	int c = str_cmp(a->name, b->name);
+	int c = pd_str_cmp(a->name, b->name);
 	if (c)
 		return c;
 	if (abs64(a->flat) != abs64(b->flat))

@@ -61,7 +61,7 @@ struct part {
 	int64_t day; /* days since the epoch */
 	sqlite3 *db;
 	sqlite3_stmt *find[NKINDS], *ins[NKINDS], *get[NKINDS];
-	sqlite3_stmt *ins_prof, *ins_label, *get_prof, *del_prof, *del_labels;
+	sqlite3_stmt *ins_prof, *ins_label, *get_prof, *del_prof, *del_labels, *get_labels;
 	struct cache cache[NKINDS];
 };
 
@@ -149,6 +149,7 @@ static void part_close(struct part *p)
 	sqlite3_finalize(p->get_prof);
 	sqlite3_finalize(p->del_prof);
 	sqlite3_finalize(p->del_labels);
+	sqlite3_finalize(p->get_labels);
 	sqlite3_close(p->db);
 	free(p);
 }
@@ -214,7 +215,8 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 	    (rc = prep(p, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
 		       &p->get_prof, err)) ||
 	    (rc = prep(p, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
-	    (rc = prep(p, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)))
+	    (rc = prep(p, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)) ||
+	    (rc = prep(p, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err)))
 		goto fail;
 	if (pd_grow((void **)&s->parts, &s->cap, s->nparts + 1, sizeof *s->parts)) {
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
@@ -982,33 +984,30 @@ static int mat_loc(struct mat *m, int64_t seq, uint32_t *out)
 		return NOMEM(m);
 	if (!added)
 		return 0;
-	int rc = sym_get(m->pt, K_LOC, seq, &m->b, m->err);
+	/* its own buffer: the children read below reuse m->b */
+	struct pd_buf own = PD_BUF_INIT(0);
+	int rc = sym_get(m->pt, K_LOC, seq, &own, m->err);
 	if (rc)
 		return rc;
-	/* copy: mat_fn below reuses m->b */
-	size_t n = m->b.len;
-	uint8_t *c = malloc(n + 1);
-	if (!c)
-		return NOMEM(m);
-	memcpy(c, m->b.ptr, n);
-	struct rd r = {c, c + n, false};
+	size_t n = own.len;
+	struct rd r = {own.ptr, own.ptr + n, false};
 	int64_t mseq = (int64_t)get_v(&r);
 	uint64_t rel = get_v(&r);
 	bool folded = get_v(&r) != 0;
 	uint32_t nl = (uint32_t)get_v(&r);
 	struct pd_location l = {*out + 1, rel, PD_NONE, 0, NULL, folded};
 	if (r.bad || nl > n) {
-		free(c);
+		pd_buf_free(&own);
 		return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
 	}
 	if (mseq && (rc = mat_map(m, mseq, &l.mapping))) {
-		free(c);
+		pd_buf_free(&own);
 		return rc;
 	}
 	if (l.mapping != PD_NONE)
 		l.address = m->maps[l.mapping].start + rel;
 	if (nl && !(l.lines = pd_arena_alloc(m->p->arena, nl * sizeof *l.lines))) {
-		free(c);
+		pd_buf_free(&own);
 		return NOMEM(m);
 	}
 	for (uint32_t j = 0; j < nl; j++) {
@@ -1016,16 +1015,16 @@ static int mat_loc(struct mat *m, int64_t seq, uint32_t *out)
 		l.lines[j].line = unzz(get_v(&r));
 		l.lines[j].column = unzz(get_v(&r));
 		if (r.bad) {
-			free(c);
+			pd_buf_free(&own);
 			return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
 		}
 		if ((rc = mat_fn(m, f, &l.lines[j].function))) {
-			free(c);
+			pd_buf_free(&own);
 			return rc;
 		}
 		l.nlines++;
 	}
-	free(c);
+	pd_buf_free(&own);
 	if (pd_grow((void **)&m->locs, &m->cl, m->rl.n, sizeof *m->locs))
 		return NOMEM(m);
 	m->locs[*out] = l;
@@ -1039,25 +1038,22 @@ static int mat_stack(struct mat *m, int64_t seq, uint32_t *out)
 		return NOMEM(m);
 	if (!added)
 		return 0;
-	int rc = sym_get(m->pt, K_STACK, seq, &m->b, m->err);
+	struct pd_buf own = PD_BUF_INIT(0); /* the locations read below reuse m->b */
+	int rc = sym_get(m->pt, K_STACK, seq, &own, m->err);
 	if (rc)
 		return rc;
-	size_t n = m->b.len;
-	uint8_t *c = malloc(n + 1);
-	if (!c)
-		return NOMEM(m);
-	memcpy(c, m->b.ptr, n);
-	struct rd r = {c, c + n, false};
+	size_t n = own.len;
+	struct rd r = {own.ptr, own.ptr + n, false};
 	uint32_t *ids = pd_arena_alloc(m->p->arena, (n + 1) * sizeof *ids);
 	uint32_t k = 0;
 	while (ids && r.p < r.end && !r.bad) {
 		int64_t ls = (int64_t)get_v(&r);
 		if (!r.bad && (rc = mat_loc(m, ls, &ids[k++]))) {
-			free(c);
+			pd_buf_free(&own);
 			return rc;
 		}
 	}
-	free(c);
+	pd_buf_free(&own);
 	if (!ids)
 		return NOMEM(m);
 	if (r.bad)
@@ -1082,18 +1078,17 @@ static int mat_lset(struct mat *m, int64_t seq, uint32_t *out)
 	m->lsets[*out].n = 0;
 	if (seq == 0)
 		return 0;
-	int rc = sym_get(m->pt, K_LSET, seq, &m->b, m->err);
+	struct pd_buf own = PD_BUF_INIT(0); /* the strings read below reuse m->b */
+	int rc = sym_get(m->pt, K_LSET, seq, &own, m->err);
 	if (rc)
 		return rc;
-	size_t n = m->b.len;
-	uint8_t *c = malloc(n + 1);
+	size_t n = own.len;
 	struct pd_label *l = pd_arena_alloc(m->p->arena, (n / 4 + 1) * sizeof *l);
-	if (!c || !l) {
-		free(c);
+	if (!l) {
+		pd_buf_free(&own);
 		return NOMEM(m);
 	}
-	memcpy(c, m->b.ptr, n);
-	struct rd r = {c, c + n, false};
+	struct rd r = {own.ptr, own.ptr + n, false};
 	uint32_t k = 0;
 	while (r.p < r.end && !r.bad) {
 		int64_t key = (int64_t)get_v(&r), str = (int64_t)get_v(&r);
@@ -1104,12 +1099,12 @@ static int mat_lset(struct mat *m, int64_t seq, uint32_t *out)
 		l[k].num = num;
 		if ((rc = mat_str(m, key, &l[k].key)) || (rc = mat_str(m, str, &l[k].str)) ||
 		    (rc = mat_str(m, unit, &l[k].num_unit))) {
-			free(c);
+			pd_buf_free(&own);
 			return rc;
 		}
 		k++;
 	}
-	free(c);
+	pd_buf_free(&own);
 	if (r.bad)
 		return pd_errf(m->err, PD_EIO, "store: corrupt label set #%lld", (long long)seq);
 	m->lsets[*out].l = l;
@@ -1171,6 +1166,17 @@ static int mat_finish(struct mat *m, struct pd_profile **out)
 	*out = p;
 	m->p = NULL;
 	return 0;
+}
+
+/* Start a profile of partition pt with header h and room for nrows samples. */
+static int mat_start(struct mat *m, struct part *pt, const struct header *h, size_t nrows, struct pd_err *err)
+{
+	int rc = mat_init(m, pt, err);
+	if (!rc)
+		rc = mat_header(m, h);
+	if (!rc && !(m->p->samples = pd_arena_alloc(m->p->arena, (nrows + 1) * sizeof *m->p->samples)))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	return rc;
 }
 
 /* Append a sample (stack and label-set seqs, values) to the profile being
@@ -1256,10 +1262,8 @@ void pd_meta_clear(struct pd_profile_meta *m)
 
 static int load_labels(struct part *pt, int64_t pk, struct pd_profile_meta *m)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(pt->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", -1, &st,
-			       NULL) != SQLITE_OK)
-		return PD_EIO;
+	sqlite3_stmt *st = pt->get_labels;
+	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, pk);
 	size_t cap = 0;
 	int rc = 0;
@@ -1272,7 +1276,7 @@ static int load_labels(struct part *pt, int64_t pk, struct pd_profile_meta *m)
 		m->labels[m->nlabels].value = strdup((const char *)sqlite3_column_text(st, 1));
 		m->nlabels++;
 	}
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return rc;
 }
 
@@ -1400,6 +1404,24 @@ static int locate(struct sq *s, const char *id, struct part **pt, struct pd_err 
 	return 0; /* the row stays on get_prof until reset */
 }
 
+/* Header and sample rows of stored profile id. */
+static int load_profile(struct sq *s, const char *id, struct part **pt, struct header *h, int64_t **rows,
+			size_t *nrows, uint32_t *nv, struct pd_err *err)
+{
+	*rows = NULL;
+	memset(h, 0, sizeof *h);
+	int rc = locate(s, id, pt, err);
+	if (rc)
+		return rc;
+	sqlite3_stmt *g = (*pt)->get_prof;
+	rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), h, err);
+	if (!rc && (rc = dec_block(sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), rows, nrows, nv,
+				   err)))
+		header_free(h);
+	sqlite3_reset(g);
+	return rc;
+}
+
 static int sq_get(struct pd_store *base, const char *id, struct pd_profile **out, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
@@ -1407,43 +1429,21 @@ static int sq_get(struct pd_store *base, const char *id, struct pd_profile **out
 	pthread_mutex_lock(&s->mu);
 	struct part *pt = NULL;
 	struct mat m;
-	struct header h = {0};
-	int64_t *rows = NULL;
+	memset(&m, 0, sizeof m); /* so mat_free is safe on every path */
+	struct header h;
+	int64_t *rows;
 	size_t nrows = 0;
 	uint32_t nv = 0;
-	bool have_mat = false;
-	int rc = locate(s, id, &pt, err);
-	if (rc)
-		goto out;
-	have_mat = true; /* mat_init zeroes it first, so mat_free is always safe */
-	sqlite3_stmt *g = pt->get_prof;
-	rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), &h, err);
+	int rc = load_profile(s, id, &pt, &h, &rows, &nrows, &nv, err);
 	if (!rc)
-		rc = dec_block(sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), &rows, &nrows, &nv, err);
-	sqlite3_reset(g);
-	if (rc) {
-		have_mat = false;
-		goto out;
-	}
-	if ((rc = mat_init(&m, pt, err)))
-		goto out_mat;
-	if ((rc = mat_header(&m, &h)))
-		goto out_mat;
-	m.p->samples = pd_arena_alloc(m.p->arena, (nrows + 1) * sizeof *m.p->samples);
-	if (!m.p->samples) {
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-		goto out_mat;
-	}
+		rc = mat_start(&m, pt, &h, nrows, err);
 	for (size_t i = 0; i < nrows && !rc; i++) {
 		const int64_t *r = rows + i * (2 + nv);
 		rc = mat_sample(&m, r[0], r[1], r + 2, nv);
 	}
 	if (!rc)
 		rc = mat_finish(&m, out);
-out_mat:
-	if (have_mat)
-		mat_free(&m);
-out:
+	mat_free(&m);
 	pthread_mutex_unlock(&s->mu);
 	header_free(&h);
 	free(rows);
@@ -1546,11 +1546,7 @@ static int pm_add(struct pmerge *pm, const char *id, struct header *h, const int
 static int pm_profile(struct pmerge *pm, struct pd_profile **out, struct pd_err *err)
 {
 	struct mat m;
-	int rc = mat_init(&m, pm->pt, err);
-	if (!rc)
-		rc = mat_header(&m, &pm->h);
-	if (!rc && !(m.p->samples = pd_arena_alloc(m.p->arena, (pm->agg.n + 1) * sizeof *m.p->samples)))
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	int rc = mat_start(&m, pm->pt, &pm->h, pm->agg.n, err);
 	for (size_t r = 0; r < pm->agg.n && !rc; r++)
 		rc = mat_sample(&m, pm->stk.keys[pm->agg.rows[r].stack], pm->ls.keys[pm->agg.rows[r].labels],
 				pd_agg_values(&pm->agg, r), pm->agg.nvalues);
@@ -1574,22 +1570,11 @@ static int sq_merge(struct pd_store *base, const char *const *ids, size_t n, str
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct part *pt;
-		if ((rc = locate(s, ids[i], &pt, err)))
-			break;
 		struct header h;
-		int64_t *rows = NULL;
+		int64_t *rows;
 		size_t nrows;
 		uint32_t nv;
-		sqlite3_stmt *g = pt->get_prof;
-		rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), &h, err);
-		if (!rc) {
-			rc = dec_block(sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), &rows, &nrows, &nv,
-				       err);
-			if (rc)
-				header_free(&h);
-		}
-		sqlite3_reset(g);
-		if (rc)
+		if ((rc = load_profile(s, ids[i], &pt, &h, &rows, &nrows, &nv, err)))
 			break;
 		size_t k = 0;
 		while (k < npm && pms[k].pt != pt)

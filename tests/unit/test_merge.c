@@ -1163,13 +1163,7 @@ static void test_fmt_value_units_like_pprof(void **state)
 /* ---- two-level (parallel) merge == sequential merge ------------------------- */
 
 static uint64_t rnd_state = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
+static uint64_t rnd(void) { return tu_xorshift(&rnd_state); }
 
 /* A random profile over a shared pool: 2 mappings loaded at a per-profile
  * address (ASLR), 12 functions, 30 locations, samples with labels and

@@ -17,13 +17,7 @@
 #define T0 (1764374400LL * 1000000000LL) /* 2025-11-29T00:00:00Z */
 
 static uint64_t rs = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
+static uint64_t rnd(void) { return tu_xorshift(&rs); }
 
 /* A CPU profile (or, heap=true, a heap-shaped one) at time t: a few
  * functions and stacks, some samples labelled. Returns gzip bytes. */

@@ -435,6 +435,15 @@ static inline void pb_finish(struct pb *p) { tb_strings(&p->b, p->strs, p->nstrs
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* xorshift64: reproducible pseudo-random test data from a caller's state. */
+static inline uint64_t tu_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* Decode or fail the test with the decoder's message. */
 static inline struct pd_profile *tu_decode_lim(const uint8_t *d, size_t n, const struct pd_pprof_limits *lim)
 {
