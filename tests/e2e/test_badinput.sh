@@ -122,9 +122,11 @@ done
 rsize=$(stat -c %s "$T/heap.pb")
 for cut in 3 100 $((rsize / 2)) $((rsize - 1)); do
 	head -c "$cut" "$T/heap.pb" >"$T/trunc.pb"
-	# (a cut that falls between two fields leaves a well-formed prefix that
-	# lacks the string table, which Go writes last)
-	bad "raw protobuf truncated to $cut of $rsize bytes" 'truncated|past the end|bad varint|not found|missing|values|string_table' "$T/trunc.pb"
+	# (where the cut falls depends on the capture: inside a length or tag
+	# ("bad length varint", "truncated ... tag"), inside a field ("runs past
+	# the end"), or between two fields, which leaves a well-formed prefix
+	# without the string table that Go writes last)
+	bad "raw protobuf truncated to $cut of $rsize bytes" 'truncated|past the end|varint|not found|missing|values|string_table' "$T/trunc.pb"
 done
 # every prefix of the small hand-written profile, raw and gzip
 survived_ok=0 survived_err=0
