@@ -9,13 +9,14 @@
 #   make demo            deps, build, capture a real Go service, show results
 
 CC      ?= cc
-PKGS    := libdeflate libxxhash sqlite3 libzstd jansson
+PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
 ifeq ($(CI),true)
 WARN    += -Werror
 endif
 CPPFLAGS += -D_FILE_OFFSET_BITS=64 -D_DEFAULT_SOURCE
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
@@ -40,6 +41,8 @@ GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOP
 
 .PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install
 all: $(BUILD)/profd
+
+$(BUILD)/src/cmd_serve.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"'
 
 $(BUILD)/%.o: %.c $(wildcard lib/*/*.h src/*.h)
 	@mkdir -p $(dir $@)

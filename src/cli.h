@@ -24,5 +24,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
 long cli_parse_count(const char *s);
 
 int cmd_pprof(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -1725,6 +1725,38 @@ static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 	return rc;
 }
 
+static int sq_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	memset(st, 0, sizeof *st);
+	pthread_mutex_lock(&s->mu);
+	struct part **ps;
+	size_t np;
+	int rc = parts_in(s, INT64_MIN, INT64_MAX, &ps, &np, err);
+	for (size_t i = 0; i < np && !rc; i++) {
+		char path[4096], aux[4200];
+		struct stat sb;
+		day_path(s, ps[i]->day, path, sizeof path);
+		if (!stat(path, &sb))
+			st->disk_bytes += (uint64_t)sb.st_size;
+		snprintf(aux, sizeof aux, "%s-wal", path);
+		if (!stat(aux, &sb))
+			st->disk_bytes += (uint64_t)sb.st_size;
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(ps[i]->db, "SELECT count(*) FROM profiles", -1, &q, NULL) != SQLITE_OK) {
+			rc = sqerr(err, ps[i]->db, "stats");
+			break;
+		}
+		if (sqlite3_step(q) == SQLITE_ROW)
+			st->profiles += (uint64_t)sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		st->partitions++;
+	}
+	free(ps);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 static void sq_close(struct pd_store *base)
 {
 	struct sq *s = (struct sq *)base;
@@ -1737,7 +1769,7 @@ static void sq_close(struct pd_store *base)
 }
 
 static const struct pd_store_ops sqlite_ops = {
-	"sqlite", sq_ingest, sq_find, sq_get, sq_merge, sq_remove, sq_services, sq_retain, sq_close,
+	"sqlite", sq_ingest, sq_find, sq_get, sq_merge, sq_remove, sq_services, sq_retain, sq_stats, sq_close,
 };
 
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,

@@ -61,6 +61,13 @@ struct pd_store_query {
 	size_t limit;
 };
 
+/* What a store holds, for /metrics. */
+struct pd_store_stats {
+	uint64_t partitions; /* time partitions present */
+	uint64_t profiles;   /* profiles stored */
+	uint64_t disk_bytes; /* bytes on disk, all partitions (journal included) */
+};
+
 /* Called per matching profile; non-zero stops the iteration and is returned. */
 typedef int (*pd_meta_fn)(void *ctx, const struct pd_profile_meta *m);
 
@@ -81,6 +88,7 @@ struct pd_store_ops {
 	int (*services)(struct pd_store *s, char ***out, size_t *n, struct pd_err *err);
 	/* Drop every partition that ends before cutoff_ns; *dropped = partitions removed. */
 	int (*retain)(struct pd_store *s, int64_t cutoff_ns, size_t *dropped, struct pd_err *err);
+	int (*stats)(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err);
 	void (*close)(struct pd_store *s);
 };
 
@@ -124,6 +132,10 @@ static inline int pd_store_services(struct pd_store *s, char ***out, size_t *n, 
 static inline int pd_store_retain(struct pd_store *s, int64_t cutoff_ns, size_t *dropped, struct pd_err *err)
 {
 	return s->ops->retain(s, cutoff_ns, dropped, err);
+}
+static inline int pd_store_stats(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err)
+{
+	return s->ops->stats(s, out, err);
 }
 static inline void pd_store_close(struct pd_store *s)
 {

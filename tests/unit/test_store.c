@@ -387,6 +387,11 @@ static void test_remove_reopen_retain(void **state)
 	assert_int_equal(find(st, "r", NULL, NULL, 0, INT64_MIN, INT64_MAX, 0).n, 2);
 	assert_int_equal(pd_store_get(st, a.id, &got, &err), 0);
 	pd_profile_free(got);
+	struct pd_store_stats sb, sa;
+	assert_int_equal(pd_store_stats(st, &sb, &err), 0);
+	assert_int_equal(sb.profiles, 2);
+	assert_int_equal(sb.partitions, 2);
+	assert_true(sb.disk_bytes > 0);
 	/* retention drops the old partition and its file */
 	size_t dropped;
 	if (pd_store_retain(st, T0 - 5 * DAY, &dropped, &err))
@@ -403,6 +408,10 @@ static void test_remove_reopen_retain(void **state)
 		files += strstr(e->d_name, "profd-2025111") != NULL; /* the dropped day's files */
 	closedir(d);
 	assert_int_equal(files, 0);
+	assert_int_equal(pd_store_stats(st, &sa, &err), 0);
+	assert_int_equal(sa.profiles, 1);
+	assert_int_equal(sa.partitions, 1);
+	assert_true(sa.disk_bytes < sb.disk_bytes);
 	pd_meta_clear(&a), pd_meta_clear(&b2), pd_meta_clear(&c);
 	pd_buf_free(&pa), pd_buf_free(&pb2), pd_buf_free(&pc);
 	pd_store_close(st);

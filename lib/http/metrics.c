@@ -1,0 +1,150 @@
+/*
+ * metrics.c — counters and their Prometheus text rendering.
+ */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      "allocs",       "block",
+							  "mutex", "goroutine", "threadcreate", "other"};
+static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty",
+						   "too_large",   "too_old",   "internal"};
+static const char *const route_names[PD_RT_N] = {"post_profile", "list",    "get",    "merge",   "delete",
+						 "services",     "version", "health", "metrics", "other"};
+static const int code_values[PD_METRICS_NCODES - 2] = {200, 400, 404, 405, 408, 413, 500, 503};
+/* merge latency buckets, seconds */
+static const double buckets[PD_METRICS_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+						    1,     2.5,  5,     10,   30,  60,  120};
+
+const char *pd_route_name(int route) { return route >= 0 && route < PD_RT_N ? route_names[route] : "other"; }
+
+void pd_metrics_init(struct pd_metrics *m)
+{
+	memset(m, 0, sizeof *m);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pd_metrics_ingested(struct pd_metrics *m, const char *type, size_t stored_bytes)
+{
+	int t = PD_METRICS_NTYPES - 1;
+	for (int i = 0; i < PD_METRICS_NTYPES; i++)
+		if (!strcmp(type, type_names[i]))
+			t = i;
+	atomic_fetch_add(&m->ingested[t], 1);
+	atomic_fetch_add(&m->stored_bytes, stored_bytes);
+}
+
+void pd_metrics_merge(struct pd_metrics *m, size_t nprofiles, int64_t ns)
+{
+	atomic_fetch_add(&m->merges, 1);
+	atomic_fetch_add(&m->merged_profiles, nprofiles);
+	atomic_fetch_add(&m->merge_ns_sum, (uint64_t)ns);
+	double s = (double)ns / 1e9;
+	int b = 0;
+	while (b < PD_METRICS_NBUCKETS && s > buckets[b])
+		b++;
+	atomic_fetch_add(&m->merge_bucket[b], 1);
+}
+
+void pd_metrics_request(struct pd_metrics *m, int route, int status)
+{
+	int c = status >= 500 ? PD_METRICS_NCODES - 1 : PD_METRICS_NCODES - 2;
+	for (int i = 0; i < PD_METRICS_NCODES - 2; i++)
+		if (code_values[i] == status)
+			c = i;
+	if (route < 0 || route >= PD_RT_N)
+		route = PD_RT_OTHER;
+	atomic_fetch_add(&m->requests[route][c], 1);
+}
+
+struct out {
+	struct pd_buf *b;
+	int rc;
+};
+
+static void put(struct out *o, const char *fmt, ...) PD_PRINTF(2, 3);
+static void put(struct out *o, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (!o->rc && n > 0)
+		o->rc = pd_buf_append(o->b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void head(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+#define LD(x) ((unsigned long long)atomic_load(&(x)))
+
+int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *st, struct pd_buf *out)
+{
+	struct pd_metrics *m = (struct pd_metrics *)cm; /* atomic_load wants non-const in C11 */
+	struct out o = {out, 0};
+	head(&o, "profd_profiles_ingested_total", "counter", "Profiles stored, by profile type.");
+	for (int i = 0; i < PD_METRICS_NTYPES; i++)
+		put(&o, "profd_profiles_ingested_total{type=\"%s\"} %llu\n", type_names[i], LD(m->ingested[i]));
+	head(&o, "profd_profiles_rejected_total", "counter", "Uploads refused, by reason.");
+	for (int i = 0; i < PD_REJ_N; i++)
+		put(&o, "profd_profiles_rejected_total{reason=\"%s\"} %llu\n", reject_names[i], LD(m->rejected[i]));
+	head(&o, "profd_ingest_received_bytes_total", "counter",
+	     "Bytes of profile uploads received (request bodies, as sent: usually gzip).");
+	put(&o, "profd_ingest_received_bytes_total %llu\n", LD(m->bytes_in));
+	head(&o, "profd_ingest_stored_bytes_total", "counter",
+	     "Bytes of profile metadata and sample blocks written by this process (symbols are shared, not counted).");
+	put(&o, "profd_ingest_stored_bytes_total %llu\n", LD(m->stored_bytes));
+	head(&o, "profd_merges_total", "counter", "Merges served (GET /api/0/profiles/merge and id1+id2).");
+	put(&o, "profd_merges_total %llu\n", LD(m->merges));
+	head(&o, "profd_merged_profiles_total", "counter", "Stored profiles read by merges.");
+	put(&o, "profd_merged_profiles_total %llu\n", LD(m->merged_profiles));
+	head(&o, "profd_merge_duration_seconds", "histogram", "Time to select, merge and encode a merged profile.");
+	unsigned long long cum = 0;
+	for (int b = 0; b < PD_METRICS_NBUCKETS; b++) {
+		cum += LD(m->merge_bucket[b]);
+		put(&o, "profd_merge_duration_seconds_bucket{le=\"%g\"} %llu\n", buckets[b], cum);
+	}
+	cum += LD(m->merge_bucket[PD_METRICS_NBUCKETS]);
+	put(&o, "profd_merge_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+	put(&o, "profd_merge_duration_seconds_sum %.9f\n", (double)LD(m->merge_ns_sum) / 1e9);
+	put(&o, "profd_merge_duration_seconds_count %llu\n", cum);
+	head(&o, "profd_retention_runs_total", "counter", "Retention passes run.");
+	put(&o, "profd_retention_runs_total %llu\n", LD(m->retention_runs));
+	head(&o, "profd_retention_dropped_partitions_total", "counter",
+	     "Time partitions (days) deleted by retention.");
+	put(&o, "profd_retention_dropped_partitions_total %llu\n", LD(m->retention_dropped));
+	if (st) {
+		head(&o, "profd_store_partitions", "gauge", "Time partitions in the store.");
+		put(&o, "profd_store_partitions %llu\n", (unsigned long long)st->partitions);
+		head(&o, "profd_store_profiles", "gauge", "Profiles in the store.");
+		put(&o, "profd_store_profiles %llu\n", (unsigned long long)st->profiles);
+		head(&o, "profd_store_disk_bytes", "gauge", "Bytes on disk used by the store (all partitions).");
+		put(&o, "profd_store_disk_bytes %llu\n", (unsigned long long)st->disk_bytes);
+	}
+	head(&o, "profd_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
+	for (int r = 0; r < PD_RT_N; r++)
+		for (int c = 0; c < PD_METRICS_NCODES; c++) {
+			unsigned long long v = LD(m->requests[r][c]);
+			if (!v)
+				continue;
+			if (c < PD_METRICS_NCODES - 2)
+				put(&o, "profd_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", route_names[r],
+				    code_values[c], v);
+			else
+				put(&o, "profd_http_requests_total{route=\"%s\",code=\"%s\"} %llu\n", route_names[r],
+				    c == PD_METRICS_NCODES - 1 ? "5xx" : "4xx", v);
+		}
+	head(&o, "profd_http_requests_in_flight", "gauge", "Requests being served.");
+	put(&o, "profd_http_requests_in_flight %llu\n", LD(m->in_flight));
+	head(&o, "profd_start_time_seconds", "gauge", "Start time of the process, unix seconds.");
+	put(&o, "profd_start_time_seconds %.3f\n", (double)m->start_ns / 1e9);
+	return o.rc;
+}

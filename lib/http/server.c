@@ -1,0 +1,980 @@
+/*
+ * server.c — libmicrohttpd glue, routing and the API v0 handlers.
+ *
+ * Request life cycle (MHD's access handler is called several times per
+ * request): the first call allocates a struct req and refuses an upload
+ * whose Content-Length is over the cap before reading it; the following
+ * calls collect the body into a capped buffer; the last call (no more body)
+ * dispatches on method and path. MHD calls req_done when the response has
+ * been sent (or the connection died): it logs the request line, counts it in
+ * the metrics and frees the request.
+ *
+ * Every JSON answer is built by lib/http/params (Go's bytes); every error is
+ * JSON with Content-Type application/json; binary headers are only sent with
+ * a profile. pprof answers are encoded once, then gzip'd part by part (512 KiB
+ * of protobuf per gzip member) while MHD sends them, so compressing overlaps
+ * sending and the first byte leaves early.
+ */
+#define _GNU_SOURCE
+#include "server.h"
+#include "params.h"
+#include "../util/gz.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pd_server {
+	struct pd_server_config cfg;
+	struct pd_store *st;
+	struct MHD_Daemon *d;
+	unsigned port;
+	atomic_bool ready;
+	struct pd_metrics m;
+	pthread_mutex_t log_mu;
+};
+
+#define DISCARD_MAX (1ULL << 30)
+
+struct req {
+	int64_t t0_ns;
+	int route;
+	int status;
+	uint64_t bytes_out;
+	struct pd_buf body;
+	bool too_large, started;
+	uint64_t discarded; /* body bytes dropped after the cap */
+	char method[16];
+	char rid[40];
+	char *uri; /* path?query as received, for the log */
+	char err_detail[600]; /* logged for 5xx */
+	struct pd_server *s;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pd_server_config_default(struct pd_server_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->addr = PD_SERVE_ADDR;
+	c->max_body = PD_SERVE_MAX_BODY;
+	c->max_merge = PD_SERVE_MAX_MERGE;
+	c->timeout_s = PD_SERVE_TIMEOUT_S;
+	c->max_connections = PD_SERVE_MAX_CONNECTIONS;
+	c->gzip_level = PD_SERVE_GZIP_LEVEL;
+	c->version = "dev";
+	c->commit = "";
+	c->build_time = "";
+}
+
+/* ---- responses ------------------------------------------------------------------- */
+
+static void set_status(struct req *r, int status, size_t bytes)
+{
+	r->status = status;
+	r->bytes_out = bytes;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct req *r, int status, struct MHD_Response *resp)
+{
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "X-Request-Id", r->rid);
+	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return ok;
+}
+
+/* Takes ownership of the malloc'd NUL-terminated text. */
+static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int status, char *text,
+				   const char *ctype)
+{
+	if (!text)
+		return MHD_NO;
+	size_t n = strlen(text);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	set_status(r, status, n);
+	return queue(c, r, status, resp);
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *msg)
+{
+	if (status >= 500) {
+		snprintf(r->err_detail, sizeof r->err_detail, "%s", msg);
+		msg = "internal server error";
+	}
+	return reply_owned(c, r, status, pd_api_error_json(status, msg), "application/json");
+}
+
+static enum MHD_Result reply_err(struct MHD_Connection *c, struct req *r, int rc, const struct pd_err *err)
+{
+	int status = pd_api_http_status(rc);
+	if (rc == PD_ENOTFOUND && !err->msg[0])
+		return reply_error(c, r, 404, "nothing found");
+	return reply_error(c, r, status, err->msg);
+}
+
+static enum MHD_Result reply_body(struct MHD_Connection *c, struct req *r, json_t *body)
+{
+	char *s = pd_api_ok_json(body);
+	json_decref(body);
+	if (!s)
+		return reply_error(c, r, 500, "encoding the JSON answer failed");
+	return reply_owned(c, r, 200, s, "application/json");
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, struct req *r, int status, const char *text)
+{
+	char *t = strdup(text);
+	return reply_owned(c, r, status, t, "text/plain; charset=utf-8");
+}
+
+static enum MHD_Result method_not_allowed(struct MHD_Connection *c, struct req *r, const char *allow)
+{
+	char *t = pd_api_error_json(405, "method not allowed");
+	if (!t)
+		return MHD_NO;
+	size_t n = strlen(t);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(t);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	set_status(r, 405, n);
+	return queue(c, r, 405, resp);
+}
+
+/* A pprof answer: the encoded protobuf, gzip'd one part at a time as MHD asks. */
+#define GZ_PART (512u << 10)
+struct gzstream {
+	struct pd_buf raw;
+	size_t roff;
+	struct pd_buf part;
+	size_t poff;
+	int level;
+	struct req *r;
+};
+
+static ssize_t gz_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct gzstream *g = cls;
+	if (g->poff == g->part.len) {
+		if (g->roff == g->raw.len)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		size_t n = g->raw.len - g->roff < GZ_PART ? g->raw.len - g->roff : GZ_PART;
+		struct pd_err err;
+		g->part.len = 0;
+		g->poff = 0;
+		if (pd_gzip(g->raw.ptr + g->roff, n, g->level, &g->part, &err))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		g->roff += n;
+	}
+	size_t n = g->part.len - g->poff < max ? g->part.len - g->poff : max;
+	memcpy(buf, g->part.ptr + g->poff, n);
+	g->poff += n;
+	g->r->bytes_out += n;
+	return (ssize_t)n;
+}
+
+static void gz_free(void *cls)
+{
+	struct gzstream *g = cls;
+	pd_buf_free(&g->raw);
+	pd_buf_free(&g->part);
+	free(g);
+}
+
+static enum MHD_Result reply_pprof(struct MHD_Connection *c, struct req *r, const struct pd_profile *p,
+				   const char *filename)
+{
+	struct gzstream *g = calloc(1, sizeof *g);
+	if (!g)
+		return reply_error(c, r, 500, "out of memory");
+	struct pd_err err;
+	if (pd_pprof_encode(p, 0, &g->raw, &err)) {
+		gz_free(g);
+		return reply_error(c, r, 500, err.msg);
+	}
+	g->level = r->s->cfg.gzip_level;
+	g->r = r;
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 << 10, gz_read, g, gz_free);
+	if (!resp) {
+		gz_free(g);
+		return MHD_NO;
+	}
+	char disp[256];
+	snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", filename);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+	set_status(r, 200, 0);
+	return queue(c, r, 200, resp);
+}
+
+/* ---- handlers -------------------------------------------------------------------- */
+
+static const char *qget(void *conn, const char *key)
+{
+	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static int64_t cutoff_ns(const struct pd_server *s, int64_t now)
+{
+	return s->cfg.retention_ns ? now - s->cfg.retention_ns : INT64_MIN;
+}
+
+static struct pd_kv *to_kv(const struct pd_api_label *l, size_t n)
+{
+	struct pd_kv *kv = calloc(n + 1, sizeof *kv);
+	for (size_t i = 0; kv && i < n; i++) {
+		kv[i].key = (char *)l[i].key;
+		kv[i].value = (char *)l[i].value;
+	}
+	return kv;
+}
+
+static json_t *meta_json(const struct pd_profile_meta *m)
+{
+	int type;
+	struct pd_err err;
+	if (pd_api_parse_type(m->type, &type, &err))
+		type = PD_API_TYPE_OTHER;
+	struct pd_api_label *l = calloc(m->nlabels + 1, sizeof *l);
+	if (!l)
+		return NULL;
+	for (size_t i = 0; i < m->nlabels; i++) {
+		l[i].key = m->labels[i].key;
+		l[i].value = m->labels[i].value;
+	}
+	json_t *j = pd_api_profile_json(m->id, type, m->service, l, m->nlabels, m->created_ns);
+	free(l);
+	return j;
+}
+
+static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_server *s = r->s;
+	struct pd_metrics *m = &s->m;
+	atomic_fetch_add(&m->bytes_in, r->body.len + r->discarded);
+	if (r->too_large) {
+		atomic_fetch_add(&m->rejected[PD_REJ_TOO_LARGE], 1);
+		char msg[160];
+		snprintf(msg, sizeof msg, "request body is over the limit of %zu bytes (--max-body)", s->cfg.max_body);
+		return reply_error(c, r, 413, msg);
+	}
+	int64_t now = now_ns();
+	struct pd_api_post p;
+	struct pd_err err;
+	int rc = pd_api_parse_post(qget, c, now, &p, &err);
+	if (rc) {
+		atomic_fetch_add(&m->rejected[PD_REJ_BAD_REQUEST], 1);
+		return reply_err(c, r, rc, &err);
+	}
+	if (r->body.len == 0) {
+		pd_api_post_free(&p);
+		atomic_fetch_add(&m->rejected[PD_REJ_EMPTY], 1);
+		return reply_error(c, r, 400, "malformed profile: the request body is empty (send the pprof as the body)");
+	}
+	struct pd_kv *kv = to_kv(p.labels, p.nlabels);
+	struct pd_ingest in = {p.service, pd_api_type_name(p.type), kv, p.nlabels,
+			       p.has_created_at ? p.created_at_ns : 0};
+	struct pd_profile_meta meta;
+	rc = kv ? pd_store_ingest(s->st, &in, r->body.ptr, r->body.len, &meta, &err)
+		: pd_errf(&err, PD_ENOMEM, "out of memory");
+	free(kv);
+	pd_api_post_free(&p);
+	pd_buf_free(&r->body);
+	if (rc) {
+		int reason = rc == PD_ELIMIT			  ? PD_REJ_TOO_LARGE
+			     : rc != PD_EINVAL			  ? PD_REJ_INTERNAL
+			     : strstr(err.msg, "profile is empty") ? PD_REJ_EMPTY
+								  : PD_REJ_MALFORMED;
+		atomic_fetch_add(&m->rejected[reason], 1);
+		return reply_err(c, r, rc, &err);
+	}
+	if (meta.created_ns < cutoff_ns(s, now)) {
+		/* would be invisible, then dropped: refuse it rather than pretend */
+		struct pd_err e2;
+		if (pd_store_remove(s->st, meta.id, &e2))
+			snprintf(r->err_detail, sizeof r->err_detail, "removing expired upload: %s", e2.msg);
+		char ts[PD_API_TIME_BUFSZ], msg[256];
+		snprintf(msg, sizeof msg,
+			 "bad request: the profile's time %s is older than the retention window (--retention %lldh): "
+			 "not stored",
+			 pd_api_format_time(meta.created_ns, ts, sizeof ts),
+			 (long long)(s->cfg.retention_ns / 3600000000000LL));
+		pd_meta_clear(&meta);
+		atomic_fetch_add(&m->rejected[PD_REJ_TOO_OLD], 1);
+		return reply_error(c, r, 400, msg);
+	}
+	pd_metrics_ingested(m, meta.type, meta.stored_bytes);
+	json_t *j = meta_json(&meta);
+	pd_meta_clear(&meta);
+	if (!j)
+		return reply_error(c, r, 500, "out of memory");
+	return reply_body(c, r, j);
+}
+
+/* Collect matching ids (list and merge). */
+struct found {
+	char (*ids)[PD_STORE_ID_LEN + 1];
+	size_t n, cap;
+	json_t *arr; /* list: metadata objects */
+};
+
+static int found_add(void *ctx, const struct pd_profile_meta *m)
+{
+	struct found *f = ctx;
+	if (f->arr) {
+		json_t *j = meta_json(m);
+		if (!j || json_array_append_new(f->arr, j))
+			return PD_ENOMEM;
+		return 0;
+	}
+	if (pd_grow((void **)&f->ids, &f->cap, f->n + 1, sizeof *f->ids))
+		return PD_ENOMEM;
+	memcpy(f->ids[f->n++], m->id, PD_STORE_ID_LEN + 1);
+	return 0;
+}
+
+/* Parse the list/merge query and run it. */
+static int run_query(struct MHD_Connection *c, struct req *r, struct pd_api_query *q, struct found *f,
+		     size_t limit_cap, struct pd_err *err)
+{
+	int64_t now = now_ns();
+	int rc = pd_api_parse_query(qget, c, now, q, err);
+	if (rc)
+		return rc;
+	int64_t from = q->from_ns, cut = cutoff_ns(r->s, now);
+	if (from < cut)
+		from = cut; /* past the retention window: already gone, or about to be */
+	struct pd_kv *kv = to_kv(q->labels, q->nlabels);
+	if (!kv)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	size_t limit = (size_t)q->limit;
+	if (limit_cap && (limit == 0 || limit > limit_cap))
+		limit = limit_cap;
+	struct pd_store_query sq = {q->service, pd_api_type_name(q->type), kv, q->nlabels, from, q->to_ns, limit};
+	if (from > q->to_ns) /* the whole window is past retention */
+		rc = 0;
+	else if ((rc = pd_store_find(r->s->st, &sq, found_add, f, err)) == PD_ENOMEM)
+		pd_errf(err, PD_ENOMEM, "out of memory");
+	free(kv);
+	return rc;
+}
+
+static enum MHD_Result h_list(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_api_query q;
+	struct pd_err err;
+	struct found f = {0};
+	f.arr = json_array();
+	if (!f.arr)
+		return reply_error(c, r, 500, "out of memory");
+	int rc = run_query(c, r, &q, &f, 0, &err);
+	pd_api_query_free(&q);
+	if (rc) {
+		json_decref(f.arr);
+		return reply_err(c, r, rc, &err);
+	}
+	if (json_array_size(f.arr) == 0) {
+		json_decref(f.arr);
+		return reply_error(c, r, 404, "nothing found");
+	}
+	return reply_body(c, r, f.arr);
+}
+
+static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, const char *const *ids, size_t n,
+				       const char *filename)
+{
+	int64_t t0 = now_ns();
+	struct pd_profile *p = NULL;
+	struct pd_err err;
+	int rc = n == 1 ? pd_store_get(r->s->st, ids[0], &p, &err) : pd_store_merge(r->s->st, ids, n, &p, &err);
+	if (rc)
+		return reply_err(c, r, rc, &err);
+	enum MHD_Result ok = reply_pprof(c, r, p, filename);
+	pd_profile_free(p);
+	if (n > 1)
+		pd_metrics_merge(&r->s->m, n, now_ns() - t0);
+	return ok;
+}
+
+static enum MHD_Result h_merge(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_api_query q;
+	struct pd_err err;
+	struct found f = {0};
+	size_t cap = r->s->cfg.max_merge;
+	int rc = run_query(c, r, &q, &f, cap + 1, &err);
+	char fname[32];
+	snprintf(fname, sizeof fname, "%s", q.type ? pd_api_type_name(q.type) : "merge");
+	bool limited = q.limit > 0;
+	pd_api_query_free(&q);
+	if (rc) {
+		free(f.ids);
+		return reply_err(c, r, rc, &err);
+	}
+	if (f.n == 0) {
+		free(f.ids);
+		return reply_error(c, r, 404, "nothing found");
+	}
+	if (f.n > cap) {
+		free(f.ids);
+		char msg[256];
+		snprintf(msg, sizeof msg,
+			 "more than %zu profiles match: over the limit of profiles per merge (--max-merge-profiles); "
+			 "narrow the time range or pass a smaller \"limit\"%s",
+			 cap, limited ? "" : " (limit=N merges the newest N)");
+		return reply_error(c, r, 413, msg);
+	}
+	const char **ids = malloc(f.n * sizeof *ids);
+	if (!ids) {
+		free(f.ids);
+		return reply_error(c, r, 500, "out of memory");
+	}
+	for (size_t i = 0; i < f.n; i++)
+		ids[i] = f.ids[i];
+	enum MHD_Result ok = merge_and_reply(c, r, ids, f.n, fname);
+	free(ids);
+	free(f.ids);
+	return ok;
+}
+
+static bool valid_id(const char *s, size_t n)
+{
+	if (n != PD_STORE_ID_LEN)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'v')))
+			return false;
+	return true;
+}
+
+/* Split "id1+id2+..." into ids; errors are answered here (returns false). */
+static bool split_ids(struct MHD_Connection *c, struct req *r, const char *spec, char ***out, size_t *n,
+		      enum MHD_Result *res)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 1;
+	for (const char *p = spec; *p; p++)
+		cap += *p == '+';
+	if (cap > r->s->cfg.max_merge) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "%zu ids: over the limit of profiles per merge (%zu, --max-merge-profiles)",
+			 cap, r->s->cfg.max_merge);
+		*res = reply_error(c, r, 413, msg);
+		return false;
+	}
+	char **ids = calloc(cap, sizeof *ids);
+	if (!ids) {
+		*res = reply_error(c, r, 500, "out of memory");
+		return false;
+	}
+	const char *p = spec;
+	for (size_t i = 0; i < cap; i++) {
+		const char *e = strchr(p, '+');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char msg[320];
+		if (len == 0) {
+			snprintf(msg, sizeof msg, "bad request: empty profile id in \"%.200s\"", spec);
+			*res = reply_error(c, r, 400, msg);
+		} else if (!valid_id(p, len)) {
+			snprintf(msg, sizeof msg,
+				 "profile id \"%.*s\" not found (ids are 20 characters of 0-9a-v, as returned by "
+				 "POST /api/0/profiles)",
+				 (int)(len > 64 ? 64 : len), p);
+			*res = reply_error(c, r, 404, msg);
+		} else {
+			ids[i] = strndup(p, len);
+			if (!ids[i])
+				*res = reply_error(c, r, 500, "out of memory");
+		}
+		if (!ids[i]) {
+			for (size_t j = 0; j < i; j++)
+				free(ids[j]);
+			free(ids);
+			return false;
+		}
+		(*n)++;
+		p = e ? e + 1 : p + len;
+	}
+	*out = ids;
+	return true;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static enum MHD_Result h_get_ids(struct MHD_Connection *c, struct req *r, const char *spec)
+{
+	char **ids;
+	size_t n;
+	enum MHD_Result res;
+	if (!split_ids(c, r, spec, &ids, &n, &res))
+		return res;
+	enum MHD_Result ok;
+	int64_t cut = cutoff_ns(r->s, now_ns());
+	size_t i = 0;
+	while (i < n && pd_xid_time(ids[i]) >= cut - 1000000000LL) /* xids have second resolution */
+		i++;
+	if (i < n) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "profile id \"%s\" not found (older than the retention window)", ids[i]);
+		ok = reply_error(c, r, 404, msg);
+	} else {
+		char fname[160];
+		snprintf(fname, sizeof fname, "%.150s", spec);
+		ok = merge_and_reply(c, r, (const char *const *)ids, n, fname);
+	}
+	free_ids(ids, n);
+	return ok;
+}
+
+static enum MHD_Result h_delete(struct MHD_Connection *c, struct req *r, const char *spec)
+{
+	char **ids;
+	size_t n;
+	enum MHD_Result res;
+	if (!split_ids(c, r, spec, &ids, &n, &res))
+		return res;
+	if (n != 1) {
+		free_ids(ids, n);
+		return reply_error(c, r, 400, "bad request: DELETE takes one profile id");
+	}
+	struct pd_err err;
+	int rc = pd_store_remove(r->s->st, ids[0], &err);
+	free_ids(ids, n);
+	if (rc)
+		return reply_err(c, r, rc, &err);
+	return reply_owned(c, r, 200, pd_api_ok_json(NULL), "application/json");
+}
+
+static enum MHD_Result h_services(struct MHD_Connection *c, struct req *r)
+{
+	char **v;
+	size_t n;
+	struct pd_err err;
+	int rc = pd_store_services(r->s->st, &v, &n, &err);
+	if (rc)
+		return reply_err(c, r, rc, &err);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (arr && json_array_append_new(arr, json_string_nocheck(v[i]))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+		free(v[i]);
+	}
+	free(v);
+	if (!arr)
+		return reply_error(c, r, 500, "out of memory");
+	if (n == 0) {
+		json_decref(arr);
+		return reply_error(c, r, 404, "nothing found");
+	}
+	return reply_body(c, r, arr);
+}
+
+static enum MHD_Result h_version(struct MHD_Connection *c, struct req *r)
+{
+	const struct pd_server_config *k = &r->s->cfg;
+	json_t *o = json_object();
+	if (!o || json_object_set_new(o, "version", json_string(k->version)) ||
+	    json_object_set_new(o, "commit", json_string(k->commit)) ||
+	    json_object_set_new(o, "build_time", json_string(k->build_time))) {
+		json_decref(o);
+		return reply_error(c, r, 500, "out of memory");
+	}
+	return reply_body(c, r, o);
+}
+
+static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_store_stats st;
+	struct pd_err err;
+	bool have = pd_store_stats(r->s->st, &st, &err) == 0;
+	struct pd_buf b = PD_BUF_INIT(0);
+	if (pd_metrics_render(&r->s->m, have ? &st : NULL, &b) || pd_buf_append(&b, "", 1)) {
+		pd_buf_free(&b);
+		return reply_error(c, r, 500, "out of memory");
+	}
+	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
+{
+	char path[2048];
+	size_t n = strlen(url);
+	if (n >= sizeof path)
+		return reply_error(c, r, 404, "nothing found");
+	memcpy(path, url, n + 1);
+	while (n > 1 && path[n - 1] == '/') /* trailing slashes are ignored, as in profefe */
+		path[--n] = 0;
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	bool post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
+
+	if (!strcmp(path, "/api/0/profiles")) {
+		r->route = post ? PD_RT_POST_PROFILE : PD_RT_LIST;
+		if (post)
+			return h_post(c, r);
+		return get ? h_list(c, r) : method_not_allowed(c, r, "GET, HEAD, POST");
+	}
+	if (!strcmp(path, "/api/0/profiles/merge")) {
+		r->route = PD_RT_MERGE;
+		return get ? h_merge(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	if (!strncmp(path, "/api/0/profiles/", 16)) {
+		const char *spec = path + 16;
+		r->route = del ? PD_RT_DELETE : strchr(spec, '+') ? PD_RT_MERGE : PD_RT_GET;
+		if (strchr(spec, '/')) {
+			r->route = PD_RT_OTHER;
+			return reply_error(c, r, 404, "nothing found");
+		}
+		if (get)
+			return h_get_ids(c, r, spec);
+		if (del)
+			return h_delete(c, r, spec);
+		return method_not_allowed(c, r, "GET, HEAD, DELETE");
+	}
+	if (!strcmp(path, "/api/0/services")) {
+		r->route = PD_RT_SERVICES;
+		return get ? h_services(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	if (!strcmp(path, "/api/0/version")) {
+		r->route = PD_RT_VERSION;
+		return get ? h_version(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
+		r->route = PD_RT_HEALTH;
+		if (!get)
+			return method_not_allowed(c, r, "GET, HEAD");
+		if (path[1] == 'r' && !atomic_load(&r->s->ready))
+			return reply_text(c, r, 503, "not ready\n");
+		return reply_text(c, r, 200, "ok\n");
+	}
+	if (!strcmp(path, "/metrics")) {
+		r->route = PD_RT_METRICS;
+		return get ? h_metrics(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	r->route = PD_RT_OTHER;
+	return reply_error(c, r, 404, "nothing found");
+}
+
+static void make_rid(struct MHD_Connection *c, struct req *r)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+	size_t n = 0;
+	if (h) /* keep a client's id if it is printable and short */
+		while (h[n] && n < sizeof r->rid - 1 && h[n] > 0x20 && h[n] < 0x7f && h[n] != '"')
+			n++;
+	if (h && n > 0 && !h[n]) {
+		memcpy(r->rid, h, n + 1);
+		return;
+	}
+	uint8_t b[8];
+	if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+		uint64_t t = (uint64_t)now_ns() ^ (uint64_t)(uintptr_t)r;
+		memcpy(b, &t, sizeof b);
+	}
+	for (int i = 0; i < 8; i++)
+		snprintf(r->rid + 2 * i, 3, "%02x", b[i]);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	struct pd_server *s = cls;
+	struct req *r = *con_cls;
+	if (!r) /* the URI log callback failed to allocate */
+		return MHD_NO;
+	if (!r->started) {
+		r->started = true;
+		snprintf(r->method, sizeof r->method, "%s", method);
+		make_rid(c, r);
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && !strcmp(method, "POST")) {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(cl, &end, 10);
+			if (errno || *end || v > s->cfg.max_body) {
+				/* refuse before reading the body (no 100 Continue is sent) */
+				r->too_large = true;
+				return dispatch(c, r, url, method);
+			}
+		}
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (r->too_large) {
+			/* a chunked body over the cap: read and drop the rest so the
+			 * client gets its 413 (MHD cannot answer mid-upload), but not
+			 * forever */
+			r->discarded += n;
+			return r->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+		}
+		if (pd_buf_append(&r->body, upload, n)) {
+			r->too_large = true;
+			r->discarded = r->body.len + n;
+			pd_buf_free(&r->body);
+		}
+		return MHD_YES;
+	}
+	if (r->status) /* already answered (early 413) */
+		return MHD_YES;
+	return dispatch(c, r, url, method);
+}
+
+/* First thing MHD calls for a request: the raw URI (path and query, as
+ * sent); what we return becomes the request's context. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)c;
+	struct pd_server *s = cls;
+	struct req *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->s = s;
+	r->t0_ns = now_ns();
+	r->route = PD_RT_OTHER;
+	r->body.max = s->cfg.max_body;
+	r->uri = strndup(uri ? uri : "", 2048);
+	atomic_fetch_add(&s->m.in_flight, 1);
+	return r;
+}
+
+/* Log values are quoted: escape what would break a line or a quote. */
+static void put_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void log_request(struct pd_server *s, struct MHD_Connection *c, struct req *r,
+			enum MHD_RequestTerminationCode toe)
+{
+	char ip[INET6_ADDRSTRLEN] = "-";
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci && ci->client_addr) {
+		const struct sockaddr *sa = ci->client_addr;
+		if (sa->sa_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, sizeof ip);
+		else if (sa->sa_family == AF_INET6)
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ip, sizeof ip);
+	}
+	time_t sec = (time_t)(r->t0_ns / 1000000000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	char ts[40];
+	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	int ms = (int)(r->t0_ns / 1000000 % 1000);
+	FILE *f = s->cfg.log;
+	pthread_mutex_lock(&s->log_mu);
+	fprintf(f, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
+		r->method[0] ? r->method : "-");
+	put_quoted(f, r->uri);
+	fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s%s\n", r->status, (unsigned long long)r->bytes_out,
+		(double)(now_ns() - r->t0_ns) / 1e6, ip,
+		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+	if (r->err_detail[0]) {
+		fprintf(f, "ts=%s.%03dZ rid=%s level=error msg=", ts, ms, r->rid);
+		put_quoted(f, r->err_detail);
+		fputc('\n', f);
+	}
+	fflush(f);
+	pthread_mutex_unlock(&s->log_mu);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct pd_server *s = cls;
+	struct req *r = *con_cls;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	if (s->cfg.log)
+		log_request(s, c, r, toe);
+	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500);
+	atomic_fetch_sub(&s->m.in_flight, 1);
+	pd_buf_free(&r->body);
+	free(r->uri);
+	free(r);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct pd_server *s = cls;
+	if (!s->cfg.log)
+		return;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = 0;
+	pthread_mutex_lock(&s->log_mu);
+	fprintf(s->cfg.log, "level=warn component=http msg=");
+	put_quoted(s->cfg.log, msg);
+	fputc('\n', s->cfg.log);
+	fflush(s->cfg.log);
+	pthread_mutex_unlock(&s->log_mu);
+}
+
+/* "host:port", ":port", "[v6]:port", "port" -> a socket address. */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err)
+{
+	char host[256] = "";
+	const char *port;
+	*any = false;
+	if (addr[0] == '[') {
+		const char *e = strchr(addr, ']');
+		if (!e || e[1] != ':' || (size_t)(e - addr - 1) >= sizeof host)
+			return pd_errf(err, PD_EUSAGE, "bad address \"%s\": want [v6addr]:port", addr);
+		memcpy(host, addr + 1, (size_t)(e - addr - 1));
+		port = e + 2;
+	} else {
+		const char *colon = strrchr(addr, ':');
+		if (colon) {
+			if ((size_t)(colon - addr) >= sizeof host)
+				return pd_errf(err, PD_EUSAGE, "bad address \"%s\": host too long", addr);
+			memcpy(host, addr, (size_t)(colon - addr));
+			host[colon - addr] = 0;
+			port = colon + 1;
+		} else {
+			port = addr;
+		}
+	}
+	char *end;
+	long p = strtol(port, &end, 10);
+	if (!*port || *end || p < 0 || p > 65535)
+		return pd_errf(err, PD_EUSAGE, "bad address \"%s\": port must be 0..65535", addr);
+	memset(ss, 0, sizeof *ss);
+	if (!host[0]) {
+		*any = true;
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_any;
+		s6->sin6_port = htons((uint16_t)p);
+		return 0;
+	}
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	int g = getaddrinfo(host, port, &hints, &res);
+	if (g || !res)
+		return pd_errf(err, PD_EUSAGE, "bad address \"%s\": %s", addr, gai_strerror(g));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, struct pd_server **out,
+		    struct pd_err *err)
+{
+	*out = NULL;
+	struct sockaddr_storage ss;
+	bool any;
+	int rc = parse_addr(cfg->addr, &ss, &any, err);
+	if (rc)
+		return rc;
+	struct pd_server *s = calloc(1, sizeof *s);
+	if (!s)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	s->cfg = *cfg;
+	s->st = st;
+	pd_metrics_init(&s->m);
+	pthread_mutex_init(&s->log_mu, NULL);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+			 MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	if (ss.ss_family == AF_INET6)
+		flags |= any ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+	uint16_t port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+						 : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+				/* URLs with parameters up to 8 KiB each must reach us (a 413 we write), not MHD's 414 */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
+				MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+				MHD_OPTION_END);
+	if (!s->d) {
+		int e = errno;
+		pthread_mutex_destroy(&s->log_mu);
+		free(s);
+		return pd_errf(err, PD_EIO, "cannot listen on %s: %s", cfg->addr,
+			       e ? strerror(e) : "libmicrohttpd refused to start");
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : port;
+	*out = s;
+	return 0;
+}
+
+unsigned pd_server_port(const struct pd_server *s) { return s->port; }
+void pd_server_set_ready(struct pd_server *s, bool ready) { atomic_store(&s->ready, ready); }
+struct pd_metrics *pd_server_metrics(struct pd_server *s) { return &s->m; }
+
+unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s)
+{
+	if (!s)
+		return 0;
+	atomic_store(&s->ready, false);
+	/* stop accepting; connections already open keep being served */
+	MHD_socket fd = MHD_quiesce_daemon(s->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
+	while (atomic_load(&s->m.in_flight) > 0 && now_ns() < deadline) {
+		struct timespec ts = {0, 20 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	unsigned left = (unsigned)atomic_load(&s->m.in_flight);
+	MHD_stop_daemon(s->d);
+	pthread_mutex_destroy(&s->log_mu);
+	free(s);
+	return left;
+}

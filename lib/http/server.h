@@ -1,0 +1,54 @@
+/*
+ * server.h — the collector's HTTP server (libmicrohttpd): API v0
+ * (profefe-compatible, docs/api.md), /healthz, /readyz, /metrics.
+ *
+ * One thread per connection (MHD's internal polling thread accepts): a
+ * long merge never stalls an upload on another connection, and the
+ * connection limit bounds the threads. Every request is logged as one line
+ * when it completes. Shutdown is graceful: stop accepting, let in-flight
+ * requests finish (up to a timeout), then stop.
+ */
+#ifndef PD_HTTP_SERVER_H
+#define PD_HTTP_SERVER_H
+
+#include <stdio.h>
+
+#include "../store/store.h"
+#include "metrics.h"
+
+/* Named defaults of the limits (flags of `profd serve`). */
+#define PD_SERVE_ADDR            ":10100"
+#define PD_SERVE_MAX_BODY        (32u << 20) /* bytes of one upload, as sent */
+#define PD_SERVE_MAX_MERGE       10000       /* profiles in one merge */
+#define PD_SERVE_TIMEOUT_S       60          /* idle seconds before a connection is dropped */
+#define PD_SERVE_MAX_CONNECTIONS 256
+#define PD_SERVE_GZIP_LEVEL      1           /* libdeflate level of pprof responses */
+
+struct pd_server_config {
+	const char *addr;         /* "host:port", ":port", "[v6]:port"; port 0 = any free port */
+	size_t max_body;          /* bytes; over it = 413 */
+	size_t max_merge;         /* profiles per merge; over it = 413 */
+	unsigned timeout_s;       /* connection idle timeout */
+	unsigned max_connections;
+	int64_t retention_ns;     /* 0 = keep forever; older profiles are invisible and refused */
+	int gzip_level;           /* 1..12 */
+	FILE *log;                /* request log (one line per request); NULL = none */
+	const char *version, *commit, *build_time;
+};
+void pd_server_config_default(struct pd_server_config *c);
+
+struct pd_server;
+
+/* Bind and start serving (the store is borrowed and must outlive the server).
+ * The server starts not ready: call pd_server_set_ready once the store is. */
+int pd_server_start(const struct pd_server_config *c, struct pd_store *st, struct pd_server **out,
+		    struct pd_err *err) PD_WUR;
+/* The bound port (useful with port 0) and a printable URL base. */
+unsigned pd_server_port(const struct pd_server *s);
+void pd_server_set_ready(struct pd_server *s, bool ready);
+struct pd_metrics *pd_server_metrics(struct pd_server *s);
+/* Stop accepting, wait up to timeout_s for in-flight requests, stop, free.
+ * Returns the number of requests still in flight when it gave up waiting. */
+unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s);
+
+#endif
