@@ -17,6 +17,7 @@ WARN    += -Werror
 endif
 CPPFLAGS += -D_FILE_OFFSET_BITS=64 -D_DEFAULT_SOURCE
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+BUILD_TIME := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
@@ -42,7 +43,7 @@ GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOP
 .PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install
 all: $(BUILD)/profd
 
-$(BUILD)/src/cmd_serve.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/src/cmd_serve.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
 
 $(BUILD)/%.o: %.c $(wildcard lib/*/*.h src/*.h)
 	@mkdir -p $(dir $@)
@@ -103,11 +104,16 @@ $(BUILD)/gen: bench/gen/main.go
 	@mkdir -p $(BUILD)/gohome
 	GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $@ ./bench/gen
 
+# Load generator for bench/serve.sh (standard library only).
+$(BUILD)/loadgen: bench/loadgen/main.go bench/loadgen/go.mod
+	@mkdir -p $(BUILD)/gohome
+	cd bench/loadgen && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
 bench:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/loadgen
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60

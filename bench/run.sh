@@ -8,7 +8,8 @@
 # profd: `profd pprof merge`; Go: the pprof tool behind `go tool pprof -proto`
 # (run directly, which spares Go the `go` wrapper's startup). Wall time from
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
-# throughput of raw protobuf on one core (bench_codec).
+# throughput of raw protobuf on one core (bench_codec). Last, the collector
+# over HTTP (bench/serve.sh: ingest rate, merge through the API, storage).
 #
 # Results: a Markdown table on stdout and in $BUILD/bench-results.md.
 # Env: ROUNDS (default 5), BUILD (default build).
@@ -114,3 +115,7 @@ for set in small large; do
 		END {printf "  %-5s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
 done
+
+# The collector over HTTP: ingest, merge through the API, storage (appends
+# its tables to $results).
+BUILD=$BUILD ROUNDS=$ROUNDS bench/serve.sh

@@ -25,6 +25,9 @@
 #ifndef PD_COMMIT
 #define PD_COMMIT ""
 #endif
+#ifndef PD_BUILD_TIME
+#define PD_BUILD_TIME ""
+#endif
 
 #define DEFAULT_DATA_DIR "./profd-data"
 #define DEFAULT_RETENTION "720h"
@@ -132,10 +135,11 @@ static void log_line(const char *fmt, ...)
 	fflush(stderr);
 }
 
-static void run_retention(struct pd_store *st, struct pd_metrics *m, int64_t retention)
+/* One retention pass; returns the partitions dropped. */
+static size_t run_retention(struct pd_store *st, struct pd_metrics *m, int64_t retention)
 {
 	if (!retention)
-		return;
+		return 0;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -143,7 +147,7 @@ static void run_retention(struct pd_store *st, struct pd_metrics *m, int64_t ret
 	struct pd_err err;
 	if (pd_store_retain(st, now - retention, &dropped, &err)) {
 		log_line("level=error component=retention msg=\"%s\"", err.msg);
-		return;
+		return 0;
 	}
 	if (m) {
 		atomic_fetch_add(&m->retention_runs, 1);
@@ -153,6 +157,7 @@ static void run_retention(struct pd_store *st, struct pd_metrics *m, int64_t ret
 		log_line("level=info component=retention msg=\"dropped %zu day partition(s) older than the retention "
 			 "window\"",
 			 dropped);
+	return dropped;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -161,7 +166,7 @@ int cmd_serve(int argc, char **argv)
 	pd_server_config_default(&cfg);
 	cfg.version = PD_VERSION;
 	cfg.commit = PD_COMMIT;
-	cfg.build_time = __DATE__ " " __TIME__;
+	cfg.build_time = PD_BUILD_TIME;
 	cfg.log = stderr;
 	const char *dir = DEFAULT_DATA_DIR;
 	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0;
@@ -267,12 +272,14 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct pd_err err;
+	if (pd_server_check_addr(cfg.addr, &err))
+		return cli_usage_error("serve", "--addr: %s", err.msg);
 	struct pd_store *st;
 	if (pd_store_open_sqlite(dir, &lim, &st, &err)) {
 		cli_error("%s", err.msg);
 		return EXIT_INPUT;
 	}
-	run_retention(st, NULL, retention);
+	size_t dropped0 = run_retention(st, NULL, retention); /* before serving: no expired data is ever served */
 	struct pd_server *srv;
 	if (pd_server_start(&cfg, st, &srv, &err)) {
 		cli_error("%s", err.msg);
@@ -280,7 +287,10 @@ int cmd_serve(int argc, char **argv)
 		return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
 	}
 	struct pd_metrics *m = pd_server_metrics(srv);
-	atomic_fetch_add(&m->retention_runs, 1);
+	if (retention) {
+		atomic_fetch_add(&m->retention_runs, 1);
+		atomic_fetch_add(&m->retention_dropped, dropped0);
+	}
 	pd_server_set_ready(srv, true);
 	char rbuf[32] = "forever";
 	if (retention)

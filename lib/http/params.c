@@ -928,6 +928,7 @@ int pd_api_http_status(int rc)
 	case PD_OK: return 200;
 	case PD_EINVAL:
 	case PD_EUSAGE:
+	case PD_EEXPIRED:
 	case PD_EINCOMPAT: return 400;
 	case PD_ELIMIT: return 413;
 	case PD_ENOTFOUND: return 404;

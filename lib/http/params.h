@@ -167,7 +167,7 @@ int pd_api_parse_post(pd_api_get_fn get, void *ctx, int64_t now_ns, struct pd_ap
 void pd_api_post_free(struct pd_api_post *p);
 
 /* HTTP status for a PD_E* code from this module (and the store): EINVAL,
- * EUSAGE, EINCOMPAT -> 400; ELIMIT (over any cap) -> 413; ENOTFOUND -> 404;
+ * EUSAGE, EINCOMPAT, EEXPIRED -> 400; ELIMIT (over any cap) -> 413; ENOTFOUND -> 404;
  * else 500. */
 int pd_api_http_status(int rc);
 

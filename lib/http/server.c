@@ -298,8 +298,9 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 		return reply_error(c, r, 400, "malformed profile: the request body is empty (send the pprof as the body)");
 	}
 	struct pd_kv *kv = to_kv(p.labels, p.nlabels);
+	int64_t cut = cutoff_ns(s, now);
 	struct pd_ingest in = {p.service, pd_api_type_name(p.type), kv, p.nlabels,
-			       p.has_created_at ? p.created_at_ns : 0};
+			       p.has_created_at ? p.created_at_ns : 0, cut == INT64_MIN ? 0 : cut};
 	struct pd_profile_meta meta;
 	rc = kv ? pd_store_ingest(s->st, &in, r->body.ptr, r->body.len, &meta, &err)
 		: pd_errf(&err, PD_ENOMEM, "out of memory");
@@ -308,26 +309,18 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 	pd_buf_free(&r->body);
 	if (rc) {
 		int reason = rc == PD_ELIMIT			  ? PD_REJ_TOO_LARGE
+			     : rc == PD_EEXPIRED		  ? PD_REJ_TOO_OLD
 			     : rc != PD_EINVAL			  ? PD_REJ_INTERNAL
 			     : strstr(err.msg, "profile is empty") ? PD_REJ_EMPTY
 								  : PD_REJ_MALFORMED;
 		atomic_fetch_add(&m->rejected[reason], 1);
+		if (rc == PD_EEXPIRED) {
+			char msg[sizeof err.msg + 64];
+			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", err.msg,
+				 (long long)(s->cfg.retention_ns / 3600000000000LL));
+			return reply_error(c, r, 400, msg);
+		}
 		return reply_err(c, r, rc, &err);
-	}
-	if (meta.created_ns < cutoff_ns(s, now)) {
-		/* would be invisible, then dropped: refuse it rather than pretend */
-		struct pd_err e2;
-		if (pd_store_remove(s->st, meta.id, &e2))
-			snprintf(r->err_detail, sizeof r->err_detail, "removing expired upload: %s", e2.msg);
-		char ts[PD_API_TIME_BUFSZ], msg[256];
-		snprintf(msg, sizeof msg,
-			 "bad request: the profile's time %s is older than the retention window (--retention %lldh): "
-			 "not stored",
-			 pd_api_format_time(meta.created_ns, ts, sizeof ts),
-			 (long long)(s->cfg.retention_ns / 3600000000000LL));
-		pd_meta_clear(&meta);
-		atomic_fetch_add(&m->rejected[PD_REJ_TOO_OLD], 1);
-		return reply_error(c, r, 400, msg);
 	}
 	pd_metrics_ingested(m, meta.type, meta.stored_bytes);
 	json_t *j = meta_json(&meta);
@@ -543,7 +536,8 @@ static enum MHD_Result h_get_ids(struct MHD_Connection *c, struct req *r, const 
 	enum MHD_Result ok;
 	int64_t cut = cutoff_ns(r->s, now_ns());
 	size_t i = 0;
-	while (i < n && pd_xid_time(ids[i]) >= cut - 1000000000LL) /* xids have second resolution */
+	/* xids have second resolution: compare in seconds */
+	while (i < n && (cut == INT64_MIN || pd_xid_time(ids[i]) / 1000000000 >= cut / 1000000000 - 1))
 		i++;
 	if (i < n) {
 		char msg[128];
@@ -908,6 +902,13 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, 
 	return 0;
 }
 
+int pd_server_check_addr(const char *addr, struct pd_err *err)
+{
+	struct sockaddr_storage ss;
+	bool any;
+	return parse_addr(addr, &ss, &any, err);
+}
+
 int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, struct pd_server **out,
 		    struct pd_err *err)
 {
@@ -939,7 +940,6 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 				/* URLs with parameters up to 8 KiB each must reach us (a 413 we write), not MHD's 414 */
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
-				MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
 				MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno;

@@ -39,6 +39,8 @@ void pd_server_config_default(struct pd_server_config *c);
 
 struct pd_server;
 
+/* Check an address's syntax (and resolve its host) without binding. */
+int pd_server_check_addr(const char *addr, struct pd_err *err) PD_WUR;
 /* Bind and start serving (the store is borrowed and must outlive the server).
  * The server starts not ready: call pd_server_set_ready once the store is. */
 int pd_server_start(const struct pd_server_config *c, struct pd_store *st, struct pd_server **out,

@@ -37,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +76,7 @@ struct sq {
 	struct part **parts;
 	size_t nparts, cap;
 	ZSTD_DCtx *dctx; /* reused: ZSTD_decompress would allocate one per block */
+	int lock_fd;     /* flock'd <dir>/.lock: one process per data dir */
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -330,7 +333,8 @@ static int sym_put(struct part *p, int k, XXH128_hash_t h, const uint8_t *c, siz
 		sqlite3_stmt *ins = p->ins[k];
 		sqlite3_reset(ins);
 		sqlite3_bind_int64(ins, 1, (int64_t)probe);
-		sqlite3_bind_blob(ins, 2, c, (int)n, SQLITE_STATIC);
+		/* a NULL pointer would bind SQL NULL: the empty stack is a zero-length blob */
+		sqlite3_bind_blob(ins, 2, c ? (const void *)c : "", (int)n, SQLITE_STATIC);
 		if (sqlite3_step(ins) != SQLITE_DONE) {
 			sqlite3_reset(ins);
 			return sqerr(err, p->db, "symbol insert");
@@ -613,18 +617,28 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	struct pd_profile *p = NULL;
 	int rc = pd_pprof_decode(data, len, &s->lim, &p, err);
 	if (rc) {
-		pd_err_prefix(err, "malformed profile");
+		pd_err_prefix(err, rc == PD_ELIMIT ? "profile over a limit" : "malformed profile");
 		return rc;
 	}
 	if (p->nsamples == 0) {
 		pd_profile_free(p);
-		return pd_errf(err, PD_EINVAL, "malformed profile (profile is empty: no samples)");
+		return pd_errf(err, PD_EINVAL, "malformed profile: profile is empty: no samples");
 	}
 	int64_t created = in->created_ns ? in->created_ns : p->time_nanos;
 	if (!created) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		created = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
+	if (in->min_created_ns && created < in->min_created_ns) {
+		pd_profile_free(p);
+		struct tm tm;
+		time_t sec = (time_t)(created / 1000000000 - (created % 1000000000 < 0));
+		char ts[40];
+		gmtime_r(&sec, &tm);
+		strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		return pd_errf(err, PD_EEXPIRED, "the profile's time %s is older than the retention window: not stored",
+			       ts);
 	}
 	struct ing g = {0};
 	struct row *rows = NULL;
@@ -1212,15 +1226,24 @@ static int mat_header(struct mat *m, const struct header *h)
 	return 0;
 }
 
+/* Copy n bytes into the arena; never NULL for n == 0 (NULL = out of memory). */
+static void *dup0(struct pd_arena *a, const void *src, size_t n)
+{
+	void *q = pd_arena_alloc(a, n + 1);
+	if (q && n)
+		memcpy(q, src, n);
+	return q;
+}
+
 /* Move the grown arrays into the arena; the profile is then complete. */
 static int mat_finish(struct mat *m, struct pd_profile **out)
 {
 	struct pd_profile *p = m->p;
 	struct pd_arena *a = p->arena;
-	p->strings = pd_arena_dup(a, m->strs, m->rs.n * sizeof *m->strs);
-	p->functions = pd_arena_dup(a, m->fns, m->rf.n * sizeof *m->fns + 1);
-	p->mappings = pd_arena_dup(a, m->maps, m->rm.n * sizeof *m->maps + 1);
-	p->locations = pd_arena_dup(a, m->locs, m->rl.n * sizeof *m->locs + 1);
+	p->strings = dup0(a, m->strs, m->rs.n * sizeof *m->strs);
+	p->functions = dup0(a, m->fns, m->rf.n * sizeof *m->fns);
+	p->mappings = dup0(a, m->maps, m->rm.n * sizeof *m->maps);
+	p->locations = dup0(a, m->locs, m->rl.n * sizeof *m->locs);
 	if (!p->strings || !p->functions || !p->mappings || !p->locations)
 		return NOMEM(m);
 	p->nstrings = (uint32_t)m->rs.n;
@@ -1256,7 +1279,7 @@ static int mat_sample(struct mat *m, int64_t stack, int64_t lset, const int64_t 
 	s->nlocs = m->stacks[si].n;
 	s->labels = m->lsets[li].l;
 	s->nlabels = m->lsets[li].n;
-	s->values = pd_arena_dup(m->p->arena, vals, nv * sizeof *vals + 1);
+	s->values = dup0(m->p->arena, vals, nv * sizeof *vals);
 	return s->values ? 0 : NOMEM(m);
 }
 
@@ -1866,6 +1889,7 @@ static void sq_close(struct pd_store *base)
 		part_close(s->parts[i]);
 	free(s->parts);
 	ZSTD_freeDCtx(s->dctx);
+	close(s->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&s->mu);
 	free(s->dir);
 	free(s);
@@ -1889,7 +1913,23 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	}
 	s->base.ops = &sqlite_ops;
+	/* The caches and the one mutex assume this process is the only writer:
+	 * a second profd on the same directory is refused, not corrupted. */
+	char lp[4096];
+	snprintf(lp, sizeof lp, "%s/.lock", dir);
+	s->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+		if (s->lock_fd >= 0)
+			close(s->lock_fd);
+		free(s->dir);
+		free(s);
+		return e == EWOULDBLOCK ? pd_errf(err, PD_EIO, "store: %s is in use by another profd process (%s is locked)",
+						  dir, lp)
+					: pd_errf(err, PD_EIO, "store: %s: %s", lp, strerror(e));
+	}
 	if (!(s->dctx = ZSTD_createDCtx())) {
+		close(s->lock_fd);
 		free(s->dir);
 		free(s);
 		return pd_errf(err, PD_ENOMEM, "out of memory");

@@ -47,6 +47,9 @@ struct pd_ingest {
 	const struct pd_kv *labels;
 	size_t nlabels;
 	int64_t created_ns; /* 0 = the profile's time_nanos, else now */
+	/* refuse (PD_EEXPIRED, nothing written) a profile created before this;
+	 * 0 = no bound. The retention window's start. */
+	int64_t min_created_ns;
 };
 
 /* Which profiles: service (required), type (NULL = any), every label must

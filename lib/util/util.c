@@ -64,6 +64,7 @@ const char *pd_strerror(int code)
 	case PD_EINCOMPAT: return "incompatible profiles";
 	case PD_ENOTFOUND: return "not found";
 	case PD_EUSAGE: return "usage error";
+	case PD_EEXPIRED: return "older than the retention window";
 	}
 	return "unknown error";
 }

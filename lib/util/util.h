@@ -41,6 +41,7 @@ enum {
 	PD_EINCOMPAT = -5, /* profiles cannot be combined */
 	PD_ENOTFOUND = -6,
 	PD_EUSAGE = -7,    /* bad arguments */
+	PD_EEXPIRED = -8,  /* older than the retention window */
 };
 
 struct pd_err {

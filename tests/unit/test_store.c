@@ -137,7 +137,7 @@ static int teardown(void **state)
 static void ingest(struct pd_store *st, const char *svc, const char *type, const struct pd_kv *labels, size_t nl,
 		   struct pd_buf *b, struct pd_profile_meta *m)
 {
-	struct pd_ingest in = {svc, type, labels, nl, 0};
+	struct pd_ingest in = {svc, type, labels, nl, 0, 0};
 	struct pd_err err;
 	if (pd_store_ingest(st, &in, b->ptr, b->len, m, &err))
 		fail_msg("ingest: %s", err.msg);
@@ -341,7 +341,7 @@ static void test_bad_input_stores_nothing(void **state)
 	struct pd_store *st = open_store();
 	struct pd_profile_meta m;
 	struct pd_err err;
-	struct pd_ingest in = {"bad", "cpu", NULL, 0, 0};
+	struct pd_ingest in = {"bad", "cpu", NULL, 0, 0, 0};
 	assert_int_equal(pd_store_ingest(st, &in, (const uint8_t *)"garbage!", 8, &m, &err), PD_EINVAL);
 	assert_contains(err.msg, "malformed profile");
 	/* a valid profile without samples */
@@ -358,6 +358,18 @@ static void test_bad_input_stores_nothing(void **state)
 	in.type = "cpu";
 	in.service = "";
 	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), PD_EINVAL);
+	/* older than the retention window: refused before any partition is made */
+	in.service = "bad";
+	in.min_created_ns = T0 + 1;
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), PD_EEXPIRED);
+	assert_contains(err.msg, "older than the retention window");
+	struct pd_store_stats ss;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.partitions, 0);
+	in.min_created_ns = T0;
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), 0);
+	pd_meta_clear(&m);
+	assert_int_equal(pd_store_remove(st, m.id, &err), 0);
 	assert_int_equal(find(st, "bad", NULL, NULL, 0, 0, INT64_MAX, 0).n, 0);
 	struct pd_profile *got;
 	assert_int_equal(pd_store_get(st, "nonsense", &got, &err), PD_ENOTFOUND);

@@ -1,0 +1,3 @@
+module profd.bench/loadgen
+
+go 1.19

@@ -1,0 +1,192 @@
+// Command loadgen drives `profd serve` for bench/serve.sh. Standard library
+// only; built offline by `make build/loadgen`.
+//
+// Usage:
+//
+//	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] FILES...
+//	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms]
+//
+// post reads every file into memory first, then POSTs each file once to
+// BASE/api/0/profiles over -c concurrent keep-alive connections (workers take
+// the next file from a shared counter). Every response must be 200 with
+// {"code":200,...}: on the first other answer it prints the file, the status
+// and the body to stderr and exits 1. On success it prints one line
+//
+//	files=N bytes=B seconds=S profiles_per_s=P mb_per_s=M
+//
+// where seconds runs from the first request to the last response and bytes is
+// the total size of the bodies as sent (MB = 1e6 bytes).
+//
+// scrape downloads N profiles of each type from a Go service's
+// net/http/pprof (BASE/debug/pprof/TYPE), round-robin over the types with
+// -pause between rounds, into DIR/TYPE/NNNN.pb.gz, and checks that each one
+// is gzip. It writes into a temporary directory and renames it into place, so
+// an interrupted run leaves no partial set.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func die(format string, a ...interface{}) {
+	fmt.Fprintf(os.Stderr, "loadgen: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+func client(conns int) *http.Client {
+	return &http.Client{
+		Timeout: 5 * time.Minute,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			MaxIdleConns:        conns,
+			MaxIdleConnsPerHost: conns,
+			MaxConnsPerHost:     conns,
+			DisableCompression:  true,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+}
+
+func post(args []string) {
+	fs := flag.NewFlagSet("post", flag.ExitOnError)
+	base := fs.String("url", "", "server base URL, e.g. http://127.0.0.1:10100")
+	service := fs.String("service", "bench", "service parameter")
+	typ := fs.String("type", "cpu", "type parameter")
+	labels := fs.String("labels", "", "labels parameter (k=v,k=v)")
+	conns := fs.Int("c", 8, "concurrent connections")
+	fs.Parse(args)
+	files := fs.Args()
+	if *base == "" || len(files) == 0 || *conns < 1 {
+		die("post: need -url and at least one file")
+	}
+	bodies := make([][]byte, len(files))
+	var total int64
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			die("%v", err)
+		}
+		bodies[i] = b
+		total += int64(len(b))
+	}
+	q := url.Values{"service": {*service}, "type": {*typ}}
+	if *labels != "" {
+		q.Set("labels", *labels)
+	}
+	target := strings.TrimRight(*base, "/") + "/api/0/profiles?" + q.Encode()
+	c := client(*conns)
+
+	var next int64 = -1
+	var failed int32
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := 0; w < *conns; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for atomic.LoadInt32(&failed) == 0 {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= len(bodies) {
+					return
+				}
+				resp, err := c.Post(target, "application/octet-stream", bytes.NewReader(bodies[i]))
+				if err != nil {
+					if atomic.CompareAndSwapInt32(&failed, 0, 1) {
+						fmt.Fprintf(os.Stderr, "loadgen: POST %s: %v\n", files[i], err)
+					}
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || !bytes.HasPrefix(body, []byte(`{"code":200,`)) {
+					if atomic.CompareAndSwapInt32(&failed, 0, 1) {
+						fmt.Fprintf(os.Stderr, "loadgen: POST %s: HTTP %d (read error %v): %s\n",
+							files[i], resp.StatusCode, err, strings.TrimSpace(string(body)))
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sec := time.Since(t0).Seconds()
+	if failed != 0 {
+		die("FAILED: not every POST was answered 200 (see above)")
+	}
+	fmt.Printf("files=%d bytes=%d seconds=%.6f profiles_per_s=%.1f mb_per_s=%.2f\n",
+		len(bodies), total, sec, float64(len(bodies))/sec, float64(total)/1e6/sec)
+}
+
+func scrape(args []string) {
+	fs := flag.NewFlagSet("scrape", flag.ExitOnError)
+	base := fs.String("url", "", "service base URL, e.g. http://127.0.0.1:6060")
+	n := fs.Int("n", 200, "profiles per type")
+	out := fs.String("o", "", "output directory (must not exist)")
+	types := fs.String("types", "heap,allocs,goroutine,block,mutex", "profile types")
+	pause := fs.Duration("pause", 10*time.Millisecond, "pause between rounds")
+	fs.Parse(args)
+	if *base == "" || *out == "" || *n < 1 {
+		die("scrape: need -url, -o and -n >= 1")
+	}
+	tmp := *out + ".tmp"
+	os.RemoveAll(tmp)
+	tl := strings.Split(*types, ",")
+	for _, t := range tl {
+		if err := os.MkdirAll(filepath.Join(tmp, t), 0o755); err != nil {
+			die("%v", err)
+		}
+	}
+	c := client(1)
+	for i := 0; i < *n; i++ {
+		for _, t := range tl {
+			u := strings.TrimRight(*base, "/") + "/debug/pprof/" + t
+			resp, err := c.Get(u)
+			if err != nil {
+				die("GET %s: %v", u, err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				die("GET %s: HTTP %d (%v)", u, resp.StatusCode, err)
+			}
+			if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				die("GET %s: not gzip", u)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, t, fmt.Sprintf("%04d.pb.gz", i)), b, 0o644); err != nil {
+				die("%v", err)
+			}
+		}
+		time.Sleep(*pause)
+	}
+	os.RemoveAll(*out)
+	if err := os.Rename(tmp, *out); err != nil {
+		die("%v", err)
+	}
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		die("usage: loadgen post|scrape [flags] (see main.go)")
+	}
+	switch os.Args[1] {
+	case "post":
+		post(os.Args[2:])
+	case "scrape":
+		scrape(os.Args[2:])
+	default:
+		die("unknown command %q (post, scrape)", os.Args[1])
+	}
+}

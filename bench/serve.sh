@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# serve.sh — collector benchmark (`make bench` runs it after bench/run.sh):
+# `profd serve` over HTTP, driven by bench/loadgen (Go, standard library).
+#
+#   (a) ingest: a fresh server pinned to core 0 (taskset -c 0), loadgen on
+#       core 1 POSTing every file once over CONNS (default 8) keep-alive
+#       connections; inputs: the 1,000 small and the 200 large generated CPU
+#       profiles. Every answer must be 200 (loadgen exits 1 otherwise).
+#       Wall time from first request to last answer (loadgen), server CPU
+#       time (utime+stime from /proc/PID/stat) and peak RSS (VmHWM). Then
+#       the same with the data dir on tmpfs (/dev/shm, if present), where
+#       fsync is free: what the server's CPU alone allows.
+#   (b) merge of the 200 large profiles through the API
+#       (GET /api/0/profiles/merge?...&from=0&to=now, downloaded by curl) vs
+#       the pprof tool behind `go tool pprof -proto` on the same 200 files
+#       (and `profd pprof merge` for reference), alternating, both unpinned.
+#       Each round starts a fresh server on the same data dir (filled once),
+#       so the server's VmHWM is that of a process that opened the store and
+#       did this one merge; its VmRSS just before the merge is reported too.
+#       A second merge on the same process is timed as "warm". Checked once:
+#       go tool pprof -top of both merges is identical.
+#   (c) storage: scrapes of one service posted to a fresh server (service
+#       goapp): the 1,000 small CPU profiles, and 1,000 real scrapes of
+#       examples/goapp, 200 each of heap, allocs, goroutine, block and mutex
+#       (taken once, round-robin 10 ms apart, kept in
+#       $BUILD/bench-data/scrapes). Data-dir bytes (du -sb) with the server
+#       running and after SIGTERM; any -wal file left after SIGTERM is
+#       reported. One data dir per type, and all six types in one data dir.
+#       The first profile is stored alone first, which gives the fixed size
+#       of a partition and the marginal bytes per further profile.
+#
+# The profd binary is copied at start, so a rebuild during the run does not
+# mix binaries. Data dirs live under $BUILD (same disk as a real data dir).
+# The generated profiles carry time_nanos 2026-01-01, hence --retention 0.
+#
+# Results: Markdown tables on stdout, appended to $BUILD/bench-results.md.
+# Env: ROUNDS (default 5), BUILD (default build), CONNS (default 8),
+#      PERF=1 (perf record -g the server during the last ingest and merge
+#      round, into $BUILD/perf-{ingest-small,ingest-large,merge}.data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-5}
+CONNS=${CONNS:-8}
+PERF=${PERF:-0}
+DATA=$PWD/$BUILD/bench-data
+LOADGEN=$PWD/$BUILD/loadgen
+export HOME=$PWD/$BUILD/gohome PPROF_TMPDIR=$PWD/$BUILD/gohome/pprof
+mkdir -p "$HOME" "$DATA"
+PPROF=$(go env GOROOT)/pkg/tool/$(go env GOOS)_$(go env GOARCH)/pprof
+[ -x "$PPROF" ] || { echo "bench: go's pprof tool not found at $PPROF" >&2; exit 1; }
+for b in profd loadgen gen goapp; do
+	[ -x "$BUILD/$b" ] || { echo "bench: $BUILD/$b missing (make $BUILD/$b)" >&2; exit 1; }
+done
+TICK=$(getconf CLK_TCK)
+
+WORK=$(mktemp -d "$PWD/$BUILD/bench-serve.XXXXXX")
+cp "$BUILD/profd" "$WORK/profd"
+SHM= # tmpfs scratch for the tmpfs ingest rows, if /dev/shm is there
+if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
+	SHM=$(mktemp -d /dev/shm/profd-bench.XXXXXX)
+fi
+PROFD=$WORK/profd
+SPID= # the running server, if any
+GPID= # goapp, while scraping
+PERFPID=
+cleanup() {
+	[ -n "$PERFPID" ] && kill -INT "$PERFPID" 2>/dev/null
+	[ -n "$GPID" ] && kill "$GPID" 2>/dev/null
+	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$WORK"
+	[ -z "$SHM" ] || rm -rf "$SHM"
+}
+trap cleanup EXIT
+
+# ---- inputs -----------------------------------------------------------------
+
+gen() { # kind n dir (as bench/run.sh)
+	if [ ! -f "$3/.done-$2" ]; then
+		rm -rf "$3"
+		"$BUILD/gen" -kind "$1" -n "$2" -seed 1 -o "$3" >/dev/null
+		touch "$3/.done-$2"
+	fi
+}
+gen small 1000 "$DATA/small"
+gen large 200 "$DATA/large"
+
+STYPES="heap allocs goroutine block mutex"
+if [ ! -f "$DATA/scrapes/.done" ]; then
+	echo "bench: scraping examples/goapp (200 x $STYPES), once" >&2
+	rm -rf "$DATA/scrapes"
+	"$BUILD/goapp" -addr 127.0.0.1:0 2>"$WORK/goapp.log" &
+	GPID=$!
+	addr=
+	for _ in $(seq 200); do
+		addr=$(sed -n 's/^goapp: listening on \(.*\)$/\1/p' "$WORK/goapp.log" | head -n1)
+		[ -n "$addr" ] && break
+		sleep 0.05
+	done
+	[ -n "$addr" ] || { echo "bench: goapp did not start: $(cat "$WORK/goapp.log")" >&2; exit 1; }
+	sleep 1 # let the workload run before the first scrape
+	"$LOADGEN" scrape -url "http://$addr" -n 200 -types "${STYPES// /,}" -pause 10ms -o "$DATA/scrapes"
+	kill "$GPID"
+	wait "$GPID" || true
+	GPID=
+	touch "$DATA/scrapes/.done"
+fi
+files_of() { # type -> the 1,000 files of (c)
+	if [ "$1" = cpu ]; then echo "$DATA"/small/*.pb.gz; else echo "$DATA/scrapes/$1"/*.pb.gz; fi
+}
+
+# ---- server control -------------------------------------------------------------
+
+# start_server DATADIR CPULIST ("" = unpinned): sets SPID and SPORT
+start_server() {
+	local log=$WORK/server.log
+	: >"$log"
+	if [ -n "$2" ]; then
+		taskset -c "$2" "$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" 2>"$log" &
+	else
+		"$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" 2>"$log" &
+	fi
+	SPID=$!
+	SPORT=
+	for _ in $(seq 200); do
+		SPORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log" | head -n1)
+		[ -n "$SPORT" ] && break
+		kill -0 "$SPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -n "$SPORT" ] || { echo "bench: profd serve did not start: $(cat "$log")" >&2; exit 1; }
+	curl -sf -o /dev/null "http://127.0.0.1:$SPORT/readyz" || { echo "bench: server not ready" >&2; exit 1; }
+}
+
+stop_server() { # SIGTERM, wait, must exit 0
+	kill -TERM "$SPID"
+	local rc=0
+	wait "$SPID" || rc=$?
+	SPID=
+	[ "$rc" = 0 ] || { echo "bench: profd serve exited $rc: $(tail -3 "$WORK/server.log")" >&2; exit 1; }
+}
+
+cpu_s() { awk -v t="$TICK" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$SPID/stat"; }
+vm_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$SPID/status"; }
+
+perf_start() { # output file
+	perf record -q -g -p "$SPID" -o "$1" >/dev/null 2>&1 &
+	PERFPID=$!
+	sleep 0.3
+}
+perf_stop() {
+	kill -INT "$PERFPID" 2>/dev/null || true
+	wait "$PERFPID" 2>/dev/null || true
+	PERFPID=
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+col() { awk -v c="$1" '{print $c}' "$2" | median; } # column file -> median
+
+now() { date +%s.%N; }
+
+# time_cmd OUT CMD...: wall seconds and peak RSS (KB) of one run, appended to OUT
+time_cmd() {
+	local out=$1
+	shift
+	local t0 t1
+	t0=$(now)
+	/usr/bin/time -f "%M" -o "$out.rss" "$@" >/dev/null 2>"$out.err" || {
+		echo "bench: failed: $* ($(tail -3 "$out.err"))" >&2
+		exit 1
+	}
+	t1=$(now)
+	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') $(cat "$out.rss")" >>"$out"
+}
+
+results=$BUILD/bench-results.md
+out() { tee -a "$results"; }
+
+echo
+echo "profd serve bench: $ROUNDS rounds, medians; $(nproc) CPUs; $CONNS connections; $(date -u +%Y-%m-%dT%H:%MZ)" | out
+
+# ---- (a) ingest -----------------------------------------------------------------
+
+{
+	echo
+	echo "Ingest: profd serve pinned to core 0, loadgen ($CONNS keep-alive connections) on core 1, fresh data dir per round"
+	echo
+	echo "| input | files | gzip'd input | wall | profiles/s | MB/s (gz) | server CPU | MB/s per server CPU-s | server core busy | server peak RSS |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+} | out
+ingest_set() { # label perfname datadir files...
+	local label=$1 pname=$2 dd=$3
+	shift 3
+	local t=$WORK/ingest-$pname r
+	: >"$t"
+	for r in $(seq "$ROUNDS"); do
+		rm -rf "$dd"
+		start_server "$dd" 0
+		[ "$PERF" = 1 ] && [ "$r" = "$ROUNDS" ] && perf_start "$PWD/$BUILD/perf-ingest-$pname.data"
+		local c0 line c1 hwm
+		c0=$(cpu_s)
+		line=$(taskset -c 1 "$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service bench -type cpu "$@")
+		c1=$(cpu_s)
+		hwm=$(vm_kb VmHWM)
+		[ -n "$PERFPID" ] && perf_stop
+		stop_server
+		# seconds bytes cpu hwm
+		echo "$line" | awk -v c0="$c0" -v c1="$c1" -v h="$hwm" '{
+			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+			print v["seconds"], v["bytes"], c1 - c0, h }' >>"$t"
+	done
+	local w b c h
+	w=$(col 1 "$t")
+	b=$(col 2 "$t")
+	c=$(col 3 "$t")
+	h=$(col 4 "$t")
+	awk -v l="$label" -v n=$# -v w="$w" -v b="$b" -v c="$c" -v h="$h" 'BEGIN {
+		printf "| %s | %d | %.1f MB | %.3f s | %.0f | %.1f | %.3f s | %.1f | %.0f %% | %.1f MB |\n",
+			l, n, b / 1e6, w, n / w, b / 1e6 / w, c, b / 1e6 / c, 100 * c / w, h / 1024 }' | out
+}
+ingest_set "(a) small CPU" small "$WORK/d" "$DATA"/small/*.pb.gz
+ingest_set "(b) large CPU" large "$WORK/d" "$DATA"/large/*.pb.gz
+# The same with the data dir on tmpfs, where fsync costs nothing: the rate the
+# server's CPU allows, to tell disk-bound from CPU-bound.
+if [ -n "$SHM" ]; then
+	ingest_set "(a) small CPU, data dir on tmpfs" small-tmpfs "$SHM/d" "$DATA"/small/*.pb.gz
+	ingest_set "(b) large CPU, data dir on tmpfs" large-tmpfs "$SHM/d" "$DATA"/large/*.pb.gz
+fi
+echo "Target: >= 40 MB/s of gzip'd pprof per core (column MB/s (gz); the server has one core)." | out
+
+# ---- (b) merge through the API ------------------------------------------------------
+
+MD=$WORK/merge-data
+start_server "$MD" ""
+"$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service big -type cpu "$DATA"/large/*.pb.gz >/dev/null
+stop_server
+MURL="/api/0/profiles/merge?service=big&type=cpu&from=0&to=now"
+t=$WORK/merge
+: >"$t"
+: >"$t.go"
+: >"$t.cli"
+for r in $(seq "$ROUNDS"); do
+	start_server "$MD" ""
+	base=$(vm_kb VmRSS)
+	[ "$PERF" = 1 ] && [ "$r" = "$ROUNDS" ] && perf_start "$PWD/$BUILD/perf-merge.data"
+	t0=$(now)
+	code=$(curl -sS -o "$WORK/api.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+	t1=$(now)
+	[ "$code" = 200 ] || { echo "bench: merge answered $code: $(head -c 300 "$WORK/api.pb.gz")" >&2; exit 1; }
+	hwm=$(vm_kb VmHWM)
+	t2=$(now)
+	code=$(curl -sS -o "$WORK/api2.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+	t3=$(now)
+	[ "$code" = 200 ] || { echo "bench: merge answered $code" >&2; exit 1; }
+	[ -n "$PERFPID" ] && perf_stop
+	stop_server
+	# cold wall, server HWM, server RSS before, warm wall
+	awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v h="$hwm" -v s="$base" \
+		'BEGIN { print b - a, h, s, d - c }' >>"$t"
+	time_cmd "$t.go" "$PPROF" -proto -output "$WORK/go.pb.gz" "$DATA"/large/*.pb.gz
+	time_cmd "$t.cli" "$PROFD" pprof merge -q -o "$WORK/cli.pb.gz" "$DATA"/large/*.pb.gz
+done
+# correctness: both merges read the same in go tool pprof -top (the API's
+# output goes through pprof -proto first, as in bench/run.sh)
+top() { "$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$1" 2>/dev/null | tail -n +2; }
+"$PPROF" -proto -output "$WORK/apip.pb.gz" "$WORK/api.pb.gz" 2>/dev/null
+top "$WORK/apip.pb.gz" >"$WORK/api.top"
+top "$WORK/go.pb.gz" >"$WORK/go.top"
+if ! cmp -s "$WORK/api.top" "$WORK/go.top"; then
+	echo "bench: API merge and go tool pprof -proto differ in go tool pprof -top" >&2
+	diff "$WORK/api.top" "$WORK/go.top" | head -20 >&2
+	exit 1
+fi
+cmp -s "$WORK/api.pb.gz" "$WORK/api2.pb.gz" || { echo "bench: the two API merges differ" >&2; exit 1; }
+{
+	echo
+	echo "Merge of the 200 large CPU profiles: API (fresh server per round on the same data dir, unpinned) vs go tool pprof -proto on the files (unpinned); go tool pprof -top of both identical"
+	echo
+	echo "| merge | API, 1st on fresh server | API, 2nd (warm) | go tool pprof -proto | speed-up (1st) | speed-up (warm) | profd pprof merge (files) | server peak RSS (VmHWM) | server RSS before merge | pprof peak RSS | RSS ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+} | out
+awk -v a="$(col 1 "$t")" -v w="$(col 4 "$t")" -v h="$(col 2 "$t")" -v s="$(col 3 "$t")" \
+	-v g="$(col 1 "$t.go")" -v gr="$(col 2 "$t.go")" -v c="$(col 1 "$t.cli")" -v sz="$(stat -c %s "$WORK/api.pb.gz")" 'BEGIN {
+	printf "| (b) large CPU, 200 -> %.0f KB | %.3f s | %.3f s | %.3f s | %.1fx | %.1fx | %.3f s | %.1f MB | %.1f MB | %.1f MB | 1/%.0f |\n",
+		sz / 1e3, a, w, g, g / a, g / w, c, h / 1024, s / 1024, gr / 1024, gr / h }' | out
+echo "Target: merge >= 50x faster than go tool pprof -proto." | out
+
+# ---- (c) storage ----------------------------------------------------------------------
+
+{
+	echo
+	echo "Storage: profiles of one service (goapp) posted to a fresh server: cpu = the 1,000 small generated profiles, the other types = 200 real scrapes each of examples/goapp; du -sb of the data dir"
+	echo
+	echo "| type | profiles | gzip'd input | per profile | on disk, running (with WAL) | on disk after SIGTERM | per profile | input / disk | data dir with 1 profile | marginal per profile | input / marginal | WAL left after SIGTERM |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+} | out
+post_files() { # type files... -> "files bytes", every answer 200
+	local typ=$1 line
+	shift
+	line=$("$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service goapp -type "$typ" "$@")
+	[[ $line =~ files=([0-9]+)\ bytes=([0-9]+) ]] || { echo "bench: loadgen said: $line" >&2; exit 1; }
+	echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+}
+# The first profile goes in alone (then SIGTERM, du: the size of a partition
+# holding one profile, mostly fixed cost: every table and index takes at
+# least one 4 KiB page), the rest after a restart on the same data dir; the
+# marginal cost per profile is what the other n-1 added.
+store_row() { # label dir "type files..."...
+	local label=$1 dir=$2
+	shift 2
+	rm -rf "$dir"
+	start_server "$dir" ""
+	local n=0 bytes=0 spec typ files nb base=
+	for spec in "$@"; do
+		typ=${spec%% *}
+		read -r -a files <<<"${spec#* }"
+		if [ -z "$base" ]; then
+			nb=$(post_files "$typ" "${files[0]}")
+			n=$((n + ${nb% *})) bytes=$((bytes + ${nb#* }))
+			stop_server
+			base=$(du -sb "$dir" | cut -f1)
+			start_server "$dir" ""
+			files=("${files[@]:1}")
+		fi
+		nb=$(post_files "$typ" "${files[@]}")
+		n=$((n + ${nb% *})) bytes=$((bytes + ${nb#* }))
+	done
+	local live after wal
+	live=$(du -sb "$dir" | cut -f1)
+	stop_server
+	after=$(du -sb "$dir" | cut -f1)
+	wal=$(find "$dir" -name '*-wal' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+	awk -v l="$label" -v n="$n" -v b="$bytes" -v live="$live" -v a="$after" -v w="$wal" -v base="$base" 'BEGIN {
+		m = (a - base) / (n - 1)
+		printf "| %s | %d | %.2f MB | %.2f KB | %.2f MB | %.2f MB | %.2f KB | %.1fx | %.0f KB | %.2f KB | %.1fx | %s |\n",
+			l, n, b / 1e6, b / n / 1e3, live / 1e6, a / 1e6, a / n / 1e3, b / a, base / 1e3, m / 1e3, b / n / m,
+			(w ? sprintf("%d B", w) : "none") }' | out
+}
+all=()
+for typ in cpu $STYPES; do
+	store_row "$typ" "$WORK/s-$typ" "$typ $(files_of "$typ")"
+	all+=("$typ $(files_of "$typ")")
+done
+store_row "all six, one data dir" "$WORK/s-all" "${all[@]}"
+echo "Target: on disk <= 1/5 of the gzip'd input (input / disk >= 5x)." | out
