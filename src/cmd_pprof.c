@@ -766,6 +766,89 @@ static int pprof_convert(int argc, char **argv)
 	return rc;
 }
 
+/* ---- delta ------------------------------------------------------------------------------ */
+
+static const char delta_help[] =
+	"Usage: profd pprof delta [-o OUT] [--level N] BASE PROFILE\n"
+	"\n"
+	"What happened between two snapshots of a cumulative profile (Go's allocs,\n"
+	"heap alloc_*, block, mutex count since the process started): PROFILE minus\n"
+	"BASE, as `go tool pprof -base BASE PROFILE` computes it (BASE negated, then\n"
+	"merged). The result's time is PROFILE's, its duration the time between the\n"
+	"two. If a counter went down (the process restarted in between), PROFILE\n"
+	"is written as it is and a note says so on stderr.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output OUT  output file (default \"-\" = stdout), gzip'd profile.proto\n"
+	"      --level N     gzip level 1-12 (default 6)\n"
+	"  -h, --help        this help\n"
+	"\n"
+	"Example:\n"
+	"  curl -so a.pb.gz localhost:6060/debug/pprof/allocs; sleep 60\n"
+	"  curl -so b.pb.gz localhost:6060/debug/pprof/allocs\n"
+	"  profd pprof delta -o last-minute.pb.gz a.pb.gz b.pb.gz\n"
+	"\n"
+	"Exit codes: 0 success, 1 invalid or incompatible input, 2 usage error.\n";
+
+static int pprof_delta(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+					     {"level", required_argument, 0, 'l'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	int level = 6, c;
+	const char *outp = "-";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outp = optarg; break;
+		case 'l':
+			level = (int)cli_parse_count(optarg);
+			if (level < 1 || level > 12)
+				return cli_usage_error("pprof delta", "--level must be 1..12, got '%s'", optarg);
+			break;
+		case 'h': fputs(delta_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("pprof delta", "bad option");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("pprof delta", "need exactly BASE and PROFILE");
+	struct pd_err err = {0};
+	struct pd_profile *base = NULL, *cur = NULL, *d = NULL;
+	struct pd_buf out = PD_BUF_INIT(0);
+	int rc = EXIT_INPUT;
+	if (pd_pprof_decode_file(argv[optind], NULL, &base, &err)) {
+		cli_error("pprof delta: %s: %s", argv[optind], err.msg);
+		goto done;
+	}
+	if (pd_pprof_decode_file(argv[optind + 1], NULL, &cur, &err)) {
+		cli_error("pprof delta: %s: %s", argv[optind + 1], err.msg);
+		goto done;
+	}
+	const struct pd_profile *w = cur;
+	if (pd_pprof_counter_reset(cur, base)) {
+		fprintf(stderr, "profd pprof delta: a counter of %s is below %s's (restart?): writing %s as it is\n",
+			argv[optind + 1], argv[optind], argv[optind + 1]);
+	} else {
+		if (pd_pprof_delta(cur, base, &d, &err)) {
+			cli_error("pprof delta: %s", err.msg);
+			goto done;
+		}
+		w = d;
+	}
+	if (pd_pprof_encode(w, level, &out, &err) || pd_write_file(outp, out.ptr, out.len, &err)) {
+		cli_error("pprof delta: %s", err.msg);
+		goto done;
+	}
+	rc = EXIT_OK;
+done:
+	pd_buf_free(&out);
+	pd_profile_free(base);
+	pd_profile_free(cur);
+	pd_profile_free(d);
+	return rc;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 static const struct pd_cmd subcommands[] = {
@@ -774,6 +857,7 @@ static const struct pd_cmd subcommands[] = {
 	{"folded", pprof_folded, "collapsed stacks for flame graph tools"},
 	{"info", pprof_info, "describe a profile"},
 	{"convert", pprof_convert, "validate and re-encode a profile (gzip <-> raw)"},
+	{"delta", pprof_delta, "what a cumulative profile gained between two snapshots (like -base)"},
 };
 
 static void pprof_usage(FILE *f)

@@ -220,6 +220,23 @@ int pd_pprof_merge(struct pd_profile *const *ps, size_t n, struct pd_profile **o
  * samples, drops zero samples, renumbers ids densely). */
 int pd_pprof_compact(const struct pd_profile *p, struct pd_profile **out, struct pd_err *err) PD_WUR;
 
+/*
+ * Delta of two snapshots of a cumulative profile (Go's allocs, block, mutex;
+ * heap's alloc_* types): cur - prev with the semantics of
+ * `go tool pprof -base prev cur` (prev negated, then Merge of [cur, -prev]):
+ * same sample types required (PD_EINCOMPAT), rows that cancel out are
+ * dropped (as Merge drops zero samples). The result's time is cur's and its duration the time
+ * between the two snapshots. Check pd_pprof_counter_reset first: after a
+ * restart the counters start again and cur itself is the delta.
+ */
+int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
+		   struct pd_err *err) PD_WUR;
+/* True if cur cannot follow prev as a later snapshot of the same counters:
+ * a counter type (not inuse_*) whose total went down (the process
+ * restarted). False for profiles of other sample types: pd_pprof_delta
+ * refuses those with PD_EINCOMPAT. */
+bool pd_pprof_counter_reset(const struct pd_profile *cur, const struct pd_profile *prev);
+
 /* The Go profile kind these types denote: "cpu", "heap", "allocs",
  * "block/mutex", "goroutine", "threadcreate" or "unknown". */
 const char *pd_kind_name(struct pd_str period_type, struct pd_str first_sample_type, struct pd_str default_sample_type);
