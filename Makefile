@@ -9,7 +9,7 @@
 #   make demo            deps, build, capture a real Go service, show results
 
 CC      ?= cc
-PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd
+PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
 ifeq ($(CI),true)
@@ -31,7 +31,7 @@ else
 BUILD   ?= build
 endif
 
-LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/http/*.c)
+LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/http/*.c lib/scrape/*.c lib/kube/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 BIN_SRC := $(wildcard src/*.c)
 BIN_OBJ := $(BIN_SRC:%.c=$(BUILD)/%.o)
@@ -80,6 +80,11 @@ $(BUILD)/oracle: tests/oracle/main.go
 	@mkdir -p $(BUILD)/gohome
 	cd tests/oracle && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
 
+# Test Kubernetes API server for the scraper and kubectl tests (standard library only).
+$(BUILD)/kubeapi: tests/kubeapi/main.go tests/kubeapi/go.mod
+	@mkdir -p $(BUILD)/gohome
+	cd tests/kubeapi && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
 # test, bench, fuzz and demo first make sure the Debian packages are there
 # (tools/deps.sh is idempotent and quick when nothing is missing), then run
 # in a sub-make so pkg-config sees the freshly installed libraries.
@@ -91,7 +96,7 @@ $(BUILD)/gzbomb: tests/tools/gzbomb.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $< -o $@ $(LDFLAGS) -lz
 
-test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb
+test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)

@@ -1,0 +1,3 @@
+module profd.tests/kubeapi
+
+go 1.19
