@@ -15,15 +15,52 @@
  * A profile is a row: xid, service, type, creation time, labels, a header
  * blob (sample types, period, time, duration, comments, mappings...) and a
  * zstd-compressed sample block of (stack seq, label-set seq, values) rows,
- * sorted by stack and delta-encoded. Every ingest is one transaction,
- * committed with synchronous=FULL before the call returns: acknowledged
- * data survives kill -9.
+ * sorted by stack and delta-encoded.
+ *
+ * Ingest (sq_ingest) runs in four steps, only the third under the store
+ * mutex and only the fourth in the database:
+ *  1. decode the profile and validate it;
+ *  2. hash: every symbol's 128-bit content hash, bottom up (strings,
+ *     functions, mappings, locations, then each sample's stack and label
+ *     set) — partition-independent, so no lock;
+ *  3. resolve, under the store mutex: the seq of each sample's stack and
+ *     label set and of the header's strings and mappings, top down through
+ *     the partition's cache, so a known stack costs one probe and its
+ *     locations, functions and strings are not even looked at. A symbol
+ *     the cache does not know is looked up in the table (unless the table
+ *     held nothing when the partition was opened: then every row is in the
+ *     cache) and otherwise created: this process assigns its seq (the
+ *     writer of a data dir is unique: flock) and queues the row as
+ *     *pending* in the partition;
+ *  4. encode the header blob and the sample block (no lock), then commit
+ *     with GROUP COMMIT: the job joins the store's queue; a caller that
+ *     finds no commit running becomes the committer and, on each
+ *     partition's writer connection, runs one transaction (BEGIN
+ *     IMMEDIATE; every pending symbol of the partition; each queued profile,
+ *     in a SAVEPOINT if it takes several statements, so that a failing one
+ *     fails alone; COMMIT with synchronous=FULL: one fsync for the batch),
+ *     then wakes the callers of the batch with their results. Jobs that
+ *     arrive meanwhile form the next batch. Every caller returns after its
+ *     own profile is committed: acknowledged data survives kill -9.
+ * A profile row only refers to symbols that are committed or pending in
+ * its partition when its job is queued, and a commit writes all of the
+ * partition's pending symbols, so a committed profile never refers to a
+ * missing symbol. If a partition's transaction fails as a whole, its
+ * pending symbols are lost: the partition's caches are reset and its
+ * generation bumped, and every job resolved under the old generation fails
+ * (PD_EIO, retry) rather than commit references to them.
+ *
+ * Each partition has two connections: `db` for reads and the lookups of
+ * step 3 (under the store mutex) and `wdb`, used only by the committer, so
+ * the fsync of a commit does not hold up readers or the other ingests.
+ * Removals go through the same queue. Partitions in use by a queued job
+ * are not dropped by retention (refs).
  *
  * Merges aggregate the rows of each partition on (stack seq, label-set seq)
  * with the aggregation core, materialise only the symbols the result uses,
  * and combine partitions with the pprof merger (content-keyed, so nothing
  * depends on seqs agreeing across partitions). One mutex serialises the
- * store; SQLite runs single-threaded under it.
+ * reads and the caches; SQLite runs single-threaded per connection.
  */
 #define _GNU_SOURCE
 #include "store.h"
@@ -34,6 +71,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +80,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#define XXH_INLINE_ALL /* the one-shot hashes of small keys inline: no call, no dispatch */
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -51,32 +89,95 @@ static const char *const ktable[NKINDS] = {"strings", "functions", "mappings", "
 
 #define DAY_NS (86400LL * 1000000000LL)
 #define MAX_BLOCK (256u << 20)
+#define ZSTD_LEVEL 3
 
+/* 128-bit content hash -> seq, open addressing with linear probing. A slot
+ * holds the whole key next to the value, so a lookup touches one cache
+ * line. seq 0 marks an empty slot (seqs are rowids, from 1). */
+struct cslot {
+	uint64_t lo, hi;
+	int64_t seq;
+};
 struct cache {
-	struct pd_hidx idx;
-	XXH128_hash_t *h;
-	int64_t *seq;
+	struct cslot *s;
+	size_t mask, n;
+};
+
+/* A set of probe values (h) taken by the symbols this process created in a
+ * partition (pending, being committed or committed). 0 is the empty slot. */
+struct uset {
+	uint64_t *v;
+	size_t mask, n;
+	bool zero; /* 0 is in the set */
+};
+
+/* A symbol row to insert at the next commit of its partition. */
+struct pend {
+	int64_t seq;
+	uint64_t probe; /* its h */
+	size_t off;     /* content: bytes[off, off + len) */
+	uint32_t len;
+	uint8_t k;
+};
+struct pendq {
+	struct pend *v;
 	size_t n, cap;
+	struct pd_buf bytes;
 };
 
 struct part {
 	int64_t day; /* days since the epoch */
+	/* reads and ingest lookups (under the store mutex) */
 	sqlite3 *db;
-	sqlite3_stmt *find[NKINDS], *ins[NKINDS], *get[NKINDS];
-	sqlite3_stmt *ins_prof, *ins_label, *get_prof, *del_prof, *del_labels, *get_labels;
+	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels;
+	/* writes (the committer only) */
+	sqlite3 *wdb;
+	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels;
+	sqlite3_stmt *begin, *commit, *rollback, *savepoint, *release, *rollback_to;
+	/* under the store mutex */
 	struct cache cache[NKINDS];
-	bool rtx; /* inside a read transaction (see part_read) */
+	struct uset used[NKINDS];
+	int64_t next[NKINDS]; /* the seq of the next new symbol */
+	bool fresh[NKINDS];   /* every row of the table is in the cache: a miss is a new symbol */
+	struct pendq pend;
+	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
+	bool rtx;     /* db inside a read transaction (see part_read) */
+	atomic_int refs; /* queued jobs: retention does not drop the partition */
+};
+
+/* One ingest (in != NULL) or removal (pk) waiting for its commit. */
+struct job {
+	struct job *next;
+	struct part *pt;
+	uint64_t gen;
+	const struct pd_ingest *in;
+	char id[PD_STORE_ID_LEN + 1];
+	int64_t created, nsamples;
+	struct pd_buf hdr, blk;
+	int64_t pk;
+	struct pd_err *err;
+	int rc;
+	bool handled, done;
 };
 
 struct sq {
 	struct pd_store base;
 	char *dir;
 	struct pd_pprof_limits lim;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* partitions, caches, pending symbols, every db */
 	struct part **parts;
 	size_t nparts, cap;
 	ZSTD_DCtx *dctx; /* reused: ZSTD_decompress would allocate one per block */
 	int lock_fd;     /* flock'd <dir>/.lock: one process per data dir */
+	/* group commit: the queue, and whether a committer is at work */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv; /* a batch is done */
+	struct job *qhead, **qtail;
+	bool committing;
+	/* compression contexts, reused (ZSTD_compress allocates one per call) */
+	pthread_mutex_t zmu;
+	ZSTD_CCtx *zfree[16];
+	int nzfree;
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -96,15 +197,9 @@ static void day_path(const struct sq *s, int64_t day, char *buf, size_t n)
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
 
-/* growable byte buffer for encodings */
-static int put_v(struct pd_buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	uint8_t *e = pd_put_varint(tmp, v);
-	return pd_buf_append(b, tmp, (size_t)(e - tmp));
-}
 static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+#define PV(p, v) ((p) = pd_put_varint((p), (uint64_t)(v))) /* into room reserved beforehand (10 bytes a varint) */
 
 struct rd {
 	const uint8_t *p, *end;
@@ -116,6 +211,167 @@ static uint64_t get_v(struct rd *r)
 	if (!r->bad && pd_varint(&r->p, r->end, &v))
 		r->bad = true;
 	return r->bad ? 0 : v;
+}
+
+static ZSTD_CCtx *cctx_get(struct sq *s)
+{
+	ZSTD_CCtx *c = NULL;
+	pthread_mutex_lock(&s->zmu);
+	if (s->nzfree)
+		c = s->zfree[--s->nzfree];
+	pthread_mutex_unlock(&s->zmu);
+	return c ? c : ZSTD_createCCtx();
+}
+
+static void cctx_put(struct sq *s, ZSTD_CCtx *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&s->zmu);
+	if (s->nzfree < (int)(sizeof s->zfree / sizeof *s->zfree)) {
+		s->zfree[s->nzfree++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&s->zmu);
+	ZSTD_freeCCtx(c);
+}
+
+/* ---- caches ------------------------------------------------------------------ */
+
+static int cache_init(struct cache *c)
+{
+	c->n = 0;
+	c->mask = 1023;
+	c->s = calloc(c->mask + 1, sizeof *c->s);
+	return c->s ? 0 : PD_ENOMEM;
+}
+
+static inline int64_t cache_find(const struct cache *c, XXH128_hash_t h)
+{
+	for (size_t i = (size_t)h.low64 & c->mask;; i = (i + 1) & c->mask) {
+		const struct cslot *s = &c->s[i];
+		if (!s->seq)
+			return 0;
+		if (s->lo == h.low64 && s->hi == h.high64)
+			return s->seq;
+	}
+}
+
+static inline void cache_prefetch(const struct cache *c, XXH128_hash_t h)
+{
+	__builtin_prefetch(&c->s[(size_t)h.low64 & c->mask]);
+}
+
+static void cslot_put(struct cslot *s, size_t mask, struct cslot v)
+{
+	size_t i = (size_t)v.lo & mask;
+	while (s[i].seq)
+		i = (i + 1) & mask;
+	s[i] = v;
+}
+
+/* Room for one more entry (load <= 3/4), so that cache_put cannot fail. */
+static int cache_reserve(struct cache *c)
+{
+	if ((c->n + 1) * 4 <= (c->mask + 1) * 3)
+		return 0;
+	size_t cap = (c->mask + 1) * 2;
+	struct cslot *ns = calloc(cap, sizeof *ns);
+	if (!ns)
+		return PD_ENOMEM;
+	for (size_t i = 0; i <= c->mask; i++)
+		if (c->s[i].seq)
+			cslot_put(ns, cap - 1, c->s[i]);
+	free(c->s);
+	c->s = ns;
+	c->mask = cap - 1;
+	return 0;
+}
+
+static void cache_put(struct cache *c, XXH128_hash_t h, int64_t seq)
+{
+	cslot_put(c->s, c->mask, (struct cslot){h.low64, h.high64, seq});
+	c->n++;
+}
+
+static int uset_init(struct uset *u)
+{
+	u->n = 0;
+	u->zero = false;
+	u->mask = 255;
+	u->v = calloc(u->mask + 1, sizeof *u->v);
+	return u->v ? 0 : PD_ENOMEM;
+}
+
+static bool uset_has(const struct uset *u, uint64_t v)
+{
+	if (!v)
+		return u->zero;
+	for (size_t i = (size_t)v & u->mask;; i = (i + 1) & u->mask) {
+		if (u->v[i] == v)
+			return true;
+		if (!u->v[i])
+			return false;
+	}
+}
+
+static void uset_put1(uint64_t *t, size_t mask, uint64_t v)
+{
+	size_t i = (size_t)v & mask;
+	while (t[i])
+		i = (i + 1) & mask;
+	t[i] = v;
+}
+
+static int uset_reserve(struct uset *u)
+{
+	if ((u->n + 1) * 4 <= (u->mask + 1) * 3)
+		return 0;
+	size_t cap = (u->mask + 1) * 2;
+	uint64_t *nv = calloc(cap, sizeof *nv);
+	if (!nv)
+		return PD_ENOMEM;
+	for (size_t i = 0; i <= u->mask; i++)
+		if (u->v[i])
+			uset_put1(nv, cap - 1, u->v[i]);
+	free(u->v);
+	u->v = nv;
+	u->mask = cap - 1;
+	return 0;
+}
+
+static void uset_put(struct uset *u, uint64_t v)
+{
+	if (!v) {
+		u->zero = true;
+		return;
+	}
+	uset_put1(u->v, u->mask, v);
+	u->n++;
+}
+
+static void pendq_free(struct pendq *q)
+{
+	free(q->v);
+	pd_buf_free(&q->bytes);
+	memset(q, 0, sizeof *q);
+}
+
+/* Forget the symbols this process created in pt and did not commit: after
+ * a failed commit. Jobs resolved before fail at their commit (gen). */
+static void part_reset(struct part *pt)
+{
+	pt->gen++;
+	for (int k = 0; k < NKINDS; k++) {
+		memset(pt->cache[k].s, 0, (pt->cache[k].mask + 1) * sizeof *pt->cache[k].s);
+		pt->cache[k].n = 0;
+		memset(pt->used[k].v, 0, (pt->used[k].mask + 1) * sizeof *pt->used[k].v);
+		pt->used[k].n = 0;
+		pt->used[k].zero = false;
+		pt->fresh[k] = false; /* what was committed is no longer cached */
+	}
+	pendq_free(&pt->pend);
+	/* pt->next stays: seqs only grow, the lost ones are gaps */
 }
 
 /* ---- partitions ------------------------------------------------------------ */
@@ -140,7 +396,7 @@ static const char schema[] =
 /* Reads of one operation share one read transaction per partition: an
  * autocommit statement takes and drops SQLite's file locks each time
  * (measured: a third of a merge's time in fcntl). parts_read_end ends them;
- * every read operation calls it before releasing the store mutex. */
+ * every operation that reads calls it before releasing the store mutex. */
 static void part_read(struct part *p)
 {
 	if (!p->rtx && sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
@@ -171,24 +427,33 @@ static void part_close(struct part *p)
 		sqlite3_finalize(p->find[k]);
 		sqlite3_finalize(p->ins[k]);
 		sqlite3_finalize(p->get[k]);
-		pd_hidx_free(&p->cache[k].idx);
-		free(p->cache[k].h);
-		free(p->cache[k].seq);
+		free(p->cache[k].s);
+		free(p->used[k].v);
 	}
-	sqlite3_finalize(p->ins_prof);
-	sqlite3_finalize(p->ins_label);
-	sqlite3_finalize(p->get_prof);
-	sqlite3_finalize(p->del_prof);
-	sqlite3_finalize(p->del_labels);
-	sqlite3_finalize(p->get_labels);
+	sqlite3_stmt *st[] = {p->ins_prof, p->ins_label,  p->get_prof, p->del_prof,  p->del_labels,
+			      p->get_labels, p->begin,    p->commit,   p->rollback,  p->savepoint,
+			      p->release,  p->rollback_to};
+	for (size_t i = 0; i < sizeof st / sizeof *st; i++)
+		sqlite3_finalize(st[i]);
+	pendq_free(&p->pend);
 	sqlite3_close(p->db);
+	sqlite3_close(p->wdb); /* the last connection: checkpoints and removes the WAL */
 	free(p);
 }
 
-static int prep(struct part *p, const char *sql, sqlite3_stmt **st, struct pd_err *err)
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct pd_err *err)
 {
-	if (sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
-		return sqerr(err, p->db, sql);
+	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+		return sqerr(err, db, sql);
+	return 0;
+}
+
+static int open_db(const char *path, sqlite3 **db, struct pd_err *err)
+{
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK)
+		return pd_errf(err, PD_EIO, "store: %s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+	sqlite3_busy_timeout(*db, 5000);
 	return 0;
 }
 
@@ -209,45 +474,64 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 	if (!p)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	p->day = day;
+	atomic_init(&p->refs, 0);
 	int rc = 0;
-	if (sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
-		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, sqlite3_errmsg(p->db));
+	if ((rc = open_db(path, &p->wdb, err)))
 		goto fail;
-	}
-	sqlite3_busy_timeout(p->db, 5000);
 	char *msg = NULL;
-	if (sqlite3_exec(p->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+	if (sqlite3_exec(p->wdb, schema, NULL, NULL, &msg) != SQLITE_OK) {
 		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, msg ? msg : "schema");
 		sqlite3_free(msg);
 		goto fail;
 	}
+	if ((rc = open_db(path, &p->db, err)))
+		goto fail;
+	sqlite3_exec(p->db, "PRAGMA query_only=1", NULL, NULL, NULL);
 	for (int k = 0; k < NKINDS; k++) {
 		char sql[160];
 		snprintf(sql, sizeof sql, "SELECT seq, c FROM %s WHERE h = ?", ktable[k]);
-		if ((rc = prep(p, sql, &p->find[k], err)))
+		if ((rc = prep(p->db, sql, &p->find[k], err)))
 			goto fail;
-		snprintf(sql, sizeof sql, "INSERT INTO %s(h, c) VALUES(?, ?)", ktable[k]);
-		if ((rc = prep(p, sql, &p->ins[k], err)))
+		snprintf(sql, sizeof sql, "INSERT INTO %s(seq, h, c) VALUES(?, ?, ?)", ktable[k]);
+		if ((rc = prep(p->wdb, sql, &p->ins[k], err)))
 			goto fail;
 		snprintf(sql, sizeof sql, "SELECT c FROM %s WHERE seq = ?", ktable[k]);
-		if ((rc = prep(p, sql, &p->get[k], err)))
+		if ((rc = prep(p->db, sql, &p->get[k], err)))
 			goto fail;
-		if (pd_hidx_init(&p->cache[k].idx, 1024)) {
+		if (cache_init(&p->cache[k]) || uset_init(&p->used[k])) {
 			rc = pd_errf(err, PD_ENOMEM, "out of memory");
 			goto fail;
 		}
+		/* seqs of new symbols are assigned here (one writer per data dir) */
+		sqlite3_stmt *mx;
+		snprintf(sql, sizeof sql, "SELECT max(seq) FROM %s", ktable[k]);
+		if ((rc = prep(p->db, sql, &mx, err)))
+			goto fail;
+		int r = sqlite3_step(mx);
+		int64_t max = r == SQLITE_ROW ? sqlite3_column_int64(mx, 0) : 0;
+		sqlite3_finalize(mx);
+		if (r != SQLITE_ROW) {
+			rc = sqerr(err, p->db, "max(seq)");
+			goto fail;
+		}
+		p->next[k] = max + 1;
+		p->fresh[k] = max == 0;
 	}
-	if ((rc = prep(p,
+	if ((rc = prep(p->wdb,
 		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples)"
 		       " VALUES(?, ?, ?, ?, ?, ?, ?)",
 		       &p->ins_prof, err)) ||
-	    (rc = prep(p, "INSERT INTO profile_labels(pk, k, v) VALUES(?, ?, ?)", &p->ins_label, err)) ||
-	    (rc = prep(p, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
+	    (rc = prep(p->wdb, "INSERT INTO profile_labels(pk, k, v) VALUES(?, ?, ?)", &p->ins_label, err)) ||
+	    (rc = prep(p->db, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
 		       &p->get_prof, err)) ||
-	    (rc = prep(p, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
-	    (rc = prep(p, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)) ||
-	    (rc = prep(p, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err)))
+	    (rc = prep(p->wdb, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
+	    (rc = prep(p->wdb, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)) ||
+	    (rc = prep(p->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err)) ||
+	    (rc = prep(p->wdb, "BEGIN IMMEDIATE", &p->begin, err)) || (rc = prep(p->wdb, "COMMIT", &p->commit, err)) ||
+	    (rc = prep(p->wdb, "ROLLBACK", &p->rollback, err)) ||
+	    (rc = prep(p->wdb, "SAVEPOINT job", &p->savepoint, err)) ||
+	    (rc = prep(p->wdb, "RELEASE job", &p->release, err)) ||
+	    (rc = prep(p->wdb, "ROLLBACK TO job", &p->rollback_to, err)))
 		goto fail;
 	if (pd_grow((void **)&s->parts, &s->cap, s->nparts + 1, sizeof *s->parts)) {
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
@@ -259,91 +543,6 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 fail:
 	part_close(p);
 	return rc;
-}
-
-/* ---- symbols ------------------------------------------------------------------- */
-
-struct ckey {
-	const struct cache *c;
-	XXH128_hash_t h;
-};
-
-static bool cache_eq(void *ctx, uint32_t v)
-{
-	const struct ckey *k = ctx;
-	return XXH128_isEqual(k->c->h[v], k->h);
-}
-
-static int64_t cache_find(struct cache *c, XXH128_hash_t h)
-{
-	struct ckey k = {c, h};
-	uint32_t v = pd_hidx_find(&c->idx, h.low64, cache_eq, &k);
-	return v == UINT32_MAX ? -1 : c->seq[v];
-}
-
-static int cache_add(struct cache *c, XXH128_hash_t h, int64_t seq)
-{
-	size_t hc = c->cap, sc = c->cap;
-	if (pd_grow((void **)&c->h, &hc, c->n + 1, sizeof *c->h) ||
-	    pd_grow((void **)&c->seq, &sc, c->n + 1, sizeof *c->seq))
-		return PD_ENOMEM;
-	c->cap = hc < sc ? hc : sc;
-	c->h[c->n] = h;
-	c->seq[c->n] = seq;
-	if (pd_hidx_insert(&c->idx, h.low64, (uint32_t)c->n))
-		return PD_ENOMEM;
-	c->n++;
-	return 0;
-}
-
-/*
- * The seq of the symbol of kind k whose content hash is h and stored content
- * c[0..n) (the first `key` bytes decide identity; mappings keep first-seen
- * fields after their key). Inserted if new.
- */
-static int sym_put(struct part *p, int k, XXH128_hash_t h, const uint8_t *c, size_t n, size_t key, int64_t *seq,
-		   struct pd_err *err)
-{
-	int64_t s = cache_find(&p->cache[k], h);
-	if (s >= 0) {
-		*seq = s;
-		return 0;
-	}
-	uint64_t probe = h.low64;
-	for (int tries = 0; tries < 64; tries++, probe = pd_hash_u64(probe + 1)) {
-		sqlite3_stmt *f = p->find[k];
-		sqlite3_reset(f);
-		sqlite3_bind_int64(f, 1, (int64_t)probe);
-		int r = sqlite3_step(f);
-		if (r == SQLITE_ROW) {
-			const void *oc = sqlite3_column_blob(f, 1);
-			size_t on = (size_t)sqlite3_column_bytes(f, 1);
-			if (on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) &&
-			    (key != n || on == n)) {
-				*seq = sqlite3_column_int64(f, 0);
-				sqlite3_reset(f);
-				return cache_add(&p->cache[k], h, *seq) ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
-			}
-			sqlite3_reset(f);
-			continue; /* a collision: probe the next hash */
-		}
-		sqlite3_reset(f);
-		if (r != SQLITE_DONE)
-			return sqerr(err, p->db, "symbol lookup");
-		sqlite3_stmt *ins = p->ins[k];
-		sqlite3_reset(ins);
-		sqlite3_bind_int64(ins, 1, (int64_t)probe);
-		/* a NULL pointer would bind SQL NULL: the empty stack is a zero-length blob */
-		sqlite3_bind_blob(ins, 2, c ? (const void *)c : "", (int)n, SQLITE_STATIC);
-		if (sqlite3_step(ins) != SQLITE_DONE) {
-			sqlite3_reset(ins);
-			return sqerr(err, p->db, "symbol insert");
-		}
-		sqlite3_reset(ins);
-		*seq = sqlite3_last_insert_rowid(p->db);
-		return cache_add(&p->cache[k], h, *seq) ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
-	}
-	return pd_errf(err, PD_EIO, "store: 64 hash collisions in a row in %s (corrupt partition?)", ktable[k]);
 }
 
 /* Read back a symbol's stored content into buf. */
@@ -362,124 +561,377 @@ static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struc
 	return rc ? pd_errf(err, rc, "out of memory") : 0;
 }
 
-/* ---- ingest: decompose a profile --------------------------------------------------- */
+/* ---- ingest: hash, resolve, encode ------------------------------------------------ */
 
 struct ing {
 	struct part *pt;
 	const struct pd_profile *p;
 	struct pd_err *err;
-	/* per source entity: content hash and seq */
-	XXH128_hash_t *sh, *fh, *mh, *lh;
-	int64_t *ss, *fs, *ms, *ls;
-	int64_t *mstart; /* the first-seen start of each source mapping's stored mapping */
-	struct pd_buf tmp;
+	/* content hashes: per string, function, mapping, location; per sample
+	 * its stack (kh) and label set (bh, if it has labels) */
+	XXH128_hash_t *sh, *fh, *mh, *lh, *kh, *bh;
+	/* seqs, 0 = not resolved yet; per sample: stack, label set (0 = none) */
+	int64_t *ss, *fs, *ms, *ls, *stk, *lset;
+	struct pd_buf tmp; /* content being hashed or encoded */
 };
 
 static XXH128_hash_t h128(const void *p, size_t n, uint64_t seed) { return XXH3_128bits_withSeed(p, n, seed); }
 
-static int ing_string(struct ing *g, uint32_t i)
+static int nomem(struct ing *g) { return pd_errf(g->err, PD_ENOMEM, "out of memory"); }
+
+/* g->tmp emptied with room for n bytes (never NULL unless out of memory) */
+static inline uint8_t *tmp_room(struct ing *g, size_t n)
 {
-	if (g->ss[i] >= 0)
-		return 0;
-	struct pd_str s = g->p->strings[i];
-	g->sh[i] = h128(s.ptr, s.len, K_STR);
-	return sym_put(g->pt, K_STR, g->sh[i], (const uint8_t *)s.ptr, s.len, s.len, &g->ss[i], g->err);
+	g->tmp.len = 0;
+	if (PD_LIKELY(n < g->tmp.cap))
+		return g->tmp.ptr;
+	return pd_buf_reserve(&g->tmp, n + 1) ? NULL : g->tmp.ptr;
 }
 
-static int ing_function(struct ing *g, uint32_t i)
+/*
+ * Step 2: the content hash of every symbol. Each is the hash of its
+ * children's hashes and its own fields, in a fixed layout (the h column
+ * of existing partitions depends on it: never change it):
+ *   string    its bytes                                       seed K_STR
+ *   function  name, system name, file hashes; start line      seed K_FN
+ *   mapping   size rounded up to 4 KiB, file offset, hash of
+ *             build id (or file if none) — pprof's merge key  seed K_MAP
+ *   location  mapping hash (0 if none), address relative to the mapping,
+ *             folded byte; per line: function hash, line, column  K_LOC
+ *   stack     its location hashes                             seed K_STACK
+ *   label set per label: key hash, string hash, number, unit hash  K_LSET
+ * (integers little-endian 8 bytes, hashes 16 bytes low half first).
+ */
+static int ing_hash(struct ing *g)
 {
-	if (g->fs[i] >= 0)
+	const struct pd_profile *p = g->p;
+	for (uint32_t i = 0; i < p->nstrings; i++)
+		g->sh[i] = h128(p->strings[i].ptr, p->strings[i].len, K_STR);
+	for (uint32_t i = 0; i < p->nfunctions; i++) {
+		const struct pd_function *f = &p->functions[i];
+		uint8_t hk[3 * sizeof(XXH128_hash_t) + 8];
+		memcpy(hk, &g->sh[f->name], 16);
+		memcpy(hk + 16, &g->sh[f->system_name], 16);
+		memcpy(hk + 32, &g->sh[f->filename], 16);
+		memcpy(hk + 48, &f->start_line, 8);
+		g->fh[i] = h128(hk, sizeof hk, K_FN);
+	}
+	for (uint32_t i = 0; i < p->nmappings; i++) {
+		const struct pd_mapping *m = &p->mappings[i];
+		uint64_t size = m->limit - m->start;
+		size = (size + 0xfff) - ((size + 0xfff) % 0x1000);
+		uint32_t file = m->build_id ? m->build_id : m->filename;
+		uint8_t hk[16 + sizeof(XXH128_hash_t)];
+		memcpy(hk, &size, 8);
+		memcpy(hk + 8, &m->offset, 8);
+		memcpy(hk + 16, &g->sh[file], 16);
+		g->mh[i] = h128(hk, sizeof hk, K_MAP);
+	}
+	for (uint32_t i = 0; i < p->nlocations; i++) {
+		const struct pd_location *l = &p->locations[i];
+		uint8_t *b = tmp_room(g, 25 + 32 * (size_t)l->nlines);
+		if (!b)
+			return nomem(g);
+		XXH128_hash_t mh = {0, 0};
+		uint64_t rel = l->address;
+		if (l->mapping != PD_NONE) {
+			mh = g->mh[l->mapping];
+			rel = l->address - p->mappings[l->mapping].start;
+		}
+		memcpy(b, &mh, 16);
+		memcpy(b + 16, &rel, 8);
+		b[24] = l->is_folded;
+		size_t o = 25;
+		for (uint32_t j = 0; j < l->nlines; j++, o += 32) {
+			const struct pd_line *ln = &l->lines[j];
+			memcpy(b + o, &g->fh[ln->function], 16);
+			memcpy(b + o + 16, &ln->line, 8);
+			memcpy(b + o + 24, &ln->column, 8);
+		}
+		g->lh[i] = h128(b, o, K_LOC);
+	}
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		size_t n = 16 * (size_t)s->nlocs, nl = 56 * (size_t)s->nlabels;
+		uint8_t *b = tmp_room(g, n > nl ? n : nl);
+		if (!b)
+			return nomem(g);
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			memcpy(b + 16 * j, &g->lh[s->locs[j]], 16);
+		g->kh[i] = h128(b, n, K_STACK);
+		if (!s->nlabels)
+			continue;
+		/* labels in the order the sample has them: pprof reads them into maps */
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			const struct pd_label *l = &s->labels[j];
+			memcpy(b + 56 * j, &g->sh[l->key], 16);
+			memcpy(b + 56 * j + 16, &g->sh[l->str], 16);
+			memcpy(b + 56 * j + 32, &l->num, 8);
+			memcpy(b + 56 * j + 40, &g->sh[l->num_unit], 16);
+		}
+		g->bh[i] = h128(b, nl, K_LSET);
+	}
+	return 0;
+}
+
+/*
+ * A symbol of kind k with hash h that the cache does not know, with stored
+ * content c[0..n) (the first `key` bytes decide identity; mappings keep
+ * first-seen fields after their key): its seq, from the table if it is
+ * there, else a new pending one. Under the store mutex.
+ */
+static int sym_new(struct ing *g, int k, XXH128_hash_t h, const uint8_t *c, size_t n, size_t key, int64_t *seq)
+{
+	struct part *p = g->pt;
+	struct pendq *q = &p->pend;
+	/* room first: past here nothing fails half-way */
+	if (n > UINT32_MAX)
+		return pd_errf(g->err, PD_ELIMIT, "store: a %s symbol of %zu bytes", ktable[k], n);
+	if (cache_reserve(&p->cache[k]) || uset_reserve(&p->used[k]) ||
+	    pd_grow((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v) || pd_buf_reserve(&q->bytes, n))
+		return nomem(g);
+	uint64_t probe = h.low64;
+	for (int tries = 0; tries < 64; tries++, probe = pd_hash_u64(probe + 1)) {
+		if (!p->fresh[k]) {
+			part_read(p);
+			sqlite3_stmt *f = p->find[k];
+			sqlite3_reset(f);
+			sqlite3_bind_int64(f, 1, (int64_t)probe);
+			int r = sqlite3_step(f);
+			if (r == SQLITE_ROW) {
+				const void *oc = sqlite3_column_blob(f, 1);
+				size_t on = (size_t)sqlite3_column_bytes(f, 1);
+				bool same = on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) &&
+					    (key != n || on == n);
+				int64_t os = sqlite3_column_int64(f, 0);
+				sqlite3_reset(f);
+				if (same) {
+					*seq = os;
+					cache_put(&p->cache[k], h, os);
+					return 0;
+				}
+				continue; /* a collision: probe the next hash */
+			}
+			sqlite3_reset(f);
+			if (r != SQLITE_DONE)
+				return sqerr(g->err, p->db, "symbol lookup");
+		}
+		/* not in the table; a symbol created here but not committed yet
+		 * would have been in the cache (a different hash took this h) */
+		if (uset_has(&p->used[k], probe))
+			continue;
+		*seq = p->next[k]++;
+		q->v[q->n++] = (struct pend){*seq, probe, q->bytes.len, (uint32_t)n, (uint8_t)k};
+		if (n)
+			memcpy(q->bytes.ptr + q->bytes.len, c, n);
+		q->bytes.len += n;
+		uset_put(&p->used[k], probe);
+		cache_put(&p->cache[k], h, *seq);
+		return 0;
+	}
+	return pd_errf(g->err, PD_EIO, "store: 64 hash collisions in a row in %s (corrupt partition?)", ktable[k]);
+}
+
+/* Step 3, top down: a symbol found in the cache ends the descent. */
+static int res_str(struct ing *g, uint32_t i)
+{
+	if (g->ss[i])
+		return 0;
+	if ((g->ss[i] = cache_find(&g->pt->cache[K_STR], g->sh[i])))
+		return 0;
+	struct pd_str s = g->p->strings[i];
+	return sym_new(g, K_STR, g->sh[i], (const uint8_t *)s.ptr, s.len, s.len, &g->ss[i]);
+}
+
+static int res_fn(struct ing *g, uint32_t i)
+{
+	if (g->fs[i])
+		return 0;
+	if ((g->fs[i] = cache_find(&g->pt->cache[K_FN], g->fh[i])))
 		return 0;
 	const struct pd_function *f = &g->p->functions[i];
 	int rc;
-	if ((rc = ing_string(g, f->name)) || (rc = ing_string(g, f->system_name)) || (rc = ing_string(g, f->filename)))
+	if ((rc = res_str(g, f->name)) || (rc = res_str(g, f->system_name)) || (rc = res_str(g, f->filename)))
 		return rc;
-	XXH128_hash_t hs[3] = {g->sh[f->name], g->sh[f->system_name], g->sh[f->filename]};
-	uint8_t hk[3 * sizeof(XXH128_hash_t) + 8];
-	memcpy(hk, hs, sizeof hs);
-	memcpy(hk + sizeof hs, &f->start_line, 8);
-	g->fh[i] = h128(hk, sizeof hk, K_FN);
-	g->tmp.len = 0;
-	if (put_v(&g->tmp, (uint64_t)g->ss[f->name]) || put_v(&g->tmp, (uint64_t)g->ss[f->system_name]) ||
-	    put_v(&g->tmp, (uint64_t)g->ss[f->filename]) || put_v(&g->tmp, zz(f->start_line)))
-		return pd_errf(g->err, PD_ENOMEM, "out of memory");
-	return sym_put(g->pt, K_FN, g->fh[i], g->tmp.ptr, g->tmp.len, g->tmp.len, &g->fs[i], g->err);
+	uint8_t *b = tmp_room(g, 40), *e = b;
+	if (!b)
+		return nomem(g);
+	PV(e, g->ss[f->name]);
+	PV(e, g->ss[f->system_name]);
+	PV(e, g->ss[f->filename]);
+	PV(e, zz(f->start_line));
+	return sym_new(g, K_FN, g->fh[i], b, (size_t)(e - b), (size_t)(e - b), &g->fs[i]);
 }
 
-static int ing_mapping(struct ing *g, uint32_t i)
+static int res_map(struct ing *g, uint32_t i)
 {
-	if (g->ms[i] >= 0)
+	if (g->ms[i])
+		return 0;
+	if ((g->ms[i] = cache_find(&g->pt->cache[K_MAP], g->mh[i])))
 		return 0;
 	const struct pd_mapping *m = &g->p->mappings[i];
 	int rc;
-	if ((rc = ing_string(g, m->filename)) || (rc = ing_string(g, m->build_id)))
+	if ((rc = res_str(g, m->filename)) || (rc = res_str(g, m->build_id)))
 		return rc;
-	/* identity = pprof's merge key: size rounded up to 4 KiB, file offset,
-	 * build id if any, else file name */
+	/* identity = pprof's merge key (see ing_hash) */
 	uint64_t size = m->limit - m->start;
 	size = (size + 0xfff) - ((size + 0xfff) % 0x1000);
 	uint32_t file = m->build_id ? m->build_id : m->filename;
-	uint8_t hk[16 + sizeof(XXH128_hash_t)];
-	memcpy(hk, &size, 8);
-	memcpy(hk + 8, &m->offset, 8);
-	memcpy(hk + 16, &g->sh[file], sizeof(XXH128_hash_t));
-	g->mh[i] = h128(hk, sizeof hk, K_MAP);
-	g->tmp.len = 0;
 	uint64_t flags = (uint64_t)m->has_functions | (uint64_t)m->has_filenames << 1 |
 			 (uint64_t)m->has_line_numbers << 2 | (uint64_t)m->has_inline_frames << 3;
-	if (put_v(&g->tmp, size) || put_v(&g->tmp, m->offset) || put_v(&g->tmp, (uint64_t)g->ss[file]))
-		return pd_errf(g->err, PD_ENOMEM, "out of memory");
-	size_t key = g->tmp.len;
-	if (put_v(&g->tmp, m->start) || put_v(&g->tmp, m->limit) || put_v(&g->tmp, (uint64_t)g->ss[m->filename]) ||
-	    put_v(&g->tmp, (uint64_t)g->ss[m->build_id]) || put_v(&g->tmp, flags))
-		return pd_errf(g->err, PD_ENOMEM, "out of memory");
-	return sym_put(g->pt, K_MAP, g->mh[i], g->tmp.ptr, g->tmp.len, key, &g->ms[i], g->err);
+	uint8_t *b = tmp_room(g, 80), *e = b;
+	if (!b)
+		return nomem(g);
+	PV(e, size);
+	PV(e, m->offset);
+	PV(e, g->ss[file]);
+	size_t key = (size_t)(e - b);
+	PV(e, m->start);
+	PV(e, m->limit);
+	PV(e, g->ss[m->filename]);
+	PV(e, g->ss[m->build_id]);
+	PV(e, flags);
+	return sym_new(g, K_MAP, g->mh[i], b, (size_t)(e - b), key, &g->ms[i]);
 }
 
-static int ing_location(struct ing *g, uint32_t i)
+static int res_loc(struct ing *g, uint32_t i)
 {
-	if (g->ls[i] >= 0)
+	if (g->ls[i])
+		return 0;
+	if ((g->ls[i] = cache_find(&g->pt->cache[K_LOC], g->lh[i])))
 		return 0;
 	const struct pd_location *l = &g->p->locations[i];
 	int rc;
-	XXH128_hash_t mh = {0, 0};
 	uint64_t rel = l->address;
 	if (l->mapping != PD_NONE) {
-		if ((rc = ing_mapping(g, l->mapping)))
+		if ((rc = res_map(g, l->mapping)))
 			return rc;
-		mh = g->mh[l->mapping];
 		rel = l->address - g->p->mappings[l->mapping].start;
 	}
 	/* children first: they use g->tmp too */
 	for (uint32_t j = 0; j < l->nlines; j++)
-		if ((rc = ing_function(g, l->lines[j].function)))
+		if ((rc = res_fn(g, l->lines[j].function)))
 			return rc;
-	XXH3_state_t st;
-	XXH3_128bits_reset_withSeed(&st, K_LOC);
-	XXH3_128bits_update(&st, &mh, sizeof mh);
-	XXH3_128bits_update(&st, &rel, 8);
-	uint8_t folded = l->is_folded;
-	XXH3_128bits_update(&st, &folded, 1);
-	g->tmp.len = 0;
-	if (put_v(&g->tmp, l->mapping == PD_NONE ? 0 : (uint64_t)g->ms[l->mapping]) || put_v(&g->tmp, rel) ||
-	    put_v(&g->tmp, folded) || put_v(&g->tmp, l->nlines))
-		return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	uint8_t *b = tmp_room(g, 40 + 30 * (size_t)l->nlines), *e = b;
+	if (!b)
+		return nomem(g);
+	PV(e, l->mapping == PD_NONE ? 0 : g->ms[l->mapping]);
+	PV(e, rel);
+	PV(e, l->is_folded);
+	PV(e, l->nlines);
 	for (uint32_t j = 0; j < l->nlines; j++) {
 		const struct pd_line *ln = &l->lines[j];
-		XXH3_128bits_update(&st, &g->fh[ln->function], sizeof(XXH128_hash_t));
-		XXH3_128bits_update(&st, &ln->line, 8);
-		XXH3_128bits_update(&st, &ln->column, 8);
-		if (put_v(&g->tmp, (uint64_t)g->fs[ln->function]) || put_v(&g->tmp, zz(ln->line)) ||
-		    put_v(&g->tmp, zz(ln->column)))
-			return pd_errf(g->err, PD_ENOMEM, "out of memory");
+		PV(e, g->fs[ln->function]);
+		PV(e, zz(ln->line));
+		PV(e, zz(ln->column));
 	}
-	g->lh[i] = XXH3_128bits_digest(&st);
-	return sym_put(g->pt, K_LOC, g->lh[i], g->tmp.ptr, g->tmp.len, g->tmp.len, &g->ls[i], g->err);
+	return sym_new(g, K_LOC, g->lh[i], b, (size_t)(e - b), (size_t)(e - b), &g->ls[i]);
+}
+
+static int res_stack(struct ing *g, size_t i)
+{
+	const struct pd_sample *s = &g->p->samples[i];
+	int rc;
+	for (uint32_t j = 0; j < s->nlocs; j++) /* children first: they use g->tmp too */
+		if ((rc = res_loc(g, s->locs[j])))
+			return rc;
+	uint8_t *b = tmp_room(g, 10 * (size_t)s->nlocs), *e = b;
+	if (!b)
+		return nomem(g);
+	for (uint32_t j = 0; j < s->nlocs; j++)
+		PV(e, g->ls[s->locs[j]]);
+	return sym_new(g, K_STACK, g->kh[i], b, (size_t)(e - b), (size_t)(e - b), &g->stk[i]);
+}
+
+static int res_lset(struct ing *g, size_t i)
+{
+	const struct pd_sample *s = &g->p->samples[i];
+	int rc;
+	for (uint32_t j = 0; j < s->nlabels; j++)
+		if ((rc = res_str(g, s->labels[j].key)) || (rc = res_str(g, s->labels[j].str)) ||
+		    (rc = res_str(g, s->labels[j].num_unit)))
+			return rc;
+	uint8_t *b = tmp_room(g, 40 * (size_t)s->nlabels), *e = b;
+	if (!b)
+		return nomem(g);
+	for (uint32_t j = 0; j < s->nlabels; j++) {
+		const struct pd_label *l = &s->labels[j];
+		PV(e, g->ss[l->key]);
+		PV(e, g->ss[l->str]);
+		PV(e, zz(l->num));
+		PV(e, g->ss[l->num_unit]);
+	}
+	return sym_new(g, K_LSET, g->bh[i], b, (size_t)(e - b), (size_t)(e - b), &g->lset[i]);
+}
+
+static int ing_resolve(struct ing *g)
+{
+	const struct pd_profile *p = g->p;
+	const struct cache *cs = &g->pt->cache[K_STACK], *cl = &g->pt->cache[K_LSET];
+	enum { AHEAD = 8 }; /* prefetch the cache slots of the stacks AHEAD samples on */
+	int rc;
+	for (size_t i = 0; i < AHEAD && i < p->nsamples; i++)
+		cache_prefetch(cs, g->kh[i]);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		if (i + AHEAD < p->nsamples)
+			cache_prefetch(cs, g->kh[i + AHEAD]);
+		if (!(g->stk[i] = cache_find(cs, g->kh[i])) && (rc = res_stack(g, i)))
+			return rc;
+		if (p->samples[i].nlabels && !(g->lset[i] = cache_find(cl, g->bh[i])) && (rc = res_lset(g, i)))
+			return rc;
+	}
+	/* the header's strings and mappings */
+	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
+			   p->default_sample_type, p->doc_url};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		if ((rc = res_str(g, strs[i])))
+			return rc;
+	for (uint32_t i = 0; i < p->nsample_types; i++)
+		if ((rc = res_str(g, p->sample_types[i].type)) || (rc = res_str(g, p->sample_types[i].unit)))
+			return rc;
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		if ((rc = res_str(g, p->comments[i])))
+			return rc;
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		if ((rc = res_map(g, i)))
+			return rc;
+	return 0;
+}
+
+/* Step 4: header blob, everything of the profile that is not a sample. */
+static int enc_header(struct ing *g, struct pd_buf *h)
+{
+	const struct pd_profile *p = g->p;
+	size_t n = 13 + 2 * (size_t)p->nsample_types + p->ncomments + p->nmappings;
+	if (pd_buf_reserve(h, 10 * n))
+		return nomem(g);
+	uint8_t *e = h->ptr + h->len;
+	PV(e, p->nsample_types);
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		PV(e, g->ss[p->sample_types[i].type]);
+		PV(e, g->ss[p->sample_types[i].unit]);
+	}
+	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
+			   p->default_sample_type, p->doc_url};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		PV(e, g->ss[strs[i]]);
+	PV(e, zz(p->period));
+	PV(e, zz(p->time_nanos));
+	PV(e, zz(p->duration_nanos));
+	PV(e, p->ncomments);
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		PV(e, g->ss[p->comments[i]]);
+	/* the profile's mappings in order (mapping 0 is the main binary) */
+	PV(e, p->nmappings);
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		PV(e, g->ms[i]);
+	h->len = (size_t)(e - h->ptr);
+	return 0;
 }
 
 struct row {
 	int64_t stack, lset;
-	const int64_t *vals;
+	uint32_t i; /* sample index */
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -490,113 +942,302 @@ static int cmp_row(const void *a, const void *b)
 	return x->lset < y->lset ? -1 : x->lset > y->lset;
 }
 
-static int ing_sample(struct ing *g, const struct pd_sample *s, struct row *r)
+struct skey {
+	uint64_t k; /* stack << 32 | label set */
+	uint64_t i; /* sample index */
+};
+
+/* Stable LSD radix sort of a[0..n) on k (tmp: room for n), skipping the
+ * bytes that are the same in every key. */
+static void sort_keys(struct skey *a, struct skey *tmp, size_t n)
 {
-	int rc;
-	/* children first: they use g->tmp too */
-	for (uint32_t j = 0; j < s->nlocs; j++)
-		if ((rc = ing_location(g, s->locs[j])))
-			return rc;
-	for (uint32_t j = 0; j < s->nlabels; j++)
-		if ((rc = ing_string(g, s->labels[j].key)) || (rc = ing_string(g, s->labels[j].str)) ||
-		    (rc = ing_string(g, s->labels[j].num_unit)))
-			return rc;
-	XXH3_state_t st;
-	XXH3_128bits_reset_withSeed(&st, K_STACK);
-	g->tmp.len = 0;
-	for (uint32_t j = 0; j < s->nlocs; j++) {
-		XXH3_128bits_update(&st, &g->lh[s->locs[j]], sizeof(XXH128_hash_t));
-		if (put_v(&g->tmp, (uint64_t)g->ls[s->locs[j]]))
-			return pd_errf(g->err, PD_ENOMEM, "out of memory");
-	}
-	if ((rc = sym_put(g->pt, K_STACK, XXH3_128bits_digest(&st), g->tmp.ptr, g->tmp.len, g->tmp.len, &r->stack,
-			  g->err)))
-		return rc;
-	r->lset = 0;
-	if (s->nlabels) {
-		/* labels in the order the sample has them: pprof reads them into maps */
-		XXH3_128bits_reset_withSeed(&st, K_LSET);
-		g->tmp.len = 0;
-		for (uint32_t j = 0; j < s->nlabels; j++) {
-			const struct pd_label *l = &s->labels[j];
-			XXH3_128bits_update(&st, &g->sh[l->key], sizeof(XXH128_hash_t));
-			XXH3_128bits_update(&st, &g->sh[l->str], sizeof(XXH128_hash_t));
-			XXH3_128bits_update(&st, &l->num, 8);
-			XXH3_128bits_update(&st, &g->sh[l->num_unit], sizeof(XXH128_hash_t));
-			if (put_v(&g->tmp, (uint64_t)g->ss[l->key]) || put_v(&g->tmp, (uint64_t)g->ss[l->str]) ||
-			    put_v(&g->tmp, zz(l->num)) || put_v(&g->tmp, (uint64_t)g->ss[l->num_unit]))
-				return pd_errf(g->err, PD_ENOMEM, "out of memory");
+	if (n < 48) {
+		for (size_t i = 1; i < n; i++) {
+			struct skey x = a[i];
+			size_t j = i;
+			for (; j > 0 && a[j - 1].k > x.k; j--)
+				a[j] = a[j - 1];
+			a[j] = x;
 		}
-		if ((rc = sym_put(g->pt, K_LSET, XXH3_128bits_digest(&st), g->tmp.ptr, g->tmp.len, g->tmp.len, &r->lset,
-				  g->err)))
-			return rc;
+		return;
 	}
-	r->vals = s->values;
-	return 0;
+	uint32_t cnt[8][256];
+	memset(cnt, 0, sizeof cnt);
+	for (size_t i = 0; i < n; i++)
+		for (int d = 0; d < 8; d++)
+			cnt[d][(a[i].k >> (8 * d)) & 0xff]++;
+	struct skey *src = a, *dst = tmp;
+	for (int d = 0; d < 8; d++) {
+		uint32_t *c = cnt[d];
+		if (c[(a[0].k >> (8 * d)) & 0xff] == n)
+			continue; /* one value in this byte */
+		uint32_t sum = 0;
+		for (int b = 0; b < 256; b++) {
+			uint32_t t = c[b];
+			c[b] = sum;
+			sum += t;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[c[(src[i].k >> (8 * d)) & 0xff]++] = src[i];
+		struct skey *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof *a);
 }
 
-/* Header blob: everything of the profile that is not a sample. */
-static int enc_header(struct ing *g, struct pd_buf *h)
+/* Step 4: the sample block: rows (stack, label set, values) sorted by
+ * stack and label set, stacks delta-encoded, varints, zstd. */
+static int enc_block(struct sq *s, struct ing *g, struct pd_buf *out)
 {
 	const struct pd_profile *p = g->p;
-	int rc;
-	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
-			   p->default_sample_type, p->doc_url};
-	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
-		if ((rc = ing_string(g, strs[i])))
-			return rc;
-	int e = put_v(h, p->nsample_types);
-	for (uint32_t i = 0; i < p->nsample_types && !e; i++) {
-		if ((rc = ing_string(g, p->sample_types[i].type)) || (rc = ing_string(g, p->sample_types[i].unit)))
-			return rc;
-		e = put_v(h, (uint64_t)g->ss[p->sample_types[i].type]) || put_v(h, (uint64_t)g->ss[p->sample_types[i].unit]);
+	size_t n = p->nsamples;
+	uint32_t nv = p->nsample_types;
+	uint32_t *order = malloc((n + 1) * sizeof *order);
+	struct pd_buf raw = PD_BUF_INIT(0);
+	int rc = 0;
+	if (!order || n > UINT32_MAX)
+		goto oom;
+	bool fits = true; /* both seqs < 2^32: sort 64-bit keys */
+	for (size_t i = 0; i < n && fits; i++)
+		fits = (uint64_t)g->stk[i] >> 32 == 0 && (uint64_t)g->lset[i] >> 32 == 0;
+	if (fits) {
+		struct skey *k = malloc(2 * n * sizeof *k + 1);
+		if (!k)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			k[i] = (struct skey){(uint64_t)g->stk[i] << 32 | (uint64_t)g->lset[i], i};
+		sort_keys(k, k + n, n);
+		for (size_t i = 0; i < n; i++)
+			order[i] = (uint32_t)k[i].i;
+		free(k);
+	} else {
+		struct row *r = malloc(n * sizeof *r + 1);
+		if (!r)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			r[i] = (struct row){g->stk[i], g->lset[i], (uint32_t)i};
+		qsort(r, n, sizeof *r, cmp_row);
+		for (size_t i = 0; i < n; i++)
+			order[i] = r[i].i;
+		free(r);
 	}
-	for (size_t i = 0; i < sizeof strs / sizeof *strs && !e; i++)
-		e = put_v(h, (uint64_t)g->ss[strs[i]]);
-	e = e || put_v(h, zz(p->period)) || put_v(h, zz(p->time_nanos)) || put_v(h, zz(p->duration_nanos)) ||
-	    put_v(h, p->ncomments);
-	for (uint32_t i = 0; i < p->ncomments && !e; i++) {
-		if ((rc = ing_string(g, p->comments[i])))
-			return rc;
-		e = put_v(h, (uint64_t)g->ss[p->comments[i]]);
+	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
+		goto oom;
+	uint8_t *e = raw.ptr;
+	PV(e, n);
+	PV(e, nv);
+	int64_t prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t o = order[i];
+		PV(e, g->stk[o] - prev);
+		PV(e, g->lset[o]);
+		prev = g->stk[o];
+		const int64_t *v = p->samples[o].values;
+		for (uint32_t j = 0; j < nv; j++)
+			PV(e, zz(v[j]));
 	}
-	/* the profile's mappings in order (mapping 0 is the main binary) */
-	e = e || put_v(h, p->nmappings);
-	for (uint32_t i = 0; i < p->nmappings && !e; i++) {
-		if ((rc = ing_mapping(g, i)))
-			return rc;
-		e = put_v(h, (uint64_t)g->ms[i]);
+	raw.len = (size_t)(e - raw.ptr);
+	size_t bound = ZSTD_compressBound(raw.len);
+	if (raw.len > MAX_BLOCK) {
+		rc = pd_errf(g->err, PD_ELIMIT, "store: sample block over %u bytes", MAX_BLOCK);
+		goto out;
 	}
-	return e ? pd_errf(g->err, PD_ENOMEM, "out of memory") : 0;
+	if (pd_buf_reserve(out, bound))
+		goto oom;
+	ZSTD_CCtx *z = cctx_get(s);
+	if (!z)
+		goto oom;
+	size_t zn = ZSTD_compressCCtx(z, out->ptr + out->len, bound, raw.ptr, raw.len, ZSTD_LEVEL);
+	cctx_put(s, z);
+	if (ZSTD_isError(zn)) {
+		rc = pd_errf(g->err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(zn));
+		goto out;
+	}
+	out->len += zn;
+	goto out;
+oom:
+	rc = nomem(g);
+out:
+	free(order);
+	pd_buf_free(&raw);
+	return rc;
 }
 
-static int enc_block(struct row *rows, size_t n, uint32_t nv, struct pd_buf *out, struct pd_err *err)
+/* ---- group commit ------------------------------------------------------------------ */
+
+static int wstep(sqlite3_stmt *st)
 {
-	qsort(rows, n, sizeof *rows, cmp_row);
-	struct pd_buf raw = PD_BUF_INIT(0);
-	int e = put_v(&raw, n) || put_v(&raw, nv);
-	int64_t prev = 0;
-	for (size_t i = 0; i < n && !e; i++) {
-		e = put_v(&raw, (uint64_t)(rows[i].stack - prev)) || put_v(&raw, (uint64_t)rows[i].lset);
-		prev = rows[i].stack;
-		for (uint32_t j = 0; j < nv && !e; j++)
-			e = put_v(&raw, zz(rows[i].vals[j]));
+	int r = sqlite3_step(st);
+	sqlite3_reset(st);
+	return r == SQLITE_DONE || r == SQLITE_ROW ? SQLITE_OK : r;
+}
+
+/* One job's rows, inside the batch's transaction. */
+static int job_apply(struct part *pt, struct job *j)
+{
+	sqlite3_stmt *st;
+	if (!j->in) {
+		sqlite3_bind_int64(pt->del_labels, 1, j->pk);
+		sqlite3_bind_int64(pt->del_prof, 1, j->pk);
+		if (wstep(pt->del_labels) || wstep(pt->del_prof))
+			return sqerr(j->err, pt->wdb, "delete");
+		return 0;
 	}
-	if (e) {
-		pd_buf_free(&raw);
-		return pd_errf(err, PD_ENOMEM, "out of memory");
+	st = pt->ins_prof;
+	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, j->in->type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, j->created);
+	sqlite3_bind_blob(st, 5, j->hdr.ptr ? (const void *)j->hdr.ptr : "", (int)j->hdr.len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 6, j->blk.ptr ? (const void *)j->blk.ptr : "", (int)j->blk.len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, j->nsamples);
+	int r = wstep(st);
+	sqlite3_clear_bindings(st);
+	if (r)
+		return sqerr(j->err, pt->wdb, "insert profile");
+	int64_t pk = sqlite3_last_insert_rowid(pt->wdb);
+	for (size_t i = 0; i < j->in->nlabels; i++) {
+		st = pt->ins_label;
+		sqlite3_bind_int64(st, 1, pk);
+		sqlite3_bind_text(st, 2, j->in->labels[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, j->in->labels[i].value, -1, SQLITE_STATIC);
+		if (wstep(st))
+			return sqerr(j->err, pt->wdb, "insert label");
 	}
-	size_t bound = ZSTD_compressBound(raw.len);
-	if (pd_buf_reserve(out, bound)) {
-		pd_buf_free(&raw);
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	}
-	size_t z = ZSTD_compress(out->ptr + out->len, bound, raw.ptr, raw.len, 3);
-	pd_buf_free(&raw);
-	if (ZSTD_isError(z))
-		return pd_errf(err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(z));
-	out->len += z;
 	return 0;
+}
+
+/* Commit the jobs of batch that are for partition pt: one transaction
+ * with every pending symbol of pt, each job in a savepoint. */
+static void commit_part(struct sq *s, struct part *pt, struct job *batch)
+{
+	pthread_mutex_lock(&s->mu);
+	struct pendq q = pt->pend; /* ours now: symbols resolved from here on are for the next commit */
+	memset(&pt->pend, 0, sizeof pt->pend);
+	uint64_t gen = pt->gen;
+	size_t live = 0;
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt)
+			continue;
+		j->handled = true;
+		if (j->in && j->gen != gen)
+			j->rc = pd_errf(j->err, PD_EIO, "store: not stored: an earlier commit failed; retry");
+		else
+			live++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!live && !q.n) {
+		pendq_free(&q);
+		return;
+	}
+	const char *what = "begin";
+	if (wstep(pt->begin))
+		goto fail;
+	what = "insert symbol";
+	for (size_t i = 0; i < q.n; i++) {
+		const struct pend *e = &q.v[i];
+		sqlite3_stmt *st = pt->ins[e->k];
+		sqlite3_bind_int64(st, 1, e->seq);
+		sqlite3_bind_int64(st, 2, (int64_t)e->probe);
+		/* a NULL pointer would bind SQL NULL: the empty stack is a zero-length blob */
+		sqlite3_bind_blob(st, 3, e->len ? (const void *)(q.bytes.ptr + e->off) : "", (int)e->len, SQLITE_STATIC);
+		if (wstep(st))
+			goto fail;
+	}
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt || (j->in && j->gen != gen))
+			continue;
+		/* a job of one statement needs no savepoint: a statement that
+		 * fails is undone alone */
+		bool sp = !j->in || j->in->nlabels;
+		if (sp && wstep(pt->savepoint)) {
+			what = "savepoint";
+			goto fail;
+		}
+		j->rc = job_apply(pt, j);
+		if (sqlite3_get_autocommit(pt->wdb)) { /* SQLite rolled it all back (I/O error, disk full) */
+			what = "transaction";
+			goto fail;
+		}
+		if (sp && j->rc && wstep(pt->rollback_to)) {
+			what = "rollback to savepoint";
+			goto fail;
+		}
+		if (sp && wstep(pt->release)) {
+			what = "release savepoint";
+			goto fail;
+		}
+	}
+	what = "commit";
+	if (wstep(pt->commit))
+		goto fail;
+	pendq_free(&q);
+	return;
+fail:;
+	/* the transaction fails as a whole: every job of it, and the pending
+	 * symbols are lost */
+	struct pd_err e;
+	sqerr(&e, pt->wdb, what);
+	if (!sqlite3_get_autocommit(pt->wdb))
+		wstep(pt->rollback);
+	for (struct job *j = batch; j; j = j->next)
+		if (j->pt == pt && (!j->in || j->gen == gen)) {
+			*j->err = e;
+			j->rc = e.code;
+		}
+	pthread_mutex_lock(&s->mu);
+	if (pt->gen == gen)
+		part_reset(pt);
+	pthread_mutex_unlock(&s->mu);
+	pendq_free(&q);
+}
+
+static void commit_batch(struct sq *s, struct job *batch)
+{
+	for (struct job *j = batch; j; j = j->next)
+		j->handled = false;
+	for (struct job *j = batch; j; j = j->next)
+		if (!j->handled)
+			commit_part(s, j->pt, batch);
+	for (struct job *j = batch; j; j = j->next)
+		atomic_fetch_sub(&j->pt->refs, 1);
+}
+
+/* Queue job j (its partition referenced: refs) and return once it is
+ * committed or has failed (j->rc). The first caller that finds no commit
+ * at work becomes the committer: it commits everything queued (its own job
+ * included) and wakes the others; the jobs that arrive meanwhile queue up
+ * for the next batch. (A commit delay — the committer waiting a little for
+ * more jobs — made no difference beyond the noise of bench/serve.sh.) */
+static void submit(struct sq *s, struct job *j)
+{
+	pthread_mutex_lock(&s->qmu);
+	j->next = NULL;
+	j->done = false;
+	*s->qtail = j;
+	s->qtail = &j->next;
+	while (!j->done) {
+		if (s->committing) {
+			pthread_cond_wait(&s->qcv, &s->qmu);
+			continue;
+		}
+		s->committing = true;
+		struct job *batch = s->qhead;
+		s->qhead = NULL;
+		s->qtail = &s->qhead;
+		pthread_mutex_unlock(&s->qmu);
+		commit_batch(s, batch);
+		pthread_mutex_lock(&s->qmu);
+		for (struct job *b = batch, *next; b; b = next) {
+			next = b->next; /* b may be gone once done is seen */
+			b->done = true;
+		}
+		s->committing = false;
+		pthread_cond_broadcast(&s->qcv);
+	}
+	pthread_mutex_unlock(&s->qmu);
 }
 
 static const char *const known_types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
@@ -614,6 +1255,7 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		known = known || !strcmp(in->type, known_types[i]);
 	if (!known)
 		return pd_errf(err, PD_EINVAL, "unknown profile type \"%s\"", in->type ? in->type : "");
+	/* 1. decode */
 	struct pd_profile *p = NULL;
 	int rc = pd_pprof_decode(data, len, &s->lim, &p, err);
 	if (rc) {
@@ -640,83 +1282,55 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		return pd_errf(err, PD_EEXPIRED, "the profile's time %s is older than the retention window: not stored",
 			       ts);
 	}
-	struct ing g = {0};
-	struct row *rows = NULL;
-	struct pd_buf hdr = PD_BUF_INIT(0), blk = PD_BUF_INIT(MAX_BLOCK);
-	bool in_tx = false;
+	/* 2. hash */
+	struct ing g = {.p = p, .err = err};
+	struct job j = {.in = in, .err = err, .created = created, .nsamples = (int64_t)p->nsamples,
+			.hdr = PD_BUF_INIT(0), .blk = PD_BUF_INIT(MAX_BLOCK)};
+	size_t nh = (size_t)p->nstrings + p->nfunctions + p->nmappings + p->nlocations + 2 * p->nsamples;
+	XXH128_hash_t *hs = malloc(nh * sizeof *hs + 1);
+	int64_t *seqs = calloc(nh + 1, sizeof *seqs);
+	if (!hs || !seqs) {
+		rc = nomem(&g);
+		goto out;
+	}
+	g.sh = hs, g.fh = g.sh + p->nstrings, g.mh = g.fh + p->nfunctions, g.lh = g.mh + p->nmappings;
+	g.kh = g.lh + p->nlocations, g.bh = g.kh + p->nsamples;
+	g.ss = seqs, g.fs = g.ss + p->nstrings, g.ms = g.fs + p->nfunctions, g.ls = g.ms + p->nmappings;
+	g.stk = g.ls + p->nlocations, g.lset = g.stk + p->nsamples;
+	if ((rc = ing_hash(&g)))
+		goto out;
+	/* 3. resolve */
 	pthread_mutex_lock(&s->mu);
 	struct part *pt;
-	if ((rc = part_get(s, floor_div(created, DAY_NS), true, &pt, err)))
-		goto out;
-	g.pt = pt;
-	g.p = p;
-	g.err = err;
-	g.sh = malloc(p->nstrings * sizeof *g.sh + 1);
-	g.fh = malloc(p->nfunctions * sizeof *g.fh + 1);
-	g.mh = malloc(p->nmappings * sizeof *g.mh + 1);
-	g.lh = malloc(p->nlocations * sizeof *g.lh + 1);
-	g.ss = malloc(p->nstrings * sizeof *g.ss + 1);
-	g.fs = malloc(p->nfunctions * sizeof *g.fs + 1);
-	g.ms = malloc(p->nmappings * sizeof *g.ms + 1);
-	g.ls = malloc(p->nlocations * sizeof *g.ls + 1);
-	rows = malloc(p->nsamples * sizeof *rows);
-	if (!g.sh || !g.fh || !g.mh || !g.lh || !g.ss || !g.fs || !g.ms || !g.ls || !rows) {
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-		goto out;
-	}
-	memset(g.ss, 0xff, p->nstrings * sizeof *g.ss);
-	memset(g.fs, 0xff, p->nfunctions * sizeof *g.fs);
-	memset(g.ms, 0xff, p->nmappings * sizeof *g.ms);
-	memset(g.ls, 0xff, p->nlocations * sizeof *g.ls);
-	if (sqlite3_exec(pt->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = sqerr(err, pt->db, "begin");
-		goto out;
-	}
-	in_tx = true;
-	for (size_t i = 0; i < p->nsamples; i++)
-		if ((rc = ing_sample(&g, &p->samples[i], &rows[i])))
-			goto out;
-	if ((rc = enc_header(&g, &hdr)) || (rc = enc_block(rows, p->nsamples, p->nsample_types, &blk, err)))
-		goto out;
-	pd_xid_new(created, out->id);
-	sqlite3_stmt *ip = pt->ins_prof;
-	sqlite3_reset(ip);
-	sqlite3_bind_text(ip, 1, out->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ip, 2, in->service, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ip, 3, in->type, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ip, 4, created);
-	sqlite3_bind_blob(ip, 5, hdr.ptr, (int)hdr.len, SQLITE_STATIC);
-	sqlite3_bind_blob(ip, 6, blk.ptr, (int)blk.len, SQLITE_STATIC);
-	sqlite3_bind_int64(ip, 7, (int64_t)p->nsamples);
-	if (sqlite3_step(ip) != SQLITE_DONE) {
-		sqlite3_reset(ip);
-		rc = sqerr(err, pt->db, "insert profile");
-		goto out;
-	}
-	sqlite3_reset(ip);
-	int64_t pk = sqlite3_last_insert_rowid(pt->db);
-	for (size_t i = 0; i < in->nlabels; i++) {
-		sqlite3_stmt *il = pt->ins_label;
-		sqlite3_reset(il);
-		sqlite3_bind_int64(il, 1, pk);
-		sqlite3_bind_text(il, 2, in->labels[i].key, -1, SQLITE_STATIC);
-		sqlite3_bind_text(il, 3, in->labels[i].value, -1, SQLITE_STATIC);
-		if (sqlite3_step(il) != SQLITE_DONE) {
-			sqlite3_reset(il);
-			rc = sqerr(err, pt->db, "insert label");
-			goto out;
+	if (!(rc = part_get(s, floor_div(created, DAY_NS), true, &pt, err))) {
+		g.pt = pt;
+		if (!(rc = ing_resolve(&g))) {
+			atomic_fetch_add(&pt->refs, 1);
+			j.pt = pt;
+			j.gen = pt->gen;
 		}
-		sqlite3_reset(il);
 	}
-	if (sqlite3_exec(pt->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = sqerr(err, pt->db, "commit");
+	store_unlock(s);
+	if (rc)
+		goto out;
+	/* 4. encode, commit */
+	if ((rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j.blk))) {
+		atomic_fetch_sub(&pt->refs, 1);
 		goto out;
 	}
-	in_tx = false;
+	free(hs), free(seqs), pd_buf_free(&g.tmp);
+	hs = NULL, seqs = NULL;
+	pd_profile_free(p);
+	p = NULL;
+	pd_xid_new(created, j.id);
+	submit(s, &j);
+	if ((rc = j.rc))
+		goto out;
+	memcpy(out->id, j.id, sizeof out->id);
 	snprintf(out->service, sizeof out->service, "%s", in->service);
 	snprintf(out->type, sizeof out->type, "%s", in->type);
 	out->created_ns = created;
-	out->stored_bytes = hdr.len + blk.len;
+	out->stored_bytes = j.hdr.len + j.blk.len;
 	if (in->nlabels) {
 		out->labels = calloc(in->nlabels, sizeof *out->labels);
 		for (size_t i = 0; out->labels && i < in->nlabels; i++) {
@@ -726,22 +1340,11 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		}
 	}
 out:
-	if (in_tx) {
-		sqlite3_exec(pt->db, "ROLLBACK", NULL, NULL, NULL);
-		/* symbols inserted in the rolled-back transaction may be cached */
-		for (int k = 0; k < NKINDS; k++) {
-			pd_hidx_free(&pt->cache[k].idx);
-			pt->cache[k].n = 0;
-			if (pd_hidx_init(&pt->cache[k].idx, 1024))
-				rc = pd_errf(err, PD_ENOMEM, "out of memory");
-		}
-	}
-	store_unlock(s);
-	free(g.sh), free(g.fh), free(g.mh), free(g.lh), free(g.ss), free(g.fs), free(g.ms), free(g.ls);
-	free(rows);
+	free(hs);
+	free(seqs);
 	pd_buf_free(&g.tmp);
-	pd_buf_free(&hdr);
-	pd_buf_free(&blk);
+	pd_buf_free(&j.hdr);
+	pd_buf_free(&j.blk);
 	pd_profile_free(p);
 	return rc;
 }
@@ -1742,28 +2345,21 @@ static int sq_remove(struct pd_store *base, const char *id, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	pthread_mutex_lock(&s->mu);
-	struct part *pt;
+	struct part *pt = NULL;
 	int rc = locate(s, id, &pt, err);
+	struct job j = {.pt = pt, .err = err};
 	if (!rc) {
-		int64_t pk = sqlite3_column_int64(pt->get_prof, 0);
+		j.pk = sqlite3_column_int64(pt->get_prof, 0);
 		sqlite3_reset(pt->get_prof);
-		part_read_end(pt); /* the write transaction below cannot nest in it */
-		/* the profile's symbols stay until its partition is dropped */
-		sqlite3_reset(pt->del_prof);
-		sqlite3_reset(pt->del_labels);
-		sqlite3_bind_int64(pt->del_prof, 1, pk);
-		sqlite3_bind_int64(pt->del_labels, 1, pk);
-		if (sqlite3_exec(pt->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-		    sqlite3_step(pt->del_labels) != SQLITE_DONE || sqlite3_step(pt->del_prof) != SQLITE_DONE ||
-		    sqlite3_exec(pt->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-			rc = sqerr(err, pt->db, "delete");
-			sqlite3_exec(pt->db, "ROLLBACK", NULL, NULL, NULL);
-		}
-		sqlite3_reset(pt->del_prof);
-		sqlite3_reset(pt->del_labels);
+		atomic_fetch_add(&pt->refs, 1);
 	}
 	store_unlock(s);
-	return rc;
+	if (rc)
+		return rc;
+	/* through the committer, which owns the writer connection; the
+	 * profile's symbols stay until its partition is dropped */
+	submit(s, &j);
+	return j.rc;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -1827,6 +2423,8 @@ static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 		struct part *pt = ps[i];
 		if ((pt->day + 1) * DAY_NS > cutoff)
 			continue;
+		if (atomic_load(&pt->refs) > 0)
+			continue; /* a commit is pending: dropped next time */
 		char path[4096], aux[4200];
 		day_path(s, pt->day, path, sizeof path);
 		for (size_t j = 0; j < s->nparts; j++)
@@ -1889,8 +2487,13 @@ static void sq_close(struct pd_store *base)
 		part_close(s->parts[i]);
 	free(s->parts);
 	ZSTD_freeDCtx(s->dctx);
+	for (int i = 0; i < s->nzfree; i++)
+		ZSTD_freeCCtx(s->zfree[i]);
 	close(s->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->qmu);
+	pthread_mutex_destroy(&s->zmu);
+	pthread_cond_destroy(&s->qcv);
 	free(s->dir);
 	free(s);
 }
@@ -1938,6 +2541,10 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 		s->lim = *lim;
 	pd_pprof_limits_default(&s->lim);
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->qmu, NULL);
+	pthread_mutex_init(&s->zmu, NULL);
+	pthread_cond_init(&s->qcv, NULL);
+	s->qtail = &s->qhead;
 	*out = &s->base;
 	return 0;
 }

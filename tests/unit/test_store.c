@@ -8,6 +8,7 @@
 #include "../../lib/pprof/report.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -449,6 +450,166 @@ static void test_dedup_is_compact(void **state)
 	pd_store_close(st);
 }
 
+/* Group commit: threads ingesting into one store at once (two days, so a
+ * batch can span partitions), one bad profile among them and one that
+ * fails in the commit itself (a label without a value: the database's
+ * NOT NULL refuses its label row after its profile row went in). Every
+ * good one is acknowledged, found and read back intact, also after
+ * reopening; the bad ones fail alone and leave nothing. Then concurrent
+ * removals. */
+enum { GC_THREADS = 8, GC_EACH = 12 };
+
+struct gc_job {
+	struct pd_buf b;
+	bool heap, bad, badlabel;
+	int rc;
+	struct pd_err err;
+	struct pd_profile_meta m;
+};
+
+struct gc_thread {
+	struct pd_store *st;
+	pthread_barrier_t *bar;
+	struct gc_job *jobs; /* GC_EACH */
+	int remove_rc;
+};
+
+static void *gc_run(void *arg)
+{
+	struct gc_thread *t = arg;
+	static const struct pd_kv lab[] = {{"zone", "a"}, {"build", "7"}}, nolab[] = {{"zone", NULL}};
+	pthread_barrier_wait(t->bar);
+	for (int i = 0; i < GC_EACH; i++) {
+		struct gc_job *j = &t->jobs[i];
+		struct pd_ingest in = {"gc", j->heap ? "heap" : "cpu", j->badlabel ? nolab : lab,
+				       j->badlabel ? 1 : (size_t)(i % 3), 0, 0};
+		j->rc = pd_store_ingest(t->st, &in, j->b.ptr, j->b.len, &j->m, &j->err);
+	}
+	pthread_barrier_wait(t->bar);
+	/* each thread removes its first profile, all at once */
+	t->remove_rc = pd_store_remove(t->st, t->jobs[0].m.id, &t->jobs[0].err);
+	return NULL;
+}
+
+static int gc_count(void *ctx, const struct pd_profile_meta *m)
+{
+	(void)m;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+static size_t gc_found(struct pd_store *st)
+{
+	size_t n = 0;
+	struct pd_store_query q = {"gc", NULL, NULL, 0, INT64_MIN, INT64_MAX, 0};
+	struct pd_err err;
+	if (pd_store_find(st, &q, gc_count, &n, &err))
+		fail_msg("find: %s", err.msg);
+	return n;
+}
+
+static void gc_check_content(struct pd_store *st, struct gc_job *j)
+{
+	struct pd_profile *orig, *got;
+	struct pd_err err;
+	assert_int_equal(pd_pprof_decode(j->b.ptr, j->b.len, NULL, &orig, &err), 0);
+	if (pd_store_get(st, j->m.id, &got, &err))
+		fail_msg("get %s: %s", j->m.id, err.msg);
+	char *co = canon(orig), *cg = canon(got);
+	assert_string_equal(co, cg);
+	free(co);
+	free(cg);
+	pd_profile_free(orig);
+	pd_profile_free(got);
+}
+
+static void test_group_commit(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct gc_job *jobs = calloc(GC_THREADS * GC_EACH, sizeof *jobs);
+	assert_non_null(jobs);
+	for (int i = 0; i < GC_THREADS * GC_EACH; i++) {
+		struct gc_job *j = &jobs[i];
+		j->heap = i % 5 == 4;
+		if (i == GC_THREADS * GC_EACH / 2 + 1) { /* thread 4's second: bad */
+			j->bad = true;
+			j->b = (struct pd_buf)PD_BUF_INIT(0);
+			static const char junk[] = "\x1f\x8b not really gzip";
+			assert_int_equal(pd_buf_append(&j->b, junk, sizeof junk - 1), 0);
+			continue;
+		}
+		/* distinct seeds: new symbols appear in every batch */
+		j->b = make_profile(T0 + (i % 2) * DAY + i * 1000000000LL, j->heap, i * 7);
+		j->badlabel = i == 2 * GC_EACH + 5;
+	}
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, GC_THREADS);
+	pthread_t th[GC_THREADS];
+	struct gc_thread t[GC_THREADS];
+	for (int i = 0; i < GC_THREADS; i++) {
+		t[i] = (struct gc_thread){st, &bar, jobs + i * GC_EACH, -1};
+		assert_int_equal(pthread_create(&th[i], NULL, gc_run, &t[i]), 0);
+	}
+	for (int i = 0; i < GC_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+	size_t good = 0;
+	for (int i = 0; i < GC_THREADS * GC_EACH; i++) {
+		struct gc_job *j = &jobs[i];
+		if (j->bad) {
+			assert_int_equal(j->rc, PD_EINVAL);
+			assert_contains(j->err.msg, "malformed profile");
+			continue;
+		}
+		if (j->badlabel) {
+			assert_int_equal(j->rc, PD_EIO);
+			assert_contains(j->err.msg, "insert label");
+			continue;
+		}
+		if (j->rc)
+			fail_msg("ingest %d: %s", i, j->err.msg);
+		good++;
+		for (int k = 0; k < i; k++)
+			if (!jobs[k].bad && !jobs[k].badlabel)
+				assert_string_not_equal(jobs[k].m.id, j->m.id);
+	}
+	assert_int_equal(good, GC_THREADS * GC_EACH - 2);
+	for (int i = 0; i < GC_THREADS; i++)
+		assert_int_equal(t[i].remove_rc, 0);
+	/* the removed ones are gone, every other one is there, intact */
+	assert_int_equal(gc_found(st), good - GC_THREADS);
+	for (int i = 0; i < GC_THREADS * GC_EACH; i++) {
+		struct gc_job *j = &jobs[i];
+		struct pd_profile *got;
+		struct pd_err err;
+		if (j->bad || j->badlabel)
+			continue;
+		if (i % GC_EACH == 0)
+			assert_int_equal(pd_store_get(st, j->m.id, &got, &err), PD_ENOTFOUND);
+		else
+			gc_check_content(st, j);
+	}
+	pd_store_close(st);
+	/* and after reopening; new ingests still find the symbols they share */
+	st = open_store();
+	assert_int_equal(gc_found(st), good - GC_THREADS);
+	for (int i = 1; i < GC_THREADS * GC_EACH; i += 5)
+		if (!jobs[i].bad && !jobs[i].badlabel && i % GC_EACH)
+			gc_check_content(st, &jobs[i]);
+	struct pd_profile_meta m;
+	ingest(st, "gc", "cpu", NULL, 0, &jobs[1].b, &m);
+	struct gc_job again = {.b = jobs[1].b, .m = m};
+	gc_check_content(st, &again);
+	pd_meta_clear(&m);
+	pd_store_close(st);
+	for (int i = 0; i < GC_THREADS * GC_EACH; i++) {
+		pd_meta_clear(&jobs[i].m);
+		pd_buf_free(&jobs[i].b);
+	}
+	free(jobs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input_stores_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_reopen_retain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup_is_compact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
