@@ -938,8 +938,9 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-				/* URLs with parameters up to 8 KiB each must reach us (a 413 we write), not MHD's 414 */
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 << 10),
+				/* a URL with an 8 KiB parameter must reach us (our 413), not MHD's 414;
+				 * MHD zeroes the pool between requests, so no bigger than needed */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10),
 				MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno;
