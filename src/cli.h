@@ -25,5 +25,6 @@ long cli_parse_count(const char *s);
 
 int cmd_pprof(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_scrape(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static int cmd_version(int argc, char **argv)
 
 static const struct pd_cmd commands[] = {
 	{"serve", cmd_serve, "run the collector: store profiles, serve profefe's API v0"},
+	{"scrape", cmd_scrape, "pull profiles from Go pprof endpoints into a collector"},
 	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
 	{"version", cmd_version, "print the version"},
 };

@@ -1,0 +1,371 @@
+/*
+ * target.c — what the scraper pulls and how it names it: the seven Go
+ * profile types, target lists (the seam between discovery sources and the
+ * scheduler), target URLs, the static config file, profefe's URL escaping of
+ * the ingest request, and Go's "cpu profiling already in use" answer.
+ * Pure functions, no I/O.
+ */
+#define _GNU_SOURCE
+#include "scrape.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const type_names[PD_ST_N] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate"};
+static const char *const type_kinds[PD_ST_N] = {"cpu",         "heap",      "allocs",      "block/mutex",
+						"block/mutex", "goroutine", "threadcreate"};
+
+const char *pd_scrape_type_name(int t) { return t >= 0 && t < PD_ST_N ? type_names[t] : NULL; }
+const char *pd_scrape_type_kind(int t) { return t >= 0 && t < PD_ST_N ? type_kinds[t] : NULL; }
+bool pd_scrape_type_cumulative(int t) { return t == PD_ST_ALLOCS || t == PD_ST_BLOCK || t == PD_ST_MUTEX; }
+
+int pd_scrape_parse_types(const char *s, unsigned *mask, struct pd_err *err)
+{
+	*mask = 0;
+	const char *p = s;
+	while (*p) {
+		while (*p == ',' || isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		size_t n = (size_t)(e - p);
+		while (n && isspace((unsigned char)p[n - 1]))
+			n--;
+		int t = -1;
+		for (int i = 0; i < PD_ST_N; i++)
+			if (strlen(type_names[i]) == n && !memcmp(type_names[i], p, n))
+				t = i;
+		if (t >= 0)
+			*mask |= 1u << t;
+		else if (n == 3 && !memcmp(p, "all", 3))
+			*mask |= PD_ST_ALL;
+		else
+			return pd_errf(err, PD_EUSAGE,
+				       "unknown profile type \"%.*s\" (valid: cpu, heap, allocs, block, mutex, goroutine, "
+				       "threadcreate, all)",
+				       (int)(n > 64 ? 64 : n), p);
+		p = e;
+	}
+	if (!*mask)
+		return pd_errf(err, PD_EUSAGE,
+			       "no profile type given (valid: cpu, heap, allocs, block, mutex, goroutine, threadcreate, all)");
+	return 0;
+}
+
+const char *pd_scrape_types_str(unsigned mask, char *buf, size_t n)
+{
+	size_t o = 0;
+	if (n)
+		buf[0] = 0;
+	for (int t = 0; t < PD_ST_N; t++)
+		if (mask & (1u << t)) {
+			int w = snprintf(buf + o, n - o, "%s%s", o ? "," : "", type_names[t]);
+			if (w < 0 || (size_t)w >= n - o)
+				break;
+			o += (size_t)w;
+		}
+	return buf;
+}
+
+/* ---- targets ---------------------------------------------------------------------------- */
+
+static void target_clear(struct pd_scrape_target *t)
+{
+	free(t->key);
+	free(t->url);
+	free(t->service);
+	for (size_t i = 0; i < t->nlabels; i++) {
+		free(t->labels[i].key);
+		free(t->labels[i].value);
+	}
+	free(t->labels);
+	memset(t, 0, sizeof *t);
+}
+
+int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const char *url, const char *service,
+			  const struct pd_kv *labels, size_t nlabels, unsigned types, struct pd_err *err)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].key, key))
+			return pd_errf(err, PD_EINVAL, "target \"%s\" given twice", key);
+	if (pd_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	struct pd_scrape_target *t = &l->v[l->n];
+	memset(t, 0, sizeof *t);
+	t->key = strdup(key);
+	t->url = strdup(url);
+	t->service = strdup(service);
+	t->labels = nlabels ? calloc(nlabels, sizeof *t->labels) : NULL;
+	t->types = types & PD_ST_ALL;
+	bool ok = t->key && t->url && t->service && (!nlabels || t->labels);
+	for (size_t i = 0; ok && i < nlabels; i++) {
+		t->labels[i].key = strdup(labels[i].key);
+		t->labels[i].value = strdup(labels[i].value ? labels[i].value : "");
+		t->nlabels = i + 1;
+		ok = t->labels[i].key && t->labels[i].value;
+	}
+	if (!ok) {
+		target_clear(t);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	l->n++;
+	return 0;
+}
+
+void pd_scrape_targets_free(struct pd_scrape_targets *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		target_clear(&l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+int pd_scrape_normalize_url(const char *in, char **out, struct pd_err *err)
+{
+	*out = NULL;
+	while (isspace((unsigned char)*in))
+		in++;
+	size_t n = strlen(in);
+	while (n && isspace((unsigned char)in[n - 1]))
+		n--;
+	if (!n)
+		return pd_errf(err, PD_EUSAGE, "empty target URL");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)in[i] <= ' ' || in[i] == 0x7f)
+			return pd_errf(err, PD_EUSAGE, "target URL \"%.*s\" contains white space or a control byte", (int)n, in);
+	const char *scheme = "http://";
+	const char *rest = in;
+	const char *sep = strstr(in, "://");
+	if (sep && (size_t)(sep - in) < n) {
+		size_t sl = (size_t)(sep - in);
+		if (!(sl == 4 && !strncasecmp(in, "http", 4)) && !(sl == 5 && !strncasecmp(in, "https", 5)))
+			return pd_errf(err, PD_EUSAGE, "target URL \"%.*s\": only http:// and https:// are supported", (int)n,
+				       in);
+		scheme = sl == 4 ? "http://" : "https://";
+		rest = sep + 3;
+	}
+	size_t rn = n - (size_t)(rest - in);
+	const char *slash = memchr(rest, '/', rn);
+	size_t hostlen = slash ? (size_t)(slash - rest) : rn;
+	if (!hostlen)
+		return pd_errf(err, PD_EUSAGE, "target URL \"%.*s\" has no host", (int)n, in);
+	if (memchr(rest, '?', rn) || memchr(rest, '#', rn))
+		return pd_errf(err, PD_EUSAGE,
+			       "target URL \"%.*s\": want the base of the pprof endpoints (e.g. "
+			       "http://host:6060/debug/pprof), without a query",
+			       (int)n, in);
+	size_t pathlen = rn - hostlen;
+	const char *path = rest + hostlen;
+	while (pathlen && path[pathlen - 1] == '/')
+		pathlen--;
+	const char *dflt = pathlen ? "" : "/debug/pprof";
+	size_t cap = strlen(scheme) + hostlen + pathlen + strlen(dflt) + 1;
+	char *u = malloc(cap);
+	if (!u)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	snprintf(u, cap, "%s%.*s%.*s%s", scheme, (int)hostlen, rest, (int)pathlen, path, dflt);
+	*out = u;
+	return 0;
+}
+
+const char *pd_scrape_url_hostport(const char *url, char *buf, size_t n)
+{
+	const char *p = strstr(url, "://");
+	p = p ? p + 3 : url;
+	size_t l = strcspn(p, "/?#");
+	const char *at = memchr(p, '@', l); /* user:pass@ is not part of it */
+	if (at) {
+		l -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	snprintf(buf, n, "%.*s", (int)l, p);
+	return buf;
+}
+
+char *pd_scrape_type_url(const char *base, int type, long cpu_seconds)
+{
+	char *u = NULL;
+	int r = type == PD_ST_CPU ? asprintf(&u, "%s/profile?seconds=%ld", base, cpu_seconds)
+				  : asprintf(&u, "%s/%s", base, pd_scrape_type_name(type));
+	return r < 0 ? NULL : u;
+}
+
+/* ---- the static config file ------------------------------------------------------------- */
+
+int pd_scrape_parse_config(const char *text, const char *name, const char *default_service,
+			   const struct pd_kv *default_labels, size_t ndefault, struct pd_scrape_targets *l,
+			   struct pd_err *err)
+{
+	int rc = 0;
+	char *copy = strdup(text);
+	struct pd_kv *labels = NULL;
+	size_t cap = 0;
+	if (!copy)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	unsigned lineno = 0;
+	char *save = NULL;
+	for (char *line = copy, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *url = strtok_r(line, " \t\r", &save);
+		if (!url)
+			continue;
+		char *norm = NULL;
+		if ((rc = pd_scrape_normalize_url(url, &norm, err))) {
+			pd_err_prefix(err, "%s:%u", name, lineno);
+			goto out;
+		}
+		const char *service = default_service;
+		unsigned types = 0;
+		size_t nl = 0;
+		if (pd_grow((void **)&labels, &cap, ndefault + 1, sizeof *labels)) {
+			free(norm);
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < ndefault; i++)
+			labels[nl++] = default_labels[i];
+		for (char *w; (w = strtok_r(NULL, " \t\r", &save));) {
+			char *eq = strchr(w, '=');
+			if (!eq || eq == w) {
+				free(norm);
+				rc = pd_errf(err, PD_EUSAGE, "%s:%u: \"%s\": want key=value (service=, types= or a label)",
+					     name, lineno, w);
+				goto out;
+			}
+			*eq = 0;
+			if (!strcmp(w, "service")) {
+				service = eq + 1;
+			} else if (!strcmp(w, "types")) {
+				if ((rc = pd_scrape_parse_types(eq + 1, &types, err))) {
+					free(norm);
+					pd_err_prefix(err, "%s:%u", name, lineno);
+					goto out;
+				}
+			} else {
+				if (pd_grow((void **)&labels, &cap, nl + 1, sizeof *labels)) {
+					free(norm);
+					rc = pd_errf(err, PD_ENOMEM, "out of memory");
+					goto out;
+				}
+				labels[nl].key = w;
+				labels[nl++].value = eq + 1;
+			}
+		}
+		bool has_instance = false;
+		for (size_t i = 0; i < nl; i++)
+			has_instance |= !strcmp(labels[i].key, "instance");
+		char hp[256];
+		if (!has_instance) {
+			if (pd_grow((void **)&labels, &cap, nl + 1, sizeof *labels)) {
+				free(norm);
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+			labels[nl].key = (char *)"instance";
+			labels[nl++].value = (char *)pd_scrape_url_hostport(norm, hp, sizeof hp);
+		}
+		if (!service || !*service) {
+			rc = pd_errf(err, PD_EUSAGE, "%s:%u: target %s has no service (add service=NAME)", name, lineno,
+				     norm);
+			free(norm);
+			goto out;
+		}
+		rc = pd_scrape_targets_add(l, norm, norm, service, labels, nl, types, err);
+		free(norm);
+		if (rc) {
+			pd_err_prefix(err, "%s:%u", name, lineno);
+			goto out;
+		}
+	}
+out:
+	free(labels);
+	free(copy);
+	return rc;
+}
+
+/* ---- escaping ----------------------------------------------------------------------------- */
+
+int pd_scrape_query_escape(const char *s, struct pd_buf *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char c = *p;
+		int rc;
+		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+			rc = pd_buf_append(out, p, 1);
+		} else if (c == ' ') {
+			rc = pd_buf_append(out, "+", 1);
+		} else {
+			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+			rc = pd_buf_append(out, e, 3);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int pd_scrape_labels_value(const struct pd_kv *labels, size_t n, struct pd_buf *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+		if ((i && (rc = pd_buf_append(out, ",", 1))) || (rc = pd_scrape_query_escape(labels[i].key, out)) ||
+		    (rc = pd_buf_append(out, "=", 1)) ||
+		    (rc = pd_scrape_query_escape(labels[i].value ? labels[i].value : "", out)))
+			return rc;
+	}
+	return 0;
+}
+
+char *pd_scrape_post_url(const char *collector, const char *service, const char *type, const struct pd_kv *labels,
+			 size_t nlabels, int64_t created_ns)
+{
+	struct pd_buf b = PD_BUF_INIT(0), lv = PD_BUF_INIT(0);
+	size_t cl = strlen(collector);
+	while (cl && collector[cl - 1] == '/')
+		cl--;
+	time_t sec = (time_t)(created_ns / 1000000000);
+	long nsec = (long)(created_ns % 1000000000);
+	if (nsec < 0) {
+		nsec += 1000000000;
+		sec--;
+	}
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	char ts[64], tsn[80];
+	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(tsn, sizeof tsn, "%s.%09ld", ts, nsec);
+	int rc = pd_buf_append(&b, collector, cl) || pd_buf_append(&b, "/api/0/profiles?service=", 24) ||
+		 pd_scrape_query_escape(service, &b) || pd_buf_append(&b, "&type=", 6) ||
+		 pd_scrape_query_escape(type, &b);
+	if (!rc && nlabels)
+		rc = pd_scrape_labels_value(labels, nlabels, &lv) || pd_buf_append(&lv, "", 1) ||
+		     pd_buf_append(&b, "&labels=", 8) || pd_scrape_query_escape((const char *)lv.ptr, &b);
+	if (!rc)
+		rc = pd_buf_append(&b, "&created_at=", 12) || pd_scrape_query_escape(tsn, &b) || pd_buf_append(&b, "", 1);
+	pd_buf_free(&lv);
+	if (rc) {
+		pd_buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.ptr;
+}
+
+bool pd_scrape_cpu_in_use(long http_status, const uint8_t *body, size_t n)
+{
+	static const char needle[] = "cpu profiling already in use";
+	if (http_status != 500 || !body)
+		return false;
+	return memmem(body, n, needle, sizeof needle - 1) != NULL;
+}

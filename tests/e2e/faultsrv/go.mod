@@ -1,0 +1,3 @@
+module profd.test/faultsrv
+
+go 1.19

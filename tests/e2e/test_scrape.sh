@@ -1,0 +1,404 @@
+#!/usr/bin/env bash
+# test_scrape.sh — end-to-end tests of `profd scrape` (static targets) against
+# a real collector (`profd serve`) and real Go services (build/goapp):
+#   1. --once over 3 goapp targets: every type of every target lands in the
+#      collector with its service and labels (cumulative=true on allocs,
+#      block, mutex without --state-dir); the summary table; --types subset
+#   2. deltas: two --once runs with --state-dir and --save-raw; the stored
+#      allocs/block/mutex profiles read in go tool pprof -top exactly like
+#      `go tool pprof -base first second` of the raw snapshots of the same
+#      moments; a restart of the target (counters go down) stores the new
+#      snapshot as it is
+#   3. faults in one --once run: target down, hanging, HTML, garbage, legacy
+#      text, and "cpu profiling already in use" once (retried, then ok):
+#      each reported by reason, exit 1, the good target delivered
+#   4. continuous mode with the collector down, then back: profiles queue,
+#      arrive once the collector is up, none twice (counted); /metrics,
+#      /healthz, /targets; SIGTERM exits 0
+#   5. usage errors and --help
+# Every profd log is checked for sanitizer reports.
+# Run: BUILD=build bash tests/e2e/test_scrape.sh   (BUILD=build-san too)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+TYPES="cpu heap allocs block mutex goroutine threadcreate"
+t_start=$SECONDS
+
+kill_started() {
+	local p
+	for p in $(jobs -rp); do kill "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in $(jobs -rp); do kill -9 "$p" 2>/dev/null; done
+	return 0
+}
+prev_trap=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT\$/\1/")
+# shellcheck disable=SC2064 # expanded now on purpose: lib.sh's command
+trap "kill_started; $prev_trap" EXIT
+
+GA=$GOAPP
+[ -x "$GA" ] || GA=$ROOT/build/goapp
+if [ ! -x "$GA" ]; then
+	fail "setup" "no goapp binary (make -s $BUILD/goapp)"
+	exit 0
+fi
+
+# no_sanitizer NAME FILE...: ok unless a file holds a sanitizer report
+no_sanitizer() {
+	local name=$1
+	shift
+	if grep -l "Sanitizer\|runtime error" "$@" >/dev/null 2>&1; then
+		fail "$name" "$(grep -h -A5 "Sanitizer\|runtime error" "$@" | head -20)"
+	else
+		ok "$name"
+	fi
+}
+
+# wait_line FILE REGEX: print the first capture of sed REGEX in FILE, waiting up to 10 s
+wait_line() {
+	local f=$1 re=$2 v='' i
+	for ((i = 0; i < 200; i++)); do
+		v=$(sed -n "s/$re/\1/p" "$f" 2>/dev/null | head -1)
+		[ -n "$v" ] && break
+		sleep 0.05
+	done
+	echo "$v"
+}
+
+# start_goapp NAME WORKLOAD [ADDR]: sets ADDR_<NAME> and PID_<NAME>
+start_goapp() {
+	local name=$1 wl=$2 addr=${3:-127.0.0.1:0}
+	: >"$T/goapp-$name.log"
+	"$GA" -addr "$addr" -workload "$wl" -cpu-load 0.2 2>"$T/goapp-$name.log" &
+	printf -v "PID_$name" %s $!
+	local a
+	a=$(wait_line "$T/goapp-$name.log" '^goapp: listening on \(.*\)$')
+	[ -n "$a" ] || fail "setup: goapp $name" "$(cat "$T/goapp-$name.log")"
+	printf -v "ADDR_$name" %s "$a"
+}
+
+# start_server DIR [ADDR]: a collector; sets SPID, SURL, SLOG
+nsrv=0
+start_server() {
+	local dir=$1 addr=${2:-127.0.0.1:0} port
+	nsrv=$((nsrv + 1))
+	SLOG=$T/srv-$nsrv.log
+	"$PROFD" serve --addr "$addr" --data-dir "$dir" --retention 0 -q 2>"$SLOG" &
+	SPID=$!
+	port=$(wait_line "$SLOG" '.*listening on port \([0-9][0-9]*\).*')
+	if [ -z "$port" ]; then
+		fail "setup: collector" "$(cat "$SLOG")"
+		SURL=http://127.0.0.1:1
+		return 1
+	fi
+	SURL=http://127.0.0.1:$port
+}
+
+# count SERVICE [TYPE] [LABELS]: number of stored profiles
+count() {
+	curl -sS "$SURL/api/0/profiles?service=$1${2:+&type=$2}${3:+&labels=$3}&from=0&to=now" |
+		grep -o '"id":"[0-9a-v]*"' | wc -l
+}
+# ids SERVICE TYPE: ids of stored profiles, oldest first
+ids() {
+	curl -sS "$SURL/api/0/profiles?service=$1&type=$2&from=0&to=now" | grep -o '"id":"[0-9a-v]*"' | cut -d'"' -f4
+}
+
+# the broken-target server (standard library Go, built here)
+FAULTSRV=$ROOT/$BUILD/faultsrv
+if ! (cd "$ROOT/tests/e2e/faultsrv" && HOME=$ROOT/$BUILD/gohome GOCACHE=$ROOT/$BUILD/gocache GOPROXY=off \
+	GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -o "$FAULTSRV" .) >"$T/faultsrv-build.log" 2>&1; then
+	fail "setup: build tests/e2e/faultsrv" "$(cat "$T/faultsrv-build.log")"
+	exit 0
+fi
+
+start_server "$T/data1" || exit 0
+start_goapp a auth
+start_goapp b search
+start_goapp c ingest
+# shellcheck disable=SC2154 # set by start_goapp
+A=$ADDR_a B=$ADDR_b C=$ADDR_c
+ok "setup: collector $SURL, goapps $A $B $C"
+sleep 1.5 # let every workload put samples in every profile type (mutex, block)
+
+# ---- 1. --once, three targets, all types --------------------------------------------------------
+
+t0=$SECONDS
+"$PROFD" scrape --once --collector "$SURL" --cpu-duration 1s --save-raw "$T/raw1" \
+	--target "$A" --service auth -L env=e2e -L 'version=1.0.0+build' \
+	--target "http://$B/debug/pprof/" --service search -L team=x \
+	--target "$C" --service ingest >"$T/once1.out" 2>"$T/once1.err"
+rc=$?
+if [ $rc -eq 0 ]; then ok "once: exit 0 ($((SECONDS - t0)) s)"; else fail "once: exit 0" "exit $rc: $(cat "$T/once1.err" "$T/once1.out")"; fi
+rows=$(grep -c "^http://.*  ok " "$T/once1.out")
+if [ "$rows" -eq 3 ] && head -1 "$T/once1.out" | grep -q "TARGET.*SERVICE.*CPU.*HEAP.*ALLOCS.*BLOCK.*MUTEX.*GOROUTINE.*THREADCREATE.*BYTES.*DURATION"; then
+	ok "once: summary table, one row per target"
+else
+	fail "once: summary table" "$(cat "$T/once1.out")"
+fi
+if grep -q "ok\*" "$T/once1.out" && grep -q "cumulative=true" "$T/once1.out" && grep -q -- "--state-dir" "$T/once1.out"; then
+	ok "once: the summary says cumulative types were stored as they are"
+else
+	fail "once: cumulative note" "$(cat "$T/once1.out")"
+fi
+bad=""
+for svc in auth search ingest; do
+	for t in $TYPES; do
+		n=$(count $svc $t)
+		[ "$n" -eq 1 ] || bad="$bad $svc/$t=$n"
+	done
+done
+if [ -z "$bad" ]; then ok "once: 3 services x 7 types stored, one profile each"; else fail "once: profiles stored" "$bad"; fi
+svcs=$(curl -sS "$SURL/api/0/services")
+if [ "$svcs" = '{"code":200,"body":["auth","ingest","search"]}' ]; then ok "once: /api/0/services lists the 3 services"; else fail "once: services" "$svcs"; fi
+meta=$(curl -sS "$SURL/api/0/profiles?service=auth&type=cpu&from=0&to=now")
+if echo "$meta" | grep -qF '{"key":"env","value":"e2e"}' && echo "$meta" | grep -qF "{\"key\":\"instance\",\"value\":\"$A\"}" &&
+	echo "$meta" | grep -qF '{"key":"version","value":"1.0.0+build"}' && ! echo "$meta" | grep -q cumulative; then
+	ok "once: labels arrive (-L, instance, a '+' escaped twice as profefe's agent does)"
+else
+	fail "once: labels" "$meta"
+fi
+n_cum=$(count auth allocs cumulative=true)
+n_cum_cpu=$(count auth cpu cumulative=true)
+if [ "$n_cum" -eq 1 ] && [ "$n_cum_cpu" -eq 0 ]; then ok "once: allocs carries cumulative=true, cpu does not"; else fail "once: cumulative label" "allocs $n_cum cpu $n_cum_cpu"; fi
+if [ "$(count search heap team=x)" -eq 1 ]; then ok "once: target given as a full URL with a trailing slash"; else fail "once: full URL target" "$(count search heap)"; fi
+id=$(ids auth cpu | head -1)
+go_pprof -top "$SURL/api/0/profiles/$id" >"$T/auth-cpu.top"
+if grep -q "auth" "$T/auth-cpu.top"; then ok "once: the stored auth cpu profile shows auth's functions in go tool pprof"; else fail "once: cpu content" "$(head -20 "$T/auth-cpu.top")"; fi
+nraw=$(find "$T/raw1" -name '*.pb.gz' | wc -l)
+if [ "$nraw" -eq 21 ]; then ok "once: --save-raw kept the 21 bodies as received"; else fail "once: --save-raw" "$nraw files"; fi
+no_sanitizer "once: no sanitizer report" "$T/once1.err"
+
+# --types subset
+"$PROFD" scrape --once -q --collector "$SURL" --types heap,goroutine --target "$A" --service sub >"$T/sub.out" 2>"$T/sub.err"
+rc=$?
+got=""
+for t in $TYPES; do got="$got$t=$(count sub $t) "; done
+if [ $rc -eq 0 ] && [ "$got" = "cpu=0 heap=1 allocs=0 block=0 mutex=0 goroutine=1 threadcreate=0 " ] &&
+	head -1 "$T/sub.out" | grep -q "HEAP  GOROUTINE" && ! head -1 "$T/sub.out" | grep -q CPU; then
+	ok "once: --types heap,goroutine scrapes and stores just those"
+else
+	fail "once: --types" "exit $rc; $got; $(cat "$T/sub.out" "$T/sub.err")"
+fi
+[ -s "$T/sub.err" ] && fail "once: -q is quiet" "$(cat "$T/sub.err")" || ok "once: -q is quiet"
+
+# ---- 2. deltas with --state-dir -----------------------------------------------------------------
+
+start_goapp d mixed
+D=$ADDR_d
+DT="allocs,block,mutex"
+scrape_delta() {
+	"$PROFD" scrape --once --collector "$SURL" --state-dir "$T/state" --save-raw "$T/raw" --types $DT \
+		--target "$D" --service delta >"$T/delta$1.out" 2>"$T/delta$1.err"
+}
+sleep 0.5
+scrape_delta 1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c "  base " "$T/delta1.out")" -eq 1 ] && [ "$(count delta)" -eq 0 ] &&
+	grep -q "first scrape" "$T/delta1.err"; then
+	ok "delta: first run keeps the base and stores nothing (exit 0, says so)"
+else
+	fail "delta: first run" "exit $rc, $(count delta) stored; $(cat "$T/delta1.out" "$T/delta1.err")"
+fi
+nstate=$(find "$T/state" -name '*.pb.gz' | wc -l)
+[ "$nstate" -eq 3 ] && ok "delta: --state-dir holds one snapshot per cumulative type" || fail "delta: state files" "$nstate"
+sleep 1.5
+scrape_delta 2
+rc=$?
+if [ $rc -eq 0 ]; then ok "delta: second run exit 0"; else fail "delta: second run" "exit $rc: $(cat "$T/delta2.out" "$T/delta2.err")"; fi
+for t in allocs block mutex; do
+	# shellcheck disable=SC2207
+	raws=($(find "$T/raw" -name "*.$t.*.pb.gz" | sort))
+	if [ ${#raws[@]} -ne 2 ]; then
+		fail "delta $t: raw snapshots" "${#raws[@]} files"
+		continue
+	fi
+	if grep -q "unchanged" "$T/delta2.out" && [ "$(count delta $t)" -eq 0 ]; then
+		ok "delta $t: nothing happened between the runs, nothing stored (skipped)"
+		continue
+	fi
+	id=$(ids delta $t | tail -1)
+	if [ -z "$id" ]; then
+		fail "delta $t: stored" "no profile; $(cat "$T/delta2.out")"
+		continue
+	fi
+	curl -sS -o "$T/stored-$t.pb.gz" "$SURL/api/0/profiles/$id"
+	for idx in "" alloc_space alloc_objects; do
+		[ -n "$idx" ] && [ "$t" != allocs ] && continue
+		si=${idx:+-sample_index=$idx}
+		# shellcheck disable=SC2086
+		go_pprof -top -nodecount=100000 $si "$T/stored-$t.pb.gz" | sed -n '/^Showing nodes/,$p' >"$T/mine"
+		# shellcheck disable=SC2086
+		go_pprof -top -nodecount=100000 $si -base "${raws[0]}" "${raws[1]}" | sed -n '/^Showing nodes/,$p' >"$T/go"
+		if [ -s "$T/go" ]; then
+			same_output "delta $t ${idx:-default}: stored profile -top equals go tool pprof -base first second" "$T/go" "$T/mine"
+		else
+			fail "delta $t ${idx:-default}" "go tool pprof -base printed no table"
+		fi
+	done
+done
+if [ "$(count delta allocs cumulative=true)" -eq 0 ]; then ok "delta: deltas carry no cumulative label"; else fail "delta: label" "cumulative=true on a delta"; fi
+# a restart of the target on the same address: its counters start again
+kill "$PID_d"
+wait "$PID_d" 2>/dev/null
+start_goapp d mixed "$D"
+sleep 0.3
+scrape_delta 3
+rc=$?
+# shellcheck disable=SC2207
+raws=($(find "$T/raw" -name "*.allocs.*.pb.gz" | sort))
+id=$(ids delta allocs | tail -1)
+curl -sS -o "$T/stored-reset.pb.gz" "$SURL/api/0/profiles/$id"
+go_pprof -top -nodecount=100000 -sample_index=alloc_space "$T/stored-reset.pb.gz" | sed -n '/^Showing nodes/,$p' >"$T/mine"
+go_pprof -top -nodecount=100000 -sample_index=alloc_space "${raws[2]}" | sed -n '/^Showing nodes/,$p' >"$T/go"
+if [ $rc -eq 0 ] && grep -q "reset" "$T/delta3.out" && grep -q "restarted" "$T/delta3.err" && [ "$(count delta allocs)" -eq 2 ]; then
+	ok "delta: a restarted target (counters went down) is detected and counted as reset"
+	same_output "delta: after a restart the snapshot is stored as it is" "$T/go" "$T/mine"
+else
+	fail "delta: restart" "exit $rc, $(count delta allocs) allocs; $(cat "$T/delta3.out" "$T/delta3.err")"
+fi
+no_sanitizer "delta: no sanitizer report" "$T"/delta*.err
+
+# ---- 3. faults ------------------------------------------------------------------------------------
+
+cpuraw=$(find "$T/raw1" -name '*.cpu.*.pb.gz' | head -1)
+"$FAULTSRV" -busy 1 -cpu-file "$cpuraw" 2>"$T/faultsrv.log" &
+F=$(wait_line "$T/faultsrv.log" '^faultsrv: listening on \(.*\)$')
+[ -n "$F" ] || fail "setup: faultsrv" "$(cat "$T/faultsrv.log")"
+t0=$SECONDS
+"$PROFD" scrape --once --collector "$SURL" --cpu-duration 1s --timeout 2s \
+	--target "$B" --service good-f \
+	--target 127.0.0.1:1 --service down-f \
+	--target "http://$F/hang/debug/pprof" --service hang-f \
+	--target "http://$F/html/debug/pprof" --service html-f \
+	--target "http://$F/garbage/debug/pprof" --service garbage-f \
+	--target "http://$F/text/debug/pprof" --service text-f \
+	--target "http://$F/busy/debug/pprof" --service busy-f --listen 127.0.0.1:0 >"$T/faults.out" 2>"$T/faults.err"
+rc=$?
+took=$((SECONDS - t0))
+if [ $rc -eq 1 ]; then ok "faults: exit 1 when a target failed"; else fail "faults: exit 1" "exit $rc: $(cat "$T/faults.out" "$T/faults.err")"; fi
+if [ $took -le 8 ]; then ok "faults: a hanging target costs one --timeout, not more ($took s)"; else fail "faults: time" "$took s"; fi
+row() { grep "$1" "$T/faults.out" | head -1; }
+expect_row() { # NAME PATTERN CELLS-REGEX
+	if row "$2" | grep -Eq "$3"; then ok "faults: $1"; else fail "faults: $1" "$(row "$2") / $(cat "$T/faults.out")"; fi
+}
+expect_row "the good target is all ok" "^http://$B" "^http://$B/debug/pprof +good-f +ok +ok +ok\* +ok\* +ok\* +ok +ok "
+expect_row "target down = connect, every type" "^http://127.0.0.1:1/" "down-f +(connect +){7}"
+expect_row "hanging target = timeout, every type" "/hang/" "hang-f +(timeout +){7}"
+expect_row "HTML = not_pprof" "/html/" "html-f +(not_pprof +){7}"
+expect_row "garbage = not_pprof" "/garbage/" "garbage-f +(not_pprof +){7}"
+expect_row "legacy text profile = not_pprof" "/text/" "text-f +(not_pprof +){7}"
+expect_row "cpu profiling already in use: retried after --cpu-duration, then ok" "/busy/" "busy-f +ok +(http_4xx +){6}"
+if grep -q "target http://$F/html/debug/pprof type heap: not a pprof profile (got text/html; charset=utf-8, " "$T/faults.out" &&
+	grep -q "type heap: not a pprof profile (got text/html" "$T/faults.err"; then
+	ok "faults: HTML is reported as 'not a pprof profile (got text/html ...)' in the table and the log"
+else
+	fail "faults: HTML message" "$(grep html "$T/faults.out" "$T/faults.err" | head -5)"
+fi
+grep -q "/garbage/debug/pprof type cpu: not a pprof profile (got application/octet-stream, 4096 bytes of binary data" "$T/faults.out" &&
+	ok "faults: garbage is reported with its content type and size" || fail "faults: garbage message" "$(grep garbage "$T/faults.out")"
+grep -q "127.0.0.1:1/debug/pprof type heap: target down" "$T/faults.out" && ok "faults: connection refused says target down" ||
+	fail "faults: down message" "$(grep ':1/' "$T/faults.out")"
+grep -q "/hang/debug/pprof type cpu: no answer within 3s (--cpu-duration + --timeout)" "$T/faults.out" &&
+	ok "faults: the timeout message names the flags" || fail "faults: timeout message" "$(grep hang "$T/faults.out")"
+grep -q "cpu profiling already in use" "$T/faults.err" && ! grep -q "/busy/debug/pprof type cpu" "$T/faults.out" &&
+	ok "faults: cpu-in-use is logged, not reported as a failure" || fail "faults: cpu in use" "$(grep busy "$T/faults.out" "$T/faults.err")"
+got=""
+for t in $TYPES; do got="$got$(count good-f $t)"; done
+if [ "$got" = "1111111" ] && [ "$(count busy-f cpu)" -eq 1 ] && [ "$(count html-f)" -eq 0 ] && [ "$(count hang-f)" -eq 0 ]; then
+	ok "faults: the good target's 7 profiles and busy's cpu were delivered, nothing from broken targets"
+else
+	fail "faults: delivered" "good-f $got busy $(count busy-f cpu) html $(count html-f)"
+fi
+grep -q "7 of 7 target(s) failed\|6 of 7 target(s) failed" "$T/faults.err" && ok "faults: the last log line counts the failed targets" ||
+	fail "faults: last line" "$(tail -2 "$T/faults.err")"
+no_sanitizer "faults: no sanitizer report" "$T/faults.err"
+
+# ---- 4. continuous: the collector down, then back ------------------------------------------------
+
+# a port that nothing listens on, for the collector to come back on
+start_server "$T/tmpdata" || exit 0
+CPORT=${SURL##*:}
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+COLL=http://127.0.0.1:$CPORT
+"$PROFD" scrape --collector "$COLL" --interval 2s --cpu-duration 1s --types cpu,heap,goroutine,allocs \
+	--target "$A" --service cont1 --target "$C" --service cont2 --listen 127.0.0.1:0 --flush-timeout 5s \
+	2>"$T/cont.err" &
+SCR=$!
+MPORT=$(wait_line "$T/cont.err" '.*metrics listening on port \([0-9][0-9]*\).*')
+M=http://127.0.0.1:$MPORT
+metric() { curl -sS "$M/metrics" | sed -n "s/^$1 \([0-9.]*\)$/\1/p" | head -1; }
+q=0
+for ((i = 0; i < 120; i++)); do
+	q=$(metric profd_scrape_queue_length)
+	f=$(metric 'profd_scrape_posts_total{result="failed"}')
+	[ "${q:-0}" -ge 4 ] && [ "${f:-0}" -ge 1 ] && break
+	sleep 0.1
+done
+if [ "${q:-0}" -ge 4 ]; then ok "continuous: collector down: $q profiles queued, posts failing ($f)"; else fail "continuous: queue" "queue $q failed $f; $(cat "$T/cont.err")"; fi
+grep -q "keeping profiles queued" "$T/cont.err" && ok "continuous: the log says the collector is down and profiles are kept" ||
+	fail "continuous: down log" "$(cat "$T/cont.err")"
+h=$(curl -sS "$M/healthz")
+[ "$h" = "ok" ] && ok "continuous: /healthz" || fail "continuous: /healthz" "$h"
+curl -sS "$M/metrics" >"$T/metrics1"
+grep -q "^profd_scrape_target_up{target=\"http://$A/debug/pprof\",service=\"cont1\"} 1$" "$T/metrics1" &&
+	ok "continuous: /metrics shows the targets up" || fail "continuous: target_up" "$(grep target_up "$T/metrics1")"
+curl -sS "$M/targets" | grep -q "cont2" && ok "continuous: /targets lists the targets" || fail "continuous: /targets" "$(curl -sS "$M/targets")"
+start_server "$T/data2" "127.0.0.1:$CPORT" || exit 0
+for ((i = 0; i < 150; i++)); do
+	q=$(metric profd_scrape_queue_length)
+	p=$(metric profd_scrape_posts_in_flight)
+	e=$(metric profd_scrape_enqueued_total)
+	o=$(metric 'profd_scrape_posts_total{result="ok"}')
+	[ "${q:-1}" -eq 0 ] && [ "${p:-1}" -eq 0 ] && [ "${o:-0}" -ge 4 ] && [ "$e" = "$o" ] && break
+	sleep 0.1
+done
+if [ "${q:-1}" -eq 0 ] && [ "$e" = "$o" ]; then ok "continuous: collector back: queue drained ($o delivered)"; else fail "continuous: drain" "queue $q enqueued $e ok $o; $(tail -5 "$T/cont.err")"; fi
+grep -q "is back" "$T/cont.err" && ok "continuous: the log says the collector is back" || fail "continuous: back log" "$(tail -5 "$T/cont.err")"
+kill -TERM $SCR
+rc=hung
+for ((i = 0; i < 200; i++)); do
+	if ! kill -0 $SCR 2>/dev/null; then
+		wait $SCR
+		rc=$?
+		break
+	fi
+	sleep 0.05
+done
+[ "$rc" = 0 ] && ok "continuous: SIGTERM: exit 0" || fail "continuous: SIGTERM" "exit $rc; $(tail -5 "$T/cont.err")"
+delivered=$(sed -n 's/.*msg="stopped" delivered=\([0-9]*\).*/\1/p' "$T/cont.err")
+stored=$(($(count cont1) + $(count cont2)))
+if [ -n "$delivered" ] && [ "$stored" -eq "$delivered" ] && [ "$stored" -ge 4 ]; then
+	ok "continuous: every delivered profile is in the collector exactly once ($stored)"
+else
+	fail "continuous: counts" "delivered '$delivered' stored $stored"
+fi
+dups=$(for s in cont1 cont2; do curl -sS "$SURL/api/0/profiles?service=$s&from=0&to=now" |
+	grep -o '"type":"[a-z]*","service":"[a-z0-9]*","labels":[^]]*\],"created_at":"[^"]*"'; done | sort | uniq -d | wc -l)
+[ "$dups" -eq 0 ] && ok "continuous: no profile arrived twice (series, labels, created_at unique)" || fail "continuous: duplicates" "$dups"
+nbase=$(count cont1 allocs)
+grep -q "first scrape of its cumulative types" "$T/cont.err" && ok "continuous: the first allocs scrape is the base ($nbase deltas stored after it)" ||
+	fail "continuous: base log" "$(head -5 "$T/cont.err")"
+no_sanitizer "continuous: no sanitizer report" "$T/cont.err"
+
+# ---- 5. usage ---------------------------------------------------------------------------------------
+
+"$PROFD" scrape --help >"$T/help" 2>&1
+if [ $? -eq 0 ] && grep -q "Examples:" "$T/help" && grep -q "Exit codes:" "$T/help"; then ok "usage: --help"; else fail "usage: --help" "$(head -5 "$T/help")"; fi
+expect_exit "usage: no targets" 2 "no targets" "$PROFD" scrape --once
+expect_exit "usage: unknown type" 2 "unknown profile type \"bogus\"" "$PROFD" scrape --once --types cpu,bogus --target h:1 --service s
+expect_exit "usage: fractional cpu duration" 2 "whole seconds" "$PROFD" scrape --cpu-duration 1.5s --target h:1 --service s
+expect_exit "usage: target without service" 2 "has no service" "$PROFD" scrape --once --target h:1
+expect_exit "usage: bad label" 2 "KEY=VALUE" "$PROFD" scrape --once --target h:1 --service s -L novalue
+expect_exit "usage: bad interval" 2 "interval" "$PROFD" scrape --interval 0 --target h:1 --service s
+expect_exit "usage: cpu duration not shorter than the interval" 2 "shorter than --interval" "$PROFD" scrape --interval 5s --cpu-duration 5s --target h:1 --service s
+expect_exit "usage: ftp target" 2 "only http" "$PROFD" scrape --once --target ftp://h:1 --service s
+expect_exit "usage: duplicate target" 2 "given twice" "$PROFD" scrape --once --target h:1 --service s --target http://h:1/debug/pprof --service t
+expect_exit "missing --config file is exit 1" 1 "nope.txt" "$PROFD" scrape --once --config "$T/nope.txt"
+printf '# targets\n%s service=fromfile env=cfg\n' "$A" >"$T/targets.txt"
+"$PROFD" scrape --once -q --collector "$SURL" --types goroutine --config "$T/targets.txt" >"$T/cfg.out" 2>"$T/cfg.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(count fromfile goroutine env=cfg)" -eq 1 ]; then ok "--config: static targets from a file"; else fail "--config" "exit $rc; $(cat "$T/cfg.out" "$T/cfg.err")"; fi
+
+no_sanitizer "collector logs: no sanitizer report" "$T"/srv-*.log
+echo "# test_scrape.sh took $((SECONDS - t_start)) s"

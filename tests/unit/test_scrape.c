@@ -1,0 +1,886 @@
+/*
+ * test_scrape.c — lib/scrape: profile type lists, target URLs and the config
+ * file, profefe's label escaping (checked by parsing it back with the
+ * collector's own parameter code), the delivery queue (bounded, oldest
+ * dropped, order kept through requeues), schedule math (phase, jitter
+ * spread, next due, backoff), Go's "cpu profiling already in use", the
+ * delta step, the in-process store sink, and the scraper itself against an
+ * in-test HTTP server (good, HTML, busy-CPU and down targets; target list
+ * replaced while it runs).
+ */
+#include "testutil.h"
+#include "../../lib/scrape/scrape.h"
+#include "../../lib/http/params.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- types ---------------------------------------------------------------------------------- */
+
+static void test_parse_types(void **state)
+{
+	(void)state;
+	unsigned m;
+	struct pd_err err;
+	char buf[128];
+	assert_int_equal(pd_scrape_parse_types("cpu,heap", &m, &err), 0);
+	assert_int_equal(m, (1u << PD_ST_CPU) | (1u << PD_ST_HEAP));
+	assert_int_equal(pd_scrape_parse_types("all", &m, &err), 0);
+	assert_int_equal(m, PD_ST_ALL);
+	assert_int_equal(pd_scrape_parse_types(" mutex , cpu ,,cpu,", &m, &err), 0);
+	assert_int_equal(m, (1u << PD_ST_CPU) | (1u << PD_ST_MUTEX));
+	assert_string_equal(pd_scrape_types_str(m, buf, sizeof buf), "cpu,mutex");
+	assert_int_equal(pd_scrape_parse_types("allocs,block,goroutine,threadcreate", &m, &err), 0);
+	assert_string_equal(pd_scrape_types_str(m, buf, sizeof buf), "allocs,block,goroutine,threadcreate");
+	assert_int_equal(pd_scrape_parse_types("cpu,bogus", &m, &err), PD_EUSAGE);
+	assert_contains(err.msg, "unknown profile type \"bogus\"");
+	assert_contains(err.msg, "threadcreate");
+	assert_int_equal(pd_scrape_parse_types("CPU", &m, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_parse_types("", &m, &err), PD_EUSAGE);
+	assert_contains(err.msg, "no profile type");
+	assert_int_equal(pd_scrape_parse_types(" , ", &m, &err), PD_EUSAGE);
+	for (int t = 0; t < PD_ST_N; t++) {
+		assert_non_null(pd_scrape_type_name(t));
+		assert_non_null(pd_scrape_type_kind(t));
+	}
+	assert_null(pd_scrape_type_name(PD_ST_N));
+	assert_true(pd_scrape_type_cumulative(PD_ST_ALLOCS) && pd_scrape_type_cumulative(PD_ST_BLOCK) &&
+		    pd_scrape_type_cumulative(PD_ST_MUTEX));
+	assert_false(pd_scrape_type_cumulative(PD_ST_HEAP) || pd_scrape_type_cumulative(PD_ST_CPU) ||
+		     pd_scrape_type_cumulative(PD_ST_GOROUTINE));
+}
+
+/* ---- URLs and targets ---------------------------------------------------------------------- */
+
+static void expect_url(const char *in, const char *want)
+{
+	char *out = NULL;
+	struct pd_err err;
+	if (pd_scrape_normalize_url(in, &out, &err))
+		fail_msg("%s: %s", in, err.msg);
+	assert_string_equal(out, want);
+	free(out);
+}
+
+static void test_urls(void **state)
+{
+	(void)state;
+	expect_url("127.0.0.1:6060", "http://127.0.0.1:6060/debug/pprof");
+	expect_url("http://h:1", "http://h:1/debug/pprof");
+	expect_url("http://h:1/", "http://h:1/debug/pprof");
+	expect_url(" HTTPS://h/x/debug/pprof// ", "https://h/x/debug/pprof");
+	expect_url("http://[::1]:6060/debug/pprof/", "http://[::1]:6060/debug/pprof");
+	char *out = NULL;
+	struct pd_err err;
+	assert_int_equal(pd_scrape_normalize_url("ftp://h", &out, &err), PD_EUSAGE);
+	assert_contains(err.msg, "only http:// and https://");
+	assert_int_equal(pd_scrape_normalize_url("", &out, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_normalize_url("http:///x", &out, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_normalize_url("http://h/debug/pprof?x=1", &out, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_normalize_url("http://h /x", &out, &err), PD_EUSAGE);
+	assert_null(out);
+	char hp[64];
+	assert_string_equal(pd_scrape_url_hostport("http://10.0.0.7:6060/debug/pprof", hp, sizeof hp), "10.0.0.7:6060");
+	assert_string_equal(pd_scrape_url_hostport("https://u:p@h:1/x", hp, sizeof hp), "h:1");
+	char *u = pd_scrape_type_url("http://h:1/debug/pprof", PD_ST_CPU, 10);
+	assert_string_equal(u, "http://h:1/debug/pprof/profile?seconds=10");
+	free(u);
+	u = pd_scrape_type_url("http://h:1/debug/pprof", PD_ST_THREADCREATE, 10);
+	assert_string_equal(u, "http://h:1/debug/pprof/threadcreate");
+	free(u);
+	u = pd_scrape_type_url("http://h:1/debug/pprof", PD_ST_ALLOCS, 10);
+	assert_string_equal(u, "http://h:1/debug/pprof/allocs");
+	free(u);
+}
+
+static const char *label(const struct pd_scrape_target *t, const char *k)
+{
+	for (size_t i = 0; i < t->nlabels; i++)
+		if (!strcmp(t->labels[i].key, k))
+			return t->labels[i].value;
+	return NULL;
+}
+
+static void test_targets_and_config(void **state)
+{
+	(void)state;
+	struct pd_scrape_targets l = {0};
+	struct pd_err err;
+	struct pd_kv dl[] = {{(char *)"env", (char *)"prod"}};
+	const char *text = "# static targets\n"
+			   "\n"
+			   "10.0.0.7:6060 service=auth zone=a   # a comment\n"
+			   "http://10.0.0.8:6060/debug/pprof types=cpu,heap instance=web-1\n"
+			   "  http://10.0.0.9:7070/x/ service=search\n";
+	assert_int_equal(pd_scrape_parse_config(text, "t.txt", "dflt", dl, 1, &l, &err), 0);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.v[0].key, "http://10.0.0.7:6060/debug/pprof");
+	assert_string_equal(l.v[0].url, "http://10.0.0.7:6060/debug/pprof");
+	assert_string_equal(l.v[0].service, "auth");
+	assert_int_equal(l.v[0].types, 0);
+	assert_int_equal(l.v[0].nlabels, 3);
+	assert_string_equal(label(&l.v[0], "env"), "prod");
+	assert_string_equal(label(&l.v[0], "zone"), "a");
+	assert_string_equal(label(&l.v[0], "instance"), "10.0.0.7:6060");
+	assert_string_equal(l.v[1].service, "dflt");
+	assert_int_equal(l.v[1].types, (1u << PD_ST_CPU) | (1u << PD_ST_HEAP));
+	assert_int_equal(l.v[1].nlabels, 2);
+	assert_string_equal(label(&l.v[1], "instance"), "web-1");
+	assert_string_equal(l.v[2].url, "http://10.0.0.9:7070/x");
+	/* the same target again: an error naming the line */
+	assert_int_equal(pd_scrape_parse_config("10.0.0.7:6060 service=x\n", "t.txt", NULL, NULL, 0, &l, &err),
+			 PD_EINVAL);
+	assert_contains(err.msg, "t.txt:1");
+	assert_contains(err.msg, "given twice");
+	assert_int_equal(pd_scrape_parse_config("\n\nh:1\n", "t.txt", NULL, NULL, 0, &l, &err), PD_EUSAGE);
+	assert_contains(err.msg, "t.txt:3");
+	assert_contains(err.msg, "no service");
+	assert_int_equal(pd_scrape_parse_config("h:2 service=a oops\n", "t.txt", NULL, NULL, 0, &l, &err), PD_EUSAGE);
+	assert_contains(err.msg, "\"oops\"");
+	assert_int_equal(pd_scrape_parse_config("h:2 service=a types=cpu,nope\n", "f", NULL, NULL, 0, &l, &err),
+			 PD_EUSAGE);
+	assert_contains(err.msg, "f:1");
+	assert_contains(err.msg, "nope");
+	assert_int_equal(pd_scrape_parse_config("ftp://h:2 service=a\n", "f", NULL, NULL, 0, &l, &err), PD_EUSAGE);
+	assert_int_equal(l.n, 3);
+	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h/debug/pprof", "s", NULL, 0, 0, &err), 0);
+	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h2/debug/pprof", "s", NULL, 0, 0, &err), PD_EINVAL);
+	assert_int_equal(l.n, 4);
+	pd_scrape_targets_free(&l);
+	assert_int_equal(l.n, 0);
+}
+
+/* ---- escaping ----------------------------------------------------------------------------- */
+
+static char *escape(const char *s)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	assert_int_equal(pd_scrape_query_escape(s, &b), 0);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	return (char *)b.ptr;
+}
+
+/* Value of parameter k in a URL's query, decoded once (as the server does). */
+static char *param(const char *url, const char *k)
+{
+	const char *q = strchr(url, '?');
+	assert_non_null(q);
+	size_t kl = strlen(k);
+	for (const char *p = q + 1; p && *p;) {
+		const char *e = strchr(p, '&');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n > kl && !strncmp(p, k, kl) && p[kl] == '=') {
+			char *out = malloc(n + 1);
+			size_t dl;
+			struct pd_err err;
+			if (pd_api_query_unescape(p + kl + 1, n - kl - 1, out, &dl, &err))
+				fail_msg("%s: %s", k, err.msg);
+			return out;
+		}
+		p = e ? e + 1 : NULL;
+	}
+	return NULL;
+}
+
+static void test_escaping(void **state)
+{
+	(void)state;
+	char *e = escape("a b+c/d=e,f&g?h%i~j._-K\xc3\xa9");
+	/* Go: url.QueryEscape("a b+c/d=e,f&g?h%i~j._-Ké") */
+	assert_string_equal(e, "a+b%2Bc%2Fd%3De%2Cf%26g%3Fh%25i~j._-K%C3%A9");
+	free(e);
+	struct pd_kv l[] = {
+		{(char *)"version", (char *)"1.0.0+build"},
+		{(char *)"dc", (char *)"fra"},
+	};
+	struct pd_buf b = PD_BUF_INIT(0);
+	assert_int_equal(pd_scrape_labels_value(l, 2, &b), 0);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	assert_string_equal((char *)b.ptr, "version=1.0.0%2Bbuild,dc=fra");
+	pd_buf_free(&b);
+	/* the example of docs/api.md: version=1.0.0+build travels as version%3D1.0.0%252Bbuild */
+	int64_t t = 1559216942123456789LL;
+	char *u = pd_scrape_post_url("http://c:10100/", "api backend", "cpu", l, 2, t);
+	assert_non_null(u);
+	assert_string_equal(u, "http://c:10100/api/0/profiles?service=api+backend&type=cpu"
+			       "&labels=version%3D1.0.0%252Bbuild%2Cdc%3Dfra&created_at=2019-05-30T11%3A49%3A02.123456789");
+	free(u);
+	u = pd_scrape_post_url("http://c", "s", "heap", NULL, 0, 0);
+	assert_string_equal(u, "http://c/api/0/profiles?service=s&type=heap&created_at=1970-01-01T00%3A00%3A00.000000000");
+	free(u);
+
+	/* round trip through the collector's own parameter code, with every awkward byte */
+	struct pd_kv hard[] = {
+		{(char *)"k,1", (char *)"a=b,c"},  {(char *)"pod", (char *)"x+y z"}, {(char *)"pct", (char *)"100%"},
+		{(char *)"amp", (char *)"&?#/;"},  {(char *)"uni", (char *)"\xc3\xa9t\xc3\xa9"}, {(char *)"e", (char *)""},
+	};
+	u = pd_scrape_post_url("http://c", "s/1", "block", hard, ARRAY_LEN(hard), t);
+	char *svc = param(u, "service"), *typ = param(u, "type"), *lab = param(u, "labels"), *ca = param(u, "created_at");
+	assert_string_equal(svc, "s/1");
+	assert_string_equal(typ, "block");
+	struct pd_api_label *pl;
+	size_t n;
+	struct pd_err err;
+	if (pd_api_parse_labels(lab, &pl, &n, &err))
+		fail_msg("labels: %s", err.msg);
+	assert_int_equal(n, ARRAY_LEN(hard));
+	for (size_t i = 0; i < ARRAY_LEN(hard); i++) {
+		bool found = false;
+		for (size_t j = 0; j < n; j++)
+			found |= !strcmp(pl[j].key, hard[i].key) && !strcmp(pl[j].value, hard[i].value);
+		if (!found)
+			fail_msg("label %s=%s lost in %s", hard[i].key, hard[i].value, lab);
+	}
+	pd_api_labels_free(pl);
+	int64_t back;
+	assert_int_equal(pd_api_parse_time("created_at", ca, 0, &back, &err), 0);
+	assert_int_equal(back, t);
+	free(svc);
+	free(typ);
+	free(lab);
+	free(ca);
+	free(u);
+}
+
+/* ---- queue ------------------------------------------------------------------------------------ */
+
+static struct pd_queue_item *item(int tag, size_t len)
+{
+	struct pd_queue_item *it = calloc(1, sizeof *it);
+	it->body = malloc(len ? len : 1);
+	it->len = len;
+	it->type = tag;
+	return it;
+}
+
+static size_t free_list(struct pd_queue_item *ev, int *tags)
+{
+	size_t n = 0;
+	while (ev) {
+		struct pd_queue_item *next = ev->next;
+		if (tags)
+			tags[n] = ev->type;
+		n++;
+		pd_queue_item_free(ev);
+		ev = next;
+	}
+	return n;
+}
+
+static void test_queue(void **state)
+{
+	(void)state;
+	const size_t unit = 100 + sizeof(struct pd_queue_item);
+	struct pd_queue q;
+	pd_queue_init(&q, 3 * unit);
+	int tags[8];
+	for (int i = 0; i < 3; i++)
+		assert_null(pd_queue_push(&q, item(i, 100)));
+	assert_int_equal(q.n, 3);
+	assert_int_equal(q.bytes, 3 * unit);
+	/* full: the 4th and 5th push out the two oldest, in order */
+	assert_int_equal(free_list(pd_queue_push(&q, item(3, 100)), tags), 1);
+	assert_int_equal(tags[0], 0);
+	assert_int_equal(free_list(pd_queue_push(&q, item(4, 100)), tags), 1);
+	assert_int_equal(tags[0], 1);
+	assert_int_equal(q.dropped, 2);
+	assert_int_equal(q.dropped_bytes, 2 * unit);
+	assert_true(q.bytes <= q.max_bytes);
+	/* FIFO; a failed post goes back to its place: 2 3 4 -> pop 2, pop 3, requeue 3, requeue 2 */
+	struct pd_queue_item *a = pd_queue_pop(&q), *b = pd_queue_pop(&q);
+	assert_int_equal(a->type, 2);
+	assert_int_equal(b->type, 3);
+	assert_int_equal(q.n, 1);
+	assert_null(pd_queue_requeue(&q, b));
+	assert_null(pd_queue_requeue(&q, a));
+	for (int want = 2; want <= 4; want++) {
+		struct pd_queue_item *it = pd_queue_pop(&q);
+		assert_int_equal(it->type, want);
+		assert_null(pd_queue_requeue(&q, it)); /* back it goes, still first */
+		it = pd_queue_pop(&q);
+		assert_int_equal(it->type, want);
+		pd_queue_item_free(it);
+	}
+	assert_null(pd_queue_pop(&q));
+	assert_int_equal(q.n, 0);
+	assert_int_equal(q.bytes, 0);
+	/* a requeue into a queue that filled up meanwhile: the requeued item is the oldest, it goes */
+	for (int i = 10; i < 13; i++)
+		assert_null(pd_queue_push(&q, item(i, 100)));
+	a = pd_queue_pop(&q); /* 10 in flight */
+	assert_null(pd_queue_push(&q, item(13, 100)));
+	assert_int_equal(free_list(pd_queue_requeue(&q, a), tags), 1);
+	assert_int_equal(tags[0], 10);
+	/* an item larger than the whole queue evicts everything, itself included */
+	assert_int_equal(free_list(pd_queue_push(&q, item(99, 4 * unit)), tags), 4);
+	assert_int_equal(tags[0], 11);
+	assert_int_equal(tags[3], 99);
+	assert_int_equal(q.n, 0);
+	assert_int_equal(q.bytes, 0);
+	/* mixed sizes: a big item pushes out as many old ones as it needs */
+	for (int i = 20; i < 23; i++)
+		assert_null(pd_queue_push(&q, item(i, 100)));
+	assert_int_equal(free_list(pd_queue_push(&q, item(23, 200 + sizeof(struct pd_queue_item))), tags), 2);
+	assert_int_equal(tags[0], 20);
+	assert_int_equal(tags[1], 21);
+	a = pd_queue_pop(&q);
+	assert_int_equal(a->type, 22);
+	pd_queue_item_free(a);
+	pd_queue_clear(&q);
+	assert_int_equal(q.n, 0);
+	assert_int_equal(q.bytes, 0);
+}
+
+/* ---- schedule ---------------------------------------------------------------------------------- */
+
+static void test_schedule(void **state)
+{
+	(void)state;
+	const int64_t S = 1000000000LL, I = 60 * S;
+	/* phase: stable, in range, spread over the interval */
+	assert_int_equal(pd_sched_phase("http://a:1/debug/pprof", I), pd_sched_phase("http://a:1/debug/pprof", I));
+	int buckets[10] = {0};
+	char key[64];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof key, "http://10.0.%d.%d:6060/debug/pprof", i / 250, i % 250);
+		int64_t p = pd_sched_phase(key, I);
+		assert_true(p >= 0 && p < I);
+		buckets[p / (I / 10)]++;
+	}
+	for (int b = 0; b < 10; b++)
+		if (buckets[b] < 60 || buckets[b] > 140)
+			fail_msg("bucket %d has %d of 1000 targets: jitter is not spread", b, buckets[b]);
+	/* next: the first phase + k*interval strictly after */
+	assert_int_equal(pd_sched_next(0, 5 * S, I), 5 * S);
+	assert_int_equal(pd_sched_next(5 * S, 5 * S, I), 65 * S);
+	assert_int_equal(pd_sched_next(5 * S - 1, 5 * S, I), 5 * S);
+	assert_int_equal(pd_sched_next(100 * S, 5 * S, I), 125 * S);
+	assert_int_equal(pd_sched_next(-7 * S, 5 * S, I), 5 * S);
+	assert_int_equal(pd_sched_next(1000 * I + 3, 0, I), 1001 * I);
+	for (int64_t t = 0; t < 3 * I; t += 7 * S + 13) {
+		int64_t n = pd_sched_next(t, 17 * S, I);
+		assert_true(n > t && n <= t + I);
+		assert_int_equal((n - 17 * S) % I, 0);
+	}
+	/* backoff: 1s doubling, capped at 30s */
+	assert_int_equal(pd_sched_backoff(0), 0);
+	assert_int_equal(pd_sched_backoff(1), 1 * S);
+	assert_int_equal(pd_sched_backoff(2), 2 * S);
+	assert_int_equal(pd_sched_backoff(5), 16 * S);
+	assert_int_equal(pd_sched_backoff(6), 30 * S);
+	assert_int_equal(pd_sched_backoff(1000), 30 * S);
+	/* retries never go past the next regular scrape */
+	assert_int_equal(pd_sched_retry(100 * S, 1, 160 * S), 101 * S);
+	assert_int_equal(pd_sched_retry(100 * S, 3, 160 * S), 104 * S);
+	assert_int_equal(pd_sched_retry(100 * S, 3, 102 * S), 102 * S);
+	assert_int_equal(pd_sched_retry(100 * S, 40, 1000 * S), 130 * S);
+}
+
+static void test_cpu_in_use(void **state)
+{
+	(void)state;
+	/* what Go's net/http/pprof writes (serveError) */
+	const char *go = "Could not enable CPU profiling: cpu profiling already in use\n";
+	assert_true(pd_scrape_cpu_in_use(500, (const uint8_t *)go, strlen(go)));
+	assert_false(pd_scrape_cpu_in_use(200, (const uint8_t *)go, strlen(go)));
+	assert_false(pd_scrape_cpu_in_use(503, (const uint8_t *)go, strlen(go)));
+	const char *other = "Internal Server Error\n";
+	assert_false(pd_scrape_cpu_in_use(500, (const uint8_t *)other, strlen(other)));
+	assert_false(pd_scrape_cpu_in_use(500, NULL, 0));
+	assert_false(pd_scrape_cpu_in_use(500, (const uint8_t *)go, 20)); /* cut short */
+	assert_true(pd_scrape_result_down(PD_SR_TIMEOUT) && pd_scrape_result_down(PD_SR_CONNECT));
+	assert_false(pd_scrape_result_down(PD_SR_CPU_IN_USE) || pd_scrape_result_ok(PD_SR_CPU_IN_USE));
+	assert_string_equal(pd_scrape_result_name(PD_SR_NOT_PPROF), "not_pprof");
+}
+
+/* ---- profiles --------------------------------------------------------------------------------- */
+
+/* A Go heap-style profile (allocs if allocs): one sample per function,
+ * values alloc_objects, alloc_space, inuse_objects, inuse_space. */
+static void heap_pb(struct pb *p, bool allocs, const int64_t (*vals)[4], size_t n, int64_t time_ns)
+{
+	static const char *const names[] = {"main.a", "main.b", "main.c", "main.d"};
+	pb_init(p);
+	pb_sample_type(p, "alloc_objects", "count");
+	pb_sample_type(p, "alloc_space", "bytes");
+	pb_sample_type(p, "inuse_objects", "count");
+	pb_sample_type(p, "inuse_space", "bytes");
+	pb_period_type(p, "space", "bytes", 524288);
+	for (size_t i = 0; i < n; i++) {
+		pb_function(p, i + 1, names[i], "main.go", 1);
+		pb_location1(p, i + 1, 0, 0x1000 + i, i + 1, (int64_t)(10 + i));
+		uint64_t loc = i + 1;
+		pb_sample(p, &loc, 1, vals[i], 4, NULL, 0);
+	}
+	if (time_ns)
+		tb_int(&p->b, PF_TIME_NANOS, time_ns);
+	if (allocs)
+		tb_int(&p->b, PF_DEFAULT_SAMPLE_TYPE, pb_s(p, "alloc_space"));
+	pb_finish(p);
+}
+
+static struct pd_profile *heap_profile(bool allocs, const int64_t (*vals)[4], size_t n, int64_t time_ns)
+{
+	struct pb p;
+	heap_pb(&p, allocs, vals, n, time_ns);
+	struct pd_profile *r = pb_decode(&p);
+	pb_free(&p);
+	return r;
+}
+
+static int64_t value_of(const struct pd_profile *p, const char *fn, int t)
+{
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_location *l = &p->locations[p->samples[i].locs[0]];
+		if (!strcmp(tu_str(p, p->functions[l->lines[0].function].name), fn))
+			return p->samples[i].values[t];
+	}
+	return 0;
+}
+
+static void test_delta_step(void **state)
+{
+	(void)state;
+	const int64_t S = 1000000000LL;
+	int64_t v1[][4] = {{10, 1000, 1, 100}, {5, 500, 5, 500}};
+	int64_t v2[][4] = {{15, 1600, 2, 200}, {5, 500, 1, 100}, {3, 30, 3, 30}};
+	struct pd_profile *a = heap_profile(true, v1, 2, 100 * S), *b = heap_profile(true, v2, 3, 160 * S);
+	assert_string_equal(pd_profile_kind(a), "allocs");
+	struct pd_profile *d = NULL;
+	int r = -1;
+	struct pd_err err;
+	assert_int_equal(pd_scrape_delta_step(a, NULL, &r, &d, &err), 0);
+	assert_int_equal(r, PD_SR_BASE);
+	assert_null(d);
+	assert_int_equal(pd_scrape_delta_step(b, a, &r, &d, &err), 0);
+	assert_int_equal(r, PD_SR_OK);
+	assert_non_null(d);
+	assert_int_equal(value_of(d, "main.a", 0), 5);
+	assert_int_equal(value_of(d, "main.a", 1), 600);
+	assert_int_equal(value_of(d, "main.b", 0), 0); /* b's counters did not move... */
+	assert_int_equal(value_of(d, "main.b", 3), -400); /* ...but its in-use bytes went down (as -base shows) */
+	assert_int_equal(value_of(d, "main.c", 1), 30);
+	assert_int_equal(d->time_nanos, 160 * S);
+	assert_int_equal(d->duration_nanos, 60 * S);
+	pd_profile_free(d);
+	/* nothing happened */
+	assert_int_equal(pd_scrape_delta_step(b, b, &r, &d, &err), 0);
+	assert_int_equal(r, PD_SR_UNCHANGED);
+	assert_null(d);
+	/* a restart: counters went down */
+	assert_int_equal(pd_scrape_delta_step(a, b, &r, &d, &err), 0);
+	assert_int_equal(r, PD_SR_RESET);
+	assert_null(d);
+	/* another kind of profile answers now: a restart too */
+	struct tb t;
+	tb_init(&t);
+	tu_minimal(&t);
+	struct pd_profile *cpu = tu_decode(&t);
+	tb_free(&t);
+	assert_int_equal(pd_scrape_delta_step(cpu, a, &r, &d, &err), 0);
+	assert_int_equal(r, PD_SR_RESET);
+	pd_profile_free(cpu);
+	pd_profile_free(a);
+	pd_profile_free(b);
+}
+
+/* ---- the in-process sink ---------------------------------------------------------------------- */
+
+static char tmpdir[256];
+
+static int collect(void *ctx, const struct pd_profile_meta *m)
+{
+	struct pd_profile_meta *out = ctx;
+	*out = *m;
+	out->labels = NULL;
+	out->nlabels = m->nlabels;
+	return 0;
+}
+
+static void test_store_sink(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/profd-scrape-test.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	struct pd_store *st;
+	struct pd_err err;
+	if (pd_store_open_sqlite(tmpdir, NULL, &st, &err))
+		fail_msg("open: %s", err.msg);
+	int64_t v[][4] = {{1, 2, 3, 4}};
+	struct pb p;
+	heap_pb(&p, false, v, 1, 0);
+	struct pd_kv l[] = {{(char *)"instance", (char *)"h:1"}, {(char *)"env", (char *)"a b"}};
+	const int64_t t = 1700000000123456789LL;
+	struct pd_scrape_item it = {"auth", "heap", l, 2, t, p.b.p, p.b.len};
+	struct pd_profile_meta m;
+	memset(&m, 0, sizeof m);
+	if (pd_scrape_store_ingest(st, &it, &m, &err))
+		fail_msg("ingest: %s", err.msg);
+	assert_string_equal(m.service, "auth");
+	assert_string_equal(m.type, "heap");
+	assert_int_equal(m.created_ns, t);
+	assert_int_equal(m.nlabels, 2);
+	pd_meta_clear(&m);
+	struct pd_store_query q = {"auth", "heap", l, 2, 0, INT64_MAX, 0};
+	struct pd_profile_meta found;
+	memset(&found, 0, sizeof found);
+	assert_int_equal(pd_store_find(st, &q, collect, &found, &err), 0);
+	assert_int_equal(found.created_ns, t);
+	assert_int_equal(found.nlabels, 2);
+	/* without a meta out, and a refused profile */
+	assert_int_equal(pd_scrape_store_ingest(st, &it, NULL, &err), 0);
+	struct pd_scrape_item bad = {"auth", "heap", NULL, 0, t, (const uint8_t *)"<html>", 6};
+	assert_int_not_equal(pd_scrape_store_ingest(st, &bad, NULL, &err), 0);
+	pb_free(&p);
+	pd_store_close(st);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ---- the scraper against an in-test HTTP server ------------------------------------------------ */
+
+struct srv {
+	struct MHD_Daemon *d;
+	unsigned port;
+	struct pd_buf heap, cpu;
+	atomic_int busy_left; /* CPU answers "already in use" this many times */
+	atomic_int requests;
+};
+
+static enum MHD_Result srv_answer(struct MHD_Connection *c, unsigned status, const void *p, size_t n,
+				  const char *ctype)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(r, "Content-Type", ctype);
+	enum MHD_Result ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result srv_req(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			       const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)method;
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	static int marker;
+	struct srv *s = cls;
+	if (!*con_cls) {
+		*con_cls = &marker;
+		return MHD_YES;
+	}
+	atomic_fetch_add(&s->requests, 1);
+	if (!strncmp(url, "/good/", 6)) {
+		if (strstr(url, "/profile"))
+			return srv_answer(c, 200, s->cpu.ptr, s->cpu.len, "application/octet-stream");
+		if (strstr(url, "/heap"))
+			return srv_answer(c, 200, s->heap.ptr, s->heap.len, "application/octet-stream");
+		return srv_answer(c, 404, "404 page not found\n", 19, "text/plain; charset=utf-8");
+	}
+	if (!strncmp(url, "/html/", 6))
+		return srv_answer(c, 200, "<!DOCTYPE html><html><body>hello</body></html>", 46, "text/html; charset=utf-8");
+	if (!strncmp(url, "/busy/", 6)) {
+		if (atomic_fetch_sub(&s->busy_left, 1) > 0) {
+			const char *m = "Could not enable CPU profiling: cpu profiling already in use\n";
+			return srv_answer(c, 500, m, strlen(m), "text/plain; charset=utf-8");
+		}
+		return srv_answer(c, 200, s->cpu.ptr, s->cpu.len, "application/octet-stream");
+	}
+	if (!strncmp(url, "/wrong/", 7)) /* a cpu profile where a heap profile should be */
+		return srv_answer(c, 200, s->cpu.ptr, s->cpu.len, "application/octet-stream");
+	return srv_answer(c, 404, "404 page not found\n", 19, "text/plain; charset=utf-8");
+}
+
+static void srv_start(struct srv *s)
+{
+	memset(s, 0, sizeof *s);
+	int64_t v[][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}};
+	struct pb p;
+	heap_pb(&p, false, v, 2, 0);
+	s->heap = (struct pd_buf)PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_append(&s->heap, p.b.p, p.b.len), 0);
+	pb_free(&p);
+	struct tb t;
+	tb_init(&t);
+	tu_minimal(&t);
+	s->cpu = (struct pd_buf)PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_append(&s->cpu, t.p, t.len), 0);
+	tb_free(&t);
+	struct sockaddr_in sa = {0};
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(0x7f000001);
+	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, srv_req, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+	assert_non_null(s->d);
+	s->port = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT)->port;
+}
+
+static void srv_stop(struct srv *s)
+{
+	MHD_stop_daemon(s->d);
+	pd_buf_free(&s->heap);
+	pd_buf_free(&s->cpu);
+}
+
+static void add_target(struct pd_scrape_targets *l, const struct srv *s, const char *path, const char *service,
+		       unsigned types)
+{
+	char url[128];
+	struct pd_err err;
+	if (strchr(path, ':'))
+		snprintf(url, sizeof url, "%s", path);
+	else
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/%s/debug/pprof", s->port, path);
+	struct pd_kv lab = {(char *)"tag", (char *)path};
+	assert_int_equal(pd_scrape_targets_add(l, url, url, service, &lab, 1, types, &err), 0);
+}
+
+static struct pd_store *open_tmp_store(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/profd-scrape-test.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	struct pd_store *st;
+	struct pd_err err;
+	if (pd_store_open_sqlite(tmpdir, NULL, &st, &err))
+		fail_msg("open: %s", err.msg);
+	return st;
+}
+
+static void close_tmp_store(struct pd_store *st)
+{
+	pd_store_close(st);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static int count_one(void *ctx, const struct pd_profile_meta *m)
+{
+	(void)m;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+static size_t count(struct pd_store *st, const char *svc, const char *type)
+{
+	struct pd_store_query q = {svc, type, NULL, 0, 0, INT64_MAX, 0};
+	size_t n = 0;
+	struct pd_err err;
+	assert_int_equal(pd_store_find(st, &q, count_one, &n, &err), 0);
+	return n;
+}
+
+static void test_scraper_once(void **state)
+{
+	(void)state;
+	struct srv srv;
+	srv_start(&srv);
+	atomic_store(&srv.busy_left, 1);
+	struct pd_store *st = open_tmp_store();
+	struct pd_scrape_config c;
+	pd_scrape_config_default(&c);
+	c.store = st;
+	c.once = true;
+	c.cpu_ns = 1000000000LL;
+	c.timeout_ns = 2000000000LL;
+	c.log = NULL;
+	struct pd_scrape_targets l = {0};
+	unsigned ch = (1u << PD_ST_CPU) | (1u << PD_ST_HEAP);
+	add_target(&l, &srv, "good", "good", ch | (1u << PD_ST_GOROUTINE));
+	add_target(&l, &srv, "html", "html", 1u << PD_ST_HEAP);
+	add_target(&l, &srv, "busy", "busy", 1u << PD_ST_CPU);
+	add_target(&l, &srv, "wrong", "wrong", 1u << PD_ST_HEAP);
+	add_target(&l, &srv, "http://127.0.0.1:1/debug/pprof", "down", ch);
+	struct pd_scraper *s;
+	struct pd_err err;
+	assert_int_equal(pd_scraper_new(&c, &s, &err), 0);
+	assert_int_equal(pd_scraper_set_targets(s, &l, &err), 0);
+	double t0 = pd_now();
+	assert_int_equal(pd_scraper_run(s, &err), 0);
+	double took = pd_now() - t0;
+	assert_true(took >= 0.9 && took < 10); /* one CPU retry after --cpu-duration */
+	struct pd_buf sum = PD_BUF_INIT(0);
+	size_t failed = pd_scraper_summary(s, &sum);
+	assert_int_equal(pd_buf_append(&sum, "", 1), 0);
+	const char *txt = (const char *)sum.ptr;
+	assert_int_equal(failed, 4); /* good: goroutine 404; html; wrong; down */
+	assert_contains(txt, "TARGET");
+	assert_contains(txt, "GOROUTINE");
+	assert_contains(txt, "type heap: not a pprof profile (got text/html; charset=utf-8, 46 bytes: \"<!DOCTYPE html>");
+	assert_contains(txt, "type heap: got a cpu profile");
+	assert_contains(txt, "type goroutine: HTTP 404");
+	assert_contains(txt, "http://127.0.0.1:1/debug/pprof type cpu: target down");
+	assert_true(strstr(txt, "busy") && !strstr(txt, "busy/debug/pprof type cpu")); /* retried, then ok */
+	pd_buf_free(&sum);
+	struct pd_scrape_totals t;
+	pd_scraper_totals(s, &t);
+	assert_int_equal(t.scrapes[PD_SR_OK], 3); /* good cpu + heap, busy cpu */
+	assert_int_equal(t.scrapes[PD_SR_CPU_IN_USE], 1);
+	assert_int_equal(t.scrapes[PD_SR_NOT_PPROF], 1);
+	assert_int_equal(t.scrapes[PD_SR_WRONG_KIND], 1);
+	assert_int_equal(t.scrapes[PD_SR_HTTP_4XX], 1);
+	assert_int_equal(t.scrapes[PD_SR_CONNECT], 2);
+	assert_int_equal(t.stored, 3);
+	assert_int_equal(count(st, "good", "heap"), 1);
+	assert_int_equal(count(st, "good", "cpu"), 1);
+	assert_int_equal(count(st, "busy", "cpu"), 1);
+	assert_int_equal(count(st, "html", NULL), 0);
+	struct pd_buf m = PD_BUF_INIT(0);
+	assert_int_equal(pd_scraper_metrics(s, &m), 0);
+	assert_int_equal(pd_buf_append(&m, "", 1), 0);
+	const char *mt = (const char *)m.ptr;
+	assert_contains(mt, "profd_scrape_targets 5\n");
+	assert_contains(mt, "profd_scrape_scrapes_total{type=\"cpu\",result=\"cpu_in_use\"} 1\n");
+	assert_contains(mt, "profd_scrape_scrapes_total{type=\"heap\",result=\"not_pprof\"} 1\n");
+	assert_contains(mt, "profd_scrape_target_up{target=\"http://127.0.0.1:1/debug/pprof\",service=\"down\"} 0\n");
+	assert_contains(mt, "profd_scrape_target_last_error{target=\"http://127.0.0.1:1/debug/pprof\",service=\"down\","
+			    "reason=\"connect\"} 1\n");
+	assert_contains(mt, "profd_scrape_stored_total{result=\"ok\"} 3\n");
+	char want[200];
+	snprintf(want, sizeof want, "profd_scrape_target_up{target=\"http://127.0.0.1:%u/busy/debug/pprof\",service=\"busy\"} 1\n",
+		 srv.port);
+	assert_contains(mt, want); /* cpu in use is not down */
+	pd_buf_free(&m);
+	pd_scraper_free(s);
+	pd_scrape_targets_free(&l);
+	close_tmp_store(st);
+	srv_stop(&srv);
+}
+
+struct runner {
+	struct pd_scraper *s;
+	int rc;
+};
+static void *run(void *arg)
+{
+	struct runner *r = arg;
+	struct pd_err err;
+	r->rc = pd_scraper_run(r->s, &err);
+	return NULL;
+}
+
+static size_t summary_has(struct pd_scraper *s, const char *needle)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	pd_scraper_summary(s, &b);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	bool r = strstr((const char *)b.ptr, needle) != NULL;
+	pd_buf_free(&b);
+	return r;
+}
+
+/* The value of the first /metrics series that starts with prefix, -1 if none. */
+static long metric(struct pd_scraper *s, const char *prefix)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	assert_int_equal(pd_scraper_metrics(s, &b), 0);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	long v = -1;
+	for (const char *l = (const char *)b.ptr; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, prefix, strlen(prefix))) {
+			const char *sp = strchr(l, ' ');
+			v = sp ? strtol(sp + 1, NULL, 10) : -1;
+			break;
+		}
+	pd_buf_free(&b);
+	return v;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+static void test_scraper_targets_change(void **state)
+{
+	(void)state;
+	struct srv srv;
+	srv_start(&srv);
+	struct pd_store *st = open_tmp_store();
+	struct pd_scrape_config c;
+	pd_scrape_config_default(&c);
+	c.store = st;
+	c.interval_ns = 1000000000LL;
+	c.cpu_ns = 1000000000LL;
+	c.types = 1u << PD_ST_HEAP;
+	c.log = NULL;
+	struct pd_scrape_targets l = {0};
+	add_target(&l, &srv, "good", "one", 0);
+	add_target(&l, &srv, "html", "two", 0);
+	struct pd_scraper *s;
+	struct pd_err err;
+	assert_int_equal(pd_scraper_new(&c, &s, &err), 0);
+	assert_int_equal(pd_scraper_set_targets(s, &l, &err), 0);
+	pd_scrape_targets_free(&l);
+	struct runner r = {s, -1};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run, &r), 0);
+	/* within one interval (+ slack) both are scraped, each at its own phase */
+	for (int i = 0; i < 200 && !(summary_has(s, "not_pprof") && count(st, "one", "heap") >= 1); i++)
+		sleep_ms(50);
+	assert_true(summary_has(s, "not_pprof"));
+	assert_true(count(st, "one", "heap") >= 1);
+	char ok_one[200];
+	snprintf(ok_one, sizeof ok_one,
+		 "profd_scrape_target_scrapes_total{target=\"http://127.0.0.1:%u/good/debug/pprof\",service=\"one\","
+		 "outcome=\"ok\"}",
+		 srv.port);
+	for (int i = 0; i < 200 && metric(s, ok_one) < 2; i++)
+		sleep_ms(50);
+	long ok_before = metric(s, ok_one);
+	assert_true(ok_before >= 2);
+	/* replace the list: "one" stays (state kept), "two" goes, "three" comes */
+	add_target(&l, &srv, "good", "one", 0);
+	add_target(&l, &srv, "wrong", "three", 0);
+	assert_int_equal(pd_scraper_set_targets(s, &l, &err), 0);
+	pd_scrape_targets_free(&l);
+	for (int i = 0; i < 200 && !summary_has(s, "wrong_kind"); i++)
+		sleep_ms(50);
+	assert_true(summary_has(s, "wrong_kind"));
+	assert_false(summary_has(s, "/html/"));
+	assert_false(summary_has(s, "not_pprof"));
+	assert_true(summary_has(s, "/good/"));
+	assert_true(metric(s, ok_one) >= ok_before); /* its counters went on: the same state */
+	size_t before = count(st, "one", "heap");
+	/* "one" kept its slot and is scraped again within an interval or so */
+	for (int i = 0; i < 200 && count(st, "one", "heap") <= before; i++)
+		sleep_ms(50);
+	assert_true(count(st, "one", "heap") > before);
+	struct pd_buf m = PD_BUF_INIT(0);
+	assert_int_equal(pd_scraper_metrics(s, &m), 0);
+	assert_int_equal(pd_buf_append(&m, "", 1), 0);
+	assert_contains((const char *)m.ptr, "profd_scrape_targets 2\n");
+	pd_buf_free(&m);
+	pd_scraper_stop(s);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, 0);
+	pd_scraper_free(s);
+	close_tmp_store(st);
+	srv_stop(&srv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_types),
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_targets_and_config),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_queue),
+		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_cpu_in_use),
+		cmocka_unit_test(test_delta_step),
+		cmocka_unit_test(test_store_sink),
+		cmocka_unit_test(test_scraper_once),
+		cmocka_unit_test(test_scraper_targets_change),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
