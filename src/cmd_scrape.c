@@ -1,18 +1,22 @@
 /*
  * cmd_scrape.c — `profd scrape`: pull Go pprof endpoints and push the
  * profiles to a collector (profd serve or profefe). This file is the static
- * discovery source (--target, --config) and the process around the library
- * loop (lib/scrape): flags, signals, the --once summary and exit code.
+ * discovery source (--target, --config), the wiring of Kubernetes discovery
+ * (lib/scrape/kube.c over lib/kube: kubeconfig or in-cluster, -n/-A/-l) and
+ * the process around the library loop (lib/scrape): flags, signals, the
+ * --once summary and exit code.
  *
  * Threads: main blocks SIGINT/SIGTERM before anything starts, runs the
- * scrape loop in a thread of its own and waits for a signal or for the loop
- * to end (--once); a signal asks the loop to stop, which delivers what is
- * queued for up to --flush-timeout.
+ * scrape loop in a thread of its own (and, continuous with Kubernetes, the
+ * list+watch in another) and waits for a signal or for the loop to end
+ * (--once); a signal stops discovery and asks the loop to stop, which
+ * delivers what is queued for up to --flush-timeout.
  */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "version.h"
 #include "../lib/http/params.h"
+#include "../lib/kube/kube.h"
 #include "../lib/scrape/scrape.h"
 
 #include <errno.h>
@@ -28,6 +32,7 @@
 static const char usage_text[] =
 	"Usage: profd scrape [options] --target URL [--service NAME] [-L KEY=VALUE]... [--target ...]\n"
 	"       profd scrape [options] --config FILE\n"
+	"       profd scrape [options] [--kubeconfig FILE] [--context NAME] [-n NS | -A] [-l SELECTOR]\n"
 	"\n"
 	"Pull profiles from Go services that serve net/http/pprof and push them to a\n"
 	"collector (`profd serve`, or a profefe collector) through API v0. Without\n"
@@ -47,6 +52,30 @@ static const char usage_text[] =
 	"      --config FILE         static targets, one per line:\n"
 	"                              URL [service=NAME] [types=cpu,heap] [KEY=VALUE]...\n"
 	"                            (KEY=VALUE words are labels; '#' starts a comment)\n"
+	"\n"
+	"Kubernetes discovery (pods annotated profefe.com/enable: \"true\"; combines with\n"
+	"the static targets). On when any of these flags is given, or when running in a\n"
+	"pod (KUBERNETES_SERVICE_HOST set) without static targets:\n"
+	"      --kubernetes          discover pods (the kubeconfig kubectl would use, else\n"
+	"                            the pod's service account)\n"
+	"      --kubeconfig FILE     kubeconfig (default $KUBECONFIG, else ~/.kube/config;\n"
+	"                            in a pod without one: the service account)\n"
+	"      --context NAME        kubeconfig context (default its current-context)\n"
+	"  -n, --namespace NS        only pods in NS (default: the context's namespace; in a\n"
+	"                            pod, its own)\n"
+	"  -A, --all-namespaces      pods in every namespace\n"
+	"  -l, --selector SELECTOR   only pods with these labels (app=web,tier!=db, ...)\n"
+	"      --pod-labels LIST     pod labels copied to the profiles when a pod has them\n"
+	"                            (default app,version,app.kubernetes.io/name,\n"
+	"                            app.kubernetes.io/version; \"\" = none)\n"
+	"  A pod is scraped when it is Running, has a pod IP and is not being deleted, at\n"
+	"  http://PODIP:PORT/PATH, as its annotations say:\n"
+	"    profefe.com/port     port number or container port name (default 6060)\n"
+	"    profefe.com/path     where the pprof handlers are (default /debug/pprof)\n"
+	"    profefe.com/service  default: the owning Deployment, StatefulSet, DaemonSet,\n"
+	"                         CronJob... (the pod itself if it has no owner)\n"
+	"  Labels: namespace, pod, container, node, the --pod-labels, and -L given before\n"
+	"  any --target. Needs RBAC get, list, watch on pods.\n"
 	"\n"
 	"Scraping:\n"
 	"      --types LIST          profile types, comma-separated, or all (default):\n"
@@ -94,14 +123,18 @@ static const char usage_text[] =
 	"  profd scrape --collector http://profd:10100 --config targets.txt --types cpu,heap --listen :9100\n"
 	"  # a cron job that stores allocation deltas between its runs\n"
 	"  profd scrape --once --state-dir /var/lib/profd-scrape --config targets.txt\n"
+	"  # every annotated pod of the cluster (in a pod: the service account)\n"
+	"  profd scrape -A --collector http://profd:10100 --listen :9100\n"
+	"  # one pass over the annotated pods of namespace shop, from a laptop\n"
+	"  profd scrape --once --kubeconfig ~/.kube/config --context prod -n shop -l app=web\n"
 	"\n"
 	"Logs (ts=... level=... msg=\"...\") go to stderr; --once prints its table on stdout.\n"
 	"\n"
 	"Exit codes: 0 every profile scraped and delivered (--once; a first snapshot kept\n"
 	"as the delta base and an empty profile count as done), or a clean shutdown;\n"
 	"1 a target failed or a profile was not delivered (--once), or cannot start\n"
-	"(--listen address in use, --state-dir not writable, unreadable --config);\n"
-	"2 usage error.\n";
+	"(--listen address in use, --state-dir not writable, unreadable --config, no\n"
+	"usable kubeconfig; --once: the pod list failed); 2 usage error.\n";
 
 static int parse_size(const char *s, size_t *out)
 {
@@ -177,6 +210,38 @@ static int add_label(struct pd_kv **v, size_t *n, size_t *cap, char *arg)
 	return 0;
 }
 
+/* A Kubernetes namespace name (RFC 1123 label). */
+static bool dns_label(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* "a, b,c" -> strings cut in place (s is ours); empty elements skipped. */
+static int split_list(char *s, char ***out, size_t *n)
+{
+	size_t cap = 0;
+	*n = 0;
+	for (char *save = NULL, *p = strtok_r(s, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t l = strlen(p);
+		while (l && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+			p[--l] = 0;
+		if (!l)
+			continue;
+		if (pd_grow((void **)out, &cap, *n + 1, sizeof **out))
+			return -1;
+		(*out)[(*n)++] = p;
+	}
+	return 0;
+}
+
 struct runner {
 	struct pd_scraper *s;
 	struct pd_err err;
@@ -213,10 +278,20 @@ int cmd_scrape(int argc, char **argv)
 	struct pd_buf cfgtext = PD_BUF_INIT(16u << 20);
 	struct pd_kv *all = NULL;
 	char **norm = NULL;
+	/* Kubernetes discovery */
+	bool kube = false, all_ns = false;
+	const char *kubeconfig = NULL, *kcontext = NULL, *kns = NULL, *ksel = NULL;
+	char *pod_labels_arg = NULL, **pod_labels = NULL;
+	size_t npod_labels = 0;
+	char default_pod_labels[] = PD_SCRAPE_KUBE_POD_LABELS; /* split_list cuts it */
+	struct pd_kube_config *kcfg = NULL;
+	struct pd_kube_client *kclient = NULL;
+	struct pd_scrape_kube *kd = NULL;
+	size_t nkube = 0;
 
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
-		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY
+		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
@@ -236,6 +311,13 @@ int cmd_scrape(int argc, char **argv)
 		{"save-raw", required_argument, 0, O_RAW},
 		{"listen", required_argument, 0, O_LISTEN},
 		{"flush-timeout", required_argument, 0, O_FLUSH},
+		{"kubernetes", no_argument, 0, O_KUBE},
+		{"kubeconfig", required_argument, 0, O_KUBECONFIG},
+		{"context", required_argument, 0, O_CONTEXT},
+		{"namespace", required_argument, 0, 'n'},
+		{"all-namespaces", no_argument, 0, 'A'},
+		{"selector", required_argument, 0, 'l'},
+		{"pod-labels", required_argument, 0, O_PODLABELS},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -244,8 +326,43 @@ int cmd_scrape(int argc, char **argv)
 	long v;
 	struct pd_err err;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "L:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "L:n:Al:qh", opts, NULL)) != -1) {
 		switch (c) {
+		case O_KUBE: kube = true; break;
+		case O_KUBECONFIG:
+			if (!*optarg) {
+				cli_usage_error("scrape", "--kubeconfig must not be empty");
+				goto out;
+			}
+			kubeconfig = optarg;
+			kube = true;
+			break;
+		case O_CONTEXT:
+			if (!*optarg) {
+				cli_usage_error("scrape", "--context must not be empty");
+				goto out;
+			}
+			kcontext = optarg;
+			kube = true;
+			break;
+		case 'n':
+			if (!dns_label(optarg)) {
+				cli_usage_error("scrape", "-n: \"%s\" is not a namespace name (lower case letters, digits, '-')",
+						optarg);
+				goto out;
+			}
+			kns = optarg;
+			kube = true;
+			break;
+		case 'A': all_ns = kube = true; break;
+		case 'l':
+			ksel = optarg;
+			kube = true;
+			break;
+		case O_PODLABELS:
+			pod_labels_arg = optarg;
+			kube = true;
+			break;
 		case O_COLL: cfg.collector = optarg; break;
 		case O_TARGET:
 			if (pd_grow((void **)&specs, &capspecs, nspecs + 1, sizeof *specs)) {
@@ -360,6 +477,19 @@ int cmd_scrape(int argc, char **argv)
 		}
 	}
 
+	/* in a pod with nothing else to scrape: zero config */
+	{
+		const char *h = getenv("KUBERNETES_SERVICE_HOST");
+		if (!kube && !nspecs && !config_file && h && *h)
+			kube = true;
+	}
+	if (!pod_labels_arg)
+		pod_labels_arg = default_pod_labels;
+	if (kube && split_list(pod_labels_arg, &pod_labels, &npod_labels)) {
+		ret = EXIT_INPUT;
+		goto out;
+	}
+
 	/* the static discovery source: --target and --config into one list */
 	norm = calloc(nspecs + 1, sizeof *norm);
 	if (!norm) {
@@ -417,9 +547,41 @@ int cmd_scrape(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!targets.n) {
-		cli_usage_error("scrape", "no targets: give --target URL --service NAME, or --config FILE");
+	if (!targets.n && !kube) {
+		cli_usage_error("scrape", "no targets: give --target URL --service NAME, or --config FILE, or -A, "
+					  "-n NS or --kubernetes for the annotated pods of a Kubernetes cluster");
 		goto out;
+	}
+	if (kube) {
+		struct pd_kube_opts ko = {.mode = PD_KUBE_AUTO, .kubeconfig = kubeconfig, .context = kcontext};
+		/* the service-account directory, for tests (default: the real one) */
+		ko.sa_dir = getenv("PROFD_KUBE_SA_DIR");
+		ret = EXIT_INPUT;
+		if (pd_kube_config_load(&ko, &kcfg, &err)) {
+			cli_error("scrape: kubernetes: %s", err.msg);
+			goto out;
+		}
+		struct pd_kube_client_opts co = {.timeout_ms = 30000, .user_agent = "profd-scrape/" PD_VERSION};
+		if (pd_kube_client_new(kcfg, &co, &kclient, &err)) {
+			cli_error("scrape: kubernetes: %s", err.msg);
+			goto out;
+		}
+		if (!all_ns && !kns)
+			kns = kcfg->namespace && *kcfg->namespace ? kcfg->namespace : "default";
+		if (all_ns)
+			kns = NULL;
+		if (!cfg.quiet) {
+			if (kcfg->source == PD_KUBE_SRC_IN_CLUSTER)
+				log_line("level=info component=kube msg=\"Kubernetes API %s (in-cluster service account), %s%s%s%s\"",
+					 kcfg->server, kns ? "namespace " : "all namespaces", kns ? kns : "",
+					 ksel ? ", selector " : "", ksel ? ksel : "");
+			else
+				log_line("level=info component=kube msg=\"Kubernetes API %s (%s, context %s), %s%s%s%s\"",
+					 kcfg->server, kcfg->origin, kcfg->context ? kcfg->context : "",
+					 kns ? "namespace " : "all namespaces", kns ? kns : "", ksel ? ", selector " : "",
+					 ksel ? ksel : "");
+		}
+		ret = EXIT_USAGE;
 	}
 
 	/* Signals are taken by this thread only: block them before any thread starts. */
@@ -440,6 +602,35 @@ int cmd_scrape(int argc, char **argv)
 		cli_error("scrape: %s", err.msg);
 		goto out;
 	}
+	if (kube) {
+		struct pd_scrape_kube_opts kopts = {
+			.namespace = kns,
+			.selector = ksel,
+			.pod_labels = (const char *const *)pod_labels,
+			.npod_labels = npod_labels,
+			.labels = dlabels,
+			.nlabels = ndl,
+			.log = stderr,
+			.quiet = cfg.quiet,
+		};
+		if (pd_scrape_kube_new(s, kclient, &kopts, &targets, &kd, &err)) {
+			cli_error("scrape: %s", err.msg);
+			goto out;
+		}
+		if (cfg.once) {
+			if (pd_scrape_kube_sync(kd, &nkube, &err)) {
+				cli_error("scrape: kubernetes: %s", err.msg);
+				goto out;
+			}
+			if (!targets.n && !nkube) {
+				log_line("level=warn component=scrape msg=\"no targets: no Running pod annotated "
+					 "profefe.com/enable=true in %s%s\"",
+					 kns ? "namespace " : "any namespace", kns ? kns : "");
+				ret = EXIT_OK;
+				goto out;
+			}
+		}
+	}
 	if (listen_addr) {
 		if (pd_scrape_http_start(s, listen_addr, &http, &err)) {
 			cli_error("scrape: --listen: %s", err.msg);
@@ -450,6 +641,10 @@ int cmd_scrape(int argc, char **argv)
 			 pd_scrape_http_port(http), listen_addr);
 	}
 
+	if (kd && !cfg.once && pd_scrape_kube_start(kd, &err)) {
+		cli_error("scrape: %s", err.msg);
+		goto out;
+	}
 	struct runner r = {.s = s};
 	pthread_t th;
 	if (pthread_create(&th, NULL, run_thread, &r)) {
@@ -465,6 +660,7 @@ int cmd_scrape(int argc, char **argv)
 			if (!cfg.quiet)
 				log_line("level=info component=scrape msg=\"%s: stopping\"",
 					 sig == SIGINT ? "SIGINT" : "SIGTERM");
+			pd_scrape_kube_stop(kd);
 			pd_scraper_stop(s);
 		}
 	}
@@ -486,7 +682,7 @@ int cmd_scrape(int argc, char **argv)
 		if (failed || !cfg.quiet)
 			log_line("level=%s component=scrape msg=\"%zu of %zu target(s) failed; %llu profile(s) delivered, %llu "
 			 "refused, %llu not delivered\"",
-			 failed ? "warn" : "info", failed, targets.n, (unsigned long long)t.posts_ok,
+			 failed ? "warn" : "info", failed, targets.n + nkube, (unsigned long long)t.posts_ok,
 			 (unsigned long long)t.posts_refused,
 			 (unsigned long long)(t.enqueued - t.posts_ok - t.posts_refused));
 	} else {
@@ -498,7 +694,11 @@ int cmd_scrape(int argc, char **argv)
 	}
 out:
 	pd_scrape_http_stop(http);
+	pd_scrape_kube_free(kd);
 	pd_scraper_free(s);
+	pd_kube_client_free(kclient);
+	pd_kube_config_free(kcfg);
+	free(pod_labels);
 	pd_scrape_targets_free(&targets);
 	if (norm)
 		for (size_t i = 0; i < nspecs; i++)

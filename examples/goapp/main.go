@@ -15,6 +15,11 @@
 // Usage:
 //
 //	goapp [-addr 127.0.0.1:6060] [-service goapp] [-workload mixed] [-cpu-load 0.5]
+//	      [-pprof-prefix /custom/pprof]
+//
+// -pprof-prefix also serves the pprof handlers under another path prefix
+// (PREFIX/heap, PREFIX/profile?seconds=N, ...), as a service that mounts
+// them elsewhere would: the scraper's tests use it for profefe.com/path.
 //
 // Once the listener is bound it prints exactly one line
 // "goapp: listening on HOST:PORT" to stderr (with the real port when -addr
@@ -81,6 +86,7 @@ func main() {
 	service := flag.String("service", "goapp", "service name, logged and used as the pprof label \"service\"")
 	workload := flag.String("workload", "mixed", "workload: auth, search, ingest or mixed (all of them)")
 	cpuLoad := flag.Float64("cpu-load", 0.5, "CPU budget of the workload in cores, 0..1")
+	pprofPrefix := flag.String("pprof-prefix", "", "also serve the pprof handlers under this path prefix, e.g. /custom/pprof")
 	flag.Parse()
 
 	log.SetFlags(0)
@@ -104,6 +110,19 @@ func main() {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok")
 	})
+
+	if p := strings.TrimRight(*pprofPrefix, "/"); p != "" {
+		if !strings.HasPrefix(p, "/") {
+			log.Fatalf("-pprof-prefix must start with '/', got %q", *pprofPrefix)
+		}
+		// PREFIX/x is served as /debug/pprof/x
+		http.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/debug/pprof" + strings.TrimPrefix(r.URL.Path, p)
+			r2.URL.RawPath = ""
+			http.DefaultServeMux.ServeHTTP(w, r2)
+		})
+	}
 
 	// Bind first so that the "listening" line means the service is ready.
 	ln, err := net.Listen("tcp", *addr)

@@ -58,7 +58,8 @@ const char *pd_scrape_types_str(unsigned mask, char *buf, size_t n);
 /* ---- targets ------------------------------------------------------------------------------ */
 
 struct pd_scrape_target {
-	char *key;       /* unique id of the target (static: its URL; kube: namespace/pod/container) */
+	char *key;       /* unique id of the target (static: its URL; kube: namespace/pod/uid) */
+	char *name;      /* shown in the table, logs and metrics (kube: namespace/pod); NULL = the key */
 	char *url;       /* base URL of the pprof endpoint, no trailing '/', e.g. http://10.0.0.7:6060/debug/pprof */
 	char *service;
 	struct pd_kv *labels; /* sent with every profile, in this order */
@@ -75,6 +76,10 @@ struct pd_scrape_targets {
 int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const char *url, const char *service,
 			  const struct pd_kv *labels, size_t nlabels, unsigned types, struct pd_err *err) PD_WUR;
 void pd_scrape_targets_free(struct pd_scrape_targets *l);
+/* Set the display name of target i (copied; NULL = show the key). */
+int pd_scrape_targets_set_name(struct pd_scrape_targets *l, size_t i, const char *name, struct pd_err *err) PD_WUR;
+/* The name a target is shown by: its name, else its key. */
+const char *pd_scrape_target_name(const struct pd_scrape_target *t);
 
 /*
  * A user's target to a base URL (malloc'd into *out): "host:port" gets
@@ -280,8 +285,14 @@ void pd_scraper_free(struct pd_scraper *s);
  * then one line per error. Returns the number of targets with a failure
  * (a scrape error or a profile that was not delivered). */
 size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out);
-/* Prometheus text exposition of the scraper's counters. */
+/* Prometheus text exposition of the scraper's counters (then the extra
+ * series of pd_scraper_set_metrics_hook). */
 int pd_scraper_metrics(struct pd_scraper *s, struct pd_buf *out) PD_WUR;
+/* A discovery source's own series, appended to /metrics (one hook; NULL
+ * removes it). Set it before /metrics is served, remove it (or stop the
+ * server) before ctx goes away. */
+typedef int (*pd_scrape_metrics_fn)(void *ctx, struct pd_buf *out);
+void pd_scraper_set_metrics_hook(struct pd_scraper *s, pd_scrape_metrics_fn fn, void *ctx);
 
 /* Totals, for tests and the command's last log line. */
 struct pd_scrape_totals {
@@ -300,5 +311,92 @@ int pd_scrape_http_start(struct pd_scraper *s, const char *addr, struct pd_scrap
 			 struct pd_err *err) PD_WUR;
 unsigned pd_scrape_http_port(const struct pd_scrape_http *h);
 void pd_scrape_http_stop(struct pd_scrape_http *h);
+
+/* ---- Kubernetes discovery (kube.c) ------------------------------------------------------------ */
+
+/*
+ * Zero-config discovery of pods through the Kubernetes API (lib/kube):
+ * a pod is a target when it is annotated profefe.com/enable: "true", is in
+ * phase Running, has a pod IP and is not being deleted. Annotations:
+ *   profefe.com/port     pprof port (default 6060): a number, or the name of
+ *                        one of the pod's container ports
+ *   profefe.com/path     path of the pprof handlers (default /debug/pprof)
+ *   profefe.com/service  service (default: the owning workload's name,
+ *                        pd_kube_pod_workload: Deployment, StatefulSet, ...)
+ * Target: key namespace/pod/uid (a pod recreated with the same name is a new
+ * target), name namespace/pod, URL http://PODIP:PORT/PATH, labels namespace,
+ * pod, container (the one whose ports hold the port, else the first), node,
+ * then the kept pod labels, then the extra labels.
+ */
+struct pd_kube_client;
+struct pd_kube_pod;
+
+#define PD_SCRAPE_KUBE_PORT       6060
+#define PD_SCRAPE_KUBE_PATH       "/debug/pprof"
+#define PD_SCRAPE_KUBE_POD_LABELS "app,version,app.kubernetes.io/name,app.kubernetes.io/version"
+#define PD_SCRAPE_KUBE_WATCH_S    300   /* one watch request, then resumed */
+#define PD_SCRAPE_KUBE_BACKOFF_MAX_NS 30000000000LL /* API errors: 1 s, 2 s, ... 30 s */
+
+struct pd_scrape_kube_opts {
+	const char *namespace;          /* NULL or "" = all namespaces */
+	const char *selector;           /* label selector (the server applies it); NULL = none */
+	const char *const *pod_labels;  /* pod labels copied to the profiles when present */
+	size_t npod_labels;
+	const struct pd_kv *labels;     /* extra labels on every target (-L); built-ins win */
+	size_t nlabels;
+	FILE *log;                      /* ts=... level=... component=kube lines; NULL = none */
+	bool quiet;                     /* warnings and errors only */
+	int watch_timeout_s;            /* 0 = PD_SCRAPE_KUBE_WATCH_S */
+};
+
+/* Why a pod is not a target. */
+enum pd_scrape_kube_skip {
+	PD_KS_TARGET = 0,      /* it is one */
+	PD_KS_NOT_ANNOTATED,   /* no profefe.com/enable: "true" */
+	PD_KS_DELETING,        /* deletionTimestamp set */
+	PD_KS_NOT_RUNNING,     /* phase other than Running */
+	PD_KS_NO_IP,           /* no status.podIP yet */
+	PD_KS_BAD_ANNOTATION,  /* port or path unusable (why says which) */
+};
+
+/*
+ * Decide whether pod p is a target; if it is, add it to l (with its name
+ * set). *skip gets the verdict, why (may be NULL) a one-line reason for a
+ * pod that is annotated but skipped. Errors: PD_ENOMEM, PD_EINVAL (the key
+ * is already in l).
+ */
+int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o,
+			  struct pd_scrape_targets *l, int *skip, char *why, size_t whycap, struct pd_err *err) PD_WUR;
+
+/*
+ * The discovery source: holds the selected pods and hands the scraper the
+ * static targets (copied) followed by them, sorted by namespace/pod, on
+ * every change. Registers its series on the scraper's /metrics
+ * (profd_scrape_kube_*). The client and the scraper are borrowed.
+ */
+struct pd_scrape_kube;
+int pd_scrape_kube_new(struct pd_scraper *s, struct pd_kube_client *c, const struct pd_scrape_kube_opts *o,
+		       const struct pd_scrape_targets *statics, struct pd_scrape_kube **out, struct pd_err *err) PD_WUR;
+/* One paged list (limit 500) -> the scraper's targets (--once). *ntargets
+ * (may be NULL): pods selected. An API error is returned (and counted). */
+int pd_scrape_kube_sync(struct pd_scrape_kube *d, size_t *ntargets, struct pd_err *err) PD_WUR;
+/*
+ * Continuous discovery in a thread of its own: list, then watch from the
+ * list's resourceVersion (bookmarks on; resumed from the last version seen
+ * when a watch ends); 410 Gone = list again; other errors: back off 1 s ..
+ * 30 s and go on, the scraper keeping the last known targets. Every change
+ * of the selection is handed to the scraper at once.
+ */
+int pd_scrape_kube_start(struct pd_scrape_kube *d, struct pd_err *err) PD_WUR;
+/* Ask the thread to stop (returns at once; pd_scrape_kube_free joins it,
+ * within about a second, or the client's timeout while a list is running). */
+void pd_scrape_kube_stop(struct pd_scrape_kube *d);
+/* Stops, joins, removes the metrics hook, frees. */
+void pd_scrape_kube_free(struct pd_scrape_kube *d);
+/* profd_scrape_kube_* series (the metrics hook). */
+int pd_scrape_kube_metrics(void *d, struct pd_buf *out);
+/* Error reason names (label "reason" of profd_scrape_kube_errors_total) of
+ * a lib/kube error code (with its message, to tell 4xx from 5xx). */
+const char *pd_scrape_kube_reason(int code, const char *msg);
 
 #endif

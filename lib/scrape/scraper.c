@@ -124,7 +124,11 @@ struct pd_scraper {
 		store_failed;
 	_Atomic uint64_t q_len, q_bytes, posts_in_flight, ntargets;
 	int64_t start_real;
+	pd_scrape_metrics_fn metrics_hook;
+	void *metrics_ctx;
 };
+
+#define TN(ts) pd_scrape_target_name(&(ts)->t)
 
 static int64_t mono_ns(void)
 {
@@ -328,6 +332,7 @@ static void job_drop_base(struct job *j)
 static void tstate_free(struct tstate *ts)
 {
 	free(ts->t.key);
+	free(ts->t.name);
 	free(ts->t.url);
 	free(ts->t.service);
 	for (size_t i = 0; i < ts->t.nlabels; i++) {
@@ -495,6 +500,8 @@ int pd_scraper_set_targets(struct pd_scraper *s, const struct pd_scrape_targets 
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pd_scrape_target *t = &l->v[i];
 		int rc = pd_scrape_targets_add(&copy, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
+		if (!rc && t->name)
+			rc = pd_scrape_targets_set_name(&copy, copy.n - 1, t->name, err);
 		if (rc) {
 			pd_scrape_targets_free(&copy);
 			return rc;
@@ -540,9 +547,9 @@ static void record(struct pd_scraper *s, struct job *j, int r, const char *msg, 
 
 	bool err = !pd_scrape_result_ok(r) && r != PD_SR_CPU_IN_USE;
 	if (err && (s->c.once || j->last_logged != r))
-		slog(s, "warn", "target %s type %s: %s", ts->t.key, tn, j->msg);
+		slog(s, "warn", "target %s type %s: %s", TN(ts), tn, j->msg);
 	else if (!err && j->last_logged > PD_SR_EMPTY && j->last_logged != PD_SR_CPU_IN_USE && r != PD_SR_CPU_IN_USE)
-		slog(s, "info", "target %s type %s: ok again", ts->t.key, tn);
+		slog(s, "info", "target %s type %s: ok again", TN(ts), tn);
 	j->last_logged = r;
 }
 
@@ -571,7 +578,7 @@ static void drop_evicted(struct pd_scraper *s, struct pd_queue_item *ev)
 			slog(s, "warn",
 			     "delivery queue full (--queue-size %zu bytes): dropped the oldest profile (target %s type %s); "
 			     "%llu dropped so far",
-			     s->q.max_bytes, ts->t.key, pd_scrape_type_name(ev->type),
+			     s->q.max_bytes, TN(ts), pd_scrape_type_name(ev->type),
 			     (unsigned long long)atomic_load(&s->queue_dropped));
 		set_delivery(s, &ts->jobs[ev->type], D_DROPPED, "dropped from the full delivery queue (--queue-size)");
 		pd_queue_item_free(ev);
@@ -731,7 +738,7 @@ static int deliver(struct pd_scraper *s, struct job *j, struct xfer *x, const st
 	struct pd_err err;
 	if (j->prev && pd_pprof_decode(j->prev, j->prev_len, &s->lim, &prev, &err)) {
 		slog(s, "warn", "target %s type %s: the saved delta base is not readable (%s): starting a new one",
-		     ts->t.key, tn, err.msg);
+		     TN(ts), tn, err.msg);
 		prev = NULL;
 	}
 	int r = PD_SR_INTERNAL;
@@ -751,7 +758,7 @@ static int deliver(struct pd_scraper *s, struct job *j, struct xfer *x, const st
 			slog(s, "info",
 			     "target %s: first scrape of its cumulative types (allocs, block, mutex): kept as the base, "
 			     "deltas are stored from the next scrape on",
-			     ts->t.key);
+			     TN(ts));
 		ts->base_logged = true;
 		keep_base(s, j, cur, curlen);
 		return r;
@@ -764,7 +771,7 @@ static int deliver(struct pd_scraper *s, struct job *j, struct xfer *x, const st
 		slog(s, "info",
 		     "target %s type %s: counters went down (the process restarted): storing the snapshot as it is "
 		     "(what happened since the restart)",
-		     ts->t.key, tn);
+		     TN(ts), tn);
 		if (!p->nsamples) {
 			keep_base(s, j, cur, curlen);
 			return PD_SR_EMPTY;
@@ -943,7 +950,7 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 			r = PD_SR_CPU_IN_USE;
 			sfmt(msg, sizeof msg, "cpu profiling already in use (another CPU profile is being taken): retrying in %.0fs",
 				 (double)s->c.cpu_ns / 1e9);
-			slog(s, "info", "target %s type cpu: %s", ts->t.key, msg);
+			slog(s, "info", "target %s type cpu: %s", TN(ts), msg);
 		} else {
 			r = status >= 500 ? PD_SR_HTTP_5XX : PD_SR_HTTP_4XX;
 			sfmt(msg, sizeof msg, "HTTP %ld from %s%s%s", status, x->url, line[0] ? ": " : "", line);
@@ -1073,7 +1080,7 @@ static void post_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long 
 		collector_error(&x->body, e, sizeof e);
 		sfmt(m, sizeof m, "collector refused it: HTTP %ld: %s", status, e);
 		atomic_fetch_add(&s->posts_refused, 1);
-		slog(s, "warn", "target %s type %s: the collector refused the profile (dropped): HTTP %ld: %s", ts->t.key,
+		slog(s, "warn", "target %s type %s: the collector refused the profile (dropped): HTTP %ld: %s", TN(ts),
 		     tn, status, e);
 		set_delivery(s, j, D_REFUSED, m);
 		pd_queue_item_free(it);
@@ -1397,7 +1404,7 @@ size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 	for (size_t i = 0; i < s->nts; i++) {
 		struct tstate *ts = s->ts[i];
 		used |= ts->types;
-		wt = strlen(ts->t.key) > wt ? strlen(ts->t.key) : wt;
+		wt = strlen(TN(ts)) > wt ? strlen(TN(ts)) : wt;
 		ws = strlen(ts->t.service) > ws ? strlen(ts->t.service) : ws;
 		for (int t = 0; t < PD_ST_N; t++)
 			if (ts->types & (1u << t))
@@ -1413,7 +1420,7 @@ size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 	for (size_t i = 0; i < s->nts; i++) {
 		struct tstate *ts = s->ts[i];
 		bool bad = false;
-		rc |= bprintf(out, "%-*s  %-*s", (int)wt, ts->t.key, (int)ws, ts->t.service);
+		rc |= bprintf(out, "%-*s  %-*s", (int)wt, TN(ts), (int)ws, ts->t.service);
 		for (int t = 0; t < PD_ST_N; t++) {
 			if (!(used & (1u << t)))
 				continue;
@@ -1445,9 +1452,9 @@ size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 				head = true;
 			}
 			if (e)
-				rc |= bprintf(out, "  target %s type %s: %s\n", ts->t.key, pd_scrape_type_name(t), j->msg);
+				rc |= bprintf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->msg);
 			if (d)
-				rc |= bprintf(out, "  target %s type %s: %s\n", ts->t.key, pd_scrape_type_name(t), j->dmsg);
+				rc |= bprintf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->dmsg);
 		}
 	}
 	if (as_is)
@@ -1482,7 +1489,7 @@ static int target_series(struct pd_buf *b, const char *name, const struct tstate
 			 const char *extra_v, const char *value)
 {
 	int rc = bprintf(b, "%s{target=\"", name);
-	rc = rc ? rc : put_lv(b, ts->t.key);
+	rc = rc ? rc : put_lv(b, TN(ts));
 	rc = rc ? rc : pd_buf_append(b, "\",service=\"", 11);
 	rc = rc ? rc : put_lv(b, ts->t.service);
 	if (extra_k && !rc) {
@@ -1567,5 +1574,19 @@ int pd_scraper_metrics(struct pd_scraper *s, struct pd_buf *b)
 	HEAD("profd_scrape_start_time_seconds", "gauge", "Start time of the scraper, unix seconds.");
 	rc |= bprintf(b, "profd_scrape_start_time_seconds %.3f\n", (double)s->start_real / 1e9);
 #undef HEAD
+	pthread_mutex_lock(&s->mu);
+	pd_scrape_metrics_fn fn = s->metrics_hook;
+	void *ctx = s->metrics_ctx;
+	pthread_mutex_unlock(&s->mu);
+	if (fn && !rc)
+		rc = fn(ctx, b);
 	return rc ? PD_ENOMEM : 0;
+}
+
+void pd_scraper_set_metrics_hook(struct pd_scraper *s, pd_scrape_metrics_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	s->metrics_hook = fn;
+	s->metrics_ctx = ctx;
+	pthread_mutex_unlock(&s->mu);
 }

@@ -77,6 +77,7 @@ const char *pd_scrape_types_str(unsigned mask, char *buf, size_t n)
 static void target_clear(struct pd_scrape_target *t)
 {
 	free(t->key);
+	free(t->name);
 	free(t->url);
 	free(t->service);
 	for (size_t i = 0; i < t->nlabels; i++) {
@@ -116,6 +117,20 @@ int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const ch
 	l->n++;
 	return 0;
 }
+
+int pd_scrape_targets_set_name(struct pd_scrape_targets *l, size_t i, const char *name, struct pd_err *err)
+{
+	if (i >= l->n)
+		return pd_errf(err, PD_EINVAL, "no target %zu", i);
+	char *n = NULL;
+	if (name && !(n = strdup(name)))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	free(l->v[i].name);
+	l->v[i].name = n;
+	return 0;
+}
+
+const char *pd_scrape_target_name(const struct pd_scrape_target *t) { return t->name ? t->name : t->key; }
 
 void pd_scrape_targets_free(struct pd_scrape_targets *l)
 {

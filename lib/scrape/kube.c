@@ -1,0 +1,855 @@
+/*
+ * kube.c — Kubernetes discovery for the scraper: which pods are targets
+ * (kube-profefe's annotations, without its bugs: the path is honoured, the
+ * service defaults to the owning workload, not the pod), and the source that
+ * keeps the scraper's target list in step with the API server: one paged
+ * list (--once), or list + watch in a thread of its own (continuous).
+ *
+ * State: the selected pods only, sorted by namespace/name (a pod that is not
+ * a target needs no memory: every watch event carries the whole pod, so it is
+ * judged again when it changes). Every change of the selection rebuilds the
+ * list (static targets first, then the pods) and hands it to
+ * pd_scraper_set_targets, which keeps the state of targets whose key stays.
+ *
+ * Threads: the map, the resourceVersion and the logging belong to the
+ * discovery thread (or to the caller of pd_scrape_kube_sync, before the
+ * scraper runs); counters are atomics, read by /metrics.
+ */
+#define _GNU_SOURCE
+#include "scrape.h"
+#include "../kube/kube.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KUBE_MAX_LABELS 64 /* the collector takes at most 64 labels per profile */
+#define KUBE_LIST_LIMIT 500
+
+enum {
+	KR_UNAUTHORIZED,
+	KR_FORBIDDEN,
+	KR_GONE,
+	KR_NOT_FOUND,
+	KR_HTTP_4XX,
+	KR_HTTP_5XX,
+	KR_NETWORK,
+	KR_INVALID,
+	KR_ANNOTATION,
+	KR_INTERNAL,
+	KR_N
+};
+static const char *const reason_names[KR_N] = {"unauthorized", "forbidden", "gone",    "not_found",
+                                               "http_4xx",     "http_5xx",  "network", "invalid_response",
+                                               "annotation",   "internal"};
+
+/* The HTTP status in a lib/kube message ("...: HTTP 503 Service Unavailable: ..."
+ * or "watch: ERROR event: 500 InternalError: ..."); 0 if none. */
+static long msg_status(const char *msg)
+{
+	static const char *const marks[] = {": HTTP ", "ERROR event: "};
+	for (size_t i = 0; msg && i < sizeof marks / sizeof *marks; i++) {
+		const char *p = strstr(msg, marks[i]);
+		if (p) {
+			long v = strtol(p + strlen(marks[i]), NULL, 10);
+			if (v >= 100 && v <= 599)
+				return v;
+		}
+	}
+	return 0;
+}
+
+static int reason_idx(int code, const char *msg)
+{
+	switch (code) {
+	case PD_KUBE_EUNAUTH: return KR_UNAUTHORIZED;
+	case PD_KUBE_EFORBIDDEN: return KR_FORBIDDEN;
+	case PD_KUBE_EGONE: return KR_GONE;
+	case PD_ENOTFOUND: return KR_NOT_FOUND;
+	case PD_KUBE_EHTTP: return msg_status(msg) >= 500 ? KR_HTTP_5XX : KR_HTTP_4XX;
+	case PD_EIO: return KR_NETWORK;
+	case PD_EINVAL:
+	case PD_ELIMIT: return KR_INVALID;
+	default: return KR_INTERNAL;
+	}
+}
+
+const char *pd_scrape_kube_reason(int code, const char *msg)
+{
+	return reason_names[reason_idx(code, msg)];
+}
+
+/* ---- one pod -> one target ------------------------------------------------------------------- */
+
+static void whyf(char *why, size_t cap, const char *fmt, ...) PD_PRINTF(3, 4);
+static void whyf(char *why, size_t cap, const char *fmt, ...)
+{
+	if (!why || !cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, cap, fmt, ap);
+	va_end(ap);
+}
+
+/* "6060" -> 6060; anything but 1..65535 in plain digits -> 0. */
+static long port_number(const char *s)
+{
+	long v = 0;
+	if (!*s || strlen(s) > 5)
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return 0;
+		v = v * 10 + (*p - '0');
+	}
+	return v >= 1 && v <= 65535 ? v : 0;
+}
+
+static bool has_label(const struct pd_kv *v, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].key, key))
+			return true;
+	return false;
+}
+
+int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o, struct pd_scrape_targets *l,
+                          int *skip, char *why, size_t whycap, struct pd_err *err)
+{
+	if (why && whycap)
+		why[0] = 0;
+	const char *en = pd_kube_pod_annotation(p, "profefe.com/enable");
+	if (!en || strcmp(en, "true")) {
+		*skip = PD_KS_NOT_ANNOTATED;
+		return 0;
+	}
+	if (p->deleting) {
+		*skip = PD_KS_DELETING;
+		whyf(why, whycap, "being deleted");
+		return 0;
+	}
+	if (!p->phase || strcmp(p->phase, "Running")) {
+		*skip = PD_KS_NOT_RUNNING;
+		whyf(why, whycap, "phase %s, not Running", p->phase ? p->phase : "unknown");
+		return 0;
+	}
+	if (!p->pod_ip || !*p->pod_ip) {
+		*skip = PD_KS_NO_IP;
+		whyf(why, whycap, "no pod IP yet");
+		return 0;
+	}
+
+	/* the port: a number, or the name of a container port */
+	long port = PD_SCRAPE_KUBE_PORT;
+	const char *cname = NULL;
+	const char *pa = pd_kube_pod_annotation(p, "profefe.com/port");
+	if (pa) {
+		port = port_number(pa);
+		for (uint32_t i = 0; !port && *pa && i < p->ncontainers; i++)
+			for (uint32_t k = 0; k < p->containers[i].nports; k++)
+				if (p->containers[i].ports[k].name && !strcmp(p->containers[i].ports[k].name, pa)) {
+					port = p->containers[i].ports[k].port;
+					cname = p->containers[i].name;
+					break;
+				}
+		if (!port) {
+			*skip = PD_KS_BAD_ANNOTATION;
+			whyf(why, whycap,
+			     "profefe.com/port \"%.64s\" is neither a port number (1-65535) nor the name of a "
+			     "container port",
+			     pa);
+			return 0;
+		}
+	}
+	/* the path: absolute, no query, no blanks; trailing '/' dropped */
+	const char *path = pd_kube_pod_annotation(p, "profefe.com/path");
+	if (!path || !*path)
+		path = PD_SCRAPE_KUBE_PATH;
+	size_t plen = strlen(path);
+	bool path_ok = path[0] == '/' && plen <= 1024;
+	for (size_t i = 0; path_ok && i < plen; i++) {
+		unsigned char ch = (unsigned char)path[i];
+		path_ok = ch > ' ' && ch != 0x7f && ch != '?' && ch != '#' && ch != '\\';
+	}
+	if (!path_ok) {
+		*skip = PD_KS_BAD_ANNOTATION;
+		whyf(why, whycap,
+		     "profefe.com/path \"%.64s\" is not an absolute URL path (like /debug/pprof; no query, no blanks)",
+		     path);
+		return 0;
+	}
+	while (plen && path[plen - 1] == '/')
+		plen--;
+
+	/* the container: the one that declares the port, else the first */
+	for (uint32_t i = 0; !cname && i < p->ncontainers; i++)
+		for (uint32_t k = 0; k < p->containers[i].nports; k++)
+			if (p->containers[i].ports[k].port == port) {
+				cname = p->containers[i].name;
+				break;
+			}
+	if (!cname && p->ncontainers)
+		cname = p->containers[0].name;
+
+	const char *ns = p->namespace ? p->namespace : "";
+	const char *pod = p->name ? p->name : "";
+	char wl[256];
+	const char *service = pd_kube_pod_annotation(p, "profefe.com/service");
+	if (!service || !*service) {
+		service = pd_kube_pod_workload(p, wl, sizeof wl, NULL);
+		if (!*service)
+			service = pod;
+	}
+
+	char *url = NULL, *key = NULL, *name = NULL;
+	bool v6 = strchr(p->pod_ip, ':') != NULL;
+	int rc = 0;
+	if (asprintf(&url, "http://%s%s%s:%ld%.*s", v6 ? "[" : "", p->pod_ip, v6 ? "]" : "", port, (int)plen, path) < 0)
+		url = NULL;
+	if (p->uid && *p->uid) {
+		if (asprintf(&key, "%s/%s/%s", ns, pod, p->uid) < 0)
+			key = NULL;
+	} else if (asprintf(&key, "%s/%s", ns, pod) < 0) {
+		key = NULL;
+	}
+	if (asprintf(&name, "%s/%s", ns, pod) < 0)
+		name = NULL;
+	if (!url || !key || !name) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+
+	/* labels: the pod's place, then the kept pod labels, then the extra ones */
+	struct pd_kv lab[KUBE_MAX_LABELS];
+	size_t n = 0;
+	lab[n++] = (struct pd_kv){(char *)"namespace", (char *)ns};
+	lab[n++] = (struct pd_kv){(char *)"pod", (char *)pod};
+	if (cname && *cname)
+		lab[n++] = (struct pd_kv){(char *)"container", (char *)cname};
+	if (p->node_name && *p->node_name)
+		lab[n++] = (struct pd_kv){(char *)"node", (char *)p->node_name};
+	for (size_t i = 0; i < o->npod_labels && n < KUBE_MAX_LABELS; i++) {
+		const char *v = pd_kube_pod_label(p, o->pod_labels[i]);
+		if (v && !has_label(lab, n, o->pod_labels[i]))
+			lab[n++] = (struct pd_kv){(char *)o->pod_labels[i], (char *)v};
+	}
+	for (size_t i = 0; i < o->nlabels && n < KUBE_MAX_LABELS; i++)
+		if (!has_label(lab, n, o->labels[i].key))
+			lab[n++] = o->labels[i];
+
+	if ((rc = pd_scrape_targets_add(l, key, url, service, lab, n, 0, err)))
+		goto out;
+	if ((rc = pd_scrape_targets_set_name(l, l->n - 1, name, err)))
+		goto out;
+	*skip = PD_KS_TARGET;
+out:
+	free(url);
+	free(key);
+	free(name);
+	return rc;
+}
+
+/* ---- the source ------------------------------------------------------------------------------ */
+
+/* A selected pod. */
+struct kpod {
+	char *id; /* namespace/name: the map's order */
+	char *uid;
+	struct pd_scrape_targets t; /* exactly one */
+};
+
+struct pd_scrape_kube {
+	struct pd_scraper *s;
+	struct pd_kube_client *c;
+	struct pd_scrape_kube_opts o; /* pointing at the copies below */
+	char *ns, *sel;
+	char **pod_labels;
+	struct pd_kv *labels;
+	struct pd_scrape_targets statics;
+	struct kpod *pods;
+	size_t npods, cap;
+	char *rv;   /* resume the watch from here */
+	bool dirty; /* the last push failed */
+	pthread_t th;
+	bool started;
+	atomic_int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	_Atomic uint64_t lists, restarts, events, errors[KR_N], ntargets;
+	_Atomic int api_up;
+};
+
+static void klog(struct pd_scrape_kube *d, const char *level, const char *fmt, ...) PD_PRINTF(3, 4);
+static void klog(struct pd_scrape_kube *d, const char *level, const char *fmt, ...)
+{
+	if (!d->o.log || (d->o.quiet && !strcmp(level, "info")))
+		return;
+	char msg[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char t[40];
+	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+	char line[2600];
+	size_t o = (size_t)snprintf(line, sizeof line, "ts=%s.%03ldZ level=%s component=kube msg=\"", t,
+	                            ts.tv_nsec / 1000000, level);
+	for (const unsigned char *p = (const unsigned char *)msg; *p && o + 8 < sizeof line; p++) {
+		if (*p == '"' || *p == '\\') {
+			line[o++] = '\\';
+			line[o++] = (char)*p;
+		} else if (*p < ' ' || *p == 0x7f) {
+			o += (size_t)snprintf(line + o, sizeof line - o, "\\x%02x", *p);
+		} else {
+			line[o++] = (char)*p;
+		}
+	}
+	line[o++] = '"';
+	line[o++] = '\n';
+	fwrite(line, 1, o, d->o.log);
+	fflush(d->o.log);
+}
+
+static void kpod_free(struct kpod *k)
+{
+	free(k->id);
+	free(k->uid);
+	pd_scrape_targets_free(&k->t);
+	memset(k, 0, sizeof *k);
+}
+
+static void pods_clear(struct kpod *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		kpod_free(&v[i]);
+	free(v);
+}
+
+/* Index of id in the sorted map, or where it would go (*found false). */
+static size_t find(const struct pd_scrape_kube *d, const char *id, bool *found)
+{
+	size_t lo = 0, hi = d->npods;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(d->pods[mid].id, id);
+		if (!c) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static bool same_target(const struct kpod *a, const struct kpod *b)
+{
+	const struct pd_scrape_target *x = &a->t.v[0], *y = &b->t.v[0];
+	if (strcmp(x->key, y->key) || strcmp(x->url, y->url) || strcmp(x->service, y->service) ||
+	    x->nlabels != y->nlabels)
+		return false;
+	for (size_t i = 0; i < x->nlabels; i++)
+		if (strcmp(x->labels[i].key, y->labels[i].key) || strcmp(x->labels[i].value, y->labels[i].value))
+			return false;
+	return true;
+}
+
+/* Judge a pod; a target fills *k (kpod_free it). */
+static int judge(struct pd_scrape_kube *d, const struct pd_kube_pod *p, struct kpod *k, int *skip, char *why,
+                 size_t whycap, struct pd_err *err)
+{
+	memset(k, 0, sizeof *k);
+	int rc = pd_scrape_kube_target(p, &d->o, &k->t, skip, why, whycap, err);
+	if (rc || *skip != PD_KS_TARGET)
+		return rc;
+	if (asprintf(&k->id, "%s/%s", p->namespace ? p->namespace : "", p->name ? p->name : "") < 0)
+		k->id = NULL;
+	k->uid = strdup(p->uid ? p->uid : "");
+	if (!k->id || !k->uid) {
+		kpod_free(k);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Hand the scraper the statics and the selected pods. */
+static int push(struct pd_scrape_kube *d, struct pd_err *err)
+{
+	struct pd_scrape_targets l = {0};
+	int rc = 0;
+	for (size_t i = 0; !rc && i < d->statics.n; i++) {
+		const struct pd_scrape_target *t = &d->statics.v[i];
+		rc = pd_scrape_targets_add(&l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
+		if (!rc && t->name)
+			rc = pd_scrape_targets_set_name(&l, l.n - 1, t->name, err);
+	}
+	for (size_t i = 0; !rc && i < d->npods; i++) {
+		const struct pd_scrape_target *t = &d->pods[i].t.v[0];
+		rc = pd_scrape_targets_add(&l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
+		if (!rc)
+			rc = pd_scrape_targets_set_name(&l, l.n - 1, t->name, err);
+	}
+	if (!rc)
+		rc = pd_scraper_set_targets(d->s, &l, err);
+	pd_scrape_targets_free(&l);
+	d->dirty = rc != 0; /* the scraper has not got the selection: push again later */
+	if (!rc)
+		atomic_store(&d->ntargets, d->npods);
+	return rc;
+}
+
+static void count_error(struct pd_scrape_kube *d, int code, const char *msg)
+{
+	atomic_fetch_add(&d->errors[reason_idx(code, msg)], 1);
+}
+
+static void report_skip(struct pd_scrape_kube *d, const struct pd_kube_pod *p, int skip, const char *why)
+{
+	if (skip == PD_KS_BAD_ANNOTATION) {
+		atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
+		klog(d, "warn", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
+		     p->name ? p->name : "", why);
+	} else if (skip != PD_KS_NOT_ANNOTATED && skip != PD_KS_TARGET) {
+		klog(d, "info", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
+		     p->name ? p->name : "", why);
+	}
+}
+
+struct listctx {
+	struct pd_scrape_kube *d;
+	struct kpod *v;
+	size_t n, cap, listed, annotated;
+};
+
+static int on_list_pod(void *ctx, const struct pd_kube_pod *p, struct pd_err *err)
+{
+	struct listctx *lc = ctx;
+	struct kpod k;
+	int skip;
+	char why[300];
+	lc->listed++;
+	int rc = judge(lc->d, p, &k, &skip, why, sizeof why, err);
+	if (rc)
+		return rc;
+	lc->annotated += skip != PD_KS_NOT_ANNOTATED;
+	if (skip != PD_KS_TARGET) {
+		report_skip(lc->d, p, skip, why);
+		return 0;
+	}
+	if (pd_grow((void **)&lc->v, &lc->cap, lc->n + 1, sizeof *lc->v)) {
+		kpod_free(&k);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	lc->v[lc->n++] = k;
+	return 0;
+}
+
+static int kpod_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct kpod *)a)->id, ((const struct kpod *)b)->id);
+}
+
+static const char *where(const struct pd_scrape_kube *d, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s%s%s", d->ns ? "namespace " : "all namespaces", d->ns ? d->ns : "",
+	         d->sel ? " (selector " : "", d->sel ? d->sel : "", d->sel ? ")" : "");
+	return buf;
+}
+
+/* List every pod (paged), replace the selection, push it. */
+static int do_list(struct pd_scrape_kube *d, struct pd_err *err)
+{
+	struct pd_kube_pod_query q = {d->ns, d->sel, NULL, KUBE_LIST_LIMIT};
+	struct listctx lc = {.d = d};
+	char *rv = NULL;
+	int rc = pd_kube_list_pods(d->c, &q, on_list_pod, &lc, &rv, err);
+	if (rc == PD_KUBE_EGONE) {
+		/* a continue token expired between pages: start over, once */
+		count_error(d, rc, err->msg);
+		klog(d, "info", "%s; listing again", err->msg);
+		pods_clear(lc.v, lc.n);
+		free(rv);
+		lc = (struct listctx){.d = d};
+		rv = NULL;
+		rc = pd_kube_list_pods(d->c, &q, on_list_pod, &lc, &rv, err);
+	}
+	if (rc) {
+		pods_clear(lc.v, lc.n);
+		free(rv);
+		return rc;
+	}
+	if (lc.n)
+		qsort(lc.v, lc.n, sizeof *lc.v, kpod_cmp);
+	/* a pod twice (pages of an inconsistent list): keep the later one */
+	size_t w = 0;
+	for (size_t i = 0; i < lc.n; i++) {
+		if (w && !strcmp(lc.v[w - 1].id, lc.v[i].id)) {
+			kpod_free(&lc.v[w - 1]);
+			lc.v[w - 1] = lc.v[i];
+		} else {
+			lc.v[w++] = lc.v[i];
+		}
+	}
+	lc.n = w;
+	pods_clear(d->pods, d->npods);
+	d->pods = lc.v;
+	d->npods = d->cap = lc.n;
+	free(d->rv);
+	d->rv = rv;
+	atomic_fetch_add(&d->lists, 1);
+	atomic_store(&d->api_up, 1);
+	char wh[600];
+	klog(d, "info", "listed %zu pod(s) in %s: %zu annotated profefe.com/enable=true, %zu target(s)", lc.listed,
+	     where(d, wh, sizeof wh), lc.annotated, lc.n);
+	return push(d, err);
+}
+
+static void remove_at(struct pd_scrape_kube *d, size_t at)
+{
+	kpod_free(&d->pods[at]);
+	memmove(&d->pods[at], &d->pods[at + 1], (d->npods - at - 1) * sizeof *d->pods);
+	d->npods--;
+}
+
+/* One ADDED, MODIFIED or DELETED event: the selection and the scraper's list. */
+static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev, struct pd_err *err)
+{
+	const struct pd_kube_pod *p = ev->pod;
+	char *id = NULL;
+	if (asprintf(&id, "%s/%s", p->namespace ? p->namespace : "", p->name ? p->name : "") < 0)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	bool found;
+	size_t at = find(d, id, &found);
+	int rc = 0;
+	if (ev->type == PD_KUBE_DELETED) {
+		/* a DELETED of an older pod of the same name does not remove the new one */
+		if (found && (!p->uid || !*p->uid || !strcmp(p->uid, d->pods[at].uid))) {
+			klog(d, "info", "pod %s deleted: no longer a target", id);
+			remove_at(d, at);
+			rc = push(d, err);
+		}
+		free(id);
+		return rc;
+	}
+	struct kpod k;
+	int skip;
+	char why[300];
+	if ((rc = judge(d, p, &k, &skip, why, sizeof why, err))) {
+		free(id);
+		return rc;
+	}
+	if (skip == PD_KS_TARGET) {
+		if (found && same_target(&d->pods[at], &k)) {
+			kpod_free(&k);
+		} else {
+			const struct pd_scrape_target *t = &k.t.v[0];
+			klog(d, "info", "pod %s: %s target (service %s, %s)", id, found ? "changed" : "new", t->service,
+			     t->url);
+			if (found) {
+				kpod_free(&d->pods[at]);
+				d->pods[at] = k;
+			} else if (pd_grow((void **)&d->pods, &d->cap, d->npods + 1, sizeof *d->pods)) {
+				kpod_free(&k);
+				free(id);
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			} else {
+				memmove(&d->pods[at + 1], &d->pods[at], (d->npods - at) * sizeof *d->pods);
+				d->pods[at] = k;
+				d->npods++;
+			}
+			rc = push(d, err);
+		}
+	} else if (found) {
+		klog(d, skip == PD_KS_BAD_ANNOTATION ? "warn" : "info", "pod %s: no longer a target: %s", id,
+		     skip == PD_KS_NOT_ANNOTATED ? "profefe.com/enable is not \"true\" any more" : why);
+		if (skip == PD_KS_BAD_ANNOTATION)
+			atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
+		remove_at(d, at);
+		rc = push(d, err);
+	} else if (ev->type == PD_KUBE_ADDED) {
+		report_skip(d, p, skip, why);
+	}
+	free(id);
+	return rc;
+}
+
+static int on_event(void *ctx, const struct pd_kube_event *ev, struct pd_err *err)
+{
+	struct pd_scrape_kube *d = ctx;
+	atomic_fetch_add(&d->events, 1);
+	atomic_store(&d->api_up, 1);
+	int rc = 0;
+	if (ev->type != PD_KUBE_BOOKMARK && ev->pod)
+		rc = apply_event(d, ev, err);
+	if (!rc && d->dirty)
+		rc = push(d, err); /* an earlier push failed */
+	/* resume after this event only once it is applied */
+	if (!rc && ev->resource_version && *ev->resource_version) {
+		char *rv = strdup(ev->resource_version);
+		if (!rv)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		free(d->rv);
+		d->rv = rv;
+	}
+	return rc;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleep ns, or until stopped. */
+static void nap(struct pd_scrape_kube *d, int64_t ns)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	int64_t t = (int64_t)until.tv_sec * 1000000000 + until.tv_nsec + ns;
+	until.tv_sec = (time_t)(t / 1000000000);
+	until.tv_nsec = (long)(t % 1000000000);
+	pthread_mutex_lock(&d->mu);
+	while (!atomic_load(&d->stop) && pthread_cond_timedwait(&d->cv, &d->mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&d->mu);
+}
+
+static int64_t next_backoff(int64_t b)
+{
+	if (!b)
+		return 1000000000LL;
+	return b >= PD_SCRAPE_KUBE_BACKOFF_MAX_NS / 2 ? PD_SCRAPE_KUBE_BACKOFF_MAX_NS : 2 * b;
+}
+
+static void *run(void *arg)
+{
+	struct pd_scrape_kube *d = arg;
+	struct pd_kube_pod_query q = {d->ns, d->sel, NULL, KUBE_LIST_LIMIT};
+	int timeout_s = d->o.watch_timeout_s > 0 ? d->o.watch_timeout_s : PD_SCRAPE_KUBE_WATCH_S;
+	int64_t backoff = 0;
+	bool need_list = true, watched = false;
+	while (!atomic_load(&d->stop)) {
+		struct pd_err err = {0};
+		int rc;
+		if (need_list) {
+			if ((rc = do_list(d, &err))) {
+				if (atomic_load(&d->stop))
+					break;
+				atomic_store(&d->api_up, 0);
+				count_error(d, rc, err.msg);
+				backoff = next_backoff(backoff);
+				klog(d, "warn",
+				     "listing pods failed (%s): %s; again in %.1fs, scraping the %zu known target(s) "
+				     "meanwhile",
+				     pd_scrape_kube_reason(rc, err.msg), err.msg, (double)backoff / 1e9, d->npods);
+				nap(d, backoff);
+				continue;
+			}
+			need_list = false;
+			backoff = 0;
+		}
+		if (d->dirty)
+			(void)push(d, &err); /* failed again: the next event or watch tries again */
+		if (watched)
+			atomic_fetch_add(&d->restarts, 1);
+		watched = true;
+		uint64_t ev0 = atomic_load(&d->events);
+		int64_t t0 = mono_ns();
+		rc = pd_kube_watch_pods(d->c, &q, d->rv, timeout_s, on_event, d, &d->stop, &err);
+		if (atomic_load(&d->stop))
+			break;
+		if (!rc) {
+			/* ended normally: resume from the last version seen; a server that
+			 * ends watches at once gets a pause */
+			if (atomic_load(&d->events) == ev0 && mono_ns() - t0 < 1000000000LL)
+				nap(d, next_backoff(0));
+			backoff = 0;
+			continue;
+		}
+		if (rc != PD_KUBE_EGONE)
+			atomic_store(&d->api_up, 0);
+		count_error(d, rc, err.msg);
+		if (rc == PD_KUBE_EGONE) {
+			klog(d, "info", "watch: resourceVersion %s is gone (410): listing again", d->rv ? d->rv : "");
+			need_list = true;
+			watched = false;
+			atomic_fetch_add(&d->restarts, 1);
+			continue;
+		}
+		backoff = next_backoff(backoff);
+		klog(d, "warn",
+		     "watching pods failed (%s): %s; again in %.1fs, scraping the %zu known target(s) meanwhile",
+		     pd_scrape_kube_reason(rc, err.msg), err.msg, (double)backoff / 1e9, d->npods);
+		nap(d, backoff);
+	}
+	return NULL;
+}
+
+int pd_scrape_kube_new(struct pd_scraper *s, struct pd_kube_client *c, const struct pd_scrape_kube_opts *o,
+                       const struct pd_scrape_targets *statics, struct pd_scrape_kube **out, struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_scrape_kube *d = calloc(1, sizeof *d);
+	if (!d)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	d->s = s;
+	d->c = c;
+	d->o = *o;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	bool ok = true;
+	if (o->namespace && *o->namespace)
+		ok &= (d->ns = strdup(o->namespace)) != NULL;
+	if (o->selector && *o->selector)
+		ok &= (d->sel = strdup(o->selector)) != NULL;
+	d->o.namespace = d->ns;
+	d->o.selector = d->sel;
+	d->pod_labels = o->npod_labels ? calloc(o->npod_labels, sizeof *d->pod_labels) : NULL;
+	ok &= !o->npod_labels || d->pod_labels;
+	for (size_t i = 0; ok && i < o->npod_labels; i++)
+		ok &= (d->pod_labels[i] = strdup(o->pod_labels[i])) != NULL;
+	d->o.pod_labels = (const char *const *)d->pod_labels;
+	d->labels = o->nlabels ? calloc(o->nlabels, sizeof *d->labels) : NULL;
+	ok &= !o->nlabels || d->labels;
+	for (size_t i = 0; ok && i < o->nlabels; i++) {
+		ok &= (d->labels[i].key = strdup(o->labels[i].key)) != NULL;
+		ok &= (d->labels[i].value = strdup(o->labels[i].value ? o->labels[i].value : "")) != NULL;
+	}
+	d->o.labels = d->labels;
+	if (!ok) {
+		pd_scrape_kube_free(d);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; statics && i < statics->n; i++) {
+		const struct pd_scrape_target *t = &statics->v[i];
+		int rc = pd_scrape_targets_add(&d->statics, t->key, t->url, t->service, t->labels, t->nlabels, t->types,
+		                               err);
+		if (!rc && t->name)
+			rc = pd_scrape_targets_set_name(&d->statics, d->statics.n - 1, t->name, err);
+		if (rc) {
+			pd_scrape_kube_free(d);
+			return rc;
+		}
+	}
+	pd_scraper_set_metrics_hook(s, pd_scrape_kube_metrics, d);
+	*out = d;
+	return 0;
+}
+
+int pd_scrape_kube_sync(struct pd_scrape_kube *d, size_t *ntargets, struct pd_err *err)
+{
+	int rc = do_list(d, err);
+	if (rc) {
+		count_error(d, rc, err->msg);
+		atomic_store(&d->api_up, 0);
+	}
+	if (ntargets)
+		*ntargets = d->npods;
+	return rc;
+}
+
+int pd_scrape_kube_start(struct pd_scrape_kube *d, struct pd_err *err)
+{
+	if (d->started)
+		return 0;
+	if (pthread_create(&d->th, NULL, run, d))
+		return pd_errf(err, PD_EIO, "cannot start the Kubernetes discovery thread");
+	d->started = true;
+	return 0;
+}
+
+void pd_scrape_kube_stop(struct pd_scrape_kube *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->mu);
+	atomic_store(&d->stop, 1);
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void pd_scrape_kube_free(struct pd_scrape_kube *d)
+{
+	if (!d)
+		return;
+	pd_scrape_kube_stop(d);
+	if (d->started)
+		pthread_join(d->th, NULL);
+	if (d->s)
+		pd_scraper_set_metrics_hook(d->s, NULL, NULL);
+	pods_clear(d->pods, d->npods);
+	pd_scrape_targets_free(&d->statics);
+	free(d->rv);
+	free(d->ns);
+	free(d->sel);
+	for (size_t i = 0; d->pod_labels && i < d->o.npod_labels; i++)
+		free(d->pod_labels[i]);
+	free(d->pod_labels);
+	for (size_t i = 0; d->labels && i < d->o.nlabels; i++) {
+		free(d->labels[i].key);
+		free(d->labels[i].value);
+	}
+	free(d->labels);
+	pthread_cond_destroy(&d->cv);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
+
+static int bput(struct pd_buf *b, const char *fmt, ...) PD_PRINTF(2, 3);
+static int bput(struct pd_buf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return PD_EINVAL;
+	return pd_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+int pd_scrape_kube_metrics(void *ctx, struct pd_buf *b)
+{
+	struct pd_scrape_kube *d = ctx;
+	int rc = 0;
+#define HEAD(n, t, h) rc |= bput(b, "# HELP %s %s\n# TYPE %s %s\n", n, h, n, t)
+#define LD(x)         ((unsigned long long)atomic_load(&(x)))
+	HEAD("profd_scrape_kube_targets", "gauge", "Pods selected as targets by Kubernetes discovery.");
+	rc |= bput(b, "profd_scrape_kube_targets %llu\n", LD(d->ntargets));
+	HEAD("profd_scrape_kube_api_up", "gauge",
+	     "1 if the last request to the Kubernetes API succeeded (list or watch), 0 while it fails.");
+	rc |= bput(b, "profd_scrape_kube_api_up %d\n", atomic_load(&d->api_up));
+	HEAD("profd_scrape_kube_list_total", "counter",
+	     "Complete pod lists (the first one, and again after 410 Gone).");
+	rc |= bput(b, "profd_scrape_kube_list_total %llu\n", LD(d->lists));
+	HEAD("profd_scrape_kube_watch_restarts_total", "counter",
+	     "Pod watches started again after one ended (server timeout, closed), failed or expired (410).");
+	rc |= bput(b, "profd_scrape_kube_watch_restarts_total %llu\n", LD(d->restarts));
+	HEAD("profd_scrape_kube_watch_events_total", "counter", "Watch events received (bookmarks included).");
+	rc |= bput(b, "profd_scrape_kube_watch_events_total %llu\n", LD(d->events));
+	HEAD("profd_scrape_kube_errors_total", "counter",
+	     "Kubernetes discovery errors by reason: API answers (unauthorized, forbidden, gone, not_found, "
+	     "http_4xx, http_5xx), network, invalid_response, unusable pod annotations, internal.");
+	for (int r = 0; r < KR_N; r++)
+		rc |=
+		    bput(b, "profd_scrape_kube_errors_total{reason=\"%s\"} %llu\n", reason_names[r], LD(d->errors[r]));
+#undef LD
+#undef HEAD
+	return rc ? PD_ENOMEM : 0;
+}
