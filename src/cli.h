@@ -27,4 +27,27 @@ int cmd_pprof(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_scrape(int argc, char **argv);
 
+/*
+ * The scraper of `profd scrape`, in pieces so that `profd serve --scrape`
+ * runs the same code (cmd_scrape.c). parse: the scrape options (in_serve:
+ * --collector and --once are usage errors); returns an exit code, with *out
+ * NULL after --help or an error. start: the scraper (into st if not NULL,
+ * refusing profiles older than retention_ns like POST, else to the
+ * collector), its --listen, Kubernetes discovery and the loop thread;
+ * signals must already be blocked. stop: ask discovery and the loop to stop
+ * (the loop delivers what it has). finish: join, log the totals; returns
+ * the exit code. free: everything (stops first if still running).
+ */
+struct scrape_cmd;
+struct pd_store;
+struct pd_buf;
+int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **out);
+int scrape_cmd_start(struct scrape_cmd *c, struct pd_store *st, int64_t retention_ns);
+bool scrape_cmd_done(struct scrape_cmd *c);
+void scrape_cmd_stop(struct scrape_cmd *c);
+int scrape_cmd_finish(struct scrape_cmd *c, bool signalled);
+/* The scraper's /metrics series (for the collector's /metrics). */
+int scrape_cmd_metrics(void *c, struct pd_buf *out);
+void scrape_cmd_free(struct scrape_cmd *c);
+
 #endif

@@ -98,6 +98,8 @@ static const char usage_text[] =
 	"      --queue-size SIZE     memory for profiles waiting for the collector (default\n"
 	"                            64MiB); when full the oldest are dropped (counted)\n"
 	"      --flush-timeout DUR   how long to keep delivering at exit (default 10s)\n"
+	"  `profd serve ... --scrape OPTIONS` runs this scraper inside the collector, storing\n"
+	"  directly (no --collector, no --once there).\n"
 	"\n"
 	"Operation:\n"
 	"      --listen ADDR         serve /metrics, /healthz and /targets on ADDR\n"
@@ -136,6 +138,9 @@ static const char usage_text[] =
 	"(--listen address in use, --state-dir not writable, unreadable --config, no\n"
 	"usable kubeconfig; --once: the pod list failed); 2 usage error.\n";
 
+/* "scrape", or "serve" for serve --scrape: whose --help a usage error points to */
+static const char *cmdname = "scrape";
+
 static int parse_size(const char *s, size_t *out)
 {
 	char *end;
@@ -165,9 +170,9 @@ static int parse_dur(const char *opt, const char *s, int64_t *out)
 {
 	struct pd_err err;
 	if (pd_api_parse_duration(s, strlen(s), out, &err))
-		return cli_usage_error("scrape", "--%s: %s", opt, err.msg);
+		return cli_usage_error(cmdname, "--%s: %s", opt, err.msg);
 	if (*out <= 0)
-		return cli_usage_error("scrape", "--%s must be positive, got '%s'", opt, s);
+		return cli_usage_error(cmdname, "--%s must be positive, got '%s'", opt, s);
 	return 0;
 }
 
@@ -200,7 +205,7 @@ static int add_label(struct pd_kv **v, size_t *n, size_t *cap, char *arg)
 {
 	char *eq = strchr(arg, '=');
 	if (!eq || eq == arg)
-		return cli_usage_error("scrape", "-L: want KEY=VALUE, got '%s'", arg);
+		return cli_usage_error(cmdname, "-L: want KEY=VALUE, got '%s'", arg);
 	if (pd_grow((void **)v, cap, *n + 1, sizeof **v))
 		return EXIT_INPUT;
 	*eq = 0; /* argv strings are ours to cut */
@@ -257,37 +262,85 @@ static void *run_thread(void *arg)
 	return NULL;
 }
 
-int cmd_scrape(int argc, char **argv)
-{
+/* Everything `profd scrape` options make, from parsing to the end. */
+struct scrape_cmd {
 	struct pd_scrape_config cfg;
-	pd_scrape_config_default(&cfg);
-	const char *env = getenv("PROFD_COLLECTOR");
-	if (env && *env)
-		cfg.collector = env;
-	cfg.log = stderr;
-	const char *config_file = NULL, *listen_addr = NULL;
-	const char *default_service = NULL;
-	struct pd_kv *dlabels = NULL;
-	size_t ndl = 0, capdl = 0;
-	struct spec *specs = NULL;
-	size_t nspecs = 0, capspecs = 0;
-	int ret = EXIT_USAGE;
-	struct pd_scrape_targets targets = {0};
-	struct pd_scraper *s = NULL;
-	struct pd_scrape_http *http = NULL;
-	struct pd_buf cfgtext = PD_BUF_INIT(16u << 20);
-	struct pd_kv *all = NULL;
-	char **norm = NULL;
+	bool in_serve;
+	const char *config_file, *listen_addr, *default_service;
+	struct pd_kv *dlabels;
+	size_t ndl, capdl;
+	struct spec *specs;
+	size_t nspecs, capspecs;
+	struct pd_scrape_targets targets;
+	struct pd_scraper *s;
+	struct pd_scrape_http *http;
+	struct pd_buf cfgtext;
+	struct pd_kv *all;
+	char **norm;
 	/* Kubernetes discovery */
-	bool kube = false, all_ns = false;
-	const char *kubeconfig = NULL, *kcontext = NULL, *kns = NULL, *ksel = NULL;
-	char *pod_labels_arg = NULL, **pod_labels = NULL;
-	size_t npod_labels = 0;
-	char default_pod_labels[] = PD_SCRAPE_KUBE_POD_LABELS; /* split_list cuts it */
-	struct pd_kube_config *kcfg = NULL;
-	struct pd_kube_client *kclient = NULL;
-	struct pd_scrape_kube *kd = NULL;
-	size_t nkube = 0;
+	bool kube, all_ns;
+	const char *kubeconfig, *kcontext, *kns, *ksel;
+	char *pod_labels_arg, **pod_labels;
+	size_t npod_labels;
+	char default_pod_labels[sizeof PD_SCRAPE_KUBE_POD_LABELS]; /* split_list cuts it */
+	struct pd_kube_config *kcfg;
+	struct pd_kube_client *kclient;
+	struct pd_scrape_kube *kd;
+	size_t nkube;
+	/* the loop */
+	struct runner r;
+	pthread_t th;
+	bool running;
+};
+
+void scrape_cmd_free(struct scrape_cmd *c)
+{
+	if (!c)
+		return;
+	if (c->running) {
+		pd_scrape_kube_stop(c->kd);
+		pd_scraper_stop(c->s);
+		pthread_join(c->th, NULL);
+	}
+	pd_scrape_http_stop(c->http);
+	pd_scrape_kube_free(c->kd);
+	pd_scraper_free(c->s);
+	pd_kube_client_free(c->kclient);
+	pd_kube_config_free(c->kcfg);
+	free(c->pod_labels);
+	pd_scrape_targets_free(&c->targets);
+	if (c->norm)
+		for (size_t i = 0; i < c->nspecs; i++)
+			free(c->norm[i]);
+	free(c->norm);
+	free(c->all);
+	for (size_t i = 0; i < c->nspecs; i++)
+		free(c->specs[i].labels);
+	free(c->specs);
+	free(c->dlabels);
+	pd_buf_free(&c->cfgtext);
+	free(c);
+}
+
+int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **out)
+{
+	*out = NULL;
+	cmdname = in_serve ? "serve" : "scrape";
+	struct scrape_cmd *sc = calloc(1, sizeof *sc);
+	if (!sc) {
+		cli_error("out of memory");
+		return EXIT_INPUT;
+	}
+	sc->in_serve = in_serve;
+	struct pd_scrape_config *cfg = &sc->cfg;
+	pd_scrape_config_default(cfg);
+	const char *env = getenv("PROFD_COLLECTOR");
+	if (env && *env && !in_serve)
+		cfg->collector = env;
+	cfg->log = stderr;
+	sc->cfgtext = (struct pd_buf)PD_BUF_INIT(16u << 20);
+	memcpy(sc->default_pod_labels, PD_SCRAPE_KUBE_POD_LABELS, sizeof sc->default_pod_labels);
+	int ret = EXIT_USAGE;
 
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
@@ -325,154 +378,166 @@ int cmd_scrape(int argc, char **argv)
 	int c;
 	long v;
 	struct pd_err err;
-	optind = 1;
+	optind = in_serve ? 0 : 1; /* 0: getopt starts afresh on this other argv */
 	while ((c = getopt_long(argc, argv, "L:n:Al:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case O_KUBE: kube = true; break;
+		case O_KUBE: sc->kube = true; break;
 		case O_KUBECONFIG:
 			if (!*optarg) {
-				cli_usage_error("scrape", "--kubeconfig must not be empty");
+				cli_usage_error(cmdname, "--kubeconfig must not be empty");
 				goto out;
 			}
-			kubeconfig = optarg;
-			kube = true;
+			sc->kubeconfig = optarg;
+			sc->kube = true;
 			break;
 		case O_CONTEXT:
 			if (!*optarg) {
-				cli_usage_error("scrape", "--context must not be empty");
+				cli_usage_error(cmdname, "--context must not be empty");
 				goto out;
 			}
-			kcontext = optarg;
-			kube = true;
+			sc->kcontext = optarg;
+			sc->kube = true;
 			break;
 		case 'n':
 			if (!dns_label(optarg)) {
-				cli_usage_error("scrape", "-n: \"%s\" is not a namespace name (lower case letters, digits, '-')",
-						optarg);
+				cli_usage_error(cmdname,
+						"-n: \"%s\" is not a namespace name (lower case letters, digits, '-')", optarg);
 				goto out;
 			}
-			kns = optarg;
-			kube = true;
+			sc->kns = optarg;
+			sc->kube = true;
 			break;
-		case 'A': all_ns = kube = true; break;
+		case 'A': sc->all_ns = sc->kube = true; break;
 		case 'l':
-			ksel = optarg;
-			kube = true;
+			sc->ksel = optarg;
+			sc->kube = true;
 			break;
 		case O_PODLABELS:
-			pod_labels_arg = optarg;
-			kube = true;
+			sc->pod_labels_arg = optarg;
+			sc->kube = true;
 			break;
-		case O_COLL: cfg.collector = optarg; break;
+		case O_COLL:
+			if (in_serve) {
+				cli_usage_error(cmdname, "--collector: not with serve --scrape: profiles go straight to the store");
+				goto out;
+			}
+			cfg->collector = optarg;
+			break;
 		case O_TARGET:
-			if (pd_grow((void **)&specs, &capspecs, nspecs + 1, sizeof *specs)) {
+			if (pd_grow((void **)&sc->specs, &sc->capspecs, sc->nspecs + 1, sizeof *sc->specs)) {
 				ret = EXIT_INPUT;
 				goto out;
 			}
-			memset(&specs[nspecs], 0, sizeof *specs);
-			specs[nspecs++].url = optarg;
+			memset(&sc->specs[sc->nspecs], 0, sizeof *sc->specs);
+			sc->specs[sc->nspecs++].url = optarg;
 			break;
 		case O_SERVICE:
 			if (!*optarg) {
-				cli_usage_error("scrape", "--service must not be empty");
+				cli_usage_error(cmdname, "--service must not be empty");
 				goto out;
 			}
-			if (nspecs)
-				specs[nspecs - 1].service = optarg;
+			if (sc->nspecs)
+				sc->specs[sc->nspecs - 1].service = optarg;
 			else
-				default_service = optarg;
+				sc->default_service = optarg;
 			break;
 		case 'L':
-			if (nspecs) {
-				struct spec *sp = &specs[nspecs - 1];
+			if (sc->nspecs) {
+				struct spec *sp = &sc->specs[sc->nspecs - 1];
 				if ((ret = add_label(&sp->labels, &sp->nlabels, &sp->cap, optarg)))
 					goto out;
-			} else if ((ret = add_label(&dlabels, &ndl, &capdl, optarg))) {
+			} else if ((ret = add_label(&sc->dlabels, &sc->ndl, &sc->capdl, optarg))) {
 				goto out;
 			}
 			ret = EXIT_USAGE;
 			break;
-		case O_CONFIG: config_file = optarg; break;
-		case O_ONCE: cfg.once = true; break;
-		case O_INTERVAL:
-			if (parse_dur("interval", optarg, &cfg.interval_ns))
+		case O_CONFIG: sc->config_file = optarg; break;
+		case O_ONCE:
+			if (in_serve) {
+				cli_usage_error(cmdname, "--once: not with serve --scrape: profiles go straight to the store");
 				goto out;
-			if (cfg.interval_ns < 1000000000LL) {
-				cli_usage_error("scrape", "--interval must be at least 1s");
+			}
+			cfg->once = true;
+			break;
+		case O_INTERVAL:
+			if (parse_dur("interval", optarg, &cfg->interval_ns))
+				goto out;
+			if (cfg->interval_ns < 1000000000LL) {
+				cli_usage_error(cmdname, "--interval must be at least 1s");
 				goto out;
 			}
 			break;
 		case O_CPU:
-			if (parse_dur("cpu-duration", optarg, &cfg.cpu_ns))
+			if (parse_dur("cpu-duration", optarg, &cfg->cpu_ns))
 				goto out;
-			if (cfg.cpu_ns % 1000000000LL) {
-				cli_usage_error("scrape",
+			if (cfg->cpu_ns % 1000000000LL) {
+				cli_usage_error(cmdname,
 						"--cpu-duration must be whole seconds (Go's ?seconds= takes an integer), got '%s'",
 						optarg);
 				goto out;
 			}
 			break;
 		case O_TYPES:
-			if (pd_scrape_parse_types(optarg, &cfg.types, &err)) {
-				cli_usage_error("scrape", "--types: %s", err.msg);
+			if (pd_scrape_parse_types(optarg, &cfg->types, &err)) {
+				cli_usage_error(cmdname, "--types: %s", err.msg);
 				goto out;
 			}
 			break;
 		case O_TIMEOUT:
-			if (parse_dur("timeout", optarg, &cfg.timeout_ns))
+			if (parse_dur("timeout", optarg, &cfg->timeout_ns))
 				goto out;
-			if (cfg.timeout_ns < 1000000LL) {
-				cli_usage_error("scrape", "--timeout must be at least 1ms");
+			if (cfg->timeout_ns < 1000000LL) {
+				cli_usage_error(cmdname, "--timeout must be at least 1ms");
 				goto out;
 			}
 			break;
 		case O_CONC:
 			if ((v = cli_parse_count(optarg)) <= 0 || v > 10000) {
-				cli_usage_error("scrape", "--concurrency: want 1..10000, got '%s'", optarg);
+				cli_usage_error(cmdname, "--concurrency: want 1..10000, got '%s'", optarg);
 				goto out;
 			}
-			cfg.concurrency = (unsigned)v;
+			cfg->concurrency = (unsigned)v;
 			break;
 		case O_QUEUE:
-			if (parse_size(optarg, &cfg.queue_bytes) || !cfg.queue_bytes) {
-				cli_usage_error("scrape", "--queue-size: bad size '%s' (e.g. 64MiB)", optarg);
+			if (parse_size(optarg, &cfg->queue_bytes) || !cfg->queue_bytes) {
+				cli_usage_error(cmdname, "--queue-size: bad size '%s' (e.g. 64MiB)", optarg);
 				goto out;
 			}
 			break;
 		case O_MAXBODY:
-			if (parse_size(optarg, &cfg.max_body) || !cfg.max_body) {
-				cli_usage_error("scrape", "--max-body: bad size '%s' (e.g. 64MiB)", optarg);
+			if (parse_size(optarg, &cfg->max_body) || !cfg->max_body) {
+				cli_usage_error(cmdname, "--max-body: bad size '%s' (e.g. 64MiB)", optarg);
 				goto out;
 			}
 			break;
-		case O_STATE: cfg.state_dir = optarg; break;
-		case O_RAW: cfg.save_raw_dir = optarg; break;
-		case O_LISTEN: listen_addr = optarg; break;
+		case O_STATE: cfg->state_dir = optarg; break;
+		case O_RAW: cfg->save_raw_dir = optarg; break;
+		case O_LISTEN: sc->listen_addr = optarg; break;
 		case O_FLUSH:
-			if (parse_dur("flush-timeout", optarg, &cfg.flush_ns))
+			if (parse_dur("flush-timeout", optarg, &cfg->flush_ns))
 				goto out;
 			break;
-		case 'q': cfg.quiet = true; break;
+		case 'q': cfg->quiet = true; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			ret = EXIT_OK;
 			goto out;
-		default: cli_usage_error("scrape", "unknown option"); goto out;
+		default: cli_usage_error(cmdname, "unknown option"); goto out;
 		}
 	}
 	if (optind < argc) {
-		cli_usage_error("scrape", "unexpected argument '%s' (targets are given with --target URL)", argv[optind]);
+		cli_usage_error(cmdname, "unexpected argument '%s' (targets are given with --target URL)", argv[optind]);
 		goto out;
 	}
-	if (!cfg.once && cfg.cpu_ns >= cfg.interval_ns && (cfg.types & (1u << PD_ST_CPU))) {
-		cli_usage_error("scrape", "--cpu-duration (%llds) must be shorter than --interval (%llds)",
-				(long long)(cfg.cpu_ns / 1000000000LL), (long long)(cfg.interval_ns / 1000000000LL));
+	if (!cfg->once && cfg->cpu_ns >= cfg->interval_ns && (cfg->types & (1u << PD_ST_CPU))) {
+		cli_usage_error(cmdname, "--cpu-duration (%llds) must be shorter than --interval (%llds)",
+				(long long)(cfg->cpu_ns / 1000000000LL), (long long)(cfg->interval_ns / 1000000000LL));
 		goto out;
 	}
-	{
-		const char *cl = cfg.collector;
+	if (!in_serve) {
+		const char *cl = cfg->collector;
 		if (strncmp(cl, "http://", 7) && strncmp(cl, "https://", 8)) {
-			cli_usage_error("scrape", "--collector: want an http:// or https:// URL, got '%s'", cl);
+			cli_usage_error(cmdname, "--collector: want an http:// or https:// URL, got '%s'", cl);
 			goto out;
 		}
 	}
@@ -480,46 +545,47 @@ int cmd_scrape(int argc, char **argv)
 	/* in a pod with nothing else to scrape: zero config */
 	{
 		const char *h = getenv("KUBERNETES_SERVICE_HOST");
-		if (!kube && !nspecs && !config_file && h && *h)
-			kube = true;
+		if (!sc->kube && !sc->nspecs && !sc->config_file && h && *h)
+			sc->kube = true;
 	}
-	if (!pod_labels_arg)
-		pod_labels_arg = default_pod_labels;
-	if (kube && split_list(pod_labels_arg, &pod_labels, &npod_labels)) {
+	if (!sc->pod_labels_arg)
+		sc->pod_labels_arg = sc->default_pod_labels;
+	if (sc->kube && split_list(sc->pod_labels_arg, &sc->pod_labels, &sc->npod_labels)) {
 		ret = EXIT_INPUT;
 		goto out;
 	}
 
 	/* the static discovery source: --target and --config into one list */
-	norm = calloc(nspecs + 1, sizeof *norm);
-	if (!norm) {
+	sc->norm = calloc(sc->nspecs + 1, sizeof *sc->norm);
+	if (!sc->norm) {
 		ret = EXIT_INPUT;
 		goto out;
 	}
-	for (size_t i = 0; i < nspecs; i++) {
-		struct spec *sp = &specs[i];
-		if (pd_scrape_normalize_url(sp->url, &norm[i], &err)) {
-			cli_usage_error("scrape", "--target: %s", err.msg);
+	for (size_t i = 0; i < sc->nspecs; i++) {
+		struct spec *sp = &sc->specs[i];
+		if (pd_scrape_normalize_url(sp->url, &sc->norm[i], &err)) {
+			cli_usage_error(cmdname, "--target: %s", err.msg);
 			goto out;
 		}
-		const char *service = sp->service ? sp->service : default_service;
+		const char *service = sp->service ? sp->service : sc->default_service;
 		if (!service) {
-			cli_usage_error("scrape", "target %s has no service: add --service NAME after it (or before the "
-						  "first --target for all)",
-					norm[i]);
+			cli_usage_error(cmdname, "target %s has no service: add --service NAME after it (or before the "
+						 "first --target for all)",
+					sc->norm[i]);
 			goto out;
 		}
 		size_t n = 0;
-		free(all);
-		all = calloc(ndl + sp->nlabels + 1, sizeof *all);
-		if (!all) {
+		free(sc->all);
+		sc->all = calloc(sc->ndl + sp->nlabels + 1, sizeof *sc->all);
+		if (!sc->all) {
 			ret = EXIT_INPUT;
 			goto out;
 		}
+		struct pd_kv *all = sc->all;
 		bool has_instance = false;
-		for (size_t k = 0; k < ndl; k++) {
-			has_instance |= !strcmp(dlabels[k].key, "instance");
-			all[n++] = dlabels[k];
+		for (size_t k = 0; k < sc->ndl; k++) {
+			has_instance |= !strcmp(sc->dlabels[k].key, "instance");
+			all[n++] = sc->dlabels[k];
 		}
 		for (size_t k = 0; k < sp->nlabels; k++) {
 			has_instance |= !strcmp(sp->labels[k].key, "instance");
@@ -528,49 +594,51 @@ int cmd_scrape(int argc, char **argv)
 		char hp[256];
 		if (!has_instance) {
 			all[n].key = (char *)"instance";
-			all[n++].value = (char *)pd_scrape_url_hostport(norm[i], hp, sizeof hp);
+			all[n++].value = (char *)pd_scrape_url_hostport(sc->norm[i], hp, sizeof hp);
 		}
-		if (pd_scrape_targets_add(&targets, norm[i], norm[i], service, all, n, 0, &err)) {
-			cli_usage_error("scrape", "--target: %s", err.msg);
+		if (pd_scrape_targets_add(&sc->targets, sc->norm[i], sc->norm[i], service, all, n, 0, &err)) {
+			cli_usage_error(cmdname, "--target: %s", err.msg);
 			goto out;
 		}
 	}
-	if (config_file) {
-		if (pd_buf_read_file(&cfgtext, config_file, &err) || pd_buf_append(&cfgtext, "", 1)) {
-			cli_error("scrape: --config: %s", err.msg);
+	if (sc->config_file) {
+		if (pd_buf_read_file(&sc->cfgtext, sc->config_file, &err) || pd_buf_append(&sc->cfgtext, "", 1)) {
+			cli_error("%s: --config: %s", cmdname, err.msg);
 			ret = EXIT_INPUT;
 			goto out;
 		}
-		if (pd_scrape_parse_config((const char *)cfgtext.ptr, config_file, default_service, dlabels, ndl, &targets,
-					   &err)) {
-			cli_usage_error("scrape", "--config %s", err.msg);
+		if (pd_scrape_parse_config((const char *)sc->cfgtext.ptr, sc->config_file, sc->default_service,
+					   sc->dlabels, sc->ndl, &sc->targets, &err)) {
+			cli_usage_error(cmdname, "--config %s", err.msg);
 			goto out;
 		}
 	}
-	if (!targets.n && !kube) {
-		cli_usage_error("scrape", "no targets: give --target URL --service NAME, or --config FILE, or -A, "
-					  "-n NS or --kubernetes for the annotated pods of a Kubernetes cluster");
+	if (!sc->targets.n && !sc->kube) {
+		cli_usage_error(cmdname, "no targets: give --target URL --service NAME, or --config FILE, or -A, "
+					 "-n NS or --kubernetes for the annotated pods of a Kubernetes cluster");
 		goto out;
 	}
-	if (kube) {
-		struct pd_kube_opts ko = {.mode = PD_KUBE_AUTO, .kubeconfig = kubeconfig, .context = kcontext};
+	if (sc->kube) {
+		struct pd_kube_opts ko = {.mode = PD_KUBE_AUTO, .kubeconfig = sc->kubeconfig, .context = sc->kcontext};
 		/* the service-account directory, for tests (default: the real one) */
 		ko.sa_dir = getenv("PROFD_KUBE_SA_DIR");
 		ret = EXIT_INPUT;
-		if (pd_kube_config_load(&ko, &kcfg, &err)) {
-			cli_error("scrape: kubernetes: %s", err.msg);
+		if (pd_kube_config_load(&ko, &sc->kcfg, &err)) {
+			cli_error("%s: kubernetes: %s", cmdname, err.msg);
 			goto out;
 		}
 		struct pd_kube_client_opts co = {.timeout_ms = 30000, .user_agent = "profd-scrape/" PD_VERSION};
-		if (pd_kube_client_new(kcfg, &co, &kclient, &err)) {
-			cli_error("scrape: kubernetes: %s", err.msg);
+		if (pd_kube_client_new(sc->kcfg, &co, &sc->kclient, &err)) {
+			cli_error("%s: kubernetes: %s", cmdname, err.msg);
 			goto out;
 		}
-		if (!all_ns && !kns)
-			kns = kcfg->namespace && *kcfg->namespace ? kcfg->namespace : "default";
-		if (all_ns)
-			kns = NULL;
-		if (!cfg.quiet) {
+		struct pd_kube_config *kcfg = sc->kcfg;
+		if (!sc->all_ns && !sc->kns)
+			sc->kns = kcfg->namespace && *kcfg->namespace ? kcfg->namespace : "default";
+		if (sc->all_ns)
+			sc->kns = NULL;
+		const char *kns = sc->kns, *ksel = sc->ksel;
+		if (!cfg->quiet) {
 			if (kcfg->source == PD_KUBE_SRC_IN_CLUSTER)
 				log_line("level=info component=kube msg=\"Kubernetes API %s (in-cluster service account), %s%s%s%s\"",
 					 kcfg->server, kns ? "namespace " : "all namespaces", kns ? kns : "",
@@ -581,9 +649,140 @@ int cmd_scrape(int argc, char **argv)
 					 kns ? "namespace " : "all namespaces", kns ? kns : "", ksel ? ", selector " : "",
 					 ksel ? ksel : "");
 		}
-		ret = EXIT_USAGE;
 	}
+	*out = sc;
+	return EXIT_OK;
+out:
+	scrape_cmd_free(sc);
+	return ret;
+}
 
+int scrape_cmd_start(struct scrape_cmd *sc, struct pd_store *st, int64_t retention_ns)
+{
+	struct pd_err err;
+	struct pd_scrape_config *cfg = &sc->cfg;
+	if (st) {
+		cfg->store = st;
+		cfg->retention_ns = retention_ns;
+	}
+	if (pd_scraper_new(cfg, &sc->s, &err)) {
+		cli_error("scrape: %s", err.msg);
+		return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
+	}
+	if (pd_scraper_set_targets(sc->s, &sc->targets, &err)) {
+		cli_error("scrape: %s", err.msg);
+		return EXIT_INPUT;
+	}
+	if (sc->kube) {
+		struct pd_scrape_kube_opts kopts = {
+			.namespace = sc->kns,
+			.selector = sc->ksel,
+			.pod_labels = (const char *const *)sc->pod_labels,
+			.npod_labels = sc->npod_labels,
+			.labels = sc->dlabels,
+			.nlabels = sc->ndl,
+			.log = stderr,
+			.quiet = cfg->quiet,
+		};
+		if (pd_scrape_kube_new(sc->s, sc->kclient, &kopts, &sc->targets, &sc->kd, &err)) {
+			cli_error("scrape: %s", err.msg);
+			return EXIT_INPUT;
+		}
+		if (cfg->once) {
+			if (pd_scrape_kube_sync(sc->kd, &sc->nkube, &err)) {
+				cli_error("scrape: kubernetes: %s", err.msg);
+				return EXIT_INPUT;
+			}
+			if (!sc->targets.n && !sc->nkube) {
+				log_line("level=warn component=scrape msg=\"no targets: no Running pod annotated "
+					 "profefe.com/enable=true in %s%s\"",
+					 sc->kns ? "namespace " : "any namespace", sc->kns ? sc->kns : "");
+				return EXIT_OK; /* nothing runs: scrape_cmd_done() is true */
+			}
+		}
+	}
+	if (sc->listen_addr) {
+		if (pd_scrape_http_start(sc->s, sc->listen_addr, &sc->http, &err)) {
+			cli_error("scrape: --listen: %s", err.msg);
+			return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
+		}
+		log_line("level=info component=scrape msg=\"metrics listening on port %u\" addr=%s",
+			 pd_scrape_http_port(sc->http), sc->listen_addr);
+	}
+	if (sc->kd && !cfg->once && pd_scrape_kube_start(sc->kd, &err)) {
+		cli_error("scrape: %s", err.msg);
+		return EXIT_INPUT;
+	}
+	sc->r.s = sc->s;
+	if (pthread_create(&sc->th, NULL, run_thread, &sc->r)) {
+		cli_error("scrape: cannot start a thread");
+		return EXIT_INPUT;
+	}
+	sc->running = true;
+	return EXIT_OK;
+}
+
+bool scrape_cmd_done(struct scrape_cmd *sc) { return !sc->running || atomic_load(&sc->r.done); }
+
+void scrape_cmd_stop(struct scrape_cmd *sc)
+{
+	if (!sc->cfg.quiet)
+		log_line("level=info component=scrape msg=\"stopping%s\"", sc->cfg.store ? ", flushing to the store" : "");
+	pd_scrape_kube_stop(sc->kd);
+	if (sc->s)
+		pd_scraper_stop(sc->s);
+}
+
+int scrape_cmd_finish(struct scrape_cmd *sc, bool signalled)
+{
+	if (!sc->running)
+		return EXIT_OK;
+	pthread_join(sc->th, NULL);
+	sc->running = false;
+	if (sc->r.rc) {
+		cli_error("scrape: %s", sc->r.err.msg);
+		return EXIT_INPUT;
+	}
+	struct pd_scrape_totals t;
+	pd_scraper_totals(sc->s, &t);
+	if (sc->cfg.once) {
+		struct pd_buf sum = PD_BUF_INIT(0);
+		size_t failed = pd_scraper_summary(sc->s, &sum);
+		if (sum.len)
+			fwrite(sum.ptr, 1, sum.len, stdout);
+		fflush(stdout);
+		pd_buf_free(&sum);
+		if (failed || !sc->cfg.quiet)
+			log_line("level=%s component=scrape msg=\"%zu of %zu target(s) failed; %llu profile(s) delivered, %llu "
+				 "refused, %llu not delivered\"",
+				 failed ? "warn" : "info", failed, sc->targets.n + sc->nkube, (unsigned long long)t.posts_ok,
+				 (unsigned long long)t.posts_refused,
+				 (unsigned long long)(t.enqueued - t.posts_ok - t.posts_refused));
+		return failed || signalled ? EXIT_INPUT : EXIT_OK;
+	}
+	if (sc->cfg.store)
+		log_line("level=info component=scrape msg=\"stopped\" stored=%llu store_failed=%llu",
+			 (unsigned long long)t.stored, (unsigned long long)t.store_failed);
+	else
+		log_line("level=info component=scrape msg=\"stopped\" delivered=%llu refused=%llu dropped=%llu "
+			 "post_failures=%llu",
+			 (unsigned long long)t.posts_ok, (unsigned long long)t.posts_refused,
+			 (unsigned long long)t.queue_dropped, (unsigned long long)t.posts_failed);
+	return EXIT_OK;
+}
+
+int scrape_cmd_metrics(void *ctx, struct pd_buf *out)
+{
+	struct scrape_cmd *sc = ctx;
+	return sc->s ? pd_scraper_metrics(sc->s, out) : 0;
+}
+
+int cmd_scrape(int argc, char **argv)
+{
+	struct scrape_cmd *sc;
+	int ret = scrape_cmd_parse(argc, argv, false, &sc);
+	if (!sc)
+		return ret;
 	/* Signals are taken by this thread only: block them before any thread starts. */
 	sigset_t set;
 	sigemptyset(&set);
@@ -592,123 +791,25 @@ int cmd_scrape(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	ret = EXIT_INPUT;
-	if (pd_scraper_new(&cfg, &s, &err)) {
-		cli_error("scrape: %s", err.msg);
-		ret = err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
-		goto out;
-	}
-	if (pd_scraper_set_targets(s, &targets, &err)) {
-		cli_error("scrape: %s", err.msg);
-		goto out;
-	}
-	if (kube) {
-		struct pd_scrape_kube_opts kopts = {
-			.namespace = kns,
-			.selector = ksel,
-			.pod_labels = (const char *const *)pod_labels,
-			.npod_labels = npod_labels,
-			.labels = dlabels,
-			.nlabels = ndl,
-			.log = stderr,
-			.quiet = cfg.quiet,
-		};
-		if (pd_scrape_kube_new(s, kclient, &kopts, &targets, &kd, &err)) {
-			cli_error("scrape: %s", err.msg);
-			goto out;
-		}
-		if (cfg.once) {
-			if (pd_scrape_kube_sync(kd, &nkube, &err)) {
-				cli_error("scrape: kubernetes: %s", err.msg);
-				goto out;
-			}
-			if (!targets.n && !nkube) {
-				log_line("level=warn component=scrape msg=\"no targets: no Running pod annotated "
-					 "profefe.com/enable=true in %s%s\"",
-					 kns ? "namespace " : "any namespace", kns ? kns : "");
-				ret = EXIT_OK;
-				goto out;
-			}
-		}
-	}
-	if (listen_addr) {
-		if (pd_scrape_http_start(s, listen_addr, &http, &err)) {
-			cli_error("scrape: --listen: %s", err.msg);
-			ret = err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
-			goto out;
-		}
-		log_line("level=info component=scrape msg=\"metrics listening on port %u\" addr=%s",
-			 pd_scrape_http_port(http), listen_addr);
-	}
-
-	if (kd && !cfg.once && pd_scrape_kube_start(kd, &err)) {
-		cli_error("scrape: %s", err.msg);
-		goto out;
-	}
-	struct runner r = {.s = s};
-	pthread_t th;
-	if (pthread_create(&th, NULL, run_thread, &r)) {
-		cli_error("scrape: cannot start a thread");
-		goto out;
+	ret = scrape_cmd_start(sc, NULL, 0);
+	if (ret) {
+		scrape_cmd_free(sc);
+		return ret;
 	}
 	int sig = 0;
-	while (!atomic_load(&r.done)) {
+	while (!scrape_cmd_done(sc)) {
 		struct timespec tmo = {0, 100 * 1000000};
 		int got = sigtimedwait(&set, NULL, &tmo);
 		if (got > 0 && !sig) {
 			sig = got;
-			if (!cfg.quiet)
+			if (!sc->cfg.quiet)
 				log_line("level=info component=scrape msg=\"%s: stopping\"",
 					 sig == SIGINT ? "SIGINT" : "SIGTERM");
-			pd_scrape_kube_stop(kd);
-			pd_scraper_stop(s);
+			pd_scrape_kube_stop(sc->kd);
+			pd_scraper_stop(sc->s);
 		}
 	}
-	pthread_join(th, NULL);
-	if (r.rc) {
-		cli_error("scrape: %s", r.err.msg);
-		goto out;
-	}
-	struct pd_scrape_totals t;
-	pd_scraper_totals(s, &t);
-	if (cfg.once) {
-		struct pd_buf sum = PD_BUF_INIT(0);
-		size_t failed = pd_scraper_summary(s, &sum);
-		if (sum.len)
-			fwrite(sum.ptr, 1, sum.len, stdout);
-		fflush(stdout);
-		pd_buf_free(&sum);
-		ret = failed || sig ? EXIT_INPUT : EXIT_OK;
-		if (failed || !cfg.quiet)
-			log_line("level=%s component=scrape msg=\"%zu of %zu target(s) failed; %llu profile(s) delivered, %llu "
-			 "refused, %llu not delivered\"",
-			 failed ? "warn" : "info", failed, targets.n + nkube, (unsigned long long)t.posts_ok,
-			 (unsigned long long)t.posts_refused,
-			 (unsigned long long)(t.enqueued - t.posts_ok - t.posts_refused));
-	} else {
-		log_line("level=info component=scrape msg=\"stopped\" delivered=%llu refused=%llu dropped=%llu "
-			 "post_failures=%llu",
-			 (unsigned long long)t.posts_ok, (unsigned long long)t.posts_refused,
-			 (unsigned long long)t.queue_dropped, (unsigned long long)t.posts_failed);
-		ret = EXIT_OK;
-	}
-out:
-	pd_scrape_http_stop(http);
-	pd_scrape_kube_free(kd);
-	pd_scraper_free(s);
-	pd_kube_client_free(kclient);
-	pd_kube_config_free(kcfg);
-	free(pod_labels);
-	pd_scrape_targets_free(&targets);
-	if (norm)
-		for (size_t i = 0; i < nspecs; i++)
-			free(norm[i]);
-	free(norm);
-	free(all);
-	for (size_t i = 0; i < nspecs; i++)
-		free(specs[i].labels);
-	free(specs);
-	free(dlabels);
-	pd_buf_free(&cfgtext);
+	ret = scrape_cmd_finish(sc, sig != 0);
+	scrape_cmd_free(sc);
 	return ret;
 }

@@ -35,7 +35,7 @@
 #define DEFAULT_SHUTDOWN_TIMEOUT "30s"
 
 static const char usage_text[] =
-	"Usage: profd serve [options]\n"
+	"Usage: profd serve [options] [--scrape SCRAPE-OPTIONS...]\n"
 	"\n"
 	"Run the collector: profiles arrive by POST /api/0/profiles (profefe's API: the\n"
 	"profefe agent, kprofefe and `profd load` send them), are stored under the data\n"
@@ -66,6 +66,14 @@ static const char usage_text[] =
 	"                                flight (default " DEFAULT_SHUTDOWN_TIMEOUT ")\n"
 	"  -q, --quiet                   no request log\n"
 	"  -h, --help                    this help\n"
+	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
+	"                                store directly: everything after --scrape is\n"
+	"                                `profd scrape` options (targets, --config, Kubernetes\n"
+	"                                discovery, --types, --interval, --listen...; see\n"
+	"                                `profd scrape --help`), except --collector and --once.\n"
+	"                                Its series are on this server's /metrics too; on\n"
+	"                                SIGTERM it stops first (delivering what it has\n"
+	"                                fetched), then the server\n"
 	"\n"
 	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
 	"(90s, 15m, 1h30m).\n"
@@ -77,8 +85,12 @@ static const char usage_text[] =
 	"The request log (one line per request) and errors go to stderr; the first\n"
 	"line says where the server listens.\n"
 	"\n"
+	"Example, a collector that scrapes the annotated pods of its cluster:\n"
+	"\n"
+	"  profd serve --data-dir /data --scrape -A --interval 60s\n"
+	"\n"
 	"Exit codes: 0 clean shutdown, 1 cannot start (address in use, data dir not\n"
-	"writable), 2 usage error.\n";
+	"writable, with --scrape: what makes profd scrape exit 1), 2 usage error.\n";
 
 static int parse_size(const char *s, size_t *out)
 {
@@ -196,6 +208,18 @@ int cmd_serve(int argc, char **argv)
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
+	/* everything after --scrape is the scraper's (profd scrape's options) */
+	int sargc = 0;
+	char **sargv = NULL;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--scrape")) {
+			sargc = argc - i;
+			sargv = argv + i;
+			argc = i;
+			break;
+		} else if (!strcmp(argv[i], "--")) {
+			break;
+		}
 	int c;
 	long v;
 	optind = 1;
@@ -262,6 +286,14 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	cfg.timeout_s = (unsigned)(timeout / 1000000000LL);
 	cfg.retention_ns = retention;
+	struct scrape_cmd *sc = NULL;
+	if (sargv) {
+		int rc = scrape_cmd_parse(sargc, sargv, true, &sc);
+		if (!sc)
+			return rc;
+		cfg.metrics_extra = scrape_cmd_metrics;
+		cfg.metrics_ctx = sc;
+	}
 
 	/* Signals are taken by this thread only: block them before any thread starts. */
 	sigset_t set;
@@ -272,17 +304,30 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct pd_err err;
-	if (pd_server_check_addr(cfg.addr, &err))
+	if (pd_server_check_addr(cfg.addr, &err)) {
+		scrape_cmd_free(sc);
 		return cli_usage_error("serve", "--addr: %s", err.msg);
+	}
 	struct pd_store *st;
 	if (pd_store_open_sqlite(dir, &lim, &st, &err)) {
 		cli_error("%s", err.msg);
+		scrape_cmd_free(sc);
 		return EXIT_INPUT;
 	}
 	size_t dropped0 = run_retention(st, NULL, retention); /* before serving: no expired data is ever served */
+	/* the scraper starts before the server, so that /metrics never sees it half made */
+	if (sc) {
+		int rc = scrape_cmd_start(sc, st, retention);
+		if (rc) {
+			scrape_cmd_free(sc);
+			pd_store_close(st);
+			return rc;
+		}
+	}
 	struct pd_server *srv;
 	if (pd_server_start(&cfg, st, &srv, &err)) {
 		cli_error("%s", err.msg);
+		scrape_cmd_free(sc); /* stops the loop first */
 		pd_store_close(st);
 		return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
 	}
@@ -296,8 +341,8 @@ int cmd_serve(int argc, char **argv)
 	if (retention)
 		snprintf(rbuf, sizeof rbuf, "%lldh", (long long)(retention / 3600000000000LL));
 	log_line("level=info msg=\"profd %s listening on port %u\" addr=%s data_dir=%s retention=%s max_body=%zu "
-		 "max_merge_profiles=%zu",
-		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge);
+		 "max_merge_profiles=%zu scrape=%s",
+		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off");
 
 	int sig = 0;
 	while (!sig) {
@@ -310,10 +355,17 @@ int cmd_serve(int argc, char **argv)
 	}
 	log_line("level=info msg=\"%s: shutting down, waiting up to %llds for requests in flight\"",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)(shutdown / 1000000000LL));
+	/* the scraper first (it delivers what it has to the store), then the server, then the store */
+	int ret = EXIT_OK;
+	if (sc) {
+		scrape_cmd_stop(sc);
+		ret = scrape_cmd_finish(sc, true);
+	}
 	unsigned left = pd_server_stop(srv, (unsigned)(shutdown / 1000000000LL));
+	scrape_cmd_free(sc); /* after the server: its /metrics reads the scraper */
 	pd_store_close(st);
 	if (left)
 		log_line("level=warn msg=\"%u request(s) were still running at the shutdown timeout\"", left);
 	log_line("level=info msg=\"stopped\"");
-	return EXIT_OK;
+	return ret;
 }

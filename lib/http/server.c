@@ -616,7 +616,9 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 	struct pd_err err;
 	bool have = pd_store_stats(r->s->st, &st, &err) == 0;
 	struct pd_buf b = PD_BUF_INIT(0);
-	if (pd_metrics_render(&r->s->m, have ? &st : NULL, &b) || pd_buf_append(&b, "", 1)) {
+	if (pd_metrics_render(&r->s->m, have ? &st : NULL, &b) ||
+	    (r->s->cfg.metrics_extra && r->s->cfg.metrics_extra(r->s->cfg.metrics_ctx, &b)) ||
+	    pd_buf_append(&b, "", 1)) {
 		pd_buf_free(&b);
 		return reply_error(c, r, 500, "out of memory");
 	}

@@ -34,6 +34,10 @@ struct pd_server_config {
 	int gzip_level;           /* 1..12 */
 	FILE *log;                /* request log (one line per request); NULL = none */
 	const char *version, *commit, *build_time;
+	/* optional: more series appended to /metrics (e.g. the in-process
+	 * scraper's); ctx must outlive the server */
+	int (*metrics_extra)(void *ctx, struct pd_buf *out);
+	void *metrics_ctx;
 };
 void pd_server_config_default(struct pd_server_config *c);
 

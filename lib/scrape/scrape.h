@@ -231,6 +231,9 @@ struct pd_scrape_item {
 	int64_t created_ns; /* scrape time */
 	const uint8_t *data; /* gzip'd or raw pprof */
 	size_t len;
+	/* refuse (PD_EEXPIRED) a profile created before this, as POST does
+	 * under --retention; 0 = no bound */
+	int64_t min_created_ns;
 };
 /* Store one scraped profile directly (for `profd serve --scrape`). */
 int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it, struct pd_profile_meta *out,
@@ -253,6 +256,8 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 struct pd_scrape_config {
 	const char *collector;    /* base URL of the collector (API v0) */
 	struct pd_store *store;   /* if set: store directly instead of posting (collector unused) */
+	int64_t retention_ns;     /* with store: the collector's --retention (0 = forever); profiles
+				   * older than the window are refused like POST refuses them */
 	unsigned types;           /* default types of targets that do not say */
 	int64_t interval_ns, cpu_ns, timeout_ns, flush_ns;
 	unsigned concurrency;

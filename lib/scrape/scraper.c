@@ -676,7 +676,9 @@ static int output(struct pd_scraper *s, struct job *j, uint8_t *data, size_t len
 	}
 	int r = PD_SR_OK;
 	if (s->c.store) {
-		struct pd_scrape_item it = {ts->t.service, tn, labels, nl, created, data, len};
+		struct pd_scrape_item it = {ts->t.service, tn, labels, nl, created, data, len, 0};
+		if (s->c.retention_ns > 0)
+			it.min_created_ns = real_ns() - s->c.retention_ns;
 		struct pd_err err;
 		if (pd_scrape_store_ingest(s->c.store, &it, NULL, &err)) {
 			atomic_fetch_add(&s->store_failed, 1);

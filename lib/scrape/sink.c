@@ -68,7 +68,7 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 		.labels = it->labels,
 		.nlabels = it->nlabels,
 		.created_ns = it->created_ns,
-		.min_created_ns = 0,
+		.min_created_ns = it->min_created_ns > 0 ? it->min_created_ns : 0,
 	};
 	struct pd_profile_meta m;
 	memset(&m, 0, sizeof m);
