@@ -516,7 +516,7 @@ static void test_store_sink(void **state)
 	heap_pb(&p, false, v, 1, 0);
 	struct pd_kv l[] = {{(char *)"instance", (char *)"h:1"}, {(char *)"env", (char *)"a b"}};
 	const int64_t t = 1700000000123456789LL;
-	struct pd_scrape_item it = {"auth", "heap", l, 2, t, p.b.p, p.b.len};
+	struct pd_scrape_item it = {"auth", "heap", l, 2, t, p.b.p, p.b.len, 0};
 	struct pd_profile_meta m;
 	memset(&m, 0, sizeof m);
 	if (pd_scrape_store_ingest(st, &it, &m, &err))
@@ -534,8 +534,11 @@ static void test_store_sink(void **state)
 	assert_int_equal(found.nlabels, 2);
 	/* without a meta out, and a refused profile */
 	assert_int_equal(pd_scrape_store_ingest(st, &it, NULL, &err), 0);
-	struct pd_scrape_item bad = {"auth", "heap", NULL, 0, t, (const uint8_t *)"<html>", 6};
+	struct pd_scrape_item bad = {"auth", "heap", NULL, 0, t, (const uint8_t *)"<html>", 6, 0};
 	assert_int_not_equal(pd_scrape_store_ingest(st, &bad, NULL, &err), 0);
+	/* older than the retention window: refused as a POST would be */
+	it.min_created_ns = t + 1;
+	assert_int_equal(pd_scrape_store_ingest(st, &it, NULL, &err), PD_EEXPIRED);
 	pb_free(&p);
 	pd_store_close(st);
 	char cmd[300];
