@@ -114,11 +114,17 @@ $(BUILD)/loadgen: bench/loadgen/main.go bench/loadgen/go.mod
 	@mkdir -p $(BUILD)/gohome
 	cd bench/loadgen && $(GO_ENV) go build -o $(CURDIR)/$@ .
 
+# Many pprof targets (and a stub collector) for bench/scrape.sh; Google's
+# profile package from Debian, as $(BUILD)/gen.
+$(BUILD)/targets: bench/targets/main.go
+	@mkdir -p $(BUILD)/gohome
+	GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $@ ./bench/targets
+
 bench:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/loadgen
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/loadgen $(BUILD)/targets
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60

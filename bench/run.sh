@@ -8,8 +8,9 @@
 # profd: `profd pprof merge`; Go: the pprof tool behind `go tool pprof -proto`
 # (run directly, which spares Go the `go` wrapper's startup). Wall time from
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
-# throughput of raw protobuf on one core (bench_codec). Last, the collector
-# over HTTP (bench/serve.sh: ingest rate, merge through the API, storage).
+# throughput of raw protobuf on one core (bench_codec). Then the collector
+# over HTTP (bench/serve.sh: ingest rate, merge through the API, storage);
+# last, the scraper against many targets (bench/scrape.sh).
 #
 # Results: a Markdown table on stdout and in $BUILD/bench-results.md.
 # Env: ROUNDS (default 5), BUILD (default build).
@@ -119,3 +120,6 @@ done
 # The collector over HTTP: ingest, merge through the API, storage (appends
 # its tables to $results).
 BUILD=$BUILD ROUNDS=$ROUNDS bench/serve.sh
+
+# The scraper against many loopback targets (appends its table to $results).
+BUILD=$BUILD ROUNDS=$ROUNDS bench/scrape.sh
