@@ -22,6 +22,8 @@ void cli_error(const char *fmt, ...) PD_PRINTF(1, 2);
 int cli_usage_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
 /* Parse a non-negative integer option value; -1 on error. */
 long cli_parse_count(const char *s);
+/* A size: bytes, or with a suffix K/KiB, M/MiB, G/GiB; -1 on error. */
+int cli_parse_size(const char *s, size_t *out);
 
 int cmd_pprof(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -141,30 +141,6 @@ static const char usage_text[] =
 /* "scrape", or "serve" for serve --scrape: whose --help a usage error points to */
 static const char *cmdname = "scrape";
 
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	unsigned long long mul = 1;
-	if (!strcmp(end, "") || !strcmp(end, "B"))
-		mul = 1;
-	else if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
-		mul = 1ULL << 10;
-	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
-		mul = 1ULL << 20;
-	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
-		mul = 1ULL << 30;
-	else
-		return -1;
-	if (v > SIZE_MAX / mul)
-		return -1;
-	*out = (size_t)(v * mul);
-	return 0;
-}
-
 /* A positive Go duration; 0 or negative is a usage error. */
 static int parse_dur(const char *opt, const char *s, int64_t *out)
 {
@@ -499,13 +475,13 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			cfg->concurrency = (unsigned)v;
 			break;
 		case O_QUEUE:
-			if (parse_size(optarg, &cfg->queue_bytes) || !cfg->queue_bytes) {
+			if (cli_parse_size(optarg, &cfg->queue_bytes) || !cfg->queue_bytes) {
 				cli_usage_error(cmdname, "--queue-size: bad size '%s' (e.g. 64MiB)", optarg);
 				goto out;
 			}
 			break;
 		case O_MAXBODY:
-			if (parse_size(optarg, &cfg->max_body) || !cfg->max_body) {
+			if (cli_parse_size(optarg, &cfg->max_body) || !cfg->max_body) {
 				cli_usage_error(cmdname, "--max-body: bad size '%s' (e.g. 64MiB)", optarg);
 				goto out;
 			}

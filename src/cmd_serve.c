@@ -92,30 +92,6 @@ static const char usage_text[] =
 	"Exit codes: 0 clean shutdown, 1 cannot start (address in use, data dir not\n"
 	"writable, with --scrape: what makes profd scrape exit 1), 2 usage error.\n";
 
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	unsigned long long mul = 1;
-	if (!strcmp(end, "") || !strcmp(end, "B"))
-		mul = 1;
-	else if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
-		mul = 1ULL << 10;
-	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
-		mul = 1ULL << 20;
-	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
-		mul = 1ULL << 30;
-	else
-		return -1;
-	if (v > SIZE_MAX / mul)
-		return -1;
-	*out = (size_t)(v * mul);
-	return 0;
-}
-
 static int parse_dur(const char *opt, const char *s, int64_t *out)
 {
 	struct pd_err err;
@@ -238,12 +214,12 @@ int cmd_serve(int argc, char **argv)
 				return cli_usage_error("serve", "--retention-interval must be at least 1s");
 			break;
 		case O_BODY:
-			if (parse_size(optarg, &cfg.max_body) || cfg.max_body == 0)
+			if (cli_parse_size(optarg, &cfg.max_body) || cfg.max_body == 0)
 				return cli_usage_error("serve", "--max-body: bad size '%s' (e.g. 32MiB)", optarg);
 			lim.max_compressed = cfg.max_body;
 			break;
 		case O_DEC:
-			if (parse_size(optarg, &lim.max_decompressed) || lim.max_decompressed == 0)
+			if (cli_parse_size(optarg, &lim.max_decompressed) || lim.max_decompressed == 0)
 				return cli_usage_error("serve", "--max-decompressed: bad size '%s' (e.g. 256MiB)", optarg);
 			break;
 		case O_SAMP:

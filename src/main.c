@@ -68,6 +68,30 @@ long cli_parse_count(const char *s)
 	return v;
 }
 
+int cli_parse_size(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	unsigned long long mul = 1;
+	if (!strcmp(end, "") || !strcmp(end, "B"))
+		mul = 1;
+	else if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
+		mul = 1ULL << 10;
+	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
+		mul = 1ULL << 20;
+	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
+		mul = 1ULL << 30;
+	else
+		return -1;
+	if (v > SIZE_MAX / mul)
+		return -1;
+	*out = (size_t)(v * mul);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* The tools allocate and free one profile-sized buffer per input file:

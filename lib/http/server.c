@@ -856,8 +856,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&s->log_mu);
 }
 
-/* "host:port", ":port", "[v6]:port", "port" -> a socket address. */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err)
+int pd_http_parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err)
 {
 	char host[256] = "";
 	const char *port;
@@ -908,7 +907,7 @@ int pd_server_check_addr(const char *addr, struct pd_err *err)
 {
 	struct sockaddr_storage ss;
 	bool any;
-	return parse_addr(addr, &ss, &any, err);
+	return pd_http_parse_addr(addr, &ss, &any, err);
 }
 
 int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, struct pd_server **out,
@@ -917,7 +916,7 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 	*out = NULL;
 	struct sockaddr_storage ss;
 	bool any;
-	int rc = parse_addr(cfg->addr, &ss, &any, err);
+	int rc = pd_http_parse_addr(cfg->addr, &ss, &any, err);
 	if (rc)
 		return rc;
 	struct pd_server *s = calloc(1, sizeof *s);

@@ -12,6 +12,7 @@
 #define PD_HTTP_SERVER_H
 
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "../store/store.h"
 #include "metrics.h"
@@ -43,6 +44,9 @@ void pd_server_config_default(struct pd_server_config *c);
 
 struct pd_server;
 
+/* "host:port", ":port" (any address, v4 and v6: *any = true), "[v6]:port" or
+ * "port" to a socket address; PD_EUSAGE with the reason. */
+int pd_http_parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err) PD_WUR;
 /* Check an address's syntax (and resolve its host) without binding. */
 int pd_server_check_addr(const char *addr, struct pd_err *err) PD_WUR;
 /* Bind and start serving (the store is borrowed and must outlive the server).

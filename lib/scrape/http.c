@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "scrape.h"
+#include "../http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,56 +79,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return answer(c, 404, &b, "text/plain; charset=utf-8");
 }
 
-/* "host:port", ":port", "port", "[v6]:port" -> a socket address. */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err)
-{
-	char host[256] = "";
-	const char *port = addr;
-	*any = false;
-	if (addr[0] == '[') {
-		const char *e = strchr(addr, ']');
-		if (!e || e[1] != ':' || (size_t)(e - addr - 1) >= sizeof host)
-			return pd_errf(err, PD_EUSAGE, "bad address \"%s\": want [v6addr]:port", addr);
-		memcpy(host, addr + 1, (size_t)(e - addr - 1));
-		port = e + 2;
-	} else if (strrchr(addr, ':')) {
-		const char *colon = strrchr(addr, ':');
-		if ((size_t)(colon - addr) >= sizeof host)
-			return pd_errf(err, PD_EUSAGE, "bad address \"%s\": host too long", addr);
-		memcpy(host, addr, (size_t)(colon - addr));
-		host[colon - addr] = 0;
-		port = colon + 1;
-	}
-	char *end;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || p < 0 || p > 65535)
-		return pd_errf(err, PD_EUSAGE, "bad address \"%s\": port must be 0..65535", addr);
-	memset(ss, 0, sizeof *ss);
-	if (!host[0]) {
-		*any = true;
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = in6addr_any;
-		s6->sin6_port = htons((uint16_t)p);
-		return 0;
-	}
-	struct addrinfo hints = {0}, *res = NULL;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int g = getaddrinfo(host, port, &hints, &res);
-	if (g || !res)
-		return pd_errf(err, PD_EUSAGE, "bad address \"%s\": %s", addr, gai_strerror(g));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
-
 int pd_scrape_http_start(struct pd_scraper *s, const char *addr, struct pd_scrape_http **out, struct pd_err *err)
 {
 	*out = NULL;
 	struct sockaddr_storage ss;
 	bool any;
-	int rc = parse_addr(addr, &ss, &any, err);
+	int rc = pd_http_parse_addr(addr, &ss, &any, err);
 	if (rc)
 		return rc;
 	struct pd_scrape_http *h = calloc(1, sizeof *h);

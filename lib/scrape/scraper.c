@@ -166,29 +166,7 @@ static void slog(struct pd_scraper *s, const char *level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char t[40];
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
-	char line[2600];
-	size_t o = (size_t)snprintf(line, sizeof line, "ts=%s.%03ldZ level=%s component=scrape msg=\"", t,
-				    ts.tv_nsec / 1000000, level);
-	for (const unsigned char *p = (const unsigned char *)msg; *p && o + 8 < sizeof line; p++) {
-		if (*p == '"' || *p == '\\') {
-			line[o++] = '\\';
-			line[o++] = (char)*p;
-		} else if (*p < ' ' || *p == 0x7f) {
-			o += (size_t)snprintf(line + o, sizeof line - o, "\\x%02x", *p);
-		} else {
-			line[o++] = (char)*p;
-		}
-	}
-	line[o++] = '"';
-	line[o++] = '\n';
-	fwrite(line, 1, o, s->c.log);
-	fflush(s->c.log);
+	pd_log_line(s->c.log, level, "scrape", msg);
 }
 
 /* A printable excerpt of a body: its first bytes in quotes, or "binary data". */

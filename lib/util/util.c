@@ -442,3 +442,30 @@ double pd_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+void pd_log_line(FILE *f, const char *level, const char *component, const char *msg)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char t[40];
+	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+	char line[2600];
+	size_t o = (size_t)snprintf(line, sizeof line, "ts=%s.%03ldZ level=%s component=%s msg=\"", t,
+				    ts.tv_nsec / 1000000, level, component);
+	for (const unsigned char *p = (const unsigned char *)msg; *p && o + 8 < sizeof line; p++) {
+		if (*p == '"' || *p == '\\') {
+			line[o++] = '\\';
+			line[o++] = (char)*p;
+		} else if (*p < ' ' || *p == 0x7f) {
+			o += (size_t)snprintf(line + o, sizeof line - o, "\\x%02x", *p);
+		} else {
+			line[o++] = (char)*p;
+		}
+	}
+	line[o++] = '"';
+	line[o++] = '\n';
+	fwrite(line, 1, o, f);
+	fflush(f);
+}

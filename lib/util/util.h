@@ -16,6 +16,7 @@
 #define PD_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -140,6 +141,10 @@ int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
 /* ---- misc ------------------------------------------------------------ */
 /* Format v as a human-readable byte count into buf ("1.5 MiB"). */
 const char *pd_fmt_bytes(char *buf, size_t n, double v);
+/* Write one logfmt line to f and flush it:
+ * ts=<RFC3339 UTC, ms> level=<level> component=<component> msg="<msg>"
+ * with quotes and backslashes escaped and control bytes as \xNN. */
+void pd_log_line(FILE *f, const char *level, const char *component, const char *msg);
 /* Monotonic time in seconds. */
 double pd_now(void);
 
