@@ -1,10 +1,12 @@
 /*
  * cmd_scrape.c — `profd scrape`: pull Go pprof endpoints and push the
  * profiles to a collector (profd serve or profefe). This file is the static
- * discovery source (--target, --config), the wiring of Kubernetes discovery
- * (lib/scrape/kube.c over lib/kube: kubeconfig or in-cluster, -n/-A/-l) and
- * the process around the library loop (lib/scrape): flags, signals, the
- * --once summary and exit code.
+ * discovery source (--target, --config: the line format, or YAML parsed by
+ * lib/scrape/config.c, whose global: is resolved with the flags before
+ * anything else is built), the wiring of Kubernetes discovery
+ * (lib/scrape/kube.c over lib/kube: kubeconfig or in-cluster, -n/-A/-l; the
+ * config's kubernetes entries) and the process around the library loop
+ * (lib/scrape): flags, signals, the --once summary and exit code.
  *
  * Threads: main blocks SIGINT/SIGTERM before anything starts, runs the
  * scrape loop in a thread of its own (and, continuous with Kubernetes, the
@@ -49,13 +51,20 @@ static const char usage_text[] =
 	"  -L, --label KEY=VALUE     a label of every profile of the --target before it\n"
 	"                            (before any --target: of all targets). Repeatable.\n"
 	"                            instance=HOST:PORT is added unless given.\n"
-	"      --config FILE         static targets, one per line:\n"
+	"      --config FILE         a YAML config (FILE.yaml/.yml, or a first line like\n"
+	"                            \"key:\"): global: defaults, scrape_configs: groups of\n"
+	"                            static targets and kubernetes entries, each with its\n"
+	"                            own types, interval, cpu_duration, timeout, labels,\n"
+	"                            label_keep (examples/scrape.yaml; docs/scraping.md).\n"
+	"                            Precedence: global: < flags < a group's own keys.\n"
+	"                            Or static targets, one per line:\n"
 	"                              URL [service=NAME] [types=cpu,heap] [KEY=VALUE]...\n"
 	"                            (KEY=VALUE words are labels; '#' starts a comment)\n"
 	"\n"
 	"Kubernetes discovery (pods annotated profefe.com/enable: \"true\"; combines with\n"
-	"the static targets). On when any of these flags is given, or when running in a\n"
-	"pod (KUBERNETES_SERVICE_HOST set) without static targets:\n"
+	"the static targets). On when any of these flags is given, when --config has\n"
+	"kubernetes entries, or when running in a pod (KUBERNETES_SERVICE_HOST set)\n"
+	"without static targets:\n"
 	"      --kubernetes          discover pods (the kubeconfig kubectl would use, else\n"
 	"                            the pod's service account)\n"
 	"      --kubeconfig FILE     kubeconfig (default $KUBECONFIG, else ~/.kube/config;\n"
@@ -84,7 +93,15 @@ static const char usage_text[] =
 	"      --cpu-duration DUR    length of each CPU profile, whole seconds (default 10s)\n"
 	"      --timeout DUR         per request; a CPU profile gets --cpu-duration more\n"
 	"                            (default 10s)\n"
-	"      --concurrency N       requests in flight (default 64)\n"
+	"      --concurrency N       requests in flight for the types other than cpu\n"
+	"                            (default 64; each takes milliseconds)\n"
+	"      --cpu-concurrency N   CPU profiles in flight; each holds its slot for\n"
+	"                            --cpu-duration. Default: enough for every target's to\n"
+	"                            start on time, ceil(1.25 x the sum over the targets of\n"
+	"                            cpu-duration / interval) + 4, at least --concurrency\n"
+	"                            (1,000 targets at 60s / 10s: 213)\n"
+	"  A (target, type) still waiting for a slot, or still running, at its next due\n"
+	"  time misses that round: counted (profd_scrape_missed_total) and logged.\n"
 	"      --max-body SIZE       largest profile accepted from a target (default 64MiB)\n"
 	"      --state-dir DIR       keep the last snapshot of each cumulative profile (allocs,\n"
 	"                            block, mutex) here, so that --once runs store deltas\n"
@@ -123,6 +140,8 @@ static const char usage_text[] =
 	"               --target 10.0.0.8:6060 --service search\n"
 	"  # every minute, cpu and heap only, metrics on :9100\n"
 	"  profd scrape --collector http://profd:10100 --config targets.txt --types cpu,heap --listen :9100\n"
+	"  # groups of targets with their own types, intervals and labels (YAML)\n"
+	"  profd scrape --collector http://profd:10100 --config scrape.yaml --listen :9100\n"
 	"  # a cron job that stores allocation deltas between its runs\n"
 	"  profd scrape --once --state-dir /var/lib/profd-scrape --config targets.txt\n"
 	"  # every annotated pod of the cluster (in a pod: the service account)\n"
@@ -136,7 +155,8 @@ static const char usage_text[] =
 	"as the delta base and an empty profile count as done), or a clean shutdown;\n"
 	"1 a target failed or a profile was not delivered (--once), or cannot start\n"
 	"(--listen address in use, --state-dir not writable, unreadable --config, no\n"
-	"usable kubeconfig; --once: the pod list failed); 2 usage error.\n";
+	"usable kubeconfig; --once: the pod list failed); 2 usage error (a bad --config\n"
+	"too: FILE:LINE:COLUMN: key: what).\n";
 
 /* "scrape", or "serve" for serve --scrape: whose --help a usage error points to */
 static const char *cmdname = "scrape";
@@ -191,18 +211,6 @@ static int add_label(struct pd_kv **v, size_t *n, size_t *cap, char *arg)
 	return 0;
 }
 
-/* A Kubernetes namespace name (RFC 1123 label). */
-static bool dns_label(const char *s)
-{
-	size_t n = strlen(s);
-	if (!n || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 /* "a, b,c" -> strings cut in place (s is ours); empty elements skipped. */
 static int split_list(char *s, char ***out, size_t *n)
 {
@@ -251,6 +259,10 @@ struct scrape_cmd {
 	struct pd_scraper *s;
 	struct pd_scrape_http *http;
 	struct pd_buf cfgtext;
+	/* --config in YAML: its targets, kubernetes entries and global: (resolved with the flags) */
+	bool yaml;
+	struct pd_scrape_file file;
+	unsigned given; /* PD_SCF_*: flags that win over the file's global: */
 	struct pd_kv *all;
 	char **norm;
 	/* Kubernetes discovery */
@@ -281,6 +293,7 @@ void scrape_cmd_free(struct scrape_cmd *c)
 	pd_scrape_http_stop(c->http);
 	pd_scrape_kube_free(c->kd);
 	pd_scraper_free(c->s);
+	pd_scrape_file_free(&c->file); /* after the source that borrows its rules */
 	pd_kube_client_free(c->kclient);
 	pd_kube_config_free(c->kcfg);
 	free(c->pod_labels);
@@ -320,7 +333,8 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
-		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS
+		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
+		O_CPUCONC
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
@@ -334,6 +348,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		{"types", required_argument, 0, O_TYPES},
 		{"timeout", required_argument, 0, O_TIMEOUT},
 		{"concurrency", required_argument, 0, O_CONC},
+		{"cpu-concurrency", required_argument, 0, O_CPUCONC},
 		{"queue-size", required_argument, 0, O_QUEUE},
 		{"max-body", required_argument, 0, O_MAXBODY},
 		{"state-dir", required_argument, 0, O_STATE},
@@ -375,7 +390,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			sc->kube = true;
 			break;
 		case 'n':
-			if (!dns_label(optarg)) {
+			if (!pd_scrape_dns_label(optarg)) {
 				cli_usage_error(cmdname,
 						"-n: \"%s\" is not a namespace name (lower case letters, digits, '-')", optarg);
 				goto out;
@@ -442,6 +457,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 				cli_usage_error(cmdname, "--interval must be at least 1s");
 				goto out;
 			}
+			sc->given |= PD_SCF_INTERVAL;
 			break;
 		case O_CPU:
 			if (parse_dur("cpu-duration", optarg, &cfg->cpu_ns))
@@ -452,12 +468,14 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 						optarg);
 				goto out;
 			}
+			sc->given |= PD_SCF_CPU;
 			break;
 		case O_TYPES:
 			if (pd_scrape_parse_types(optarg, &cfg->types, &err)) {
 				cli_usage_error(cmdname, "--types: %s", err.msg);
 				goto out;
 			}
+			sc->given |= PD_SCF_TYPES;
 			break;
 		case O_TIMEOUT:
 			if (parse_dur("timeout", optarg, &cfg->timeout_ns))
@@ -466,6 +484,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 				cli_usage_error(cmdname, "--timeout must be at least 1ms");
 				goto out;
 			}
+			sc->given |= PD_SCF_TIMEOUT;
 			break;
 		case O_CONC:
 			if ((v = cli_parse_count(optarg)) <= 0 || v > 10000) {
@@ -473,6 +492,13 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 				goto out;
 			}
 			cfg->concurrency = (unsigned)v;
+			break;
+		case O_CPUCONC:
+			if ((v = cli_parse_count(optarg)) <= 0 || v > 100000) {
+				cli_usage_error(cmdname, "--cpu-concurrency: want 1..100000, got '%s'", optarg);
+				goto out;
+			}
+			cfg->cpu_concurrency = (unsigned)v;
 			break;
 		case O_QUEUE:
 			if (cli_parse_size(optarg, &cfg->queue_bytes) || !cfg->queue_bytes) {
@@ -518,6 +544,53 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		}
 	}
 
+	/* --config: read it now; a YAML file is parsed now too, since its global:
+	 * gives defaults to everything below (the flags given win over it) */
+	if (sc->config_file) {
+		if (pd_buf_read_file(&sc->cfgtext, sc->config_file, &err) || pd_buf_append(&sc->cfgtext, "", 1)) {
+			cli_error("%s: --config: %s", cmdname, err.msg);
+			ret = EXIT_INPUT;
+			goto out;
+		}
+		size_t len = sc->cfgtext.len - 1;
+		sc->yaml = pd_scrape_config_is_yaml(sc->config_file, (const char *)sc->cfgtext.ptr, len);
+	}
+	if (sc->yaml) {
+		struct pd_scrape_cfg_flags fl = {
+			.service = sc->default_service,
+			.labels = sc->dlabels,
+			.nlabels = sc->ndl,
+			.types = cfg->types,
+			.interval_ns = cfg->interval_ns,
+			.cpu_ns = cfg->cpu_ns,
+			.timeout_ns = cfg->timeout_ns,
+			.given = sc->given,
+			.once = cfg->once,
+		};
+		if (pd_scrape_parse_yaml(sc->config_file, sc->cfgtext.ptr, sc->cfgtext.len - 1, &fl, &sc->file, &err)) {
+			if (err.code == PD_ENOMEM) {
+				cli_error("%s: --config: %s", cmdname, err.msg);
+				ret = EXIT_INPUT;
+			} else {
+				cli_usage_error(cmdname, "--config %s", err.msg);
+			}
+			goto out;
+		}
+		cfg->types = sc->file.global.types;
+		cfg->interval_ns = sc->file.global.interval_ns;
+		cfg->cpu_ns = sc->file.global.cpu_ns;
+		cfg->timeout_ns = sc->file.global.timeout_ns;
+		if (sc->file.nrules)
+			sc->kube = true; /* kubernetes entries turn discovery on */
+		if (!cfg->quiet)
+			log_line("level=info component=scrape msg=\"config %s: %zu static target(s), %zu kubernetes "
+				 "entr%s\"",
+				 sc->config_file, sc->file.targets.n, sc->file.nrules, sc->file.nrules == 1 ? "y" : "ies");
+	}
+	/* the labels of every target (-L before any --target; merged with global: labels) */
+	const struct pd_kv *dl = sc->yaml ? sc->file.global.labels : sc->dlabels;
+	size_t ndl = sc->yaml ? sc->file.global.nlabels : sc->ndl;
+
 	/* in a pod with nothing else to scrape: zero config */
 	{
 		const char *h = getenv("KUBERNETES_SERVICE_HOST");
@@ -552,16 +625,16 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		}
 		size_t n = 0;
 		free(sc->all);
-		sc->all = calloc(sc->ndl + sp->nlabels + 1, sizeof *sc->all);
+		sc->all = calloc(ndl + sp->nlabels + 1, sizeof *sc->all);
 		if (!sc->all) {
 			ret = EXIT_INPUT;
 			goto out;
 		}
 		struct pd_kv *all = sc->all;
 		bool has_instance = false;
-		for (size_t k = 0; k < sc->ndl; k++) {
-			has_instance |= !strcmp(sc->dlabels[k].key, "instance");
-			all[n++] = sc->dlabels[k];
+		for (size_t k = 0; k < ndl; k++) {
+			has_instance |= !strcmp(dl[k].key, "instance");
+			all[n++] = dl[k];
 		}
 		for (size_t k = 0; k < sp->nlabels; k++) {
 			has_instance |= !strcmp(sp->labels[k].key, "instance");
@@ -572,17 +645,21 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			all[n].key = (char *)"instance";
 			all[n++].value = (char *)pd_scrape_url_hostport(sc->norm[i], hp, sizeof hp);
 		}
+		if (sc->yaml && sc->file.global.has_keep)
+			n = pd_scrape_labels_keep(all, n, sc->file.global.keep, sc->file.global.nkeep);
 		if (pd_scrape_targets_add(&sc->targets, sc->norm[i], sc->norm[i], service, all, n, 0, &err)) {
 			cli_usage_error(cmdname, "--target: %s", err.msg);
 			goto out;
 		}
 	}
-	if (sc->config_file) {
-		if (pd_buf_read_file(&sc->cfgtext, sc->config_file, &err) || pd_buf_append(&sc->cfgtext, "", 1)) {
-			cli_error("%s: --config: %s", cmdname, err.msg);
-			ret = EXIT_INPUT;
-			goto out;
-		}
+	if (sc->yaml) {
+		for (size_t i = 0; i < sc->file.targets.n; i++)
+			if (pd_scrape_targets_copy(&sc->targets, &sc->file.targets.v[i], &err)) {
+				cli_usage_error(cmdname, "--config %s: %s (with --target and in the file)", sc->config_file,
+						err.msg);
+				goto out;
+			}
+	} else if (sc->config_file) {
 		if (pd_scrape_parse_config((const char *)sc->cfgtext.ptr, sc->config_file, sc->default_service,
 					   sc->dlabels, sc->ndl, &sc->targets, &err)) {
 			cli_usage_error(cmdname, "--config %s", err.msg);
@@ -609,10 +686,25 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			goto out;
 		}
 		struct pd_kube_config *kcfg = sc->kcfg;
+		/* without -n/-A: the namespaces the config's kubernetes entries name */
+		if (!sc->all_ns && !sc->kns && sc->yaml) {
+			sc->all_ns = sc->file.kube_all;
+			sc->kns = sc->file.kube_namespace;
+		}
 		if (!sc->all_ns && !sc->kns)
 			sc->kns = kcfg->namespace && *kcfg->namespace ? kcfg->namespace : "default";
 		if (sc->all_ns)
 			sc->kns = NULL;
+		for (size_t i = 0; sc->kns && i < sc->file.nrules; i++) {
+			const struct pd_scrape_kube_rule *r = &sc->file.rules[i];
+			bool watched = !r->nnamespaces;
+			for (size_t k = 0; !watched && k < r->nnamespaces; k++)
+				watched = !strcmp(r->namespaces[k], sc->kns);
+			if (!watched || r->all_namespaces)
+				log_line("level=warn component=kube msg=\"kubernetes entry at %s wants other namespaces than "
+					 "the one watched (%s): it %s (-A watches all)\"",
+					 r->where, sc->kns, watched ? "only sees that one" : "matches no pod");
+		}
 		const char *kns = sc->kns, *ksel = sc->ksel;
 		if (!cfg->quiet) {
 			if (kcfg->source == PD_KUBE_SRC_IN_CLUSTER)
@@ -655,10 +747,15 @@ int scrape_cmd_start(struct scrape_cmd *sc, struct pd_store *st, int64_t retenti
 			.selector = sc->ksel,
 			.pod_labels = (const char *const *)sc->pod_labels,
 			.npod_labels = sc->npod_labels,
-			.labels = sc->dlabels,
-			.nlabels = sc->ndl,
+			.labels = sc->yaml ? sc->file.global.labels : sc->dlabels,
+			.nlabels = sc->yaml ? sc->file.global.nlabels : sc->ndl,
 			.log = stderr,
 			.quiet = cfg->quiet,
+			.rules = sc->file.rules,
+			.nrules = sc->file.nrules,
+			.label_keep = sc->file.global.keep,
+			.nlabel_keep = sc->file.global.nkeep,
+			.has_keep = sc->file.global.has_keep,
 		};
 		if (pd_scrape_kube_new(sc->s, sc->kclient, &kopts, &sc->targets, &sc->kd, &err)) {
 			cli_error("scrape: %s", err.msg);
@@ -737,13 +834,15 @@ int scrape_cmd_finish(struct scrape_cmd *sc, bool signalled)
 		return failed || signalled ? EXIT_INPUT : EXIT_OK;
 	}
 	if (sc->cfg.store)
-		log_line("level=info component=scrape msg=\"stopped\" stored=%llu store_failed=%llu",
-			 (unsigned long long)t.stored, (unsigned long long)t.store_failed);
+		log_line("level=info component=scrape msg=\"stopped\" stored=%llu store_failed=%llu missed_rounds=%llu",
+			 (unsigned long long)t.stored, (unsigned long long)t.store_failed,
+			 (unsigned long long)(t.missed_queued + t.missed_running));
 	else
 		log_line("level=info component=scrape msg=\"stopped\" delivered=%llu refused=%llu dropped=%llu "
-			 "post_failures=%llu",
+			 "post_failures=%llu missed_rounds=%llu",
 			 (unsigned long long)t.posts_ok, (unsigned long long)t.posts_refused,
-			 (unsigned long long)t.queue_dropped, (unsigned long long)t.posts_failed);
+			 (unsigned long long)t.queue_dropped, (unsigned long long)t.posts_failed,
+			 (unsigned long long)(t.missed_queued + t.missed_running));
 	return EXIT_OK;
 }
 

@@ -18,6 +18,7 @@
  * alias-heavy document cannot make the walk quadratic.
  */
 #include "kube_int.h"
+#include "../util/ynode.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -337,39 +338,14 @@ static int ybudget(struct yw *w)
 	return yerr(w, PD_ELIMIT, "document too complex (over %d node visits; aliases?)", YAML_BUDGET);
 }
 
-static bool yis(const yaml_node_t *n, const char *s)
-{
-	size_t l = strlen(s);
-	return n && n->type == YAML_SCALAR_NODE && n->data.scalar.length == l &&
-	       memcmp(n->data.scalar.value, s, l) == 0;
-}
-
-static bool ynull(const yaml_node_t *n)
-{
-	if (!n)
-		return true;
-	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	return n->data.scalar.length == 0 || yis(n, "~") || yis(n, "null") || yis(n, "Null") || yis(n, "NULL");
-}
-
-static const char *ytype(const yaml_node_t *n)
-{
-	switch (n->type) {
-	case YAML_MAPPING_NODE: return "a mapping";
-	case YAML_SEQUENCE_NODE: return "a list";
-	default: return "a string";
-	}
-}
-
 /* ctx: "cluster \"prod\": " style prefix for messages. */
 static int ystr(struct yw *w, yaml_node_t *v, const char *ctx, const char *field, const char **out)
 {
 	*out = NULL;
-	if (ynull(v))
+	if (pd_ynull(v))
 		return 0;
 	if (v->type != YAML_SCALAR_NODE)
-		return yerr(w, PD_EINVAL, "%s%s: expected a string, got %s", ctx, field, ytype(v));
+		return yerr(w, PD_EINVAL, "%s%s: expected a string, got %s", ctx, field, pd_ytype(v));
 	const char *s = (const char *)v->data.scalar.value;
 	size_t n = v->data.scalar.length;
 	if (memchr(s, 0, n))
@@ -384,15 +360,15 @@ static int ybool(struct yw *w, yaml_node_t *v, const char *ctx, const char *fiel
 	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
 	static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
 	*out = false;
-	if (ynull(v))
+	if (pd_ynull(v))
 		return 0;
 	if (v->type == YAML_SCALAR_NODE && v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
 		for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
-			if (yis(v, yes[i])) {
+			if (pd_yis(v, yes[i])) {
 				*out = true;
 				return 0;
 			}
-			if (yis(v, no[i]))
+			if (pd_yis(v, no[i]))
 				return 0;
 		}
 	}
@@ -400,7 +376,7 @@ static int ybool(struct yw *w, yaml_node_t *v, const char *ctx, const char *fiel
 		return yerr(w, PD_EINVAL, "%s%s: expected true or false, got \"%.*s\"", ctx, field,
 			    (int)(v->data.scalar.length > 32 ? 32 : v->data.scalar.length),
 			    (const char *)v->data.scalar.value);
-	return yerr(w, PD_EINVAL, "%s%s: expected true or false, got %s", ctx, field, ytype(v));
+	return yerr(w, PD_EINVAL, "%s%s: expected true or false, got %s", ctx, field, pd_ytype(v));
 }
 
 /* A list of strings (null = empty). */
@@ -408,10 +384,10 @@ static int ystrlist(struct yw *w, yaml_node_t *v, const char *ctx, const char *f
 {
 	*out = NULL;
 	*n = 0;
-	if (ynull(v))
+	if (pd_ynull(v))
 		return 0;
 	if (v->type != YAML_SEQUENCE_NODE)
-		return yerr(w, PD_EINVAL, "%s%s: expected a list, got %s", ctx, field, ytype(v));
+		return yerr(w, PD_EINVAL, "%s%s: expected a list, got %s", ctx, field, pd_ytype(v));
 	size_t cnt = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
 	const char **arr = pd_arena_calloc(w->a, cnt ? cnt : 1, sizeof *arr);
 	if (!arr)
@@ -448,7 +424,7 @@ static int yfields(struct yw *w, yaml_node_t *m, const char *ctx, const struct f
 		if (w->budget == 0)
 			return ybudget(w);
 		for (size_t i = 0; i < nf; i++) {
-			if (!yis(k, fs[i].key))
+			if (!pd_yis(k, fs[i].key))
 				continue;
 			int rc = fs[i].type == F_STR
 					 ? ystr(w, v, ctx, fs[i].key, (const char **)(void *)((char *)obj + fs[i].off))
@@ -466,7 +442,7 @@ static yaml_node_t *yget(struct yw *w, yaml_node_t *m, const char *key)
 	yaml_node_t *hit = NULL;
 	for (yaml_node_pair_t *pp = m->data.mapping.pairs.start; pp < m->data.mapping.pairs.top; pp++) {
 		yaml_node_t *k = ynode(w, pp->key);
-		if (yis(k, key))
+		if (pd_yis(k, key))
 			hit = ynode(w, pp->value); /* the last one wins, as in Go's decoder */
 	}
 	return hit;
@@ -510,10 +486,10 @@ static const struct field context_fields[] = {
 static int parse_exec(struct yw *w, yaml_node_t *m, const char *ctx, struct kc_exec **out)
 {
 	*out = NULL;
-	if (ynull(m))
+	if (pd_ynull(m))
 		return 0;
 	if (m->type != YAML_MAPPING_NODE)
-		return yerr(w, PD_EINVAL, "%sexec: expected a mapping, got %s", ctx, ytype(m));
+		return yerr(w, PD_EINVAL, "%sexec: expected a mapping, got %s", ctx, pd_ytype(m));
 	struct kc_exec *e = pd_arena_calloc(w->a, 1, sizeof *e);
 	if (!e)
 		return yerr(w, PD_ENOMEM, "out of memory");
@@ -525,9 +501,9 @@ static int parse_exec(struct yw *w, yaml_node_t *m, const char *ctx, struct kc_e
 	if ((rc = ystrlist(w, yget(w, m, "args"), c2, "args", &e->args, &e->nargs)))
 		return rc;
 	yaml_node_t *env = yget(w, m, "env");
-	if (!ynull(env)) {
+	if (!pd_ynull(env)) {
 		if (env->type != YAML_SEQUENCE_NODE)
-			return yerr(w, PD_EINVAL, "%senv: expected a list, got %s", c2, ytype(env));
+			return yerr(w, PD_EINVAL, "%senv: expected a list, got %s", c2, pd_ytype(env));
 		size_t cnt = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
 		if (!(e->env = pd_arena_calloc(w->a, cnt ? cnt : 1, sizeof *e->env)))
 			return yerr(w, PD_ENOMEM, "out of memory");
@@ -535,10 +511,10 @@ static int parse_exec(struct yw *w, yaml_node_t *m, const char *ctx, struct kc_e
 			yaml_node_t *it = ynode(w, env->data.sequence.items.start[i]);
 			if (w->budget == 0)
 				return ybudget(w);
-			if (ynull(it))
+			if (pd_ynull(it))
 				continue;
 			if (it->type != YAML_MAPPING_NODE)
-				return yerr(w, PD_EINVAL, "%senv[%zu]: expected a mapping, got %s", c2, i, ytype(it));
+				return yerr(w, PD_EINVAL, "%senv[%zu]: expected a mapping, got %s", c2, i, pd_ytype(it));
 			const char *name = NULL, *value = NULL;
 			char f[32];
 			snprintf(f, sizeof f, "env[%zu].", i);
@@ -561,10 +537,10 @@ static const char *const item_key[3] = {"cluster", "user", "context"};
 
 static int parse_list(struct yw *w, yaml_node_t *seq, int which, struct kc_file *f)
 {
-	if (ynull(seq))
+	if (pd_ynull(seq))
 		return 0;
 	if (seq->type != YAML_SEQUENCE_NODE)
-		return yerr(w, PD_EINVAL, "%s: expected a list, got %s", list_key[which], ytype(seq));
+		return yerr(w, PD_EINVAL, "%s: expected a list, got %s", list_key[which], pd_ytype(seq));
 	size_t cnt = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 	size_t sz = which == 0 ? sizeof(struct kc_cluster) : which == 1 ? sizeof(struct kc_user) : sizeof(struct kc_context);
 	char *arr = pd_arena_calloc(w->a, cnt ? cnt : 1, sz);
@@ -575,10 +551,10 @@ static int parse_list(struct yw *w, yaml_node_t *seq, int which, struct kc_file 
 		yaml_node_t *it = ynode(w, seq->data.sequence.items.start[i]);
 		if (w->budget == 0)
 			return ybudget(w);
-		if (ynull(it))
+		if (pd_ynull(it))
 			continue;
 		if (it->type != YAML_MAPPING_NODE)
-			return yerr(w, PD_EINVAL, "%s[%zu]: expected a mapping, got %s", list_key[which], i, ytype(it));
+			return yerr(w, PD_EINVAL, "%s[%zu]: expected a mapping, got %s", list_key[which], i, pd_ytype(it));
 		char c0[64];
 		snprintf(c0, sizeof c0, "%s[%zu].", list_key[which], i);
 		const char *name = NULL;
@@ -592,11 +568,11 @@ static int parse_list(struct yw *w, yaml_node_t *seq, int which, struct kc_file 
 		yaml_node_t *body = yget(w, it, item_key[which]);
 		if (w->budget == 0)
 			return ybudget(w);
-		if (!ynull(body) && body->type != YAML_MAPPING_NODE)
-			return yerr(w, PD_EINVAL, "%s%s: expected a mapping, got %s", ctx, item_key[which], ytype(body));
+		if (!pd_ynull(body) && body->type != YAML_MAPPING_NODE)
+			return yerr(w, PD_EINVAL, "%s%s: expected a mapping, got %s", ctx, item_key[which], pd_ytype(body));
 		void *obj = arr + n * sz;
 		*(const char **)obj = name;
-		if (!ynull(body)) {
+		if (!pd_ynull(body)) {
 			if (which == 0) {
 				rc = yfields(w, body, ctx, cluster_fields, sizeof cluster_fields / sizeof *cluster_fields, obj);
 			} else if (which == 1) {
@@ -608,10 +584,10 @@ static int parse_list(struct yw *w, yaml_node_t *seq, int which, struct kc_file 
 				if (!rc)
 					rc = parse_exec(w, yget(w, body, "exec"), ctx, &u->exec);
 				yaml_node_t *ap = rc ? NULL : yget(w, body, "auth-provider");
-				if (!ynull(ap)) {
+				if (!pd_ynull(ap)) {
 					if (ap->type != YAML_MAPPING_NODE)
 						return yerr(w, PD_EINVAL, "%sauth-provider: expected a mapping, got %s", ctx,
-							    ytype(ap));
+							    pd_ytype(ap));
 					rc = ystr(w, yget(w, ap, "name"), ctx, "auth-provider.name", &u->auth_provider);
 					if (!rc && !u->auth_provider)
 						u->auth_provider = "";
@@ -679,10 +655,10 @@ static int kc_parse(struct pd_arena *a, const char *path, const void *data, size
 	struct yw w = {&doc, a, path, YAML_BUDGET, err};
 	int rc = 0;
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (ynull(root))
+	if (pd_ynull(root))
 		goto out; /* an empty file is an empty config */
 	if (root->type != YAML_MAPPING_NODE) {
-		rc = yerr(&w, PD_EINVAL, "expected a mapping at the top level, got %s", ytype(root));
+		rc = yerr(&w, PD_EINVAL, "expected a mapping at the top level, got %s", pd_ytype(root));
 		goto out;
 	}
 	if ((rc = ystr(&w, yget(&w, root, "current-context"), "", "current-context", &f->current_context)))

@@ -3,7 +3,9 @@
  * (kube-profefe's annotations, without its bugs: the path is honoured, the
  * service defaults to the owning workload, not the pod), and the source that
  * keeps the scraper's target list in step with the API server: one paged
- * list (--once), or list + watch in a thread of its own (continuous).
+ * list (--once), or list + watch in a thread of its own (continuous). The
+ * config file's kubernetes entries (config.c) choose among the annotated
+ * pods and give each its types, schedule, labels and label_keep.
  *
  * State: the selected pods only, sorted by namespace/name (a pod that is not
  * a target needs no memory: every watch event carries the whole pod, so it is
@@ -22,6 +24,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,6 +120,57 @@ static bool has_label(const struct pd_kv *v, size_t n, const char *key)
 	return false;
 }
 
+long pd_scrape_kube_port(const struct pd_kube_pod *p, const char *spec, const char **container)
+{
+	const char *cname = NULL;
+	long port = port_number(spec);
+	for (uint32_t i = 0; !port && *spec && i < p->ncontainers; i++)
+		for (uint32_t k = 0; k < p->containers[i].nports; k++)
+			if (p->containers[i].ports[k].name && !strcmp(p->containers[i].ports[k].name, spec)) {
+				port = p->containers[i].ports[k].port;
+				cname = p->containers[i].name;
+				break;
+			}
+	/* the container: the one that declares the port, else the first */
+	for (uint32_t i = 0; port && !cname && i < p->ncontainers; i++)
+		for (uint32_t k = 0; k < p->containers[i].nports; k++)
+			if (p->containers[i].ports[k].port == port) {
+				cname = p->containers[i].name;
+				break;
+			}
+	if (!cname && p->ncontainers)
+		cname = p->containers[0].name;
+	if (container)
+		*container = port ? cname : NULL;
+	return port;
+}
+
+bool pd_scrape_kube_path_ok(const char *path)
+{
+	size_t plen = strlen(path);
+	bool ok = path[0] == '/' && plen <= 1024;
+	for (size_t i = 0; ok && i < plen; i++) {
+		unsigned char ch = (unsigned char)path[i];
+		ok = ch > ' ' && ch != 0x7f && ch != '?' && ch != '#' && ch != '\\';
+	}
+	return ok;
+}
+
+const char *pd_scrape_kube_service(const struct pd_kube_pod *p, char *buf, size_t cap)
+{
+	const char *service = pd_kube_pod_annotation(p, "profefe.com/service");
+	if (service && *service) {
+		snprintf(buf, cap, "%s", service);
+		return buf;
+	}
+	pd_kube_pod_workload(p, buf, cap, NULL);
+	if (!*buf)
+		snprintf(buf, cap, "%s", p->name ? p->name : "");
+	return buf;
+}
+
+static const char *pod_label(void *ctx, const char *key) { return pd_kube_pod_label(ctx, key); }
+
 int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o, struct pd_scrape_targets *l,
                           int *skip, char *why, size_t whycap, struct pd_err *err)
 {
@@ -125,6 +179,14 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	const char *en = pd_kube_pod_annotation(p, "profefe.com/enable");
 	if (!en || strcmp(en, "true")) {
 		*skip = PD_KS_NOT_ANNOTATED;
+		return 0;
+	}
+	/* the config file's kubernetes entries: the first that matches decides */
+	const struct pd_scrape_kube_rule *rule = NULL;
+	if (o->nrules &&
+	    !(rule = pd_scrape_kube_rule_match(o->rules, o->nrules, p->namespace, pod_label, (void *)(uintptr_t)p))) {
+		*skip = PD_KS_NO_RULE;
+		whyf(why, whycap, "matches none of the config file's kubernetes entries");
 		return 0;
 	}
 	if (p->deleting) {
@@ -144,38 +206,25 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	}
 
 	/* the port: a number, or the name of a container port */
-	long port = PD_SCRAPE_KUBE_PORT;
 	const char *cname = NULL;
+	char defport[16];
+	snprintf(defport, sizeof defport, "%d", PD_SCRAPE_KUBE_PORT);
 	const char *pa = pd_kube_pod_annotation(p, "profefe.com/port");
-	if (pa) {
-		port = port_number(pa);
-		for (uint32_t i = 0; !port && *pa && i < p->ncontainers; i++)
-			for (uint32_t k = 0; k < p->containers[i].nports; k++)
-				if (p->containers[i].ports[k].name && !strcmp(p->containers[i].ports[k].name, pa)) {
-					port = p->containers[i].ports[k].port;
-					cname = p->containers[i].name;
-					break;
-				}
-		if (!port) {
-			*skip = PD_KS_BAD_ANNOTATION;
-			whyf(why, whycap,
-			     "profefe.com/port \"%.64s\" is neither a port number (1-65535) nor the name of a "
-			     "container port",
-			     pa);
-			return 0;
-		}
+	long port = pd_scrape_kube_port(p, pa ? pa : defport, &cname);
+	if (!port) {
+		*skip = PD_KS_BAD_ANNOTATION;
+		whyf(why, whycap,
+		     "profefe.com/port \"%.64s\" is neither a port number (1-65535) nor the name of a "
+		     "container port",
+		     pa ? pa : "");
+		return 0;
 	}
 	/* the path: absolute, no query, no blanks; trailing '/' dropped */
 	const char *path = pd_kube_pod_annotation(p, "profefe.com/path");
 	if (!path || !*path)
 		path = PD_SCRAPE_KUBE_PATH;
 	size_t plen = strlen(path);
-	bool path_ok = path[0] == '/' && plen <= 1024;
-	for (size_t i = 0; path_ok && i < plen; i++) {
-		unsigned char ch = (unsigned char)path[i];
-		path_ok = ch > ' ' && ch != 0x7f && ch != '?' && ch != '#' && ch != '\\';
-	}
-	if (!path_ok) {
+	if (!pd_scrape_kube_path_ok(path)) {
 		*skip = PD_KS_BAD_ANNOTATION;
 		whyf(why, whycap,
 		     "profefe.com/path \"%.64s\" is not an absolute URL path (like /debug/pprof; no query, no blanks)",
@@ -185,25 +234,10 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	while (plen && path[plen - 1] == '/')
 		plen--;
 
-	/* the container: the one that declares the port, else the first */
-	for (uint32_t i = 0; !cname && i < p->ncontainers; i++)
-		for (uint32_t k = 0; k < p->containers[i].nports; k++)
-			if (p->containers[i].ports[k].port == port) {
-				cname = p->containers[i].name;
-				break;
-			}
-	if (!cname && p->ncontainers)
-		cname = p->containers[0].name;
-
 	const char *ns = p->namespace ? p->namespace : "";
 	const char *pod = p->name ? p->name : "";
 	char wl[256];
-	const char *service = pd_kube_pod_annotation(p, "profefe.com/service");
-	if (!service || !*service) {
-		service = pd_kube_pod_workload(p, wl, sizeof wl, NULL);
-		if (!*service)
-			service = pod;
-	}
+	const char *service = pd_scrape_kube_service(p, wl, sizeof wl);
 
 	char *url = NULL, *key = NULL, *name = NULL;
 	bool v6 = strchr(p->pod_ip, ':') != NULL;
@@ -223,8 +257,16 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 		goto out;
 	}
 
-	/* labels: the pod's place, then the kept pod labels, then the extra ones */
+	/* labels: the pod's place, then the kept pod labels (label_keep's, if
+	 * any), then the extra ones (the entry's); then label_keep */
 	struct pd_kv lab[KUBE_MAX_LABELS];
+	const struct pd_kv *extra = rule ? rule->set.labels : o->labels;
+	size_t nextra = rule ? rule->set.nlabels : o->nlabels;
+	bool has_keep = rule ? rule->set.has_keep : o->has_keep;
+	char *const *keep = rule ? rule->set.keep : o->label_keep;
+	size_t nkeep = rule ? rule->set.nkeep : o->nlabel_keep;
+	const char *const *pl = has_keep ? (const char *const *)keep : o->pod_labels;
+	size_t npl = has_keep ? nkeep : o->npod_labels;
 	size_t n = 0;
 	lab[n++] = (struct pd_kv){(char *)"namespace", (char *)ns};
 	lab[n++] = (struct pd_kv){(char *)"pod", (char *)pod};
@@ -232,16 +274,21 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 		lab[n++] = (struct pd_kv){(char *)"container", (char *)cname};
 	if (p->node_name && *p->node_name)
 		lab[n++] = (struct pd_kv){(char *)"node", (char *)p->node_name};
-	for (size_t i = 0; i < o->npod_labels && n < KUBE_MAX_LABELS; i++) {
-		const char *v = pd_kube_pod_label(p, o->pod_labels[i]);
-		if (v && !has_label(lab, n, o->pod_labels[i]))
-			lab[n++] = (struct pd_kv){(char *)o->pod_labels[i], (char *)v};
+	for (size_t i = 0; i < npl && n < KUBE_MAX_LABELS; i++) {
+		const char *v = pd_kube_pod_label(p, pl[i]);
+		if (v && !has_label(lab, n, pl[i]))
+			lab[n++] = (struct pd_kv){(char *)pl[i], (char *)v};
 	}
-	for (size_t i = 0; i < o->nlabels && n < KUBE_MAX_LABELS; i++)
-		if (!has_label(lab, n, o->labels[i].key))
-			lab[n++] = o->labels[i];
+	for (size_t i = 0; i < nextra && n < KUBE_MAX_LABELS; i++)
+		if (!has_label(lab, n, extra[i].key))
+			lab[n++] = extra[i];
+	if (has_keep)
+		n = pd_scrape_labels_keep(lab, n, keep, nkeep);
 
-	if ((rc = pd_scrape_targets_add(l, key, url, service, lab, n, 0, err)))
+	if ((rc = pd_scrape_targets_add(l, key, url, service, lab, n, rule ? rule->set.types : 0, err)))
+		goto out;
+	if (rule && (rc = pd_scrape_targets_set_sched(l, l->n - 1, rule->set.interval_ns, rule->set.cpu_ns,
+	                                               rule->set.timeout_ns, err)))
 		goto out;
 	if ((rc = pd_scrape_targets_set_name(l, l->n - 1, name, err)))
 		goto out;
@@ -335,7 +382,8 @@ static bool same_target(const struct kpod *a, const struct kpod *b)
 {
 	const struct pd_scrape_target *x = &a->t.v[0], *y = &b->t.v[0];
 	if (strcmp(x->key, y->key) || strcmp(x->url, y->url) || strcmp(x->service, y->service) ||
-	    x->nlabels != y->nlabels)
+	    x->nlabels != y->nlabels || x->types != y->types || x->interval_ns != y->interval_ns ||
+	    x->cpu_ns != y->cpu_ns || x->timeout_ns != y->timeout_ns)
 		return false;
 	for (size_t i = 0; i < x->nlabels; i++)
 		if (strcmp(x->labels[i].key, y->labels[i].key) || strcmp(x->labels[i].value, y->labels[i].value))
@@ -366,18 +414,10 @@ static int push(struct pd_scrape_kube *d, struct pd_err *err)
 {
 	struct pd_scrape_targets l = {0};
 	int rc = 0;
-	for (size_t i = 0; !rc && i < d->statics.n; i++) {
-		const struct pd_scrape_target *t = &d->statics.v[i];
-		rc = pd_scrape_targets_add(&l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
-		if (!rc && t->name)
-			rc = pd_scrape_targets_set_name(&l, l.n - 1, t->name, err);
-	}
-	for (size_t i = 0; !rc && i < d->npods; i++) {
-		const struct pd_scrape_target *t = &d->pods[i].t.v[0];
-		rc = pd_scrape_targets_add(&l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
-		if (!rc)
-			rc = pd_scrape_targets_set_name(&l, l.n - 1, t->name, err);
-	}
+	for (size_t i = 0; !rc && i < d->statics.n; i++)
+		rc = pd_scrape_targets_copy(&l, &d->statics.v[i], err);
+	for (size_t i = 0; !rc && i < d->npods; i++)
+		rc = pd_scrape_targets_copy(&l, &d->pods[i].t.v[0], err);
 	if (!rc)
 		rc = pd_scraper_set_targets(d->s, &l, err);
 	pd_scrape_targets_free(&l);
@@ -398,7 +438,9 @@ static void report_skip(struct pd_scrape_kube *d, const struct pd_kube_pod *p, i
 		atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
 		klog(d, "warn", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
 		     p->name ? p->name : "", why);
-	} else if (skip != PD_KS_NOT_ANNOTATED && skip != PD_KS_TARGET) {
+	} else if (skip != PD_KS_NOT_ANNOTATED && skip != PD_KS_TARGET && skip != PD_KS_NO_RULE) {
+		/* (a pod outside every kubernetes entry of the config is not ours: silent, as one
+		 * outside -l would be) */
 		klog(d, "info", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
 		     p->name ? p->name : "", why);
 	}
@@ -715,11 +757,7 @@ int pd_scrape_kube_new(struct pd_scraper *s, struct pd_kube_client *c, const str
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; statics && i < statics->n; i++) {
-		const struct pd_scrape_target *t = &statics->v[i];
-		int rc = pd_scrape_targets_add(&d->statics, t->key, t->url, t->service, t->labels, t->nlabels, t->types,
-		                               err);
-		if (!rc && t->name)
-			rc = pd_scrape_targets_set_name(&d->statics, d->statics.n - 1, t->name, err);
+		int rc = pd_scrape_targets_copy(&d->statics, &statics->v[i], err);
 		if (rc) {
 			pd_scrape_kube_free(d);
 			return rc;
@@ -789,44 +827,31 @@ void pd_scrape_kube_free(struct pd_scrape_kube *d)
 	free(d);
 }
 
-static int bput(struct pd_buf *b, const char *fmt, ...) PD_PRINTF(2, 3);
-static int bput(struct pd_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return PD_EINVAL;
-	return pd_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 int pd_scrape_kube_metrics(void *ctx, struct pd_buf *b)
 {
 	struct pd_scrape_kube *d = ctx;
 	int rc = 0;
-#define HEAD(n, t, h) rc |= bput(b, "# HELP %s %s\n# TYPE %s %s\n", n, h, n, t)
+#define HEAD(n, t, h) rc |= pd_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", n, h, n, t)
 #define LD(x)         ((unsigned long long)atomic_load(&(x)))
 	HEAD("profd_scrape_kube_targets", "gauge", "Pods selected as targets by Kubernetes discovery.");
-	rc |= bput(b, "profd_scrape_kube_targets %llu\n", LD(d->ntargets));
+	rc |= pd_buf_appendf(b, "profd_scrape_kube_targets %llu\n", LD(d->ntargets));
 	HEAD("profd_scrape_kube_api_up", "gauge",
 	     "1 if the last request to the Kubernetes API succeeded (list or watch), 0 while it fails.");
-	rc |= bput(b, "profd_scrape_kube_api_up %d\n", atomic_load(&d->api_up));
+	rc |= pd_buf_appendf(b, "profd_scrape_kube_api_up %d\n", atomic_load(&d->api_up));
 	HEAD("profd_scrape_kube_list_total", "counter",
 	     "Complete pod lists (the first one, and again after 410 Gone).");
-	rc |= bput(b, "profd_scrape_kube_list_total %llu\n", LD(d->lists));
+	rc |= pd_buf_appendf(b, "profd_scrape_kube_list_total %llu\n", LD(d->lists));
 	HEAD("profd_scrape_kube_watch_restarts_total", "counter",
 	     "Pod watches started again after one ended (server timeout, closed), failed or expired (410).");
-	rc |= bput(b, "profd_scrape_kube_watch_restarts_total %llu\n", LD(d->restarts));
+	rc |= pd_buf_appendf(b, "profd_scrape_kube_watch_restarts_total %llu\n", LD(d->restarts));
 	HEAD("profd_scrape_kube_watch_events_total", "counter", "Watch events received (bookmarks included).");
-	rc |= bput(b, "profd_scrape_kube_watch_events_total %llu\n", LD(d->events));
+	rc |= pd_buf_appendf(b, "profd_scrape_kube_watch_events_total %llu\n", LD(d->events));
 	HEAD("profd_scrape_kube_errors_total", "counter",
 	     "Kubernetes discovery errors by reason: API answers (unauthorized, forbidden, gone, not_found, "
 	     "http_4xx, http_5xx), network, invalid_response, unusable pod annotations, internal.");
 	for (int r = 0; r < KR_N; r++)
 		rc |=
-		    bput(b, "profd_scrape_kube_errors_total{reason=\"%s\"} %llu\n", reason_names[r], LD(d->errors[r]));
+		    pd_buf_appendf(b, "profd_scrape_kube_errors_total{reason=\"%s\"} %llu\n", reason_names[r], LD(d->errors[r]));
 #undef LD
 #undef HEAD
 	return rc ? PD_ENOMEM : 0;

@@ -9,7 +9,10 @@
  *     (static flags and a config file today, Kubernetes later) builds a
  *     struct pd_scrape_targets and hands it to pd_scraper_set_targets; the
  *     scheduler keeps its state (delta bases, backoff, health) for targets
- *     whose key stays and drops it for targets that left;
+ *     whose key stays and drops it for targets that left; a target may carry
+ *     its own types and schedule (interval, CPU duration, timeout);
+ *   - the YAML config file (config.c): groups of static targets and
+ *     kubernetes entries with their own settings, Kubernetes label selectors;
  *   - profefe's label escaping and the POST URL (exactly as profefe's agent);
  *   - the delivery queue: bounded in bytes, FIFO, drops the oldest;
  *   - schedule math: per-target phase (jitter) from a hash of the key,
@@ -24,6 +27,7 @@
 #ifndef PD_SCRAPE_H
 #define PD_SCRAPE_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "../store/store.h"
@@ -65,6 +69,9 @@ struct pd_scrape_target {
 	struct pd_kv *labels; /* sent with every profile, in this order */
 	size_t nlabels;
 	unsigned types;  /* 1 << PD_ST_*; 0 = the scraper's --types */
+	/* the target's own schedule (a config file group's); 0 = the scraper's
+	 * --interval, --cpu-duration, --timeout */
+	int64_t interval_ns, cpu_ns, timeout_ns;
 };
 
 /* A list a discovery source fills. Everything in it is owned by the list. */
@@ -80,6 +87,14 @@ void pd_scrape_targets_free(struct pd_scrape_targets *l);
 int pd_scrape_targets_set_name(struct pd_scrape_targets *l, size_t i, const char *name, struct pd_err *err) PD_WUR;
 /* The name a target is shown by: its name, else its key. */
 const char *pd_scrape_target_name(const struct pd_scrape_target *t);
+/* Set the schedule of target i (0 = the scraper's default): interval at
+ * least 1s, cpu whole seconds (at least 1s), timeout at least 1ms; else
+ * PD_EUSAGE. */
+int pd_scrape_targets_set_sched(struct pd_scrape_targets *l, size_t i, int64_t interval_ns, int64_t cpu_ns,
+				int64_t timeout_ns, struct pd_err *err) PD_WUR;
+/* Copy every field of t (name and schedule too) to the end of l; a key
+ * already in l is PD_EINVAL. */
+int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_target *t, struct pd_err *err) PD_WUR;
 
 /*
  * A user's target to a base URL (malloc'd into *out): "host:port" gets
@@ -103,6 +118,101 @@ char *pd_scrape_type_url(const char *base, int type, long cpu_seconds);
 int pd_scrape_parse_config(const char *text, const char *name, const char *default_service,
 			   const struct pd_kv *default_labels, size_t ndefault, struct pd_scrape_targets *l,
 			   struct pd_err *err) PD_WUR;
+
+/* ---- the YAML configuration file (config.c) ------------------------------------------------ */
+
+/*
+ * `--config FILE` in YAML, Prometheus scrape_configs in spirit (the schema:
+ * docs/scraping.md "Configuration file"; examples/scrape.yaml):
+ *   global:          types, interval, cpu_duration, timeout, labels, label_keep
+ *   scrape_configs:  groups of static targets (service, path, the same keys,
+ *                    static_configs: [{targets, labels}]), or kubernetes
+ *                    entries (kubernetes: {namespaces | all_namespaces,
+ *                    selector}, the same keys) that choose and tune pods.
+ * Precedence: built-in defaults < global: < command-line flags < a group's
+ * own keys. Every key is known (typos are errors); errors are
+ * "FILE:LINE:COLUMN: PATH: what" (PATH like scrape_configs[1].types).
+ */
+#define PD_SCRAPE_CFG_MAX_BYTES   (16u << 20)
+#define PD_SCRAPE_CFG_MAX_TARGETS 10000 /* static targets in one file */
+#define PD_SCRAPE_CFG_MAX_RULES   1000  /* kubernetes entries */
+#define PD_SCRAPE_MAX_LABELS      64    /* labels of one profile (the collector's cap) */
+
+/* What a group resolves to (every field set, labels merged from global:,
+ * -L and the group, later ones winning). Owned by its struct pd_scrape_file. */
+struct pd_scrape_settings {
+	unsigned types;
+	int64_t interval_ns, cpu_ns, timeout_ns;
+	struct pd_kv *labels; /* added to every profile, in this order */
+	size_t nlabels;
+	char **keep;          /* label_keep: only labels with these keys are sent */
+	size_t nkeep;
+	bool has_keep;        /* false: every label is sent */
+};
+
+/* A parsed Kubernetes label selector (app=web,tier!=db,env in (a,b),!canary). */
+struct pd_scrape_selector;
+/* The value of a label, NULL if absent. */
+typedef const char *(*pd_scrape_label_fn)(void *ctx, const char *key);
+
+/* A kubernetes entry of scrape_configs: which pods (all must hold), and their settings. */
+struct pd_scrape_kube_rule {
+	char *where;        /* "FILE:LINE:COLUMN" of the entry */
+	char **namespaces;  /* none: any namespace */
+	size_t nnamespaces;
+	bool all_namespaces;
+	char *selector_text;
+	struct pd_scrape_selector *selector; /* NULL: any pod */
+	struct pd_scrape_settings set;
+};
+
+/* What the command line says: the file's defaults and which of them are flags
+ * (a flag wins over global:, a group's own key wins over a flag). */
+enum { PD_SCF_TYPES = 1, PD_SCF_INTERVAL = 2, PD_SCF_CPU = 4, PD_SCF_TIMEOUT = 8 };
+struct pd_scrape_cfg_flags {
+	const char *service;          /* --service before any --target; NULL: a group must name one */
+	const struct pd_kv *labels;   /* -L before any --target */
+	size_t nlabels;
+	unsigned types;               /* the flag's value, else the built-in default */
+	int64_t interval_ns, cpu_ns, timeout_ns;
+	unsigned given;               /* PD_SCF_*: given as flags */
+	bool once;                    /* --once: cpu_duration need not be shorter than interval */
+};
+
+struct pd_scrape_file {
+	struct pd_scrape_settings global; /* resolved: built-in < global: < flags */
+	struct pd_scrape_targets targets; /* static targets, types and schedule set on each */
+	struct pd_scrape_kube_rule *rules; /* kubernetes entries, in file order */
+	size_t nrules;
+	/* the scope the kubernetes entries ask for (used when -n/-A do not say) */
+	bool kube_all;        /* an entry with all_namespaces: true, or namespaces of more than one */
+	char *kube_namespace; /* the one namespace the entries name; NULL: none or kube_all */
+};
+
+/* Is the file YAML? Name *.yaml / *.yml, or a first line that is not a
+ * comment and looks like YAML ("key:" then a blank or the end of the line,
+ * "---", "%", "{", "- ", a quote) rather than a target (URL or host:port). */
+bool pd_scrape_config_is_yaml(const char *name, const char *text, size_t len);
+/* A Kubernetes namespace name (RFC 1123 label: [a-z0-9-], at most 63, no
+ * '-' at either end)? */
+bool pd_scrape_dns_label(const char *s);
+/* Parse a YAML config (name: for messages). *out is zeroed first; free it
+ * with pd_scrape_file_free (also after an error). Errors: PD_EUSAGE (bad
+ * config), PD_ELIMIT (over a cap), PD_ENOMEM. */
+int pd_scrape_parse_yaml(const char *name, const void *text, size_t len, const struct pd_scrape_cfg_flags *fl,
+			 struct pd_scrape_file *out, struct pd_err *err) PD_WUR;
+void pd_scrape_file_free(struct pd_scrape_file *f);
+
+/* Parse a selector ("" or NULL: matches everything); PD_EUSAGE with the
+ * position otherwise. Free with pd_scrape_selector_free. */
+int pd_scrape_selector_parse(const char *s, struct pd_scrape_selector **out, struct pd_err *err) PD_WUR;
+bool pd_scrape_selector_match(const struct pd_scrape_selector *sel, pd_scrape_label_fn get, void *ctx);
+void pd_scrape_selector_free(struct pd_scrape_selector *sel);
+/* The first rule whose namespaces and selector match a pod, or NULL. */
+const struct pd_scrape_kube_rule *pd_scrape_kube_rule_match(const struct pd_scrape_kube_rule *rules, size_t n,
+							    const char *ns, pd_scrape_label_fn get, void *ctx);
+/* Keep the labels whose key is in keep (in place, order kept); returns how many are left. */
+size_t pd_scrape_labels_keep(struct pd_kv *v, size_t n, char *const *keep, size_t nkeep);
 
 /* ---- profefe's URL escaping ----------------------------------------------------------------- */
 
@@ -247,7 +357,7 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 #define PD_SCRAPE_TIMEOUT_NS     10000000000LL /* --timeout 10s (cpu: duration + timeout) */
 #define PD_SCRAPE_FLUSH_NS       10000000000LL /* --flush-timeout 10s */
 #define PD_SCRAPE_POST_TIMEOUT_NS 30000000000LL /* one POST to the collector */
-#define PD_SCRAPE_CONCURRENCY    64            /* fetches in flight */
+#define PD_SCRAPE_CONCURRENCY    64            /* --concurrency: fetches in flight, cpu aside */
 #define PD_SCRAPE_POSTS          4             /* posts in flight */
 #define PD_SCRAPE_QUEUE_BYTES    (64u << 20)   /* --queue-size */
 #define PD_SCRAPE_MAX_BODY       (64u << 20)   /* --max-body: one fetched profile */
@@ -260,7 +370,9 @@ struct pd_scrape_config {
 				   * older than the window are refused like POST refuses them */
 	unsigned types;           /* default types of targets that do not say */
 	int64_t interval_ns, cpu_ns, timeout_ns, flush_ns;
-	unsigned concurrency;
+	unsigned concurrency;      /* fetches of the instant types (all but cpu) in flight */
+	unsigned cpu_concurrency;  /* CPU profiles in flight (each holds its slot for the cpu
+				    * duration); 0 = pd_scrape_cpu_slots() of the targets */
 	size_t queue_bytes, max_body;
 	const char *state_dir;    /* last snapshot of each cumulative (target, type), between runs */
 	const char *save_raw_dir; /* keep every fetched body as it came */
@@ -270,6 +382,15 @@ struct pd_scrape_config {
 	const char *user_agent;
 };
 void pd_scrape_config_default(struct pd_scrape_config *c);
+/*
+ * The default number of CPU profiles in flight: enough for every target's
+ * CPU profile to start on time. load = the sum over the targets that scrape
+ * cpu of cpu duration / interval (the CPU profiles running at any moment on
+ * average; 1,000 targets at 60 s / 10 s: 166.7); slots = ceil(1.25 x load) + 4
+ * (the phases are a hash: the busiest moments are above the average), and
+ * at least min (the scraper passes --concurrency). 1,000 targets: 213.
+ */
+unsigned pd_scrape_cpu_slots(double load, unsigned min);
 
 struct pd_scraper;
 /* Checks the config (dirs are created), starts nothing yet. */
@@ -304,6 +425,9 @@ struct pd_scrape_totals {
 	uint64_t scrapes[PD_SR_N];
 	uint64_t fetched_bytes, enqueued, posts_ok, posts_failed, posts_refused, queue_dropped;
 	uint64_t stored, store_failed;
+	/* rounds of a (target, type) that did not happen: its job was still
+	 * waiting for a slot (queued) or still running at its next due time */
+	uint64_t missed_queued, missed_running;
 	size_t queue_len, queue_bytes;
 };
 void pd_scraper_totals(struct pd_scraper *s, struct pd_scrape_totals *t);
@@ -331,7 +455,8 @@ void pd_scrape_http_stop(struct pd_scrape_http *h);
  * Target: key namespace/pod/uid (a pod recreated with the same name is a new
  * target), name namespace/pod, URL http://PODIP:PORT/PATH, labels namespace,
  * pod, container (the one whose ports hold the port, else the first), node,
- * then the kept pod labels, then the extra labels.
+ * then the kept pod labels (with a label_keep: the pod labels it names),
+ * then the extra labels; then label_keep drops the others.
  */
 struct pd_kube_client;
 struct pd_kube_pod;
@@ -352,6 +477,16 @@ struct pd_scrape_kube_opts {
 	FILE *log;                      /* ts=... level=... component=kube lines; NULL = none */
 	bool quiet;                     /* warnings and errors only */
 	int watch_timeout_s;            /* 0 = PD_SCRAPE_KUBE_WATCH_S */
+	/* the config file's kubernetes entries (borrowed: they must outlive the
+	 * source). With any, a pod is a target only if one matches it (the first
+	 * match gives its types, schedule, labels and label_keep; its labels
+	 * replace the labels above); without, every annotated pod is, with the
+	 * scraper's defaults, the labels above and label_keep below. */
+	const struct pd_scrape_kube_rule *rules;
+	size_t nrules;
+	char *const *label_keep;        /* borrowed; has_keep false = keep every label */
+	size_t nlabel_keep;
+	bool has_keep;
 };
 
 /* Why a pod is not a target. */
@@ -362,6 +497,7 @@ enum pd_scrape_kube_skip {
 	PD_KS_NOT_RUNNING,     /* phase other than Running */
 	PD_KS_NO_IP,           /* no status.podIP yet */
 	PD_KS_BAD_ANNOTATION,  /* port or path unusable (why says which) */
+	PD_KS_NO_RULE,         /* matches none of the config file's kubernetes entries */
 };
 
 /*
@@ -372,6 +508,18 @@ enum pd_scrape_kube_skip {
  */
 int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o,
 			  struct pd_scrape_targets *l, int *skip, char *why, size_t whycap, struct pd_err *err) PD_WUR;
+
+/* The pieces of a pod's target, shared with `capture`:
+ * port: spec is a port number or the name of one of the pod's container
+ * ports -> the port, 0 if it is neither; *container (may be NULL) gets the
+ * container that declares the port, else the first one (NULL: none). */
+long pd_scrape_kube_port(const struct pd_kube_pod *p, const char *spec, const char **container);
+/* A profefe.com/path value usable as the pprof base path: absolute, no
+ * query or fragment, no blanks or control bytes, at most 1024 bytes. */
+bool pd_scrape_kube_path_ok(const char *path);
+/* The pod's service: profefe.com/service, else the owning workload's name
+ * (pd_kube_pod_workload), else the pod's name; written to buf, returned. */
+const char *pd_scrape_kube_service(const struct pd_kube_pod *p, char *buf, size_t cap);
 
 /*
  * The discovery source: holds the selected pods and hands the scraper the
@@ -403,5 +551,126 @@ int pd_scrape_kube_metrics(void *d, struct pd_buf *out);
 /* Error reason names (label "reason" of profd_scrape_kube_errors_total) of
  * a lib/kube error code (with its message, to tell 4xx from 5xx). */
 const char *pd_scrape_kube_reason(int code, const char *msg);
+
+/* ---- capture: profiles from pods now, through the API server (capture.c) ------------------ */
+
+/*
+ * `profd capture` (kubectl profd capture): the profiles of the chosen pods,
+ * once, now, fetched through the API server's pod proxy
+ * (/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH/TYPE), so that
+ * kubectl's credentials are all it takes. Every (pod, type) runs at once on
+ * a thread of its own (at most `threads` at a time; CPU profiles first, as
+ * they take --duration). Each body must be a pprof of the requested kind;
+ * it is then written to a file (atomically, never over an existing one) or
+ * posted to a collector (API v0, labelled as the scraper labels pods).
+ *
+ * Use: pd_capture_new, pd_capture_select (the pods: names, TYPE/NAME,
+ * -l), pd_capture_run, then pd_capture_view for what happened. Problems are
+ * kept as one line each, for the user: an argument that found nothing, a
+ * pod that cannot be captured, a (pod, type) that failed.
+ */
+#define PD_CAPTURE_CPU_NS     30000000000LL /* --duration 30s */
+#define PD_CAPTURE_TIMEOUT_NS 30000000000LL /* --timeout 30s; a CPU profile gets --duration more */
+#define PD_CAPTURE_THREADS    64            /* requests in flight */
+#define PD_CAPTURE_POST_TIMEOUT_MS 30000L  /* one POST to the collector */
+
+enum pd_capture_state {
+	PD_CAP_WAITING,  /* job: not started */
+	PD_CAP_RUNNING,  /* job: in flight; pod: captured (see its jobs) */
+	PD_CAP_OK,       /* job: written or stored (msg may hold a note) */
+	PD_CAP_FAILED,   /* job or pod: msg says what failed and what to try */
+	PD_CAP_SKIPPED,  /* pod: chosen by a selector but not Running (msg says why) */
+};
+
+struct pd_capture;
+struct pd_capture_job;
+/* Called with the capture's lock held (do not call back into it): j is a
+ * job that started or ended, NULL about once a second while jobs run. */
+typedef void (*pd_capture_progress_fn)(void *ctx, const struct pd_capture *c, const struct pd_capture_job *j);
+
+struct pd_capture_opts {
+	struct pd_kube_client *client; /* borrowed */
+	const char *namespace;  /* of pod and workload names, and of the selector; NULL or "" with a
+				 * selector only: all namespaces */
+	unsigned types;         /* 1 << PD_ST_*; 0 = all */
+	int64_t cpu_ns;         /* CPU profile length, whole seconds; 0 = PD_CAPTURE_CPU_NS */
+	int64_t timeout_ns;     /* per request (cpu: + cpu_ns); 0 = PD_CAPTURE_TIMEOUT_NS */
+	const char *port;       /* --port: number or container port name, when the pod has no
+				 * profefe.com/port; NULL = none (then profefe.com/enable: "true"
+				 * means 6060, else the pod cannot be captured) */
+	const char *path;       /* --path, when the pod has no profefe.com/path; NULL = /debug/pprof */
+	const char *service;    /* --service: overrides profefe.com/service and the workload name */
+	const char *output_dir; /* files go here (NULL = "."); with a collector, only the profiles
+				 * that could not be posted */
+	const char *collector;  /* base URL of a collector (API v0); NULL = write files */
+	size_t max_body;        /* one profile; 0 = PD_SCRAPE_MAX_BODY */
+	unsigned threads;       /* 0 = PD_CAPTURE_THREADS */
+	int64_t now_ns;         /* the time in the file names (wall clock); 0 = now */
+	const atomic_int *stop; /* set: requests in flight end, waiting ones do not start */
+	pd_capture_progress_fn progress;
+	void *ctx;
+};
+
+/* One chosen pod. Strings live as long as the capture. */
+struct pd_capture_pod {
+	const struct pd_kube_pod *pod;
+	const char *name;        /* namespace/name */
+	const char *via;         /* the argument that chose it: "web-1", "deployment/web", "-l app=web" */
+	const char *service, *container, *path; /* path without a trailing '/' */
+	unsigned port;
+	int state;               /* PD_CAP_RUNNING (captured), PD_CAP_SKIPPED, PD_CAP_FAILED */
+	const char *msg;         /* skipped, failed: why ("" otherwise) */
+	size_t first_job, njobs; /* its jobs: one per type, in type order */
+};
+
+struct pd_capture_job {
+	size_t pod;              /* index of its pod */
+	int type;                /* PD_ST_* */
+	int state;               /* enum pd_capture_state */
+	double t0, t1;           /* pd_now() at start and end */
+	size_t bytes;            /* the profile as received */
+	bool empty;              /* a valid profile without samples */
+	char *where;             /* the file written, or the stored profile's URL; NULL if neither */
+	char msg[640];           /* failed: what failed and what to try; ok: a note, or "" */
+};
+
+struct pd_capture_view {
+	const struct pd_capture_pod *pods;
+	size_t npods;
+	const struct pd_capture_job *jobs;
+	size_t njobs;
+	const char *const *problems; /* arguments that found no pod, one line each */
+	size_t nproblems;
+};
+
+/* o is copied (its strings are borrowed: they must outlive the capture). */
+int pd_capture_new(const struct pd_capture_opts *o, struct pd_capture **out, struct pd_err *err) PD_WUR;
+/*
+ * Choose the pods: each argument is a pod name, TYPE/NAME (TYPE as kubectl
+ * names it: pod, deployment/deploy, statefulset/sts, daemonset/ds,
+ * replicaset/rs; a workload stands for the pods its spec.selector matches)
+ * or a bare name that is not a pod, then tried as a deployment, a
+ * statefulset and a daemonset; selector (may be NULL): the pods it matches.
+ * A pod chosen twice counts once. Then every pod is planned: not Running
+ * (chosen by name: failed; by a selector: skipped), port, path, service,
+ * one job per type. An argument that finds nothing is a problem line, not
+ * an error: errors are PD_ENOMEM and PD_EUSAGE (names without a namespace).
+ */
+int pd_capture_select(struct pd_capture *c, const char *const *args, size_t nargs, const char *selector,
+		      struct pd_err *err) PD_WUR;
+/* Run every job (blocks until all ended). Errors: PD_ENOMEM, or no thread. */
+int pd_capture_run(struct pd_capture *c, struct pd_err *err) PD_WUR;
+/* What was chosen and what happened (valid until the next call on c;
+ * take the lock by reading it from the progress callback while running). */
+void pd_capture_view(const struct pd_capture *c, struct pd_capture_view *v);
+void pd_capture_free(struct pd_capture *c);
+
+/* Is a collector there? GET COLLECTOR/api/0/version within timeout_ms:
+ * 0, or PD_EIO with what failed. */
+int pd_capture_ping_collector(const char *collector, long timeout_ms, struct pd_err *err) PD_WUR;
+/* "<service>-<pod>-<type>-<time>.pb.gz" (time: UTC 20060102T150405Z; the
+ * service's characters outside [A-Za-z0-9._-] become '_') into buf. */
+const char *pd_capture_file_name(char *buf, size_t cap, const char *service, const char *pod, int type,
+				 int64_t time_ns);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * scraper.c — the scrape loop: one thread, one libcurl multi handle for the
- * fetches (bounded by --concurrency) and the posts to the collector (at most
- * PD_SCRAPE_POSTS), so a slow target or a dead collector never blocks
- * anything else; keep-alive connections are reused through the multi's
- * connection cache.
+ * fetches and the posts to the collector (at most PD_SCRAPE_POSTS), so a
+ * slow target or a dead collector never blocks anything else. The loop
+ * waits in epoll_wait on curl's sockets (curl_multi_socket_action), so its
+ * cost follows what happens, not the requests in flight (1,000 targets: ~170
+ * CPU profiles in flight at any time).
  *
  * State: one struct tstate per target (kept across target-list updates while
  * its key stays), with one struct job per (target, type): its due time
@@ -12,6 +13,13 @@
  * --state-dir), and its last result. A tstate that leaves the list is
  * retired and freed when nothing refers to it (running fetches, queued
  * profiles: refs).
+ *
+ * A job is in exactly one place: the timer heap (waiting for its due time),
+ * a ready FIFO (due, waiting for a slot: cpu and the other types have limits
+ * of their own), parked on its target (waiting for the target's running
+ * instant fetch: they share its connection), running, or nowhere (not
+ * scheduled). A round that comes while the job is still queued or running
+ * is missed, and counted.
  *
  * Flow of one fetch: body into a capped buffer -> status checks (Go's "cpu
  * profiling already in use" is retried after the cpu duration) -> decode
@@ -36,12 +44,17 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { D_NONE, D_PENDING, D_OK, D_REFUSED, D_DROPPED, D_UNSENT, D_FAILED };
 
 struct tstate;
+
+#define EASY_POOL 128 /* idle easy handles kept */
 
 struct job {
 	struct tstate *ts;
@@ -50,6 +63,7 @@ struct job {
 	int64_t next_regular;
 	unsigned fails, cpu_busy;
 	bool ready, running;
+	size_t hpos;       /* 1-based place in s->heap (waiting for its due time); 0 = not there */
 	struct job *rnext; /* ready FIFO */
 	/* delta base of a cumulative type: the last raw snapshot */
 	uint8_t *prev;
@@ -73,6 +87,13 @@ struct tstate {
 	int refs;
 	bool retired, base_logged;
 	struct job jobs[PD_ST_N];
+	/* Its instant types (all but cpu) go one at a time, so they share one
+	 * keep-alive connection: the others wait parked (still ready) while one
+	 * runs. After the target looked down they go in parallel (parallel), so a
+	 * hanging target costs two --timeout, not six. */
+	struct job *phead, *ptail; /* parked */
+	unsigned inst_running, inst_ready; /* instant fetches running; queued or parked */
+	bool parallel;
 	/* health; under s->mu */
 	int up; /* -1 unknown */
 	int last_reason;
@@ -108,12 +129,29 @@ struct pd_scraper {
 	struct tstate *retired;
 	struct pd_scrape_targets pending;
 	bool has_pending;
-	struct job *rhead, *rtail;
+	/* jobs waiting for their due time: a min-heap on due (idle jobs of live
+	 * targets whose due is not INT64_MAX) */
+	struct job **heap;
+	size_t nheap, capheap;
+	/* due jobs waiting for a slot: [0] the instant types, [1] cpu */
+	struct job *rhead[2], *rtail[2];
 	size_t nready;
-	unsigned running, posting;
+	unsigned running, running_cpu, posting;
+	unsigned cpu_limit; /* CPU profiles in flight: --cpu-concurrency, or pd_scrape_cpu_slots() */
+	_Atomic unsigned cpu_slots; /* its copy for /metrics */
+	/* easy handles of finished transfers, reset, for the next ones (not
+	 * allocated and initialised again per transfer) */
+	CURL *pool[EASY_POOL];
+	size_t npool;
+	/* the event loop: curl's sockets and a wake-up eventfd in an epoll set */
+	int epfd, evfd;
+	int64_t curl_due; /* curl's timer (monotonic ns); -1 = none */
+	/* rounds missed: [0] still waiting for a slot, [1] still running at the next due time */
+	_Atomic uint64_t missed[2];
+	int64_t missed_log_at[2]; /* last warning, per reason */
 	struct xfer *xfers;
 	struct pd_queue q;
-	int64_t post_backoff_until, wake;
+	int64_t post_backoff_until;
 	unsigned post_fails;
 	bool collector_down;
 	uint64_t drops_logged;
@@ -191,7 +229,73 @@ static void excerpt(const uint8_t *p, size_t n, char *out, size_t cap)
 	sfmt(out, cap, "%zu bytes: \"%s%s\"", n, e, n > m ? "..." : "");
 }
 
+/* ---- the event loop's plumbing: epoll and curl's socket interface ------------------------ */
+
+/*
+ * curl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION) and
+ * when to call it back (CURLMOPT_TIMERFUNCTION); the loop waits in
+ * epoll_wait and hands curl only the sockets that are ready
+ * (curl_multi_socket_action), so a wake-up costs what happened, not the
+ * number of transfers in flight (curl_multi_perform + curl_multi_poll walk
+ * all of them: ~170 CPU profiles waiting for their seconds made that the
+ * scraper's main cost).
+ */
+static int sock_cb(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp)
+{
+	(void)e;
+	struct pd_scraper *s = ud;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL); /* ENOENT, EBADF: already gone */
+		return 0;
+	}
+	struct epoll_event ev = {0};
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+	ev.data.fd = fd;
+	/* sockp (curl_multi_assign) marks a socket already in the set; a socket
+	 * closed behind curl's back leaves the set by itself, hence the retries */
+	int op = sockp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(s->epfd, op, fd, &ev))
+		epoll_ctl(s->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+	if (!sockp)
+		curl_multi_assign(s->multi, fd, s);
+	return 0; /* a socket that could not be watched times out: --timeout */
+}
+
+static int timer_cb(CURLM *m, long ms, void *ud)
+{
+	(void)m;
+	struct pd_scraper *s = ud;
+	s->curl_due = ms < 0 ? -1 : mono_ns() + (int64_t)ms * 1000000;
+	return 0;
+}
+
+/* Wake the loop from another thread. */
+static void loop_wakeup(struct pd_scraper *s)
+{
+	uint64_t one = 1;
+	if (write(s->evfd, &one, sizeof one) < 0) {
+		/* EAGAIN: the counter is full, the loop wakes anyway */
+	}
+}
+
 /* ---- setup ---------------------------------------------------------------------------------- */
+
+/* curl's connection cache counts the connections in use too, and closes the
+ * oldest idle one as soon as it holds more than this: below the requests in
+ * flight, a connection is closed the moment its transfer ends and nothing is
+ * ever reused (not even the collector's). */
+static void set_maxconnects(struct pd_scraper *s)
+{
+	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
+			  (long)s->c.concurrency + (long)s->cpu_limit + PD_SCRAPE_POSTS + 16);
+}
+
+unsigned pd_scrape_cpu_slots(double load, unsigned min)
+{
+	double n = 1.25 * load;
+	unsigned slots = n >= 1e6 ? 1000000u : (unsigned)n + (n > (double)(unsigned)n) + 4;
+	return slots > min ? slots : min;
+}
 
 void pd_scrape_config_default(struct pd_scrape_config *c)
 {
@@ -258,6 +362,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	struct pd_scraper *s = calloc(1, sizeof *s);
 	if (!s)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
+	s->epfd = s->evfd = -1;
 	s->c = *c;
 	s->collector = c->collector ? strdup(c->collector) : NULL;
 	s->state_dir = c->state_dir ? strdup(c->state_dir) : NULL;
@@ -273,13 +378,32 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	pd_pprof_limits_default(&s->lim);
 	s->lim.max_compressed = c->max_body;
 	s->start_real = real_ns();
-	s->wake = INT64_MAX;
+	s->curl_due = -1;
+	s->cpu_limit = c->cpu_concurrency ? c->cpu_concurrency : pd_scrape_cpu_slots(0, c->concurrency);
+	atomic_store(&s->cpu_slots, s->cpu_limit);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->epfd < 0 || s->evfd < 0) {
+		int e = errno;
+		pd_scraper_free(s);
+		return pd_errf(err, PD_EIO, "epoll: %s", strerror(e));
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = s->evfd};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev)) {
+		int e = errno;
+		pd_scraper_free(s);
+		return pd_errf(err, PD_EIO, "epoll: %s", strerror(e));
+	}
 	if (!s->multi || !s->ua || (c->collector && !s->collector) || (c->state_dir && !s->state_dir) ||
 	    (c->save_raw_dir && !s->raw_dir)) {
 		pd_scraper_free(s);
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	}
-	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(c->concurrency + PD_SCRAPE_POSTS));
+	set_maxconnects(s);
+	curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
+	curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
 	*out = s;
 	return 0;
 }
@@ -324,6 +448,88 @@ static void tstate_free(struct tstate *ts)
 	free(ts);
 }
 
+/* ---- the timer heap: jobs waiting for their due time ---------------------------------------- */
+
+/* A binary min-heap on due, with each job's place in it (hpos, 1-based), so
+ * that the loop finds the due jobs and its next wake-up without walking
+ * every (target, type). Its capacity is reserved when targets are applied
+ * (heap_reserve), so putting a job in never fails. */
+static void heap_put(struct pd_scraper *s, size_t i, struct job *j)
+{
+	s->heap[i] = j;
+	j->hpos = i + 1;
+}
+
+static void heap_up(struct pd_scraper *s, size_t i)
+{
+	struct job *j = s->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (s->heap[p]->due <= j->due)
+			break;
+		heap_put(s, i, s->heap[p]);
+		i = p;
+	}
+	heap_put(s, i, j);
+}
+
+static void heap_down(struct pd_scraper *s, size_t i)
+{
+	struct job *j = s->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && s->heap[c + 1]->due < s->heap[c]->due)
+			c++;
+		if (j->due <= s->heap[c]->due)
+			break;
+		heap_put(s, i, s->heap[c]);
+		i = c;
+	}
+	heap_put(s, i, j);
+}
+
+static void heap_remove(struct pd_scraper *s, struct job *j)
+{
+	if (!j->hpos)
+		return;
+	size_t i = j->hpos - 1;
+	j->hpos = 0;
+	struct job *last = s->heap[--s->nheap];
+	if (i == s->nheap)
+		return;
+	heap_put(s, i, last);
+	heap_up(s, i);
+	heap_down(s, last->hpos - 1);
+}
+
+static int heap_reserve(struct pd_scraper *s, size_t n)
+{
+	return n <= s->capheap ? 0 : pd_grow((void **)&s->heap, &s->capheap, n, sizeof *s->heap);
+}
+
+/* After j->due changed: the job waits in the heap for it (or leaves the heap
+ * if it is not to run: INT64_MAX, running, queued, its target retired). */
+static void sched_job(struct pd_scraper *s, struct job *j)
+{
+	if (j->due == INT64_MAX || j->running || j->ready || j->ts->retired) {
+		heap_remove(s, j);
+		return;
+	}
+	if (j->hpos) {
+		heap_up(s, j->hpos - 1);
+		heap_down(s, j->hpos - 1);
+		return;
+	}
+	PD_ASSERT(s->nheap < s->capheap);
+	s->heap[s->nheap++] = j;
+	heap_up(s, s->nheap - 1);
+}
+
+/* The earliest due time of the waiting jobs. */
+static int64_t next_due(const struct pd_scraper *s) { return s->nheap ? s->heap[0]->due : INT64_MAX; }
+
 static void unref(struct pd_scraper *s, struct tstate *ts)
 {
 	PD_ASSERT(ts->refs > 0);
@@ -340,12 +546,28 @@ static void unref(struct pd_scraper *s, struct tstate *ts)
 static void retire(struct pd_scraper *s, struct tstate *ts)
 {
 	ts->retired = true;
+	for (int t = 0; t < PD_ST_N; t++)
+		heap_remove(s, &ts->jobs[t]);
 	if (!ts->refs) {
 		tstate_free(ts);
 		return;
 	}
 	ts->rnext = s->retired;
 	s->retired = ts;
+}
+
+/* A target's own schedule (a config file group's), else the scraper's. */
+static int64_t t_interval(const struct pd_scraper *s, const struct tstate *ts)
+{
+	return ts->t.interval_ns > 0 ? ts->t.interval_ns : s->c.interval_ns;
+}
+static int64_t t_cpu(const struct pd_scraper *s, const struct tstate *ts)
+{
+	return ts->t.cpu_ns > 0 ? ts->t.cpu_ns : s->c.cpu_ns;
+}
+static int64_t t_timeout(const struct pd_scraper *s, const struct tstate *ts)
+{
+	return ts->t.timeout_ns > 0 ? ts->t.timeout_ns : s->c.timeout_ns;
 }
 
 /* Move a target's fields (the list entry is emptied). */
@@ -357,9 +579,10 @@ static void take_target(struct pd_scrape_target *dst, struct pd_scrape_target *s
 
 static void schedule_new(struct pd_scraper *s, struct job *j, int64_t now)
 {
-	j->due = s->c.once ? now : pd_sched_next(now - 1, j->ts->phase, s->c.interval_ns);
+	j->due = s->c.once ? now : pd_sched_next(now - 1, j->ts->phase, t_interval(s, j->ts));
 	j->next_regular = 0;
 	j->fails = j->cpu_busy = 0;
+	sched_job(s, j);
 }
 
 static bool same_labels(const struct pd_scrape_target *a, const struct pd_scrape_target *b)
@@ -397,7 +620,8 @@ static int apply_targets(struct pd_scraper *s, struct pd_err *err)
 	int64_t now = mono_ns();
 	struct pd_hidx idx = {0};
 	struct tstate **nv = calloc(l.n + 1, sizeof *nv);
-	if (!nv || pd_hidx_init(&idx, s->nts + 1)) {
+	/* the heap holds the jobs of the old and the new targets until the old retire */
+	if (!nv || pd_hidx_init(&idx, s->nts + 1) || heap_reserve(s, (s->nts + l.n + 1) * PD_ST_N)) {
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -424,11 +648,16 @@ static int apply_targets(struct pd_scraper *s, struct pd_err *err)
 				for (int t = 0; t < PD_ST_N; t++)
 					job_drop_base(&ts->jobs[t]);
 			(void)labels_changed;
+			int64_t iv0 = t_interval(s, ts);
 			struct pd_scrape_target old = ts->t;
 			take_target(&ts->t, nt);
 			take_target(nt, &old); /* freed with the list */
+			/* another interval: another phase, every type scheduled again */
+			bool resched = t_interval(s, ts) != iv0;
+			if (resched)
+				ts->phase = pd_sched_phase(ts->t.key, t_interval(s, ts));
 			for (int t = 0; t < PD_ST_N; t++)
-				if ((types & (1u << t)) && !(ts->types & (1u << t)))
+				if ((types & (1u << t)) && (resched || !(ts->types & (1u << t))))
 					schedule_new(s, &ts->jobs[t], now);
 			ts->types = types;
 		} else {
@@ -439,7 +668,7 @@ static int apply_targets(struct pd_scraper *s, struct pd_err *err)
 				goto out;
 			}
 			take_target(&ts->t, nt);
-			ts->phase = pd_sched_phase(ts->t.key, s->c.interval_ns);
+			ts->phase = pd_sched_phase(ts->t.key, t_interval(s, ts));
 			ts->types = types;
 			ts->up = -1;
 			for (int t = 0; t < PD_ST_N; t++) {
@@ -462,8 +691,20 @@ static int apply_targets(struct pd_scraper *s, struct pd_err *err)
 	nv = NULL;
 	s->nts = s->capts = l.n;
 	atomic_store(&s->ntargets, s->nts);
+	if (!s->c.cpu_concurrency) {
+		double load = 0;
+		for (size_t i = 0; i < s->nts; i++) {
+			const struct tstate *t = s->ts[i];
+			if (t->types & (1u << PD_ST_CPU))
+				load += (double)t_cpu(s, t) / (double)t_interval(s, t);
+		}
+		s->cpu_limit = pd_scrape_cpu_slots(load, s->c.concurrency);
+		atomic_store(&s->cpu_slots, s->cpu_limit);
+		set_maxconnects(s);
+	}
 	if (s->c.log && (added || removed) && !s->c.once)
-		slog(s, "info", "targets: %zu (%zu new, %zu kept, %zu gone)", s->nts, added, kept, removed);
+		slog(s, "info", "targets: %zu (%zu new, %zu kept, %zu gone); up to %u cpu profiles in flight", s->nts,
+		     added, kept, removed, s->cpu_limit);
 out:
 	pthread_mutex_unlock(&s->mu);
 	pd_hidx_free(&idx);
@@ -477,9 +718,7 @@ int pd_scraper_set_targets(struct pd_scraper *s, const struct pd_scrape_targets 
 	struct pd_scrape_targets copy = {0};
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pd_scrape_target *t = &l->v[i];
-		int rc = pd_scrape_targets_add(&copy, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
-		if (!rc && t->name)
-			rc = pd_scrape_targets_set_name(&copy, copy.n - 1, t->name, err);
+		int rc = pd_scrape_targets_copy(&copy, t, err);
 		if (rc) {
 			pd_scrape_targets_free(&copy);
 			return rc;
@@ -490,7 +729,7 @@ int pd_scraper_set_targets(struct pd_scraper *s, const struct pd_scrape_targets 
 	s->pending = copy;
 	s->has_pending = true;
 	pthread_mutex_unlock(&s->mu);
-	curl_multi_wakeup(s->multi);
+	loop_wakeup(s);
 	return 0;
 }
 
@@ -770,7 +1009,10 @@ static int deliver(struct pd_scraper *s, struct job *j, struct xfer *x, const st
 	/* OK: the delta */
 	keep_base(s, j, cur, curlen);
 	struct pd_buf enc = PD_BUF_INIT(0);
-	rc = pd_pprof_encode(d, 6, &enc, &err);
+	/* gzip level 1, as Go's runtime/pprof writes profiles: the collector
+	 * decodes it anyway (profd re-encodes it), and level 6 made gzip the
+	 * largest part of a delta's cost for ~5 % fewer bytes */
+	rc = pd_pprof_encode(d, 1, &enc, &err);
 	pd_profile_free(d);
 	if (rc) {
 		pd_buf_free(&enc);
@@ -818,7 +1060,12 @@ static void xfer_free(struct pd_scraper *s, struct xfer *x)
 		x->next->prev = x->prev;
 	if (x->h) {
 		curl_multi_remove_handle(s->multi, x->h);
-		curl_easy_cleanup(x->h);
+		if (s->npool < EASY_POOL) {
+			curl_easy_reset(x->h);
+			s->pool[s->npool++] = x->h;
+		} else {
+			curl_easy_cleanup(x->h);
+		}
 	}
 	curl_slist_free_all(x->hdrs);
 	pd_buf_free(&x->body);
@@ -828,7 +1075,7 @@ static void xfer_free(struct pd_scraper *s, struct xfer *x)
 
 static CURL *easy_new(struct pd_scraper *s, struct xfer *x, const char *url, int64_t timeout_ns)
 {
-	CURL *h = curl_easy_init();
+	CURL *h = s->npool ? s->pool[--s->npool] : curl_easy_init();
 	if (!h)
 		return NULL;
 	curl_easy_setopt(h, CURLOPT_URL, url);
@@ -845,34 +1092,110 @@ static CURL *easy_new(struct pd_scraper *s, struct xfer *x, const char *url, int
 	return h;
 }
 
+/* ---- missed rounds ------------------------------------------------------------------------ */
+
+/* A (target, type) misses a round when its job is still waiting for a slot
+ * (queued) or still running at its next due time: the round is folded into
+ * the one in progress, i.e. lost. Counted (profd_scrape_missed_total) and
+ * logged at most once a minute per reason (the remedies differ). */
+enum { MISS_QUEUED, MISS_RUNNING };
+#define MISS_LOG_NS 60000000000LL
+
+static void count_missed(struct pd_scraper *s, struct job *j, int why, uint64_t n, int64_t now)
+{
+	uint64_t total = atomic_fetch_add(&s->missed[why], n) + n;
+	total += atomic_load(&s->missed[!why]);
+	if (s->missed_log_at[why] && now - s->missed_log_at[why] < MISS_LOG_NS)
+		return;
+	char lim[80];
+	if (j->type == PD_ST_CPU)
+		sfmt(lim, sizeof lim, "%u CPU profiles in flight (--cpu-concurrency)", s->cpu_limit);
+	else
+		sfmt(lim, sizeof lim, "%u requests in flight (--concurrency)", s->c.concurrency);
+	if (why == MISS_QUEUED)
+		slog(s, "warn",
+		     "target %s type %s: missed %llu round(s): still waiting for a free slot at its next due time "
+		     "(limit: %s): raise the limit. %llu round(s) missed in all",
+		     TN(j->ts), pd_scrape_type_name(j->type), (unsigned long long)n, lim, (unsigned long long)total);
+	else
+		slog(s, "warn",
+		     "target %s type %s: missed %llu round(s): the last scrape was still running at its next due time "
+		     "(a slow target, or --timeout%s longer than --interval). %llu round(s) missed in all",
+		     TN(j->ts), pd_scrape_type_name(j->type), (unsigned long long)n,
+		     j->type == PD_ST_CPU ? " + --cpu-duration" : "", (unsigned long long)total);
+	s->missed_log_at[why] = now;
+}
+
+/* At the start of a fetch: the regular rounds that went by while it waited. */
+static void missed_queued(struct pd_scraper *s, struct job *j, int64_t now)
+{
+	if (s->c.once)
+		return;
+	int64_t ref = j->next_regular ? j->next_regular : j->due, iv = t_interval(s, j->ts);
+	if (now >= ref && now - ref >= iv)
+		count_missed(s, j, MISS_QUEUED, (uint64_t)((now - ref) / iv), now);
+}
+
+/* The target's parked instant jobs (all, or the first) to the front of the
+ * ready FIFO: they start before anything else, on the connection the last
+ * one left idle. */
+static void unpark(struct pd_scraper *s, struct tstate *ts, bool all)
+{
+	struct job *first = ts->phead, *last = all ? ts->ptail : first;
+	if (!first)
+		return;
+	ts->phead = last->rnext;
+	if (!ts->phead)
+		ts->ptail = NULL;
+	last->rnext = s->rhead[0];
+	s->rhead[0] = first;
+	if (!s->rtail[0])
+		s->rtail[0] = last;
+}
+
 static void start_fetch(struct pd_scraper *s, struct job *j, int64_t now)
 {
 	struct tstate *ts = j->ts;
-	long cpu_s = (long)(s->c.cpu_ns / 1000000000LL);
+	long cpu_s = (long)(t_cpu(s, ts) / 1000000000LL);
 	struct xfer *x = calloc(1, sizeof *x);
 	if (x) {
 		x->body = (struct pd_buf)PD_BUF_INIT(s->c.max_body);
 		x->job = j;
 		x->url = pd_scrape_type_url(ts->t.url, j->type, cpu_s);
 	}
-	int64_t tmo = s->c.timeout_ns + (j->type == PD_ST_CPU ? s->c.cpu_ns : 0);
+	int64_t tmo = t_timeout(s, ts) + (j->type == PD_ST_CPU ? t_cpu(s, ts) : 0);
 	if (!x || !x->url || !(x->h = easy_new(s, x, x->url, tmo))) {
 		if (x)
 			xfer_free(s, x);
 		record(s, j, PD_SR_INTERNAL, "out of memory", 0, 0, now);
-		j->due = s->c.once ? INT64_MAX : pd_sched_next(now, ts->phase, s->c.interval_ns);
+		j->due = s->c.once ? INT64_MAX : pd_sched_next(now, ts->phase, t_interval(s, ts));
+		sched_job(s, j);
 		unref(s, ts);
 		return;
 	}
 	curl_easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(x->h, CURLOPT_MAXREDIRS, 3L);
+	/* curl walks its whole DNS cache after every transfer (prune), and keys it
+	 * by host:port: 1,000 targets were 1,000 entries walked 14,000 times a
+	 * minute. A target is scraped once an interval and its requests share one
+	 * connection, so the cache saved next to nothing: entries live for 0 s. */
+	curl_easy_setopt(x->h, CURLOPT_DNS_CACHE_TIMEOUT, 0L);
+	/* Close the connection when nothing of this target follows on it (a cpu
+	 * profile; the last instant type queued): an idle connection kept until
+	 * the next round (an interval later) is never reused, and a full
+	 * connection cache is walked on every transfer. */
+	if (j->type == PD_ST_CPU || !ts->inst_ready)
+		curl_easy_setopt(x->h, CURLOPT_FORBID_REUSE, 1L);
 	curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->c.max_body);
 	x->t0 = now;
 	x->t0_real = real_ns();
+	missed_queued(s, j, now);
 	if (now >= j->next_regular)
-		j->next_regular = pd_sched_next(now, ts->phase, s->c.interval_ns);
+		j->next_regular = pd_sched_next(now, ts->phase, t_interval(s, ts));
 	j->running = true;
 	s->running++;
+	s->running_cpu += j->type == PD_ST_CPU;
+	ts->inst_running += j->type != PD_ST_CPU;
 	pthread_mutex_lock(&s->mu);
 	if (!ts->round_pending++)
 		ts->round_start = now;
@@ -903,6 +1226,8 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 	int r;
 	j->running = false;
 	s->running--;
+	s->running_cpu -= j->type == PD_ST_CPU;
+	ts->inst_running -= j->type != PD_ST_CPU;
 	atomic_fetch_add(&s->fetched_bytes, got);
 	const char *tn = pd_scrape_type_name(j->type);
 	if (code != CURLE_OK) {
@@ -913,7 +1238,7 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 		} else if (code == CURLE_OPERATION_TIMEDOUT) {
 			r = PD_SR_TIMEOUT;
 			sfmt(msg, sizeof msg, "no answer within %.0fs (%s): %s",
-				 (double)(s->c.timeout_ns + (j->type == PD_ST_CPU ? s->c.cpu_ns : 0)) / 1e9,
+				 (double)(t_timeout(s, ts) + (j->type == PD_ST_CPU ? t_cpu(s, ts) : 0)) / 1e9,
 				 j->type == PD_ST_CPU ? "--cpu-duration + --timeout" : "--timeout", e);
 		} else if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
 			   code == CURLE_COULDNT_RESOLVE_PROXY) {
@@ -929,7 +1254,7 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 		if (j->type == PD_ST_CPU && pd_scrape_cpu_in_use(status, x->body.ptr, x->body.len)) {
 			r = PD_SR_CPU_IN_USE;
 			sfmt(msg, sizeof msg, "cpu profiling already in use (another CPU profile is being taken): retrying in %.0fs",
-				 (double)s->c.cpu_ns / 1e9);
+				 (double)t_cpu(s, ts) / 1e9);
 			slog(s, "info", "target %s type cpu: %s", TN(ts), msg);
 		} else {
 			r = status >= 500 ? PD_SR_HTTP_5XX : PD_SR_HTTP_4XX;
@@ -969,9 +1294,9 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 	if (r == PD_SR_CPU_IN_USE) {
 		j->cpu_busy++;
 		if (s->c.once)
-			j->due = j->cpu_busy < PD_SCRAPE_CPU_TRIES ? now + s->c.cpu_ns : INT64_MAX;
+			j->due = j->cpu_busy < PD_SCRAPE_CPU_TRIES ? now + t_cpu(s, ts) : INT64_MAX;
 		else
-			j->due = now + s->c.cpu_ns < j->next_regular ? now + s->c.cpu_ns : j->next_regular;
+			j->due = now + t_cpu(s, ts) < j->next_regular ? now + t_cpu(s, ts) : j->next_regular;
 	} else {
 		j->cpu_busy = 0;
 		if (s->c.once) {
@@ -984,10 +1309,19 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 			j->due = j->next_regular;
 		}
 	}
+	/* the regular rounds that came while it ran are lost */
+	bool late = !s->c.once && j->next_regular && j->next_regular <= now;
+	if (late)
+		count_missed(s, j, MISS_RUNNING, (uint64_t)((now - j->next_regular) / t_interval(s, j->ts)) + 1, now);
 	if (!s->c.once && j->due <= now)
-		j->due = pd_sched_next(now, ts->phase, s->c.interval_ns);
-	if (j->due < s->wake)
-		s->wake = j->due;
+		j->due = pd_sched_next(now, ts->phase, t_interval(s, ts));
+	if (late) /* the next round is the next due time, not a late one */
+		j->next_regular = j->due;
+	sched_job(s, j);
+	if (j->type != PD_ST_CPU) { /* the next instant type of the target, on this connection */
+		ts->parallel = pd_scrape_result_down(r);
+		unpark(s, ts, ts->parallel);
+	}
 	unref(s, ts);
 }
 
@@ -1116,69 +1450,99 @@ static void drain_messages(struct pd_scraper *s)
 
 /* ---- the loop ---------------------------------------------------------------------------- */
 
-/* Make due jobs ready; returns the earliest due time of the others. */
-static int64_t schedule(struct pd_scraper *s, int64_t now)
+/* Make the due jobs ready: into the FIFO of their limit ([1] cpu, [0] the others). */
+static void schedule(struct pd_scraper *s, int64_t now)
 {
-	int64_t next = INT64_MAX;
-	for (size_t i = 0; i < s->nts; i++) {
-		struct tstate *ts = s->ts[i];
-		for (int t = 0; t < PD_ST_N; t++) {
-			struct job *j = &ts->jobs[t];
-			if (!(ts->types & (1u << t)) || j->running || j->ready)
-				continue;
-			if (j->due <= now) {
-				j->ready = true;
-				j->rnext = NULL;
-				if (s->rtail)
-					s->rtail->rnext = j;
-				else
-					s->rhead = j;
-				s->rtail = j;
-				s->nready++;
-				ts->refs++;
-			} else if (j->due < next) {
-				next = j->due;
-			}
-		}
+	while (s->nheap && s->heap[0]->due <= now) {
+		struct job *j = s->heap[0];
+		heap_remove(s, j);
+		if (!(j->ts->types & (1u << j->type)))
+			continue; /* the type was taken off the target */
+		int q = j->type == PD_ST_CPU;
+		j->ready = true;
+		j->rnext = NULL;
+		if (s->rtail[q])
+			s->rtail[q]->rnext = j;
+		else
+			s->rhead[q] = j;
+		s->rtail[q] = j;
+		s->nready++;
+		j->ts->inst_ready += !q;
+		j->ts->refs++;
 	}
-	return next;
+}
+
+static struct job *ready_pop(struct pd_scraper *s, int q)
+{
+	struct job *j = s->rhead[q];
+	s->rhead[q] = j->rnext;
+	if (!s->rhead[q])
+		s->rtail[q] = NULL;
+	s->nready--;
+	j->ready = false;
+	j->ts->inst_ready -= !q;
+	return j;
+}
+
+/* A free slot for a fetch of FIFO q: CPU profiles and the other types have
+ * limits of their own, since a CPU profile holds its slot for its seconds. */
+static bool slot_free(const struct pd_scraper *s, int q)
+{
+	return q ? s->running_cpu < s->cpu_limit : s->running - s->running_cpu < s->c.concurrency;
 }
 
 static void start_fetches(struct pd_scraper *s, int64_t now)
 {
-	while (s->rhead && s->running < s->c.concurrency) {
-		struct job *j = s->rhead;
-		s->rhead = j->rnext;
-		if (!s->rhead)
-			s->rtail = NULL;
-		s->nready--;
-		j->ready = false;
-		if (j->ts->retired || !(j->ts->types & (1u << j->type))) {
-			unref(s, j->ts);
-			continue;
+	for (int q = 0; q < 2; q++)
+		while (s->rhead[q] && slot_free(s, q)) {
+			struct job *j = ready_pop(s, q);
+			struct tstate *ts = j->ts;
+			if (ts->retired || !(ts->types & (1u << j->type))) {
+				unref(s, ts);
+				continue;
+			}
+			if (!q && ts->inst_running && !ts->parallel) { /* park it: it follows on that connection */
+				j->ready = true;
+				j->rnext = NULL;
+				if (ts->ptail)
+					ts->ptail->rnext = j;
+				else
+					ts->phead = j;
+				ts->ptail = j;
+				s->nready++;
+				ts->inst_ready++;
+				continue;
+			}
+			start_fetch(s, j, now);
 		}
-		start_fetch(s, j, now);
-	}
 }
 
-/* On stop: abandon fetches in flight and the ready list. */
+/* On stop: abandon fetches in flight and the ready lists. */
 static void cancel_fetches(struct pd_scraper *s)
 {
-	while (s->rhead) {
-		struct job *j = s->rhead;
-		s->rhead = j->rnext;
-		j->ready = false;
-		unref(s, j->ts);
-	}
-	s->rtail = NULL;
-	s->nready = 0;
+	for (int q = 0; q < 2; q++)
+		while (s->rhead[q]) {
+			struct job *j = ready_pop(s, q);
+			unref(s, j->ts);
+		}
 	for (struct xfer *x = s->xfers, *next; x; x = next) {
 		next = x->next;
 		if (x->post)
 			continue;
 		struct tstate *ts = x->job->ts;
+		while (ts->phead) { /* parked behind this fetch (their refs are not x's: ts lives on) */
+			struct job *j = ts->phead;
+			ts->phead = j->rnext;
+			j->ready = false;
+			s->nready--;
+			ts->inst_ready--;
+			ts->refs--;
+		}
+		ts->ptail = NULL;
 		x->job->running = false;
 		s->running--;
+		s->running_cpu -= x->job->type == PD_ST_CPU;
+		ts->inst_running -= x->job->type != PD_ST_CPU;
 		pthread_mutex_lock(&s->mu);
 		if (ts->round_pending)
 			ts->round_pending--;
@@ -1214,6 +1578,41 @@ static size_t abandon_queue(struct pd_scraper *s)
 	return n;
 }
 
+/* Wait until a socket is ready, curl's timer or wake is due, or another
+ * thread calls loop_wakeup (at most a second); then let curl act on what
+ * happened. Completed transfers are left for drain_messages. */
+static void wait_and_act(struct pd_scraper *s, int64_t now, int64_t wake)
+{
+	if (s->curl_due >= 0 && s->curl_due < wake)
+		wake = s->curl_due;
+	int64_t ms = wake <= now ? 0 : (wake - now + 999999) / 1000000;
+	if (ms > 1000)
+		ms = 1000;
+	struct epoll_event ev[64];
+	int n = epoll_wait(s->epfd, ev, 64, (int)ms), still = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.fd == s->evfd) {
+			uint64_t v;
+			if (read(s->evfd, &v, sizeof v) < 0) {
+				/* EAGAIN: already read */
+			}
+			continue;
+		}
+		int mask = 0;
+		if (ev[i].events & (EPOLLIN | EPOLLHUP))
+			mask |= CURL_CSELECT_IN;
+		if (ev[i].events & EPOLLOUT)
+			mask |= CURL_CSELECT_OUT;
+		if (ev[i].events & EPOLLERR)
+			mask |= CURL_CSELECT_ERR;
+		curl_multi_socket_action(s->multi, ev[i].data.fd, mask, &still);
+	}
+	if (s->curl_due >= 0 && mono_ns() >= s->curl_due) {
+		s->curl_due = -1; /* the callback may set it again */
+		curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &still);
+	}
+}
+
 int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 {
 	int rc = apply_targets(s, err);
@@ -1228,9 +1627,10 @@ int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 	else
 		slog(s, "info",
 		     "scraping %zu target(s) every %.0fs, spread over the interval (types %s, cpu %llds, timeout %llds, "
-		     "concurrency %u) -> %s",
+		     "concurrency %u, up to %u cpu profiles in flight) -> %s",
 		     s->nts, (double)s->c.interval_ns / 1e9, types, (long long)(s->c.cpu_ns / 1000000000LL),
-		     (long long)(s->c.timeout_ns / 1000000000LL), s->c.concurrency, s->c.store ? "the store" : s->collector);
+		     (long long)(s->c.timeout_ns / 1000000000LL), s->c.concurrency, s->cpu_limit,
+		     s->c.store ? "the store" : s->collector);
 	bool flushing = false;
 	int64_t deadline = 0;
 	for (;;) {
@@ -1246,9 +1646,9 @@ int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 					slog(s, "info", "stopping: delivering %zu queued profile(s) for up to %.0fs", s->q.n + s->posting,
 					     (double)s->c.flush_ns / 1e9);
 			} else {
-				s->wake = schedule(s, now);
+				schedule(s, now);
 				start_fetches(s, now);
-				if (s->c.once && !s->running && !s->nready && s->wake == INT64_MAX) {
+				if (s->c.once && !s->running && !s->nready && next_due(s) == INT64_MAX) {
 					flushing = true;
 					deadline = now + s->c.flush_ns;
 				}
@@ -1261,22 +1661,11 @@ int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 			if (now >= deadline || (s->c.once && atomic_load(&s->stop) && !s->posting))
 				break;
 		}
-		int still = 0;
-		curl_multi_perform(s->multi, &still);
+		int64_t wake = flushing ? deadline : next_due(s);
+		if (s->q.n && s->posting < PD_SCRAPE_POSTS && s->post_backoff_until < wake)
+			wake = s->post_backoff_until;
+		wait_and_act(s, now, wake);
 		drain_messages(s);
-		now = mono_ns();
-		int64_t wake = flushing ? deadline : s->wake;
-		if (s->q.n && s->posting < PD_SCRAPE_POSTS)
-			wake = wake < s->post_backoff_until ? wake : s->post_backoff_until;
-		if (!flushing && s->rhead && s->running < s->c.concurrency)
-			wake = now; /* a slot is free */
-		if (flushing ? !s->posting && !s->q.n : s->c.once && !s->running && !s->nready && s->wake == INT64_MAX)
-			wake = now; /* done: say so at the top of the loop */
-		int64_t ms = wake <= now ? 0 : (wake - now) / 1000000 + 1;
-		if (ms > 1000)
-			ms = 1000;
-		if (ms > 0)
-			curl_multi_poll(s->multi, NULL, 0, (int)ms, NULL);
 	}
 	cancel_fetches(s);
 	size_t left = abandon_queue(s);
@@ -1289,7 +1678,7 @@ int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 void pd_scraper_stop(struct pd_scraper *s)
 {
 	atomic_store(&s->stop, true);
-	curl_multi_wakeup(s->multi);
+	loop_wakeup(s);
 }
 
 void pd_scraper_free(struct pd_scraper *s)
@@ -1299,8 +1688,15 @@ void pd_scraper_free(struct pd_scraper *s)
 	if (s->multi) {
 		cancel_fetches(s);
 		abandon_queue(s);
-		curl_multi_cleanup(s->multi);
+		curl_multi_cleanup(s->multi); /* may still call sock_cb: epfd is closed after */
 	}
+	while (s->npool)
+		curl_easy_cleanup(s->pool[--s->npool]);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->evfd >= 0)
+		close(s->evfd);
+	free(s->heap);
 	for (size_t i = 0; i < s->nts; i++)
 		if (s->ts[i])
 			tstate_free(s->ts[i]);
@@ -1335,6 +1731,8 @@ void pd_scraper_totals(struct pd_scraper *s, struct pd_scrape_totals *t)
 	t->queue_dropped = atomic_load(&s->queue_dropped);
 	t->stored = atomic_load(&s->stored);
 	t->store_failed = atomic_load(&s->store_failed);
+	t->missed_queued = atomic_load(&s->missed[MISS_QUEUED]);
+	t->missed_running = atomic_load(&s->missed[MISS_RUNNING]);
 	t->queue_len = atomic_load(&s->q_len);
 	t->queue_bytes = atomic_load(&s->q_bytes);
 }
@@ -1360,19 +1758,6 @@ static const char *cell(const struct job *j)
 	return pd_scrape_result_name(j->result);
 }
 
-static int bprintf(struct pd_buf *b, const char *fmt, ...) PD_PRINTF(2, 3);
-static int bprintf(struct pd_buf *b, const char *fmt, ...)
-{
-	char tmp[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return PD_EINVAL;
-	return pd_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 {
 	static const char *const heads[PD_ST_N] = {"CPU", "HEAP", "ALLOCS", "BLOCK", "MUTEX", "GOROUTINE", "THREADCREATE"};
@@ -1390,32 +1775,32 @@ size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 			if (ts->types & (1u << t))
 				wc[t] = strlen(cell(&ts->jobs[t])) > wc[t] ? strlen(cell(&ts->jobs[t])) : wc[t];
 	}
-	int rc = bprintf(out, "%-*s  %-*s", (int)wt, "TARGET", (int)ws, "SERVICE");
+	int rc = pd_buf_appendf(out, "%-*s  %-*s", (int)wt, "TARGET", (int)ws, "SERVICE");
 	for (int t = 0; t < PD_ST_N; t++)
 		if (used & (1u << t))
-			rc |= bprintf(out, "  %-*s", (int)wc[t], heads[t]);
-	rc |= bprintf(out, "  %10s  %8s\n", "BYTES", "DURATION");
+			rc |= pd_buf_appendf(out, "  %-*s", (int)wc[t], heads[t]);
+	rc |= pd_buf_appendf(out, "  %10s  %8s\n", "BYTES", "DURATION");
 	size_t failed = 0;
 	bool as_is = false, base = false;
 	for (size_t i = 0; i < s->nts; i++) {
 		struct tstate *ts = s->ts[i];
 		bool bad = false;
-		rc |= bprintf(out, "%-*s  %-*s", (int)wt, TN(ts), (int)ws, ts->t.service);
+		rc |= pd_buf_appendf(out, "%-*s  %-*s", (int)wt, TN(ts), (int)ws, ts->t.service);
 		for (int t = 0; t < PD_ST_N; t++) {
 			if (!(used & (1u << t)))
 				continue;
 			const struct job *j = &ts->jobs[t];
 			if (!(ts->types & (1u << t))) {
-				rc |= bprintf(out, "  %-*s", (int)wc[t], "");
+				rc |= pd_buf_appendf(out, "  %-*s", (int)wc[t], "");
 				continue;
 			}
-			rc |= bprintf(out, "  %-*s", (int)wc[t], cell(j));
+			rc |= pd_buf_appendf(out, "  %-*s", (int)wc[t], cell(j));
 			bad |= !pd_scrape_result_ok(j->result) || delivery_failed(j->delivery);
 			as_is |= !strcmp(cell(j), "ok*");
 			base |= j->result == PD_SR_BASE;
 		}
 		char b[32];
-		rc |= bprintf(out, "  %10s  %7.2fs\n", pd_fmt_bytes(b, sizeof b, (double)ts->bytes), ts->last_duration);
+		rc |= pd_buf_appendf(out, "  %10s  %7.2fs\n", pd_fmt_bytes(b, sizeof b, (double)ts->bytes), ts->last_duration);
 		failed += bad;
 	}
 	bool head = false;
@@ -1428,21 +1813,21 @@ size_t pd_scraper_summary(struct pd_scraper *s, struct pd_buf *out)
 			bool e = !pd_scrape_result_ok(j->result) && j->result != PD_SR_NONE;
 			bool d = pd_scrape_result_ok(j->result) && delivery_failed(j->delivery);
 			if ((e || d) && !head) {
-				rc |= bprintf(out, "\nErrors:\n");
+				rc |= pd_buf_appendf(out, "\nErrors:\n");
 				head = true;
 			}
 			if (e)
-				rc |= bprintf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->msg);
+				rc |= pd_buf_appendf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->msg);
 			if (d)
-				rc |= bprintf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->dmsg);
+				rc |= pd_buf_appendf(out, "  target %s type %s: %s\n", TN(ts), pd_scrape_type_name(t), j->dmsg);
 		}
 	}
 	if (as_is)
-		rc |= bprintf(out, "\nok* = stored as it is, with the label cumulative=true: Go's allocs, block and mutex "
+		rc |= pd_buf_appendf(out, "\nok* = stored as it is, with the label cumulative=true: Go's allocs, block and mutex "
 				   "count since the process\nstarted, so these are totals, not the last interval (merging "
 				   "them double counts). Run with\n--state-dir DIR to store deltas between runs.\n");
 	if (base)
-		rc |= bprintf(out, "\nbase = first snapshot of a cumulative type, kept in the state as the base: nothing "
+		rc |= pd_buf_appendf(out, "\nbase = first snapshot of a cumulative type, kept in the state as the base: nothing "
 				   "stored this time;\nthe next run stores what happened in between.\n");
 	pthread_mutex_unlock(&s->mu);
 	(void)rc;
@@ -1468,15 +1853,15 @@ static int put_lv(struct pd_buf *b, const char *v)
 static int target_series(struct pd_buf *b, const char *name, const struct tstate *ts, const char *extra_k,
 			 const char *extra_v, const char *value)
 {
-	int rc = bprintf(b, "%s{target=\"", name);
+	int rc = pd_buf_appendf(b, "%s{target=\"", name);
 	rc = rc ? rc : put_lv(b, TN(ts));
 	rc = rc ? rc : pd_buf_append(b, "\",service=\"", 11);
 	rc = rc ? rc : put_lv(b, ts->t.service);
 	if (extra_k && !rc) {
-		rc = bprintf(b, "\",%s=\"", extra_k);
+		rc = pd_buf_appendf(b, "\",%s=\"", extra_k);
 		rc = rc ? rc : put_lv(b, extra_v);
 	}
-	return rc ? rc : bprintf(b, "\"} %s\n", value);
+	return rc ? rc : pd_buf_appendf(b, "\"} %s\n", value);
 }
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
@@ -1484,9 +1869,9 @@ static int target_series(struct pd_buf *b, const char *name, const struct tstate
 int pd_scraper_metrics(struct pd_scraper *s, struct pd_buf *b)
 {
 	int rc = 0;
-#define HEAD(n, t, h) rc |= bprintf(b, "# HELP %s %s\n# TYPE %s %s\n", n, h, n, t)
+#define HEAD(n, t, h) rc |= pd_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", n, h, n, t)
 	HEAD("profd_scrape_targets", "gauge", "Targets in the scrape list.");
-	rc |= bprintf(b, "profd_scrape_targets %llu\n", LD(s->ntargets));
+	rc |= pd_buf_appendf(b, "profd_scrape_targets %llu\n", LD(s->ntargets));
 	pthread_mutex_lock(&s->mu);
 	char v[64];
 	HEAD("profd_scrape_target_up", "gauge",
@@ -1523,36 +1908,45 @@ int pd_scraper_metrics(struct pd_scraper *s, struct pd_buf *b)
 		for (int r = 1; r < PD_SR_N; r++) {
 			unsigned long long n = LD(s->scrapes[t][r]);
 			if (n)
-				rc |= bprintf(b, "profd_scrape_scrapes_total{type=\"%s\",result=\"%s\"} %llu\n",
+				rc |= pd_buf_appendf(b, "profd_scrape_scrapes_total{type=\"%s\",result=\"%s\"} %llu\n",
 					      pd_scrape_type_name(t), pd_scrape_result_name(r), n);
 		}
+	HEAD("profd_scrape_missed_total", "counter",
+	     "Scheduled rounds of a (target, type) that did not happen: the job was still waiting for a slot "
+	     "(queued: raise --concurrency or --cpu-concurrency) or still running (running: a slow target) at its "
+	     "next due time.");
+	rc |= pd_buf_appendf(b, "profd_scrape_missed_total{reason=\"queued\"} %llu\n", LD(s->missed[MISS_QUEUED]));
+	rc |= pd_buf_appendf(b, "profd_scrape_missed_total{reason=\"running\"} %llu\n", LD(s->missed[MISS_RUNNING]));
+	HEAD("profd_scrape_cpu_slots", "gauge",
+	     "CPU profiles allowed in flight (--cpu-concurrency, or derived from the targets).");
+	rc |= pd_buf_appendf(b, "profd_scrape_cpu_slots %u\n", atomic_load(&s->cpu_slots));
 	HEAD("profd_scrape_fetched_bytes_total", "counter", "Bytes of profiles fetched from targets.");
-	rc |= bprintf(b, "profd_scrape_fetched_bytes_total %llu\n", LD(s->fetched_bytes));
+	rc |= pd_buf_appendf(b, "profd_scrape_fetched_bytes_total %llu\n", LD(s->fetched_bytes));
 	HEAD("profd_scrape_enqueued_total", "counter", "Profiles queued for the collector.");
-	rc |= bprintf(b, "profd_scrape_enqueued_total %llu\n", LD(s->enqueued));
+	rc |= pd_buf_appendf(b, "profd_scrape_enqueued_total %llu\n", LD(s->enqueued));
 	HEAD("profd_scrape_queue_length", "gauge", "Profiles waiting for the collector (not counting posts in flight).");
-	rc |= bprintf(b, "profd_scrape_queue_length %llu\n", LD(s->q_len));
+	rc |= pd_buf_appendf(b, "profd_scrape_queue_length %llu\n", LD(s->q_len));
 	HEAD("profd_scrape_queue_bytes", "gauge", "Bytes waiting for the collector.");
-	rc |= bprintf(b, "profd_scrape_queue_bytes %llu\n", LD(s->q_bytes));
+	rc |= pd_buf_appendf(b, "profd_scrape_queue_bytes %llu\n", LD(s->q_bytes));
 	HEAD("profd_scrape_queue_max_bytes", "gauge", "Capacity of the delivery queue (--queue-size).");
-	rc |= bprintf(b, "profd_scrape_queue_max_bytes %zu\n", s->q.max_bytes);
+	rc |= pd_buf_appendf(b, "profd_scrape_queue_max_bytes %zu\n", s->q.max_bytes);
 	HEAD("profd_scrape_queue_dropped_total", "counter", "Oldest profiles dropped because the queue was full.");
-	rc |= bprintf(b, "profd_scrape_queue_dropped_total %llu\n", LD(s->queue_dropped));
+	rc |= pd_buf_appendf(b, "profd_scrape_queue_dropped_total %llu\n", LD(s->queue_dropped));
 	HEAD("profd_scrape_posts_total", "counter",
 	     "POSTs to the collector: ok (200), failed (retried: 5xx, 408, 429, connection errors), refused (other "
 	     "4xx, dropped).");
-	rc |= bprintf(b, "profd_scrape_posts_total{result=\"ok\"} %llu\n", LD(s->posts_ok));
-	rc |= bprintf(b, "profd_scrape_posts_total{result=\"failed\"} %llu\n", LD(s->posts_failed));
-	rc |= bprintf(b, "profd_scrape_posts_total{result=\"refused\"} %llu\n", LD(s->posts_refused));
+	rc |= pd_buf_appendf(b, "profd_scrape_posts_total{result=\"ok\"} %llu\n", LD(s->posts_ok));
+	rc |= pd_buf_appendf(b, "profd_scrape_posts_total{result=\"failed\"} %llu\n", LD(s->posts_failed));
+	rc |= pd_buf_appendf(b, "profd_scrape_posts_total{result=\"refused\"} %llu\n", LD(s->posts_refused));
 	HEAD("profd_scrape_posts_in_flight", "gauge", "POSTs to the collector in flight.");
-	rc |= bprintf(b, "profd_scrape_posts_in_flight %llu\n", LD(s->posts_in_flight));
+	rc |= pd_buf_appendf(b, "profd_scrape_posts_in_flight %llu\n", LD(s->posts_in_flight));
 	if (s->c.store) {
 		HEAD("profd_scrape_stored_total", "counter", "Profiles written to the store by the in-process sink.");
-		rc |= bprintf(b, "profd_scrape_stored_total{result=\"ok\"} %llu\n", LD(s->stored));
-		rc |= bprintf(b, "profd_scrape_stored_total{result=\"failed\"} %llu\n", LD(s->store_failed));
+		rc |= pd_buf_appendf(b, "profd_scrape_stored_total{result=\"ok\"} %llu\n", LD(s->stored));
+		rc |= pd_buf_appendf(b, "profd_scrape_stored_total{result=\"failed\"} %llu\n", LD(s->store_failed));
 	}
 	HEAD("profd_scrape_start_time_seconds", "gauge", "Start time of the scraper, unix seconds.");
-	rc |= bprintf(b, "profd_scrape_start_time_seconds %.3f\n", (double)s->start_real / 1e9);
+	rc |= pd_buf_appendf(b, "profd_scrape_start_time_seconds %.3f\n", (double)s->start_real / 1e9);
 #undef HEAD
 	pthread_mutex_lock(&s->mu);
 	pd_scrape_metrics_fn fn = s->metrics_hook;

@@ -1,9 +1,9 @@
 /*
  * target.c — what the scraper pulls and how it names it: the seven Go
  * profile types, target lists (the seam between discovery sources and the
- * scheduler), target URLs, the static config file, profefe's URL escaping of
- * the ingest request, and Go's "cpu profiling already in use" answer.
- * Pure functions, no I/O.
+ * scheduler), target URLs, the static config file in its line format (the
+ * YAML format is config.c), profefe's URL escaping of the ingest request,
+ * and Go's "cpu profiling already in use" answer. Pure functions, no I/O.
  */
 #define _GNU_SOURCE
 #include "scrape.h"
@@ -131,6 +131,52 @@ int pd_scrape_targets_set_name(struct pd_scrape_targets *l, size_t i, const char
 }
 
 const char *pd_scrape_target_name(const struct pd_scrape_target *t) { return t->name ? t->name : t->key; }
+
+int pd_scrape_targets_set_sched(struct pd_scrape_targets *l, size_t i, int64_t interval_ns, int64_t cpu_ns,
+				int64_t timeout_ns, struct pd_err *err)
+{
+	if (i >= l->n)
+		return pd_errf(err, PD_EINVAL, "no target %zu", i);
+	if (interval_ns && interval_ns < 1000000000LL)
+		return pd_errf(err, PD_EUSAGE, "interval must be at least 1s");
+	if (cpu_ns && (cpu_ns < 1000000000LL || cpu_ns % 1000000000LL))
+		return pd_errf(err, PD_EUSAGE, "cpu_duration must be whole seconds, at least 1s");
+	if (timeout_ns && timeout_ns < 1000000LL)
+		return pd_errf(err, PD_EUSAGE, "timeout must be at least 1ms");
+	l->v[i].interval_ns = interval_ns;
+	l->v[i].cpu_ns = cpu_ns;
+	l->v[i].timeout_ns = timeout_ns;
+	return 0;
+}
+
+int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_target *t, struct pd_err *err)
+{
+	int rc = pd_scrape_targets_add(l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
+	if (rc)
+		return rc;
+	struct pd_scrape_target *d = &l->v[l->n - 1];
+	d->interval_ns = t->interval_ns;
+	d->cpu_ns = t->cpu_ns;
+	d->timeout_ns = t->timeout_ns;
+	if (t->name && (rc = pd_scrape_targets_set_name(l, l->n - 1, t->name, err))) {
+		target_clear(d);
+		l->n--;
+	}
+	return rc;
+}
+
+size_t pd_scrape_labels_keep(struct pd_kv *v, size_t n, char *const *keep, size_t nkeep)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool kept = false;
+		for (size_t k = 0; !kept && k < nkeep; k++)
+			kept = !strcmp(v[i].key, keep[k]);
+		if (kept)
+			v[w++] = v[i];
+	}
+	return w;
+}
 
 void pd_scrape_targets_free(struct pd_scrape_targets *l)
 {

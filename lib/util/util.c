@@ -236,6 +236,28 @@ int pd_buf_append(struct pd_buf *b, const void *p, size_t n)
 	return 0;
 }
 
+int pd_buf_appendf(struct pd_buf *b, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return PD_EINVAL;
+	if ((size_t)n < sizeof tmp)
+		return pd_buf_append(b, tmp, (size_t)n);
+	char *big = malloc((size_t)n + 1);
+	if (!big)
+		return PD_ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	int rc = pd_buf_append(b, big, (size_t)n);
+	free(big);
+	return rc;
+}
+
 void pd_buf_free(struct pd_buf *b)
 {
 	free(b->ptr);

@@ -85,6 +85,8 @@ struct pd_buf {
 #define PD_BUF_INIT(maxbytes) {NULL, 0, 0, (maxbytes)}
 int pd_buf_reserve(struct pd_buf *b, size_t extra) PD_WUR;
 int pd_buf_append(struct pd_buf *b, const void *p, size_t n) PD_WUR;
+/* Append printf output (any length); 0, PD_ENOMEM or PD_EINVAL. */
+int pd_buf_appendf(struct pd_buf *b, const char *fmt, ...) PD_PRINTF(2, 3);
 void pd_buf_free(struct pd_buf *b);
 /* Read a whole file (or stdin for "-") into b, honouring b->max. */
 int pd_buf_read_file(struct pd_buf *b, const char *path, struct pd_err *err) PD_WUR;

@@ -4,7 +4,9 @@
 #
 # Provides: $PROFD $GOAPP $ORACLE $BUILD $T (a fresh temp dir, removed on
 # exit), go_pprof (go tool pprof with HOME/PPROF_TMPDIR set), ok/fail/check,
-# expect_exit, same_output.
+# expect, expect_exit, same_output, no_sanitizer, wait_line, need_built,
+# need_cmds, start_goapp, and kill_started_on_exit (for scripts that start
+# servers in the background).
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -49,4 +51,85 @@ expect_exit() {
 	else
 		ok "$name"
 	fi
+}
+
+# expect NAME WANT GOT: ok if the strings are equal
+expect() {
+	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "want '$2', got '$3'"; fi
+}
+
+# no_sanitizer NAME FILE...: ok unless a file has a sanitizer report
+no_sanitizer() {
+	local name=$1
+	shift
+	if grep -l "Sanitizer\|runtime error" "$@" >/dev/null 2>&1; then
+		fail "$name" "$(grep -h -A5 "Sanitizer\|runtime error" "$@" | head -20)"
+	else
+		ok "$name"
+	fi
+}
+
+# wait_line FILE REGEX: the first capture of sed REGEX in FILE, waiting up to 10 s
+wait_line() {
+	local f=$1 re=$2 v='' i
+	for ((i = 0; i < 200; i++)); do
+		v=$(sed -n "s/$re/\1/p" "$f" 2>/dev/null | head -1)
+		[ -n "$v" ] && break
+		sleep 0.05
+	done
+	echo "$v"
+}
+
+# kill_started: stop this shell's background jobs (TERM, then KILL)
+kill_started() {
+	local p
+	for p in $(jobs -rp); do kill "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in $(jobs -rp); do kill -9 "$p" 2>/dev/null; done
+	return 0
+}
+
+# kill_started_on_exit: kill_started before the EXIT trap already set
+kill_started_on_exit() {
+	local prev
+	prev=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT\$/\1/")
+	# shellcheck disable=SC2064 # expanded now on purpose
+	trap "kill_started; $prev" EXIT
+}
+
+# need_built CODE HINT FILE...: each FILE must be an executable, else a
+# failed setup check naming HINT (how to build it) and exit CODE
+need_built() {
+	local code=$1 hint=$2 b
+	shift 2
+	for b in "$@"; do
+		if [ ! -x "$b" ]; then
+			fail "setup: $b exists" "not built; run: $hint"
+			exit "$code"
+		fi
+	done
+}
+
+# need_cmds CODE CMD...: each CMD must be in PATH, else a failed setup check
+# and exit CODE (NEED_WHY: what to say instead of "needed by this test")
+need_cmds() {
+	local code=$1 c
+	shift
+	for c in "$@"; do
+		if ! command -v "$c" >/dev/null; then
+			fail "setup: $c in PATH" "${NEED_WHY:-needed by this test}"
+			exit "$code"
+		fi
+	done
+}
+
+# start_goapp NAME WORKLOAD [ARGS...]: examples/goapp ($GA, else $GOAPP) on a
+# free port in the background, log $T/goapp-NAME.log; sets PORT_<NAME>
+start_goapp() {
+	local name=$1 wl=$2 a
+	shift 2
+	"${GA:-$GOAPP}" -addr 127.0.0.1:0 -workload "$wl" -cpu-load 0.1 "$@" 2>"$T/goapp-$name.log" &
+	a=$(wait_line "$T/goapp-$name.log" '^goapp: listening on \(.*\)$')
+	[ -n "$a" ] || fail "setup: goapp $name" "$(cat "$T/goapp-$name.log")"
+	printf -v "PORT_$name" %s "${a##*:}"
 }

@@ -14,8 +14,16 @@
 #      each reported by reason, exit 1, the good target delivered
 #   4. continuous mode with the collector down, then back: profiles queue,
 #      arrive once the collector is up, none twice (counted); /metrics,
-#      /healthz, /targets; SIGTERM exits 0
+#      /healthz, /targets; no round missed; SIGTERM exits 0
+#   4b. missed rounds: CPU profiles that take longer than the interval, one
+#      slot for two targets: profd_scrape_missed_total counts both reasons
+#      (running, queued), a warning names --cpu-concurrency
 #   5. usage errors and --help
+#   6. the YAML config: three groups with their own types and labels land
+#      exactly so (group keys > flags > global:; label_keep); bad configs exit
+#      2 naming FILE:LINE:COLUMN and the key (unknown type, typo'd key,
+#      duplicate target, cpu_duration vs interval); examples/scrape.yaml
+#      parses; per-group interval (1s vs 1h) seen in /metrics
 # Every profd log is checked for sanitizer reports.
 # Run: BUILD=build bash tests/e2e/test_scrape.sh   (BUILD=build-san too)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -24,16 +32,7 @@ source "$(dirname "$0")/lib.sh"
 TYPES="cpu heap allocs block mutex goroutine threadcreate"
 t_start=$SECONDS
 
-kill_started() {
-	local p
-	for p in $(jobs -rp); do kill "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in $(jobs -rp); do kill -9 "$p" 2>/dev/null; done
-	return 0
-}
-prev_trap=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT\$/\1/")
-# shellcheck disable=SC2064 # expanded now on purpose: lib.sh's command
-trap "kill_started; $prev_trap" EXIT
+kill_started_on_exit
 
 GA=$GOAPP
 [ -x "$GA" ] || GA=$ROOT/build/goapp
@@ -42,29 +41,7 @@ if [ ! -x "$GA" ]; then
 	exit 0
 fi
 
-# no_sanitizer NAME FILE...: ok unless a file holds a sanitizer report
-no_sanitizer() {
-	local name=$1
-	shift
-	if grep -l "Sanitizer\|runtime error" "$@" >/dev/null 2>&1; then
-		fail "$name" "$(grep -h -A5 "Sanitizer\|runtime error" "$@" | head -20)"
-	else
-		ok "$name"
-	fi
-}
-
-# wait_line FILE REGEX: print the first capture of sed REGEX in FILE, waiting up to 10 s
-wait_line() {
-	local f=$1 re=$2 v='' i
-	for ((i = 0; i < 200; i++)); do
-		v=$(sed -n "s/$re/\1/p" "$f" 2>/dev/null | head -1)
-		[ -n "$v" ] && break
-		sleep 0.05
-	done
-	echo "$v"
-}
-
-# start_goapp NAME WORKLOAD [ADDR]: sets ADDR_<NAME> and PID_<NAME>
+# start_goapp NAME WORKLOAD [ADDR]: sets ADDR_<NAME> and PID_<NAME> (not lib.sh's)
 start_goapp() {
 	local name=$1 wl=$2 addr=${3:-127.0.0.1:0}
 	: >"$T/goapp-$name.log"
@@ -355,6 +332,13 @@ for ((i = 0; i < 150; i++)); do
 done
 if [ "${q:-1}" -eq 0 ] && [ "$e" = "$o" ]; then ok "continuous: collector back: queue drained ($o delivered)"; else fail "continuous: drain" "queue $q enqueued $e ok $o; $(tail -5 "$T/cont.err")"; fi
 grep -q "is back" "$T/cont.err" && ok "continuous: the log says the collector is back" || fail "continuous: back log" "$(tail -5 "$T/cont.err")"
+mq=$(metric 'profd_scrape_missed_total{reason="queued"}')
+mr=$(metric 'profd_scrape_missed_total{reason="running"}')
+if [ "$mq" = 0 ] && [ "$mr" = 0 ] && ! grep -q "missed" "$T/cont.err"; then
+	ok "continuous: no round missed (profd_scrape_missed_total 0 for both reasons)"
+else
+	fail "continuous: missed rounds" "queued '$mq' running '$mr'; $(grep missed "$T/cont.err" | head -3)"
+fi
 kill -TERM $SCR
 rc=hung
 for ((i = 0; i < 200; i++)); do
@@ -381,6 +365,48 @@ grep -q "first scrape of its cumulative types" "$T/cont.err" && ok "continuous: 
 	fail "continuous: base log" "$(head -5 "$T/cont.err")"
 no_sanitizer "continuous: no sanitizer report" "$T/cont.err"
 
+# ---- 4b. missed rounds ------------------------------------------------------------------------------
+
+# /slow/ answers a CPU profile after 2.5 s: longer than the 2 s interval
+# (the round due meanwhile is missed: running), and two targets share one
+# CPU slot (one waits past its due time: queued)
+"$FAULTSRV" -slow 2500ms -cpu-file "$cpuraw" 2>"$T/faultsrv-slow.log" &
+FS=$(wait_line "$T/faultsrv-slow.log" '^faultsrv: listening on \(.*\)$')
+[ -n "$FS" ] || fail "setup: faultsrv -slow" "$(cat "$T/faultsrv-slow.log")"
+"$PROFD" scrape --collector "$SURL" --interval 2s --cpu-duration 1s --timeout 5s --types cpu --cpu-concurrency 1 \
+	--service slow --target "http://$FS/slow/a/debug/pprof" --target "http://$FS/slow/b/debug/pprof" \
+	--listen 127.0.0.1:0 --flush-timeout 2s 2>"$T/missed.err" &
+SCR=$!
+MPORT=$(wait_line "$T/missed.err" '.*metrics listening on port \([0-9][0-9]*\).*')
+M=http://127.0.0.1:$MPORT
+mq=0 mr=0
+for ((i = 0; i < 200; i++)); do
+	mq=$(metric 'profd_scrape_missed_total{reason="queued"}')
+	mr=$(metric 'profd_scrape_missed_total{reason="running"}')
+	[ "${mq:-0}" -ge 1 ] && [ "${mr:-0}" -ge 1 ] && break
+	sleep 0.1
+done
+if [ "${mq:-0}" -ge 1 ] && [ "${mr:-0}" -ge 1 ]; then
+	ok "missed: profd_scrape_missed_total counts rounds missed while queued ($mq) and while running ($mr)"
+else
+	fail "missed: counters" "queued '$mq' running '$mr'; $(tail -5 "$T/missed.err")"
+fi
+slots=$(metric profd_scrape_cpu_slots)
+if [ "$slots" = 1 ]; then ok "missed: profd_scrape_cpu_slots shows --cpu-concurrency"; else fail "missed: cpu slots" "'$slots'"; fi
+if grep -q 'level=warn.*type cpu: missed [0-9]* round(s): still waiting for a free slot.*--cpu-concurrency' "$T/missed.err" &&
+	grep -q 'level=warn.*type cpu: missed [0-9]* round(s): the last scrape was still running' "$T/missed.err" &&
+	[ "$(grep -c 'missed [0-9]* round' "$T/missed.err")" -eq 2 ]; then
+	ok "missed: one warning per reason (rate-limited), the queued one names --cpu-concurrency"
+else
+	fail "missed: warning" "$(grep missed "$T/missed.err" | head -5)"
+fi
+kill -TERM $SCR
+wait $SCR
+rc=$?
+n=$(sed -n 's/.*msg="stopped" .*missed_rounds=\([0-9]*\).*/\1/p' "$T/missed.err")
+if [ "$rc" = 0 ] && [ "${n:-0}" -ge 2 ]; then ok "missed: the last log line counts them (missed_rounds=$n)"; else fail "missed: last line" "exit $rc; $(tail -2 "$T/missed.err")"; fi
+no_sanitizer "missed: no sanitizer report" "$T/missed.err"
+
 # ---- 5. usage ---------------------------------------------------------------------------------------
 
 "$PROFD" scrape --help >"$T/help" 2>&1
@@ -399,6 +425,122 @@ printf '# targets\n%s service=fromfile env=cfg\n' "$A" >"$T/targets.txt"
 "$PROFD" scrape --once -q --collector "$SURL" --types goroutine --config "$T/targets.txt" >"$T/cfg.out" 2>"$T/cfg.err"
 rc=$?
 if [ $rc -eq 0 ] && [ "$(count fromfile goroutine env=cfg)" -eq 1 ]; then ok "--config: static targets from a file"; else fail "--config" "exit $rc; $(cat "$T/cfg.out" "$T/cfg.err")"; fi
+
+# ---- 6. the YAML config --------------------------------------------------------------------------
+
+# labels_json SERVICE TYPE: the labels array of the newest stored profile
+labels_json() {
+	curl -sS "$SURL/api/0/profiles?service=$1&type=$2&from=0&to=now&limit=1" | grep -o '"labels":\[[^]]*\]' | head -1
+}
+# types_of SERVICE: "type=count " for the seven types
+types_of() {
+	local t out=""
+	for t in $TYPES; do out="$out$t=$(count "$1" "$t") "; done
+	echo "$out"
+}
+# flags: --types heap beats global:'s types, -L env=flag beats global:'s env; groups' own keys beat both
+cat >"$T/scrape.yaml" <<EOF
+# two groups with their own types and labels, one with global:'s
+global:
+  cpu_duration: 1s
+  types: [threadcreate]
+  labels: {env: yaml, tier: g}
+scrape_configs:
+  - service: yaml-a
+    types: [cpu, heap]
+    labels: {team: a}
+    static_configs:
+      - targets: ['$A']
+        labels: {zone: z1}
+  - job_name: yaml-b
+    types: goroutine
+    label_keep: [env, zone]
+    static_configs:
+      - targets: ['http://$B/debug/pprof/']
+        labels: {zone: z2, dropped: x}
+  - service: yaml-c
+    static_configs:
+      - targets: ['$C']
+EOF
+"$PROFD" scrape --once --collector "$SURL" --types heap -L env=flag --config "$T/scrape.yaml" >"$T/yaml.out" 2>"$T/yaml.err"
+rc=$?
+[ $rc -eq 0 ] && ok "yaml: --once --config x.yaml exit 0" || fail "yaml: exit 0" "exit $rc: $(cat "$T/yaml.out" "$T/yaml.err")"
+got="$(types_of yaml-a)| $(types_of yaml-b)| $(types_of yaml-c)"
+want="cpu=1 heap=1 allocs=0 block=0 mutex=0 goroutine=0 threadcreate=0 | cpu=0 heap=0 allocs=0 block=0 mutex=0 goroutine=1 threadcreate=0 | cpu=0 heap=1 allocs=0 block=0 mutex=0 goroutine=0 threadcreate=0 "
+if [ "$got" = "$want" ]; then
+	ok "yaml: each group's types stored, exactly (group types > --types > global: types)"
+else
+	fail "yaml: types per group" "got '$got', want '$want'"
+fi
+la=$(labels_json yaml-a cpu)
+if [ "$la" = "\"labels\":[{\"key\":\"env\",\"value\":\"flag\"},{\"key\":\"instance\",\"value\":\"$A\"},{\"key\":\"team\",\"value\":\"a\"},{\"key\":\"tier\",\"value\":\"g\"},{\"key\":\"zone\",\"value\":\"z1\"}]" ]; then
+	ok "yaml: group a's labels: global:, -L over it, the group's, the target's, instance"
+else
+	fail "yaml: group a labels" "$la"
+fi
+lb=$(labels_json yaml-b goroutine)
+if [ "$lb" = '"labels":[{"key":"env","value":"flag"},{"key":"zone","value":"z2"}]' ]; then
+	ok "yaml: label_keep: only env and zone sent"
+else
+	fail "yaml: label_keep" "$lb"
+fi
+grep -q "config $T/scrape.yaml: 3 static target(s), 0 kubernetes entries" "$T/yaml.err" && ok "yaml: the log says what the file holds" ||
+	fail "yaml: log" "$(head -3 "$T/yaml.err")"
+no_sanitizer "yaml: no sanitizer report" "$T/yaml.err"
+# errors: FILE:LINE:COLUMN, the key, exit 2
+printf 'scrape_configs:\n  - service: x\n    types: [cpu, cpux]\n    static_configs: [{targets: [h:1]}]\n' >"$T/bad.yaml"
+expect_exit "yaml: unknown type: exit 2, FILE:LINE:COLUMN and the key" 2 \
+	"--config $T/bad.yaml:3:18: scrape_configs\[0\]\.types\[1\]: unknown profile type \"cpux\"" "$PROFD" scrape --once --config "$T/bad.yaml"
+printf '# typo\nscrape_configs:\n  - service: x\n    intervall: 1m\n    static_configs: [{targets: [h:1]}]\n' >"$T/typo.yml"
+expect_exit "yaml: a typo is an unknown key, not ignored" 2 "typo.yml:4:5: scrape_configs\[0\]: unknown key \"intervall\" \(valid: " \
+	"$PROFD" scrape --once --config "$T/typo.yml"
+printf 'scrape_configs:\n  - service: x\n    static_configs:\n      - targets: [h:1]\n  - service: y\n    static_configs:\n      - targets: ["http://h:1/debug/pprof"]\n' >"$T/dup"
+expect_exit "yaml (by content, no .yaml name): duplicate target" 2 "dup:7:19: .*given twice \(first at .*dup:4:19\)" \
+	"$PROFD" scrape --once --config "$T/dup"
+printf 'scrape_configs:\n  - service: x\n    static_configs: [{targets: ["%s"]}]\n' "$A" >"$T/both.yaml"
+expect_exit "yaml: a target both in the file and as --target" 2 "given twice" \
+	"$PROFD" scrape --once --config "$T/both.yaml" --target "$A" --service x
+expect_exit "yaml: global: interval shorter than --cpu-duration" 2 "global: cpu_duration \(10s\) must be shorter than interval \(5s\)" \
+	"$PROFD" scrape --config <(printf 'global:\n  interval: 5s\n') --target h:1 --service s
+# examples/scrape.yaml parses (it has kubernetes entries: without a kubeconfig that is exit 1, after parsing)
+env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST "$PROFD" scrape --once --config "$ROOT/examples/scrape.yaml" >"$T/ex.out" 2>"$T/ex.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "scrape.yaml: 5 static target(s), 2 kubernetes entries" "$T/ex.err" && grep -q "no kubeconfig" "$T/ex.err"; then
+	ok "yaml: examples/scrape.yaml parses (5 targets, 2 kubernetes entries; discovery on)"
+else
+	fail "yaml: examples/scrape.yaml" "exit $rc: $(cat "$T/ex.err")"
+fi
+# per-group interval, continuous: 1s against 1h, counted in /metrics
+cat >"$T/iv.yaml" <<EOF
+global: {types: [heap]}
+scrape_configs:
+  - service: iv-fast
+    interval: 1s
+    static_configs: [{targets: ['$A']}]
+  - service: iv-slow
+    interval: 1h
+    static_configs: [{targets: ['$B']}]
+EOF
+"$PROFD" scrape --collector "$SURL" --config "$T/iv.yaml" --listen 127.0.0.1:0 2>"$T/iv.err" &
+SCR=$!
+MPORT=$(wait_line "$T/iv.err" '.*metrics listening on port \([0-9][0-9]*\).*')
+M=http://127.0.0.1:$MPORT
+okrounds() { curl -sS "$M/metrics" | sed -n "s/^profd_scrape_target_scrapes_total{target=\"[^\"]*\",service=\"$1\",outcome=\"ok\"} \([0-9]*\)$/\1/p" | head -1; }
+for ((i = 0; i < 100; i++)); do
+	[ "$(okrounds iv-fast)" -ge 3 ] 2>/dev/null && break
+	sleep 0.1
+done
+fast=$(okrounds iv-fast) slow=$(okrounds iv-slow)
+if [ "${fast:-0}" -ge 3 ] && [ "${slow:-0}" -le 1 ]; then
+	ok "yaml: per-group interval: 1s group scraped $fast times, 1h group ${slow:-0} in the same seconds"
+else
+	fail "yaml: per-group interval" "fast '$fast' slow '$slow'; $(tail -5 "$T/iv.err")"
+fi
+kill -TERM $SCR
+wait $SCR
+rc=$?
+[ $rc -eq 0 ] && ok "yaml: continuous: SIGTERM exit 0" || fail "yaml: continuous SIGTERM" "exit $rc"
+no_sanitizer "yaml: continuous: no sanitizer report" "$T/iv.err"
 
 no_sanitizer "collector logs: no sanitizer report" "$T"/srv-*.log
 echo "# test_scrape.sh took $((SECONDS - t_start)) s"

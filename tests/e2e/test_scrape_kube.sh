@@ -11,7 +11,8 @@
 #      port: target down, reported; profefe.com/path honoured (a goapp serving
 #      pprof under /custom/pprof; a pod with a path nothing serves gets 404);
 #      a bad port annotation is reported and counted
-#   2. --once -n: one namespace; -l: a label selector; --pod-labels and -L
+#   2. --once -n: one namespace; -l: a label selector; --pod-labels and -L;
+#      a YAML --config with kubernetes entries (which pods, types, labels)
 #   3. continuous (list + watch): a pod added through the API is scraped in a
 #      following round; a deleted pod and a pod no longer Running stop; API
 #      faults: 500 (back off, recover), 410 (compaction while the watch is
@@ -45,41 +46,10 @@ for b in "$KUBEAPI" "$GA"; do
 	fi
 done
 
-kill_started() {
-	local p
-	for p in $(jobs -rp); do kill "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in $(jobs -rp); do kill -9 "$p" 2>/dev/null; done
-	return 0
-}
-prev_trap=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT\$/\1/")
-# shellcheck disable=SC2064 # expanded now on purpose: lib.sh's command
-trap "kill_started; $prev_trap" EXIT
+kill_started_on_exit
 
 # ---- helpers ------------------------------------------------------------------------------
 
-expect() { # NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1" "want '$2', got '$3'"; fi
-}
-no_sanitizer() { # NAME FILE...
-	local name=$1
-	shift
-	if grep -l "Sanitizer\|runtime error" "$@" >/dev/null 2>&1; then
-		fail "$name" "$(grep -h -A5 "Sanitizer\|runtime error" "$@" | head -20)"
-	else
-		ok "$name"
-	fi
-}
-# wait_line FILE REGEX: the first capture of sed REGEX in FILE, waiting up to 10 s
-wait_line() {
-	local f=$1 re=$2 v='' i
-	for ((i = 0; i < 200; i++)); do
-		v=$(sed -n "s/$re/\1/p" "$f" 2>/dev/null | head -1)
-		[ -n "$v" ] && break
-		sleep 0.05
-	done
-	echo "$v"
-}
 # until_true TENTHS CMD...: run CMD every 0.1 s until it succeeds (1) or TENTHS pass
 until_true() {
 	local n=$1 i
@@ -89,16 +59,6 @@ until_true() {
 		sleep 0.1
 	done
 	return 1
-}
-
-# start_goapp NAME WORKLOAD [ARGS...]: sets PORT_<NAME>
-start_goapp() {
-	local name=$1 wl=$2 a
-	shift 2
-	"$GA" -addr 127.0.0.1:0 -workload "$wl" -cpu-load 0.1 "$@" 2>"$T/goapp-$name.log" &
-	a=$(wait_line "$T/goapp-$name.log" '^goapp: listening on \(.*\)$')
-	[ -n "$a" ] || fail "setup: goapp $name" "$(cat "$T/goapp-$name.log")"
-	printf -v "PORT_$name" %s "${a##*:}"
 }
 
 # the collector
@@ -252,6 +212,32 @@ expect "once --kubeconfig + --target: the static target and the context namespac
 	"0 http://127.0.0.1:$PC/debug/pprof default/api-5b7c9d8f4-z2k8p" \
 	"$rc $(sed -n '2,/^$/p' "$T/mix.out" | awk 'NF {print $1}' | tr '\n' ' ' | sed 's/ $//')"
 no_sanitizer "once -n / -l: no sanitizer report" "$T/ns.err" "$T/sel.err" "$T/mix.err"
+# the YAML config's kubernetes entries: they turn discovery on, say what is watched (shop and
+# staging: all namespaces), choose the pods (first match) and give them types and labels
+cat >"$T/kube.yaml" <<'EOF'
+global: {types: [goroutine], labels: {run: yamlk}}
+scrape_configs:
+  - kubernetes: {namespaces: [shop], selector: 'app in (web, db)'}
+    types: [heap]
+    label_keep: [namespace, pod, team, run]
+  - kubernetes: {namespaces: [staging]}
+    labels: {stage: s1}
+EOF
+"$PROFD" scrape --once --kubeconfig "$K" --config "$T/kube.yaml" --collector "$SURL" >"$T/ky.out" 2>"$T/ky.err"
+rc=$?
+expect "once --config (kubernetes entries): exit 0, exactly the pods the entries match" \
+	"0 shop/db-0 shop/web-7d9f8c6b5-x2x9k staging/web-6c5d4f7b8-q8wzn" \
+	"$rc $(sed -n '2,/^$/p' "$T/ky.out" | awk 'NF {print $1}' | tr '\n' ' ' | sed 's/ $//')"
+expect "once --config: each entry's types (shop: heap; staging: global:'s goroutine)" "1 0 1 0 1" \
+	"$(count web run=yamlk,namespace=shop heap) $(count web run=yamlk,namespace=shop goroutine) $(count web run=yamlk,namespace=staging goroutine) $(count web run=yamlk,namespace=staging heap) $(count db run=yamlk heap)"
+expect "once --config: label_keep (pod labels it names copied, the rest dropped)" \
+	"namespace=shop,pod=web-7d9f8c6b5-x2x9k,run=yamlk,team=a" "$(labels_of web run=yamlk,namespace=shop)"
+expect "once --config: the second entry's labels after the pod's" \
+	"app=web,container=app,namespace=staging,node=node-1,pod=web-6c5d4f7b8-q8wzn,run=yamlk,stage=s1,version=1.5.0-rc1" \
+	"$(labels_of web run=yamlk,namespace=staging)"
+grep -q 'in all namespaces: 11 annotated profefe.com/enable=true, 3 target(s)' "$T/ky.err" &&
+	ok "once --config: namespaces of two entries: all watched, 3 targets" || fail "once --config: log" "$(grep component=kube "$T/ky.err")"
+no_sanitizer "once --config (kubernetes): no sanitizer report" "$T/ky.err"
 
 # ---- 3. continuous: list + watch -----------------------------------------------------------------------
 

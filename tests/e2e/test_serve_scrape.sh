@@ -13,16 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 
 t_start=$SECONDS
-kill_started() {
-	local p
-	for p in $(jobs -rp); do kill "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in $(jobs -rp); do kill -9 "$p" 2>/dev/null; done
-	return 0
-}
-prev_trap=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT\$/\1/")
-# shellcheck disable=SC2064 # expanded now on purpose: lib.sh's command
-trap "kill_started; $prev_trap" EXIT
+kill_started_on_exit
 
 GA=$GOAPP
 [ -x "$GA" ] || GA=$ROOT/build/goapp
@@ -30,17 +21,6 @@ if [ ! -x "$GA" ]; then
 	fail "setup" "no goapp binary (make -s $BUILD/goapp)"
 	exit 0
 fi
-
-# wait_line FILE REGEX: print the first capture of sed REGEX in FILE, waiting up to 10 s
-wait_line() {
-	local f=$1 re=$2 v='' i
-	for ((i = 0; i < 200; i++)); do
-		v=$(sed -n "s/$re/\1/p" "$f" 2>/dev/null | head -1)
-		[ -n "$v" ] && break
-		sleep 0.05
-	done
-	echo "$v"
-}
 
 "$GA" -addr 127.0.0.1:0 -workload auth -cpu-load 0.2 2>"$T/goapp.log" &
 GA_ADDR=$(wait_line "$T/goapp.log" '^goapp: listening on \(.*\)$')
@@ -127,6 +107,10 @@ expect_exit "usage: --scrape --collector" 2 "not with serve --scrape: profiles g
 expect_exit "usage: --scrape --once" 2 "not with serve --scrape: profiles go straight to the store" \
 	"$PROFD" serve --data-dir "$T/u" --scrape --once --target h:1 --service s
 expect_exit "usage: --scrape without targets" 2 "no targets" "$PROFD" serve --data-dir "$T/u" --scrape
+printf 'scrape_configs:\n  - service: s\n    interval: 1x\n    static_configs: [{targets: [h:1]}]\n' >"$T/bad.yaml"
+expect_exit "usage: --scrape --config with a bad YAML config: FILE:LINE:COLUMN" 2 \
+	"profd serve: --config $T/bad.yaml:3:15: scrape_configs\[0\]\.interval: time: unknown unit" \
+	"$PROFD" serve --data-dir "$T/u" --scrape --config "$T/bad.yaml"
 "$PROFD" serve --help >"$T/help" 2>&1
 if grep -q -- "--scrape" "$T/help"; then ok "usage: serve --help mentions --scrape"; else fail "usage: serve --help" "$(head -5 "$T/help")"; fi
 echo "# test_serve_scrape.sh took $((SECONDS - t_start)) s"

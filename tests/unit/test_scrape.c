@@ -1,12 +1,14 @@
 /*
  * test_scrape.c — lib/scrape: profile type lists, target URLs and the config
- * file, profefe's label escaping (checked by parsing it back with the
+ * file (the line format; the YAML format: values, precedence, every error
+ * class with its FILE:LINE:COLUMN, caps, format detection, label selectors,
+ * examples/scrape.yaml), profefe's label escaping (checked by parsing it back with the
  * collector's own parameter code), the delivery queue (bounded, oldest
  * dropped, order kept through requeues), schedule math (phase, jitter
  * spread, next due, backoff), Go's "cpu profiling already in use", the
  * delta step, the in-process store sink, and the scraper itself against an
  * in-test HTTP server (good, HTML, busy-CPU and down targets; target list
- * replaced while it runs).
+ * replaced while it runs; a target's own interval and CPU duration).
  */
 #include "testutil.h"
 #include "../../lib/scrape/scrape.h"
@@ -153,6 +155,450 @@ static void test_targets_and_config(void **state)
 	assert_int_equal(l.n, 4);
 	pd_scrape_targets_free(&l);
 	assert_int_equal(l.n, 0);
+}
+
+/* ---- the YAML config file -------------------------------------------------------------------- */
+
+#define SEC 1000000000LL
+
+/* The command line's defaults: nothing given. */
+static struct pd_scrape_cfg_flags no_flags(void)
+{
+	struct pd_scrape_cfg_flags fl = {.types = PD_ST_ALL,
+					 .interval_ns = PD_SCRAPE_INTERVAL_NS,
+					 .cpu_ns = PD_SCRAPE_CPU_NS,
+					 .timeout_ns = PD_SCRAPE_TIMEOUT_NS};
+	return fl;
+}
+
+static const char *labels_of(const struct pd_scrape_target *t, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < t->nlabels && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s=%s", i ? "," : "", t->labels[i].key, t->labels[i].value);
+	return buf;
+}
+
+static const char *const yaml_ok =
+	"# a config\n"
+	"global:\n"
+	"  interval: 2m\n"
+	"  types: cpu,heap\n"
+	"  labels: {env: prod, team: core}\n"
+	"scrape_configs:\n"
+	"  - service: auth\n"
+	"    interval: 30s\n"
+	"    cpu_duration: 5s\n"
+	"    timeout: 3s\n"
+	"    types: [heap, allocs]\n"
+	"    path: /x/pprof/\n"
+	"    labels: {team: id}\n"
+	"    static_configs:\n"
+	"      - targets: ['10.0.0.7:6060', 'http://10.0.0.8:6060/debug/pprof', 'https://h:1']\n"
+	"        labels: {zone: a}\n"
+	"      - targets: [10.0.0.9:6060]\n"
+	"        labels:\n"
+	"          instance: web-9\n"
+	"          empty:\n"
+	"  - job_name: search\n"
+	"    label_keep: [env, instance]\n"
+	"    static_configs:\n"
+	"      - targets: ['10.0.1.1:7070']\n"
+	"        labels: {zone: b}\n"
+	"  - kubernetes:\n"
+	"      namespaces: [shop]\n"
+	"      selector: app=web,tier!=db\n"
+	"    types: [cpu]\n"
+	"    interval: 3m\n"
+	"    label_keep: [namespace, pod, app]\n"
+	"  - kubernetes:\n";
+
+static void test_yaml_config(void **state)
+{
+	(void)state;
+	struct pd_scrape_file f;
+	struct pd_err err;
+	char b[512];
+	struct pd_kv fl_labels[] = {{(char *)"cluster", (char *)"c1"}, {(char *)"team", (char *)"flag"}};
+	struct pd_scrape_cfg_flags fl = no_flags();
+	fl.labels = fl_labels;
+	fl.nlabels = 2;
+	if (pd_scrape_parse_yaml("t.yaml", yaml_ok, strlen(yaml_ok), &fl, &f, &err))
+		fail_msg("%s", err.msg);
+	/* global: its own keys, the flags' defaults, -L over its labels */
+	assert_int_equal(f.global.types, (1u << PD_ST_CPU) | (1u << PD_ST_HEAP));
+	assert_int_equal(f.global.interval_ns, 120 * SEC);
+	assert_int_equal(f.global.cpu_ns, PD_SCRAPE_CPU_NS);
+	assert_int_equal(f.global.timeout_ns, PD_SCRAPE_TIMEOUT_NS);
+	assert_int_equal(f.global.nlabels, 3);
+	assert_string_equal(f.global.labels[0].key, "env");
+	assert_string_equal(f.global.labels[1].value, "flag"); /* a flag wins over global: */
+	assert_false(f.global.has_keep);
+	/* group auth: its own schedule, types, path and labels */
+	assert_int_equal(f.targets.n, 5);
+	const struct pd_scrape_target *t = &f.targets.v[0];
+	assert_string_equal(t->key, "http://10.0.0.7:6060/x/pprof");
+	assert_string_equal(t->url, "http://10.0.0.7:6060/x/pprof");
+	assert_string_equal(t->service, "auth");
+	assert_int_equal(t->types, (1u << PD_ST_HEAP) | (1u << PD_ST_ALLOCS));
+	assert_int_equal(t->interval_ns, 30 * SEC);
+	assert_int_equal(t->cpu_ns, 5 * SEC);
+	assert_int_equal(t->timeout_ns, 3 * SEC);
+	assert_string_equal(labels_of(t, b, sizeof b), "env=prod,team=id,cluster=c1,zone=a,instance=10.0.0.7:6060");
+	assert_string_equal(f.targets.v[1].url, "http://10.0.0.8:6060/debug/pprof"); /* has a path: kept */
+	assert_string_equal(f.targets.v[2].url, "https://h:1/x/pprof");
+	assert_string_equal(labels_of(&f.targets.v[3], b, sizeof b), "env=prod,team=id,cluster=c1,instance=web-9,empty=");
+	/* group search: global:'s schedule and types, label_keep */
+	t = &f.targets.v[4];
+	assert_string_equal(t->url, "http://10.0.1.1:7070/debug/pprof");
+	assert_string_equal(t->service, "search");
+	assert_int_equal(t->types, f.global.types);
+	assert_int_equal(t->interval_ns, 120 * SEC);
+	assert_int_equal(t->cpu_ns, PD_SCRAPE_CPU_NS);
+	assert_string_equal(labels_of(t, b, sizeof b), "env=prod,instance=10.0.1.1:7070");
+	/* the kubernetes entries */
+	assert_int_equal(f.nrules, 2);
+	const struct pd_scrape_kube_rule *r = &f.rules[0];
+	assert_string_equal(r->where, "t.yaml:26:5");
+	assert_int_equal(r->nnamespaces, 1);
+	assert_string_equal(r->namespaces[0], "shop");
+	assert_string_equal(r->selector_text, "app=web,tier!=db");
+	assert_int_equal(r->set.types, 1u << PD_ST_CPU);
+	assert_int_equal(r->set.interval_ns, 180 * SEC);
+	assert_true(r->set.has_keep);
+	assert_int_equal(r->set.nkeep, 3);
+	assert_string_equal(r->set.keep[2], "app");
+	assert_int_equal(r->set.nlabels, 3);
+	r = &f.rules[1];
+	assert_int_equal(r->nnamespaces, 0);
+	assert_null(r->selector);
+	assert_int_equal(r->set.types, f.global.types);
+	assert_false(r->set.has_keep);
+	/* the scope they ask for */
+	assert_false(f.kube_all);
+	assert_string_equal(f.kube_namespace, "shop");
+	pd_scrape_file_free(&f);
+
+	/* precedence: flags given beat global:, a group's own keys beat flags */
+	fl = no_flags();
+	fl.types = 1u << PD_ST_GOROUTINE;
+	fl.interval_ns = 90 * SEC;
+	fl.given = PD_SCF_TYPES | PD_SCF_INTERVAL;
+	fl.service = "dflt";
+	const char *y = "global: {interval: 2m, cpu_duration: 20s, types: [cpu]}\n"
+			"scrape_configs:\n"
+			"  - static_configs: [{targets: ['h:1']}]\n"
+			"  - {service: own, interval: 5m, types: all, static_configs: [{targets: ['h:2']}]}\n"
+			"  - kubernetes: {all_namespaces: true}\n";
+	if (pd_scrape_parse_yaml("p.yml", y, strlen(y), &fl, &f, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(f.global.types, 1u << PD_ST_GOROUTINE);
+	assert_int_equal(f.global.interval_ns, 90 * SEC);
+	assert_int_equal(f.global.cpu_ns, 20 * SEC); /* not a flag: global: */
+	assert_string_equal(f.targets.v[0].service, "dflt"); /* --service */
+	assert_int_equal(f.targets.v[0].types, 1u << PD_ST_GOROUTINE);
+	assert_int_equal(f.targets.v[0].interval_ns, 90 * SEC);
+	assert_int_equal(f.targets.v[1].types, PD_ST_ALL);
+	assert_int_equal(f.targets.v[1].interval_ns, 300 * SEC);
+	assert_true(f.kube_all);
+	assert_null(f.kube_namespace);
+	pd_scrape_file_free(&f);
+
+	/* an empty file, comments only: nothing, no error */
+	assert_int_equal(pd_scrape_parse_yaml("e.yaml", "# nothing\n", 10, &fl, &f, &err), 0);
+	assert_int_equal(f.targets.n + f.nrules, 0);
+	assert_int_equal(f.global.types, 1u << PD_ST_GOROUTINE);
+	pd_scrape_file_free(&f);
+	/* namespaces of two entries: all namespaces watched */
+	y = "scrape_configs:\n  - kubernetes: {namespaces: [a]}\n  - kubernetes: {namespaces: [b], selector: x}\n";
+	assert_int_equal(pd_scrape_parse_yaml("n.yaml", y, strlen(y), &fl, &f, &err), 0);
+	assert_true(f.kube_all);
+	pd_scrape_file_free(&f);
+}
+
+/* The example in examples/scrape.yaml parses, and says what its comments say. */
+static void test_yaml_example(void **state)
+{
+	(void)state;
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err err;
+	if (pd_buf_read_file(&b, "examples/scrape.yaml", &err))
+		fail_msg("%s (run from the repository root)", err.msg);
+	assert_true(pd_scrape_config_is_yaml("examples/scrape.yaml", (const char *)b.ptr, b.len));
+	struct pd_scrape_cfg_flags fl = no_flags();
+	struct pd_scrape_file f;
+	if (pd_scrape_parse_yaml("examples/scrape.yaml", b.ptr, b.len, &fl, &f, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(f.targets.n, 5);
+	assert_string_equal(f.targets.v[0].service, "auth");
+	assert_int_equal(f.targets.v[0].interval_ns, 30 * SEC);
+	assert_int_equal(f.targets.v[0].cpu_ns, 5 * SEC);
+	assert_int_equal(f.targets.v[3].types, PD_ST_ALL);
+	assert_string_equal(f.targets.v[3].url, "http://10.0.0.9:7070/internal/pprof");
+	char buf[300];
+	assert_string_equal(labels_of(&f.targets.v[3], buf, sizeof buf), "env=prod,instance=10.0.0.9:7070");
+	assert_int_equal(f.global.interval_ns, 60 * SEC);
+	assert_false(f.global.types & (1u << PD_ST_THREADCREATE));
+	assert_int_equal(f.nrules, 2);
+	assert_string_equal(f.kube_namespace, "shop");
+	pd_scrape_file_free(&f);
+	pd_buf_free(&b);
+}
+
+static void test_yaml_detect(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *text;
+		bool yaml;
+	} cases[] = {
+		{"t.yaml", "10.0.0.7:6060 service=a\n", true}, /* the name says so */
+		{"T.YML", "", true},
+		{"t.txt", "# targets\n\n10.0.0.7:6060 service=a\n", false},
+		{"t", "http://h:6060/debug/pprof service=a\n", false},
+		{"t", "  localhost:6060 service=a\n", false},
+		{"t", "[::1]:6060 service=a\n", false},
+		{"t", "", false},
+		{"t", "# only\n# comments\n", false},
+		{"t", "# c\n\nglobal:\n  interval: 1m\n", true},
+		{"t", "scrape_configs: []\n", true},
+		{"t", "scrape_configs:", true},
+		{"t", "---\nglobal: {}\n", true},
+		{"t", "%YAML 1.1\n---\n", true},
+		{"t", "{global: {}}\n", true},
+		{"t", "- a\n", true},
+		{"t", "\xef\xbb\xbfglobal:\n", true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		if (pd_scrape_config_is_yaml(cases[i].name, cases[i].text, strlen(cases[i].text)) != cases[i].yaml)
+			fail_msg("case %zu (%s: %s): want %s", i, cases[i].name, cases[i].text, cases[i].yaml ? "YAML" : "lines");
+}
+
+static void test_yaml_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *yaml;
+		int code;
+		const char *want; /* the message starts with it */
+		const char *also; /* and holds this */
+	} cases[] = {
+		{"scrape_configs:\n  - service: a\n    typez: [cpu]\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"typez\" (valid: types, interval,", "kubernetes)"},
+		{"globals: {}\n", PD_EUSAGE, "t.yaml:1:1: unknown key \"globals\" (valid: global, scrape_configs)", NULL},
+		{"global:\n  types: [cpu, cpux]\n", PD_EUSAGE,
+		 "t.yaml:2:16: global.types[1]: unknown profile type \"cpux\" (valid: cpu, heap,", NULL},
+		{"global:\n  types: []\n", PD_EUSAGE, "t.yaml:2:10: global.types: no profile type given", NULL},
+		{"global:\n  types: {cpu: 1}\n", PD_EUSAGE, "t.yaml:2:10: global.types: expected a list of profile types, got a mapping", NULL},
+		{"global:\n  interval: 5x\n", PD_EUSAGE, "t.yaml:2:13: global.interval: time: unknown unit", NULL},
+		{"global:\n  interval: 60\n", PD_EUSAGE, "t.yaml:2:13: global.interval: time: missing unit", NULL},
+		{"global:\n  interval: 500ms\n", PD_EUSAGE, "t.yaml:2:13: global.interval: must be at least 1s", NULL},
+		{"global:\n  timeout: -1s\n", PD_EUSAGE, "t.yaml:2:12: global.timeout: must be positive", NULL},
+		{"global:\n  cpu_duration: 1500ms\n", PD_EUSAGE, "t.yaml:2:17: global.cpu_duration: must be whole seconds", NULL},
+		{"global:\n  interval: 5s\n  cpu_duration: 5s\n", PD_EUSAGE,
+		 "t.yaml:2:3: global: cpu_duration (5s) must be shorter than interval (5s)", NULL},
+		{"global:\n  interval: 1m\n  interval: 2m\n", PD_EUSAGE, "t.yaml:3:3: global: key \"interval\" given twice", NULL},
+		{"global:\n  labels: [a]\n", PD_EUSAGE, "t.yaml:2:11: global.labels: expected a mapping of label names", NULL},
+		{"global:\n  labels: {a: 1, a: 2}\n", PD_EUSAGE, "t.yaml:2:18: global.labels: label \"a\" given twice", NULL},
+		{"global:\n  labels: {a: [1]}\n", PD_EUSAGE, "t.yaml:2:15: global.labels.a: expected a label value", NULL},
+		{"global:\n  label_keep: [a, '']\n", PD_EUSAGE, "t.yaml:2:19: global.label_keep[1]: a label name must not be empty",
+		 NULL},
+		{"global: [\n", PD_EUSAGE, "t.yaml:2:1: invalid YAML: ", NULL},
+		{"- a\n", PD_EUSAGE, "t.yaml:1:1: expected a mapping (global:, scrape_configs:) at the top level, got a list",
+		 NULL},
+		{"global: {}\n---\nglobal: {}\n", PD_EUSAGE, "t.yaml:3:1: a second YAML document", NULL},
+		{"scrape_configs: {a: 1}\n", PD_EUSAGE, "t.yaml:1:17: scrape_configs: expected a list, got a mapping", NULL},
+		{"scrape_configs:\n  - service: a\n", PD_EUSAGE,
+		 "t.yaml:2:5: scrape_configs[0]: want static_configs (static targets) or kubernetes (pods)", NULL},
+		{"scrape_configs:\n  - static_configs:\n      - targets: [h:1]\n", PD_EUSAGE,
+		 "t.yaml:2:5: scrape_configs[0]: service is required for static targets", NULL},
+		{"scrape_configs:\n  - service: ''\n    static_configs: [{targets: [h:1]}]\n", PD_EUSAGE,
+		 "t.yaml:2:14: scrape_configs[0].service: must not be empty", NULL},
+		{"scrape_configs:\n  - {service: a, job_name: b, static_configs: [{targets: [h:1]}]}\n", PD_EUSAGE,
+		 "t.yaml:2:28: scrape_configs[0].job_name: service and job_name are the same key", NULL},
+		{"scrape_configs:\n  - service: a\n    static_configs:\n      - targets: ['ftp://h:1']\n", PD_EUSAGE,
+		 "t.yaml:4:19: scrape_configs[0].static_configs[0].targets[0]: target URL \"ftp://h:1\": only http:// and "
+		 "https://",
+		 NULL},
+		{"scrape_configs:\n  - service: a\n    static_configs:\n      - targets: []\n", PD_EUSAGE,
+		 "t.yaml:4:18: scrape_configs[0].static_configs[0].targets: no targets", NULL},
+		{"scrape_configs:\n  - service: a\n    static_configs:\n      - labels: {a: b}\n", PD_EUSAGE,
+		 "t.yaml:4:9: scrape_configs[0].static_configs[0]: targets: missing", NULL},
+		{"scrape_configs:\n  - service: a\n    static_configs: []\n", PD_EUSAGE,
+		 "t.yaml:3:21: scrape_configs[0].static_configs: empty", NULL},
+		{"scrape_configs:\n  - service: a\n    static_configs:\n      - targets: ['h:1']\n"
+		 "  - service: b\n    static_configs:\n      - targets: ['http://h:1/debug/pprof/']\n",
+		 PD_EUSAGE,
+		 "t.yaml:7:19: scrape_configs[1].static_configs[0].targets[0]: target http://h:1/debug/pprof given twice "
+		 "(first at t.yaml:4:19)",
+		 NULL},
+		{"scrape_configs:\n  - service: a\n    path: debug\n    static_configs: [{targets: [h:1]}]\n", PD_EUSAGE,
+		 "t.yaml:3:11: scrape_configs[0].path: \"debug\" is not an absolute URL path", NULL},
+		{"scrape_configs:\n  - service: a\n    interval: 5s\n    static_configs: [{targets: [h:1]}]\n", PD_EUSAGE,
+		 "t.yaml:2:5: scrape_configs[0]: cpu_duration (10s) must be shorter than interval (5s)", NULL},
+		{"scrape_configs:\n  - kubernetes: {}\n    service: x\n", PD_EUSAGE,
+		 "t.yaml:3:14: scrape_configs[0].service: not in a kubernetes entry (a pod's service is its "
+		 "profefe.com/service annotation",
+		 NULL},
+		{"scrape_configs:\n  - kubernetes: {}\n    static_configs: []\n", PD_EUSAGE,
+		 "t.yaml:3:21: scrape_configs[0].static_configs: not in a kubernetes entry", NULL},
+		{"scrape_configs:\n  - kubernetes: {namespace: [a]}\n", PD_EUSAGE,
+		 "t.yaml:2:18: scrape_configs[0].kubernetes: unknown key \"namespace\" (valid: namespaces, all_namespaces, "
+		 "selector)",
+		 NULL},
+		{"scrape_configs:\n  - kubernetes: {namespaces: [Shop]}\n", PD_EUSAGE,
+		 "t.yaml:2:31: scrape_configs[0].kubernetes.namespaces[0]: \"Shop\" is not a namespace name", NULL},
+		{"scrape_configs:\n  - kubernetes: {namespaces: [a], all_namespaces: true}\n", PD_EUSAGE,
+		 "t.yaml:2:51: scrape_configs[0].kubernetes.all_namespaces: give namespaces or all_namespaces, not both", NULL},
+		{"scrape_configs:\n  - kubernetes: {all_namespaces: yes}\n", PD_EUSAGE,
+		 "t.yaml:2:34: scrape_configs[0].kubernetes.all_namespaces: expected true or false", NULL},
+		{"scrape_configs:\n  - kubernetes: {selector: 'app in (a'}\n", PD_EUSAGE,
+		 "t.yaml:2:28: scrape_configs[0].kubernetes.selector: selector \"app in (a\": expected ',' or ')' in a value "
+		 "set at position 10",
+		 NULL},
+		{"global:\n  labels: {\"a\\0b\": c}\n", PD_EUSAGE, "t.yaml:2:12: global.labels: contains a NUL byte", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct pd_scrape_file f;
+		struct pd_err err = {0, ""};
+		struct pd_scrape_cfg_flags fl = no_flags();
+		int rc = pd_scrape_parse_yaml("t.yaml", cases[i].yaml, strlen(cases[i].yaml), &fl, &f, &err);
+		if (rc != cases[i].code || strncmp(err.msg, cases[i].want, strlen(cases[i].want)) ||
+		    (cases[i].also && !strstr(err.msg, cases[i].also)))
+			fail_msg("case %zu: got %d \"%s\",\n want %d \"%s...\"", i, rc, err.msg, cases[i].code, cases[i].want);
+		assert_int_equal(f.targets.n + f.nrules, 0); /* freed */
+	}
+	/* caps: 65 labels; an alias-heavy document */
+	struct pd_buf b = PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_append(&b, "global:\n  labels: {", 19), 0);
+	for (int i = 0; i < 65; i++) {
+		char kv[32];
+		int n = snprintf(kv, sizeof kv, "%sl%d: v", i ? ", " : "", i);
+		assert_int_equal(pd_buf_append(&b, kv, (size_t)n), 0);
+	}
+	assert_int_equal(pd_buf_append(&b, "}\n", 2), 0);
+	struct pd_scrape_file f;
+	struct pd_err err;
+	struct pd_scrape_cfg_flags fl = no_flags();
+	assert_int_equal(pd_scrape_parse_yaml("t.yaml", b.ptr, b.len, &fl, &f, &err), PD_EUSAGE);
+	assert_contains(err.msg, "65 labels, over the collector's limit of 64");
+	b.len = 0;
+	const char *head = "scrape_configs:\n  - &k\n    kubernetes: {}\n    label_keep: [";
+	assert_int_equal(pd_buf_append(&b, head, strlen(head)), 0);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(pd_buf_append(&b, i ? ",a" : "a", i ? 2 : 1), 0);
+	assert_int_equal(pd_buf_append(&b, "]\n", 2), 0);
+	for (int i = 0; i < 999; i++)
+		assert_int_equal(pd_buf_append(&b, "  - *k\n", 7), 0);
+	assert_int_equal(pd_scrape_parse_yaml("t.yaml", b.ptr, b.len, &fl, &f, &err), PD_ELIMIT);
+	assert_contains(err.msg, "t.yaml: document too complex");
+	pd_buf_free(&b);
+}
+
+/* Kubernetes label selectors, as the API server reads them. */
+static const char *const sel_labels[][2] = {{"app", "web"}, {"tier", "api"}, {"env", "prod"}, {"app.kubernetes.io/name", "x"}};
+static const char *sel_get(void *ctx, const char *key)
+{
+	(void)ctx;
+	for (size_t i = 0; i < sizeof sel_labels / sizeof *sel_labels; i++)
+		if (!strcmp(sel_labels[i][0], key))
+			return sel_labels[i][1];
+	return NULL;
+}
+
+static void test_selector(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		bool match;
+	} ok[] = {
+		{"", true},
+		{"app=web", true},
+		{"app==web", true},
+		{"app = web , tier != db", true},
+		{"app=api", false},
+		{"canary!=true", true},
+		{"app!=web", false},
+		{"env in (prod, staging)", true},
+		{"env in(staging)", false},
+		{"env notin (prod)", false},
+		{"canary notin (x)", true},
+		{"app", true},
+		{"canary", false},
+		{"!canary", true},
+		{"!app", false},
+		{"app.kubernetes.io/name=x,app=web,!canary", true},
+		{"missing=", false},
+		{"app=web,tier=db", false},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		struct pd_scrape_selector *sel;
+		struct pd_err err;
+		if (pd_scrape_selector_parse(ok[i].s, &sel, &err))
+			fail_msg("\"%s\": %s", ok[i].s, err.msg);
+		if (pd_scrape_selector_match(sel, sel_get, NULL) != ok[i].match)
+			fail_msg("\"%s\": want %s", ok[i].s, ok[i].match ? "a match" : "no match");
+		pd_scrape_selector_free(sel);
+	}
+	static const char *const bad[] = {"=web", "app=web,", "app web", "!app=x", "app in (a", "app in a", ",", "app=w b"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct pd_scrape_selector *sel = NULL;
+		struct pd_err err;
+		if (pd_scrape_selector_parse(bad[i], &sel, &err) != PD_EUSAGE)
+			fail_msg("\"%s\": accepted", bad[i]);
+		assert_null(sel);
+		assert_contains(err.msg, "at position");
+	}
+	/* rules: the first whose namespaces and selector match */
+	struct pd_scrape_file f;
+	struct pd_err err;
+	struct pd_scrape_cfg_flags fl = no_flags();
+	const char *y = "scrape_configs:\n"
+			"  - kubernetes: {namespaces: [shop], selector: 'app=db'}\n"
+			"  - kubernetes: {namespaces: [shop, pay], selector: 'app=web'}\n"
+			"  - kubernetes: {namespaces: [pay]}\n";
+	assert_int_equal(pd_scrape_parse_yaml("r.yaml", y, strlen(y), &fl, &f, &err), 0);
+	assert_ptr_equal(pd_scrape_kube_rule_match(f.rules, f.nrules, "shop", sel_get, NULL), &f.rules[1]);
+	assert_ptr_equal(pd_scrape_kube_rule_match(f.rules, f.nrules, "pay", sel_get, NULL), &f.rules[1]);
+	assert_null(pd_scrape_kube_rule_match(f.rules, f.nrules, "other", sel_get, NULL));
+	assert_ptr_equal(pd_scrape_kube_rule_match(f.rules + 2, 1, "pay", sel_get, NULL), &f.rules[2]);
+	pd_scrape_file_free(&f);
+	/* label_keep on a plain list */
+	struct pd_kv v[] = {{(char *)"a", (char *)"1"}, {(char *)"b", (char *)"2"}, {(char *)"c", (char *)"3"}};
+	char *keep[] = {(char *)"c", (char *)"a", (char *)"zz"};
+	assert_int_equal(pd_scrape_labels_keep(v, 3, keep, 3), 2);
+	assert_string_equal(v[0].key, "a");
+	assert_string_equal(v[1].key, "c");
+	assert_int_equal(pd_scrape_labels_keep(v, 2, keep, 0), 0);
+}
+
+/* Targets' own schedule: set, checked, copied. */
+static void test_target_sched(void **state)
+{
+	(void)state;
+	struct pd_scrape_targets l = {0}, c = {0};
+	struct pd_err err;
+	struct pd_kv lab = {(char *)"k", (char *)"v"};
+	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h/debug/pprof", "s", &lab, 1, 1u << PD_ST_CPU, &err), 0);
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 0, 5 * SEC, 2 * SEC, SEC / 2, &err), 0);
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 0, SEC / 2, 0, 0, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 0, 0, SEC + 1, 0, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 0, 0, 0, 1000, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 1, 0, 0, 0, &err), PD_EINVAL);
+	assert_int_equal(pd_scrape_targets_set_name(&l, 0, "nice", &err), 0);
+	assert_int_equal(pd_scrape_targets_copy(&c, &l.v[0], &err), 0);
+	assert_int_equal(pd_scrape_targets_copy(&c, &l.v[0], &err), PD_EINVAL);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(c.v[0].name, "nice");
+	assert_int_equal(c.v[0].interval_ns, 5 * SEC);
+	assert_int_equal(c.v[0].cpu_ns, 2 * SEC);
+	assert_int_equal(c.v[0].timeout_ns, SEC / 2);
+	assert_int_equal(c.v[0].types, 1u << PD_ST_CPU);
+	assert_string_equal(c.v[0].labels[0].value, "v");
+	pd_scrape_targets_free(&l);
+	pd_scrape_targets_free(&c);
 }
 
 /* ---- escaping ----------------------------------------------------------------------------- */
@@ -379,6 +825,12 @@ static void test_schedule(void **state)
 	assert_int_equal(pd_sched_retry(100 * S, 3, 160 * S), 104 * S);
 	assert_int_equal(pd_sched_retry(100 * S, 3, 102 * S), 102 * S);
 	assert_int_equal(pd_sched_retry(100 * S, 40, 1000 * S), 130 * S);
+	/* CPU slots by default: ceil(1.25 x load) + 4, at least the floor */
+	assert_int_equal(pd_scrape_cpu_slots(1000 * 10.0 / 60.0, 64), 213); /* the case */
+	assert_int_equal(pd_scrape_cpu_slots(0, 64), 64);
+	assert_int_equal(pd_scrape_cpu_slots(0, 1), 4);
+	assert_int_equal(pd_scrape_cpu_slots(8.0, 1), 14);
+	assert_int_equal(pd_scrape_cpu_slots(1e12, 64), 1000000);
 }
 
 static void test_cpu_in_use(void **state)
@@ -554,6 +1006,7 @@ struct srv {
 	struct pd_buf heap, cpu;
 	atomic_int busy_left; /* CPU answers "already in use" this many times */
 	atomic_int requests;
+	atomic_int cpu_seconds; /* ?seconds= of the last CPU profile asked for */
 };
 
 static enum MHD_Result srv_answer(struct MHD_Connection *c, unsigned status, const void *p, size_t n,
@@ -581,8 +1034,11 @@ static enum MHD_Result srv_req(void *cls, struct MHD_Connection *c, const char *
 	}
 	atomic_fetch_add(&s->requests, 1);
 	if (!strncmp(url, "/good/", 6)) {
-		if (strstr(url, "/profile"))
+		if (strstr(url, "/profile")) {
+			const char *sec = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds");
+			atomic_store(&s->cpu_seconds, sec ? atoi(sec) : -1);
 			return srv_answer(c, 200, s->cpu.ptr, s->cpu.len, "application/octet-stream");
+		}
 		if (strstr(url, "/heap"))
 			return srv_answer(c, 200, s->heap.ptr, s->heap.len, "application/octet-stream");
 		return srv_answer(c, 404, "404 page not found\n", 19, "text/plain; charset=utf-8");
@@ -870,12 +1326,65 @@ static void test_scraper_targets_change(void **state)
 	srv_stop(&srv);
 }
 
+/* A target's own interval and CPU duration (a config group's) win over the
+ * scraper's; a new interval for a kept target reschedules it. */
+static void test_scraper_target_schedule(void **state)
+{
+	(void)state;
+	struct srv srv;
+	srv_start(&srv);
+	struct pd_store *st = open_tmp_store();
+	struct pd_scrape_config c;
+	pd_scrape_config_default(&c);
+	c.store = st;
+	c.interval_ns = 3600 * SEC; /* the default: never within this test */
+	c.types = 1u << PD_ST_HEAP;
+	c.log = NULL;
+	struct pd_scrape_targets l = {0};
+	struct pd_err err;
+	add_target(&l, &srv, "good/fast", "fast", (1u << PD_ST_HEAP) | (1u << PD_ST_CPU));
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 0, SEC, 2 * SEC, 0, &err), 0);
+	add_target(&l, &srv, "good/slow", "slow", 0);
+	struct pd_scraper *s;
+	assert_int_equal(pd_scraper_new(&c, &s, &err), 0);
+	assert_int_equal(pd_scraper_set_targets(s, &l, &err), 0);
+	struct runner r = {s, -1};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run, &r), 0);
+	for (int i = 0; i < 100 && count(st, "fast", "heap") < 3; i++)
+		sleep_ms(50);
+	assert_true(count(st, "fast", "heap") >= 3); /* every second */
+	assert_true(count(st, "fast", "cpu") >= 1);
+	assert_int_equal(atomic_load(&srv.cpu_seconds), 2); /* its cpu_duration, not --cpu-duration */
+	assert_true(count(st, "slow", "heap") <= 1);    /* at most once an hour */
+	/* the slow one gets a 1 s interval: a new phase, scraped every second */
+	size_t before = count(st, "slow", "heap");
+	assert_int_equal(pd_scrape_targets_set_sched(&l, 1, SEC, 0, 0, &err), 0);
+	assert_int_equal(pd_scraper_set_targets(s, &l, &err), 0);
+	for (int i = 0; i < 100 && count(st, "slow", "heap") < before + 2; i++)
+		sleep_ms(50);
+	assert_true(count(st, "slow", "heap") >= before + 2);
+	pd_scraper_stop(s);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, 0);
+	pd_scraper_free(s);
+	pd_scrape_targets_free(&l);
+	close_tmp_store(st);
+	srv_stop(&srv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_types),
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_targets_and_config),
+		cmocka_unit_test(test_yaml_config),
+		cmocka_unit_test(test_yaml_example),
+		cmocka_unit_test(test_yaml_detect),
+		cmocka_unit_test(test_yaml_errors),
+		cmocka_unit_test(test_selector),
+		cmocka_unit_test(test_target_sched),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_queue),
 		cmocka_unit_test(test_schedule),
@@ -884,6 +1393,7 @@ int main(void)
 		cmocka_unit_test(test_store_sink),
 		cmocka_unit_test(test_scraper_once),
 		cmocka_unit_test(test_scraper_targets_change),
+		cmocka_unit_test(test_scraper_target_schedule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

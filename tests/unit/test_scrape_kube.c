@@ -4,7 +4,8 @@
  * or named container port, profefe.com/path honoured, IPv6), service (the
  * annotation, else the owning workload, never the pod for a ReplicaSet pod),
  * key (uid-aware) and name, labels (namespace, pod, container, node, kept pod
- * labels, extra labels, no duplicates, at most 64), and the error reasons.
+ * labels, extra labels, no duplicates, at most 64), the error reasons, and
+ * the config file's kubernetes entries (which pods, their settings, label_keep).
  * The list+watch source runs against the test API server in
  * tests/e2e/test_scrape_kube.sh.
  */
@@ -276,6 +277,82 @@ static void test_reasons(void **state)
 	assert_string_equal(pd_scrape_kube_reason(PD_ENOMEM, ""), "internal");
 }
 
+/* The config file's kubernetes entries: the first that matches a pod gives
+ * its types, schedule, labels and label_keep; no match, no target. */
+static void test_config_rules(void **state)
+{
+	(void)state;
+	const char *y = "global: {labels: {cluster: prod}}\n"
+	                "scrape_configs:\n"
+	                "  - kubernetes: {namespaces: [shop], selector: 'app=web,tier notin (db)'}\n"
+	                "    types: [cpu, heap]\n"
+	                "    interval: 30s\n"
+	                "    cpu_duration: 5s\n"
+	                "    labels: {team: web}\n"
+	                "    label_keep: [namespace, pod, team, pod-template-hash, cluster]\n"
+	                "  - kubernetes: {namespaces: [pay]}\n"
+	                "    labels: {pod: mine}\n";
+	struct pd_scrape_cfg_flags fl = {.types = PD_ST_ALL, .interval_ns = 60000000000LL, .cpu_ns = 10000000000LL,
+	                                 .timeout_ns = 10000000000LL};
+	struct pd_scrape_file f;
+	struct pd_err err;
+	if (pd_scrape_parse_yaml("k.yaml", y, strlen(y), &fl, &f, &err))
+		fail_msg("%s", err.msg);
+	struct pd_scrape_kube_opts o = opts();
+	o.rules = f.rules;
+	o.nrules = f.nrules;
+	const char *web = "{\"metadata\":{\"name\":\"web-1\",\"namespace\":\"shop\",\"uid\":\"u\","
+	                  "\"labels\":{\"team\":\"a\",\"app\":\"web\",\"pod-template-hash\":\"h1\"},"
+	                  "\"annotations\":{\"profefe.com/enable\":\"true\"}},"
+	                  "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\"}]}," RUNNING "}";
+	struct pd_scrape_targets l = {0};
+	assert_int_equal(judge(web, &o, &l, NULL, 0), PD_KS_TARGET);
+	const struct pd_scrape_target *t = &l.v[0];
+	assert_int_equal(t->types, (1u << PD_ST_CPU) | (1u << PD_ST_HEAP));
+	assert_int_equal(t->interval_ns, 30000000000LL);
+	assert_int_equal(t->cpu_ns, 5000000000LL);
+	assert_int_equal(t->timeout_ns, 10000000000LL);
+	char b[600];
+	labels_str(t, b, sizeof b);
+	/* label_keep: the built-ins it names, the pod labels it names (not
+	 * --pod-labels), the pod's team before the entry's, global:'s cluster */
+	assert_string_equal(b, "namespace=shop,pod=web-1,team=a,pod-template-hash=h1,cluster=prod");
+	pd_scrape_targets_free(&l);
+	/* shop, but not app=web: no entry, no target */
+	const char *db = "{\"metadata\":{\"name\":\"db-1\",\"namespace\":\"shop\","
+	                 "\"labels\":{\"app\":\"web\",\"tier\":\"db\"},"
+	                 "\"annotations\":{\"profefe.com/enable\":\"true\"}}," RUNNING "}";
+	char why[200];
+	assert_int_equal(judge(db, &o, &l, why, sizeof why), PD_KS_NO_RULE);
+	assert_string_equal(why, "matches none of the config file's kubernetes entries");
+	assert_int_equal(l.n, 0);
+	/* pay: the second entry, the defaults (scraper's: 0), its labels after the built-ins */
+	const char *pay = "{\"metadata\":{\"name\":\"p-1\",\"namespace\":\"pay\",\"labels\":{\"app\":\"pay\"},"
+	                  "\"annotations\":{\"profefe.com/enable\":\"true\"}}," RUNNING "}";
+	assert_int_equal(judge(pay, &o, &l, NULL, 0), PD_KS_TARGET);
+	assert_int_equal(l.v[0].types, PD_ST_ALL);
+	assert_int_equal(l.v[0].interval_ns, 60000000000LL);
+	labels_str(&l.v[0], b, sizeof b);
+	assert_string_equal(b, "namespace=pay,pod=p-1,app=pay,cluster=prod");
+	pd_scrape_targets_free(&l);
+	/* not annotated stays not annotated */
+	const char *plain = "{\"metadata\":{\"name\":\"x\",\"namespace\":\"pay\"}," RUNNING "}";
+	assert_int_equal(judge(plain, &o, &l, NULL, 0), PD_KS_NOT_ANNOTATED);
+	/* no entries: global's label_keep through the options */
+	char *only[] = {(char *)"pod", (char *)"app"};
+	o = opts();
+	o.label_keep = only;
+	o.nlabel_keep = 2;
+	o.has_keep = true;
+	assert_int_equal(judge(pay, &o, &l, NULL, 0), PD_KS_TARGET);
+	labels_str(&l.v[0], b, sizeof b);
+	assert_string_equal(b, "pod=p-1,app=pay");
+	assert_int_equal(l.v[0].types, 0);
+	assert_int_equal(l.v[0].interval_ns, 0);
+	pd_scrape_targets_free(&l);
+	pd_scrape_file_free(&f);
+}
+
 static void test_target_names(void **state)
 {
 	(void)state;
@@ -297,6 +374,7 @@ int main(void)
 	    cmocka_unit_test(test_deployment_pod),    cmocka_unit_test(test_selection),
 	    cmocka_unit_test(test_port_path_service), cmocka_unit_test(test_label_cap),
 	    cmocka_unit_test(test_reasons),           cmocka_unit_test(test_target_names),
+	    cmocka_unit_test(test_config_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

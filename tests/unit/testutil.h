@@ -388,6 +388,19 @@ static inline void pb_cpu_header(struct pb *p, int64_t period)
 	pb_period_type(p, "cpu", "nanoseconds", period);
 }
 
+/* A Go heap profile's (alloc_objects, alloc_space; period 512 KiB) or a
+ * CPU profile's (period 10 ms) sample and period types. */
+static inline void pb_heap_or_cpu_header(struct pb *p, bool heap)
+{
+	if (heap) {
+		pb_sample_type(p, "alloc_objects", "count");
+		pb_sample_type(p, "alloc_space", "bytes");
+		pb_period_type(p, "space", "bytes", 524288);
+	} else {
+		pb_cpu_header(p, 10000000);
+	}
+}
+
 static inline void pb_function(struct pb *p, uint64_t id, const char *name, const char *file, int64_t start_line)
 {
 	tb_function(&p->b, id, pb_s(p, name), 0, pb_s(p, file), start_line);
@@ -413,6 +426,23 @@ struct pb_label {
 	const char *unit;
 };
 
+/* An app's mapping (1, /bin/app), functions main.main (1), runtime.x (2)
+ * and "<prefix>.f0".."<prefix>.f4" (3..7, named in names), and locations
+ * 1..7, one a function. */
+#define TU_APP_NFN 5
+static inline void tu_app_functions(struct pb *p, const char *prefix, char names[TU_APP_NFN][64])
+{
+	pb_mapping(p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+	pb_function(p, 1, "main.main", "main.go", 1);
+	pb_function(p, 2, "runtime.x", "rt.go", 1);
+	for (int f = 0; f < TU_APP_NFN; f++) {
+		snprintf(names[f], sizeof names[f], "%s.f%d", prefix, f);
+		pb_function(p, (uint64_t)f + 3, names[f], "app.go", 0);
+	}
+	for (uint64_t l = 1; l <= 7; l++)
+		pb_location1(p, l, 1, 0x400000 + 0x100 * l, l, (int64_t)l);
+}
+
 static inline void pb_sample(struct pb *p, const uint64_t *locs, size_t nlocs, const int64_t *vals, size_t nvals,
 			     const struct pb_label *labels, size_t nlabels)
 {
@@ -432,6 +462,36 @@ static inline void pb_sample(struct pb *p, const uint64_t *locs, size_t nlocs, c
 static inline void pb_finish(struct pb *p) { tb_strings(&p->b, p->strs, p->nstrs); }
 
 /* ---- decoding and comparing ------------------------------------------------------ */
+
+/* A cmocka fixture's scratch directory: dir (n bytes) becomes a fresh
+ * /tmp/profd-<what>-test.XXXXXX (0), and tu_rmdir removes it with all in it
+ * (0, else -1). */
+static inline int tu_mkdtemp(char *dir, size_t n, const char *what)
+{
+	snprintf(dir, n, "/tmp/profd-%s-test.XXXXXX", what);
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static inline int tu_rmdir(const char *dir)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* static setup() and teardown() for cmocka: the array dir as above. */
+#define TU_TMPDIR_FIXTURES(dir, what)                                                                     \
+	static int setup(void **state)                                                                    \
+	{                                                                                                 \
+		(void)state;                                                                              \
+		return tu_mkdtemp(dir, sizeof dir, what);                                                 \
+	}                                                                                                 \
+	static int teardown(void **state)                                                                 \
+	{                                                                                                 \
+		(void)state;                                                                              \
+		return tu_rmdir(dir);                                                                     \
+	}
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -8,6 +8,8 @@
 //	/busy/debug/pprof/profile 500 "Could not enable CPU profiling: cpu profiling
 //	                          already in use" for the first -busy requests, then
 //	                          the -cpu-file profile (other types: -heap-file)
+//	/slow/.../profile         the -cpu-file profile after -slow (ignores ?seconds=);
+//	                          other types under /slow/: 404 after -slow
 //
 // It prints "faultsrv: listening on HOST:PORT" once bound. Standard library only.
 package main
@@ -21,12 +23,14 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	busy := flag.Int64("busy", 1, "CPU requests under /busy/ answered 'already in use' first")
-	cpuFile := flag.String("cpu-file", "", "profile served by /busy/ once it is not busy")
+	cpuFile := flag.String("cpu-file", "", "profile served by /busy/ once it is not busy, and by /slow/")
+	slow := flag.Duration("slow", 1500*time.Millisecond, "how long /slow/ takes to answer")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("faultsrv: ")
@@ -55,6 +59,18 @@ func main() {
 		case strings.HasPrefix(p, "/text/"):
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Write([]byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [3: 4] @ 0x1 0x2\n"))
+		case strings.HasPrefix(p, "/slow/"):
+			select {
+			case <-time.After(*slow):
+			case <-r.Context().Done():
+				return
+			}
+			if !strings.HasSuffix(p, "/profile") {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(cpu)
 		case strings.HasPrefix(p, "/busy/") && strings.HasSuffix(p, "/profile"):
 			if busyLeft.Add(-1) >= 0 {
 				// what net/http/pprof's serveError writes
