@@ -376,6 +376,7 @@ struct res {
 	struct pd_buf body;
 	char ctype[128];
 	bool stopped;
+	bool timed_out;
 	char *url;            /* malloc'd, for messages */
 };
 
@@ -547,6 +548,7 @@ static int perform(struct pd_kube_client *c, const struct req *r, struct res *ou
 		if (cc == CURLE_ABORTED_BY_CALLBACK && out->stopped)
 			return 0;
 		if (cc != CURLE_OK) {
+			out->timed_out = cc == CURLE_OPERATION_TIMEDOUT;
 			size_t el = strlen(errbuf);
 			while (el && errbuf[el - 1] == '\n')
 				errbuf[--el] = 0;
@@ -904,6 +906,7 @@ int pd_kube_get(struct pd_kube_client *c, const char *path, const struct pd_kube
 			o->stop};
 	struct res res;
 	int rc = perform(c, &r, &res, err);
+	resp->timed_out = res.timed_out;
 	if (!rc && res.stopped)
 		rc = pd_errf(err, PD_EIO, "GET %s: stopped", res.url);
 	if (!rc) {

@@ -346,13 +346,14 @@ struct pd_kube_response {
 	long status;         /* HTTP status */
 	struct pd_buf body;  /* the body as sent (no transparent decompression); pd_buf_free */
 	char content_type[128];
+	bool timed_out;      /* set (also on PD_EIO) when timeout_ms ran out */
 };
 /*
  * GET path ("/api/v1/...", query included, already escaped) from the API
  * server. Returns 0 once any HTTP answer arrived — whatever its status: the
  * caller decides (a proxied target's own 500 is not our error) — else a
- * transport error (PD_EIO: connect, TLS, timeout) or PD_ELIMIT. A 401 is
- * retried once after refreshing refreshable credentials.
+ * transport error (PD_EIO: connect, TLS, timeout — then resp->timed_out) or
+ * PD_ELIMIT. A 401 is retried once after refreshing refreshable credentials.
  */
 int pd_kube_get(struct pd_kube_client *c, const char *path, const struct pd_kube_get_opts *o,
 		struct pd_kube_response *resp, struct pd_err *err) PD_WUR;
@@ -362,6 +363,30 @@ void pd_kube_response_free(struct pd_kube_response *r);
  * PD_KUBE_* / PD_ENOTFOUND code with err filled as the list/get functions
  * do; what a caller of pd_kube_get uses to report an API error. */
 int pd_kube_http_error(const char *what, long status, const void *body, size_t len, struct pd_err *err);
+
+/* ---- workloads (workload.c) -------------------------------------------------- */
+
+/* kubectl's name of a resource type (case-insensitive: pod, po, pods,
+ * deployment, deploy, deployments, deployment.apps; statefulset, sts;
+ * daemonset, ds; replicaset, rs; ...) -> "pods", "deployments",
+ * "statefulsets", "daemonsets" or "replicasets"; NULL for anything else. */
+const char *pd_kube_resource(const char *type);
+/* "deployments" -> "deployment" (the singular, for messages); NULL if unknown. */
+const char *pd_kube_resource_kind(const char *resource);
+
+/*
+ * The pods of a workload: its spec.selector (matchLabels, matchExpressions
+ * In/NotIn/Exists/DoesNotExist) as a label selector string, as apimachinery
+ * prints it ("app=web,tier in (a,b),!canary": requirements sorted by key),
+ * malloc'd into *out (caller frees). An empty selector, bad operators and
+ * keys or values with characters labels cannot hold are PD_EINVAL.
+ */
+int pd_kube_workload_selector_parse(const void *json, size_t len, char **out, struct pd_err *err) PD_WUR;
+/* GET /apis/apps/v1/namespaces/NS/RESOURCE/NAME (resource: deployments,
+ * statefulsets, daemonsets, replicasets) and its selector, as above. A
+ * missing workload is PD_ENOTFOUND; other answers as pd_kube_http_error. */
+int pd_kube_get_workload_selector(struct pd_kube_client *c, const char *ns, const char *resource, const char *name,
+				  char **out, struct pd_err *err) PD_WUR;
 
 /*
  * "/api/v1/namespaces/{ns}/pods/{name}:{port}/proxy/{path}" into buf (port 0:

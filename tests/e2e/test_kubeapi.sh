@@ -3,7 +3,8 @@
 # checked with REAL kubectl, so that the fake stays honest for profd's
 # Kubernetes client (issue 4: discovery, issue 5: the pod proxy):
 #   1. kubectl get pods -A -o json / -n / -l (=, !=, exists, !, in) /
-#      --field-selector, plain and wide table output, one pod, pod shapes
+#      --field-selector, plain and wide table output, one pod, pod shapes;
+#      apps/v1 workloads: get deployment -o json, tables, 404
 #   2. credentials: token, client certificate, CA and certificates as files,
 #      insecure-skip-tls-verify; a wrong token and no credentials are 401
 #   3. paging: kubectl --chunk-size=2, and curl with limit/continue (one
@@ -218,6 +219,34 @@ else
 	fail "get pod -n shop web-7d9f8c6b5-q8wzn -o json" "$(head -c 400 "$T/err")"
 fi
 expect "get pod: StatefulSet owner" "StatefulSet/db" "$(k get pod db-0 -n shop -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}' 2>&1)"
+
+# apps/v1 workloads (for profd capture deployment/NAME): discovery, get -o json, tables, 404
+curl_api -X POST --data '[{"kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}}}},
+ {"kind":"StatefulSet","metadata":{"name":"db","namespace":"shop"},"spec":{"selector":{"matchExpressions":[{"key":"app","operator":"In","values":["db"]}]}}}]' \
+	"$URL/admin/workloads" >/dev/null
+if k get deployment web -n shop -o json >"$T/deploy.json" 2>"$T/err"; then
+	got=""
+	for f in .kind .apiVersion .metadata.name .metadata.namespace .spec.selector.matchLabels.app .spec.replicas \
+		.spec.template.metadata.labels.app .status.replicas .status.readyReplicas; do
+		got="$got $(jfield "$T/deploy.json" "$f")"
+	done
+	expect "kubectl get deployment web -o json: apps/v1 shape, status from the matching pods" \
+		" Deployment apps/v1 web shop web 2 web 2 2" "$got"
+else
+	fail "kubectl get deployment web -o json" "$(head -c 400 "$T/err")"
+fi
+if k get deployments,statefulsets -A >"$T/deploy.txt" 2>"$T/err" &&
+	grep -Eq '^NAMESPACE +NAME +READY +UP-TO-DATE +AVAILABLE +AGE$' "$T/deploy.txt" &&
+	grep -Eq '^shop +deployment.apps/web +2/2 +2 +2 +[0-9]+s$' "$T/deploy.txt" &&
+	grep -Eq '^shop +statefulset.apps/db +1/1 +[0-9]+s$' "$T/deploy.txt"; then
+	ok "kubectl get deployments,statefulsets -A: tables (READY, UP-TO-DATE, AVAILABLE)"
+else
+	fail "kubectl get deployments,statefulsets -A" "$(cat "$T/deploy.txt" "$T/err" | head -c 600)"
+fi
+expect "kubectl get sts db -o jsonpath: the matchExpressions selector" "app In db" \
+	"$(k get sts db -n shop -o jsonpath='{.spec.selector.matchExpressions[0].key} {.spec.selector.matchExpressions[0].operator} {.spec.selector.matchExpressions[0].values[0]}' 2>&1)"
+expect_exit "kubectl get deployment nope: NotFound" 1 'deployments.apps "nope" not found' \
+	timeout 20 kubectl --kubeconfig "$K" get deployment nope -n shop
 
 # selections: each as -o json, compared by name
 select_case() { # NAME WANT KUBECTL-ARGS...

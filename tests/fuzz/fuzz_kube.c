@@ -14,7 +14,9 @@
  *     any buffer size;
  *   - the watch parser gives the same events and the same result whether
  *     the stream comes whole or in chunks (sizes from the parameter);
- *   - base64 decoding of an encoding gives the input back.
+ *   - base64 decoding of an encoding gives the input back;
+ *   - a workload's selector (the pod parser's input, read as a workload)
+ *     holds only label characters and selector syntax.
  */
 #include "../../lib/kube/kube_int.h"
 
@@ -99,6 +101,19 @@ static void fuzz_pod(const uint8_t *d, size_t n)
 			check_pod(&page.items[i]);
 	}
 	pd_arena_free(a);
+	/* the same JSON as a workload: its selector, which must not carry
+	 * anything but label characters and the selector's own syntax */
+	char *sel = NULL;
+	rc = pd_kube_workload_selector_parse(d, n, &sel, &err);
+	if (rc) {
+		check_err(rc, &err);
+		PD_ASSERT(sel == NULL);
+	} else {
+		PD_ASSERT(sel && sel[0]);
+		for (const char *q = sel; *q; q++)
+			PD_ASSERT(strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=!,() ", *q));
+		free(sel);
+	}
 }
 
 /* What the watch parser saw: a running digest of events. */

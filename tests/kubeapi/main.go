@@ -1,5 +1,5 @@
 // Command kubeapi is a small Kubernetes API server for profd's tests: pods
-// only, in the real v1 shapes, over HTTPS with its own CA, so that real
+// (and, read-only, the apps/v1 workloads: apps.go), in the real shapes, over HTTPS with its own CA, so that real
 // `kubectl` and profd's Kubernetes client (issue 4: discovery; issue 5: the
 // pod proxy) can be tested on a machine without a cluster. Standard library
 // only; built offline by `make build/kubeapi`.
@@ -46,7 +46,7 @@
 //
 //	GET /version /healthz /livez /readyz
 //	GET /api  /api/v1  /apis          legacy discovery (APIVersions, APIResourceList,
-//	                                  an empty APIGroupList); aggregated discovery
+//	                                  an APIGroupList with apps/v1); aggregated discovery
 //	                                  requests get the legacy JSON, which clients
 //	                                  accept as a fallback
 //	GET /api/v1/pods                  list or watch, all namespaces
@@ -56,6 +56,8 @@
 //	GET /api/v1/namespaces[/NS]       namespaces derived from the pods (+ default,
 //	                                  kube-system, kube-public)
 //	*   /api/v1/namespaces/NS/pods/[SCHEME:]NAME[:PORT]/proxy/PATH?QUERY
+//	GET /apis/apps/v1/...             deployments, statefulsets, daemonsets, replicasets:
+//	                                  get and list (see apps.go; /admin/workloads adds them)
 //
 // Lists: labelSelector (=, ==, !=, in, notin, exists, !key, gt, lt; keys and
 // values validated as the real server does), fieldSelector (metadata.name,
@@ -126,8 +128,11 @@
 //	                                      containerStatuses unless it sets them too
 //	DELETE /admin/pods/NS/NAME            DELETED event
 //	POST   /admin/fault?code=C&count=N[&match=SUBSTR][&delay=D]
-//	                                      the next N API requests (paths under /api/v1/
-//	                                      other than discovery, whose request URI contains
+//	                                      the next N API requests (paths under /api/v1/ and
+//	                                      /apis/apps/v1/ other than discovery — the pod
+//	                                      proxy included: match=/pods/NAME:PORT/proxy makes
+//	                                      one pod's target answer 503 or, with delay,
+//	                                      hang — whose request URI contains
 //	                                      SUBSTR) answer C with the real Status for it
 //	                                      (401 Unauthorized, 403 Forbidden, 404 NotFound,
 //	                                      410 Expired, 429 TooManyRequests + Retry-After,
@@ -331,6 +336,7 @@ type server struct {
 	rv        uint64
 	compacted uint64 // history holds every event with rv > compacted
 	pods      map[string]obj
+	workloads map[string]obj // apps/v1 objects by "resource/namespace/name" (apps.go)
 	history   []event
 	watchers  map[*watcher]struct{}
 	token     string
@@ -371,6 +377,7 @@ func newServer() *server {
 	return &server{
 		rv:        100,
 		pods:      map[string]obj{},
+		workloads: map[string]obj{},
 		watchers:  map[*watcher]struct{}{},
 		oldTokens: map[string]bool{},
 		proxyTransport: &http.Transport{
@@ -764,23 +771,43 @@ func normalizePod(p, prev obj, now time.Time) error {
 	return nil
 }
 
-func decodePods(data []byte) ([]obj, error) {
+// decodeItems: the objects of a JSON body that is one object, an array of
+// them or a list ({"items": [...]}); what names them in the error.
+// writeStored answers an /admin upload: 201 if it created something, else
+// 200; the one object stored, or the array of them.
+func writeStored(w http.ResponseWriter, created bool, stored []any) {
+	code := 200
+	if created {
+		code = 201
+	}
+	if len(stored) == 1 {
+		writeJSON(w, code, stored[0])
+	} else {
+		writeJSON(w, code, stored)
+	}
+}
+
+func decodeItems(data []byte, what string) ([]any, error) {
 	v, err := decodeJSON(data)
 	if err != nil {
 		return nil, err
 	}
-	var items []any
 	switch t := v.(type) {
 	case []any:
-		items = t
+		return t, nil
 	case map[string]any:
 		if l, ok := t["items"].([]any); ok {
-			items = l
-		} else {
-			items = []any{t}
+			return l, nil
 		}
-	default:
-		return nil, errors.New("want a pod, an array of pods or a PodList")
+		return []any{t}, nil
+	}
+	return nil, errors.New(what)
+}
+
+func decodePods(data []byte) ([]obj, error) {
+	items, err := decodeItems(data, "want a pod, an array of pods or a PodList")
+	if err != nil {
+		return nil, err
 	}
 	var pods []obj
 	for i, it := range items {
@@ -1334,7 +1361,7 @@ func isWatchRequest(r *http.Request) bool {
 
 func (s *server) takeFault(r *http.Request) *fault {
 	p := r.URL.Path
-	if !strings.HasPrefix(p, "/api/v1/") {
+	if !strings.HasPrefix(p, "/api/v1/") && !strings.HasPrefix(p, "/apis/apps/v1/") {
 		return nil
 	}
 	s.mu.Lock()
@@ -1418,8 +1445,9 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) *statusError {
 		return s.get(w, r, s.apiVersions)
 	case "/api/v1", "/api/v1/":
 		return s.get(w, r, apiResourceList)
-	case "/apis", "/apis/":
-		return s.get(w, r, func() obj { return obj{"kind": "APIGroupList", "apiVersion": "v1", "groups": []any{}} })
+	}
+	if p == "/apis" || strings.HasPrefix(p, "/apis/") {
+		return s.routeApps(w, r)
 	}
 	if !strings.HasPrefix(p, "/api/v1/") {
 		return newStatus(404, "the server could not find the requested resource")
@@ -2316,6 +2344,9 @@ func (s *server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	q := r.URL.Query()
 	fail := func(code int, msg string) { writeJSON(w, code, obj{"error": msg}) }
+	if strings.HasPrefix(p, "/admin/workloads") && s.serveAdminWorkloads(w, r, p) {
+		return
+	}
 	switch {
 	case p == "/admin/pods" && r.Method == http.MethodGet:
 		s.mu.Lock()
@@ -2352,15 +2383,7 @@ func (s *server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			created = created || c
 			stored = append(stored, o)
 		}
-		code := 200
-		if created {
-			code = 201
-		}
-		if len(stored) == 1 {
-			writeJSON(w, code, stored[0])
-		} else {
-			writeJSON(w, code, stored)
-		}
+		writeStored(w, created, stored)
 	case strings.HasPrefix(p, "/admin/pods/") && (r.Method == http.MethodDelete || r.Method == http.MethodPatch):
 		parts := strings.Split(strings.TrimPrefix(p, "/admin/pods/"), "/")
 		if len(parts) != 2 {
