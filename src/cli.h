@@ -16,10 +16,19 @@ struct pd_cmd {
 	const char *summary;
 };
 
-/* Print "profd: <msg>" to stderr. */
+/* How the program is called in messages and --help: "profd", or
+ * "kubectl profd" when run as the kubectl plugin (argv[0] kubectl-profd). */
+extern const char *cli_prog;
+/* Print "<prog>: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) PD_PRINTF(1, 2);
-/* Print a usage error and a hint to run --help; returns EXIT_USAGE. */
+/* Print "<prog> <cmd>: <msg>" to stderr: a command's failure (the collector
+ * commands and capture: "profd get services: cannot reach ..."). */
+void cli_cmd_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
+/* Print "<prog> <cmd>: <msg>" and a hint to run --help; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
+/* Print a --help text to stdout, each command line "profd ..." in it
+ * written with cli_prog ("kubectl profd ..." as the plugin). */
+void cli_help(const char *text);
 /* Parse a non-negative integer option value; -1 on error. */
 long cli_parse_count(const char *s);
 /* A size: bytes, or with a suffix K/KiB, M/MiB, G/GiB; -1 on error. */
@@ -28,6 +37,13 @@ int cli_parse_size(const char *s, size_t *out);
 int cmd_pprof(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_scrape(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
+/* The collector commands (src/client.c + one file each). */
+int cmd_get(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_load(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /*
  * The scraper of `profd scrape`, in pieces so that `profd serve --scrape`

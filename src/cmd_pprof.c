@@ -440,36 +440,21 @@ static int pprof_top(int argc, char **argv)
 		pd_profile_free(p);
 		return EXIT_INPUT;
 	}
-	struct pd_str unit = p->strings[p->sample_types[si].unit];
-	size_t show = n == 0 || (size_t)n > t.n ? t.n : (size_t)n;
-	int64_t shown = 0;
-	for (size_t i = 0; i < show; i++)
-		shown += t.rows[i].flat;
 	/* The table is printed exactly as `go tool pprof -top` prints it: one
 	 * unit for all values, its percentages, and the inline markers. */
-	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
-	pd_top_unit(&t, show, unit, u, sizeof u);
-	print_header(p, si);
-	const char *pct = pd_fmt_percent(c1, sizeof c1, shown, t.total);
-	while (*pct == ' ')
-		pct++;
-	printf("Showing %zu of %zu functions, accounting for %s, %s of %s total\n", show, t.n,
-	       pd_fmt_value_to(a, sizeof a, shown, unit, u), pct,
-	       pd_fmt_value_to(b, sizeof b, t.total, unit, u));
-	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
-	int64_t sum = 0;
-	for (size_t i = 0; i < show; i++) {
-		const struct pd_top_row *r = &t.rows[i];
-		sum += r->flat;
-		static const char *const inl[] = {"", " (inline)", " (partial-inline)"};
-		printf("%10s %s %s %10s %s  %.*s%s\n", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
-		       pd_fmt_percent(c1, sizeof c1, r->flat, t.total), pd_fmt_percent(c2, sizeof c2, sum, t.total),
-		       pd_fmt_value_to(b, sizeof b, r->cum, unit, u), pd_fmt_percent(c3, sizeof c3, r->cum, t.total),
-		       PSTR(r->name), inl[r->inlined]);
+	struct pd_buf text = PD_BUF_INIT(0);
+	rc = pd_top_text(&t, (size_t)n, p->strings[p->sample_types[si].unit], &text, &err);
+	if (!rc) {
+		print_header(p, si);
+		fwrite(text.ptr, 1, text.len, stdout);
+	} else {
+		cli_error("pprof top: %s", err.msg);
+		rc = EXIT_INPUT;
 	}
+	pd_buf_free(&text);
 	pd_top_free(&t);
 	pd_profile_free(p);
-	return EXIT_OK;
+	return rc;
 }
 
 /* ---- folded ------------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "version.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -23,25 +24,45 @@ static int cmd_version(int argc, char **argv)
 static const struct pd_cmd commands[] = {
 	{"serve", cmd_serve, "run the collector: store profiles, serve profefe's API v0"},
 	{"scrape", cmd_scrape, "pull profiles from Go pprof endpoints into a collector"},
+	{"capture", cmd_capture, "profiles from Kubernetes pods, now, through the API server"},
+	{"get", cmd_get, "list what a collector has: services, profiles, types"},
+	{"merge", cmd_merge, "merge a collector's profiles into one pprof file (or print the URL)"},
+	{"load", cmd_load, "upload local pprof files to a collector (type inferred)"},
+	{"top", cmd_top, "the hottest functions of a service or of the whole fleet"},
+	{"diff", cmd_diff, "what changed between two selections (e.g. two versions), per function"},
 	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
 	{"version", cmd_version, "print the version"},
 };
 
+const char *cli_prog = "profd";
+
 static void usage(FILE *f)
 {
 	fprintf(f, "profd — continuous profiling for Go services\n\n"
-		   "Usage: profd <command> [options]\n\nCommands:\n");
+		   "Usage: %s <command> [options]\n\nCommands:\n", cli_prog);
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'profd <command> --help' for the options of a command.\n"
-		   "Exit codes: 0 success, 1 bad input or failed operation, 2 usage error.\n");
+	fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n"
+		   "Installed as kubectl-profd (make install links it), the same binary is the\n"
+		   "kubectl plugin `kubectl profd <command>`.\n"
+		   "Exit codes: 0 success, 1 bad input or failed operation, 2 usage error.\n", cli_prog);
 }
 
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("profd: ", stderr);
+	fprintf(stderr, "%s: ", cli_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void cli_cmd_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s %s: ", cli_prog, cmd);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -51,11 +72,32 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "profd %s: ", cmd);
+	fprintf(stderr, "%s %s: ", cli_prog, cmd);
 	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nRun 'profd %s --help' for usage.\n", cmd);
+	fprintf(stderr, "\nRun '%s %s --help' for usage.\n", cli_prog, cmd);
 	va_end(ap);
 	return EXIT_USAGE;
+}
+
+void cli_help(const char *text)
+{
+	/* "profd " as a word (not in kubectl-profd, $PROFD_..., profd-data) */
+	size_t plen = strlen(cli_prog);
+	bool plain = plen == 5;
+	for (const char *p = text; *p;) {
+		const char *q = plain ? NULL : strstr(p, "profd ");
+		while (q && q > text &&
+		       (isalnum((unsigned char)q[-1]) || strchr("-_/.$", q[-1]) ||
+			(q - text >= 8 && !strncmp(q - 8, "kubectl ", 8))))
+			q = strstr(q + 1, "profd ");
+		if (!q) {
+			fputs(p, stdout);
+			break;
+		}
+		fwrite(p, 1, (size_t)(q - p), stdout);
+		fputs(cli_prog, stdout);
+		p = q + 5;
+	}
 }
 
 long cli_parse_count(const char *s)
@@ -99,6 +141,12 @@ int main(int argc, char **argv)
 	 * faulting it in again for the next file (measured: ~10% of a merge). */
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 512 << 20);
+	/* kubectl runs a plugin as kubectl-NAME with the user's arguments after
+	 * the plugin name, verbatim: the same commands, a different name. */
+	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : argv[0] ? argv[0] : "";
+	if (!strcmp(base, "kubectl-profd"))
+		cli_prog = "kubectl profd";
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -113,7 +161,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (!strcmp(c, commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "profd: unknown command '%s'\n\n", c);
+	fprintf(stderr, "%s: unknown command '%s'\n\n", cli_prog, c);
 	usage(stderr);
 	return EXIT_USAGE;
 }

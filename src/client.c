@@ -1,0 +1,324 @@
+/*
+ * client.c — the shared part of the collector commands (see client.h):
+ * flags, time range, labels, connection, and one line per failure.
+ */
+#define _GNU_SOURCE
+#include "client.h"
+#include "version.h"
+#include "../lib/http/params.h"
+#include "../lib/scrape/scrape.h" /* pd_scrape_query_escape */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int client_bad_option(const char *cmd, int opt, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	char shortopt[3] = {'-', (char)optopt, 0};
+	/* a short option inside a group (-qx) is not argv[optind-1] as such */
+	if (optopt && strncmp(arg, "--", 2))
+		arg = shortopt;
+	if (opt == ':')
+		return cli_usage_error(cmd, "option '%s' needs a value", arg);
+	return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+void client_init(struct client *c, const char *cmd)
+{
+	memset(c, 0, sizeof *c);
+	c->cmd = cmd;
+	c->timeout_ns = 60000000000LL;
+	c->from = "-1h";
+	c->to = "now";
+	optind = 1;
+	opterr = 0;
+}
+
+void client_free(struct client *c)
+{
+	pd_client_free(c->http);
+	free(c->collector);
+	free(c->labels);
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	free(c->owned);
+	memset(c, 0, sizeof *c);
+}
+
+/* -l K=V[,K2=V2...]: literal keys and values (no unescaping; a value cannot
+ * contain ','). */
+static int add_labels(struct client *c, const char *arg)
+{
+	char *s = strdup(arg);
+	char **no = s ? realloc(c->owned, (c->nowned + 1) * sizeof *no) : NULL;
+	if (!no) {
+		free(s);
+		cli_cmd_error(c->cmd, "out of memory");
+		return EXIT_INPUT;
+	}
+	c->owned = no;
+	c->owned[c->nowned++] = s;
+	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq || eq == tok)
+			return cli_usage_error(c->cmd, "-l: want KEY=VALUE[,KEY=VALUE...], got '%s'", arg);
+		if (c->nlabels >= PD_API_MAX_LABELS)
+			return cli_usage_error(c->cmd, "-l: at most %d labels", PD_API_MAX_LABELS);
+		if (pd_grow((void **)&c->labels, &c->labels_cap, c->nlabels + 1, sizeof *c->labels)) {
+			cli_cmd_error(c->cmd, "out of memory");
+			return EXIT_INPUT;
+		}
+		*eq = 0;
+		c->labels[c->nlabels].key = tok;
+		c->labels[c->nlabels].value = eq + 1;
+		c->nlabels++;
+	}
+	return 0;
+}
+
+int client_opt(struct client *c, int opt, const char *arg)
+{
+	struct pd_err err = {0};
+	switch (opt) {
+	case CO_COLLECTOR: c->collector_flag = arg; return 0;
+	case CO_TIMEOUT:
+		if (pd_api_parse_duration(arg, strlen(arg), &c->timeout_ns, &err))
+			return cli_usage_error(c->cmd, "--timeout: %s", err.msg);
+		if (c->timeout_ns < 1000000)
+			return cli_usage_error(c->cmd, "--timeout must be at least 1ms, got '%s'", arg);
+		return 0;
+	case CO_SERVICE:
+		if (!*arg)
+			return cli_usage_error(c->cmd, "--service: empty service name");
+		c->service = arg;
+		return 0;
+	case CO_TYPE: {
+		int t;
+		if (pd_api_parse_type(arg, &t, &err))
+			return cli_usage_error(c->cmd, "--type: %s", err.msg);
+		if (t == PD_API_TYPE_TRACE)
+			return cli_usage_error(c->cmd, "--type trace: profd stores pprof profiles only");
+		c->type = pd_api_type_name(t);
+		return 0;
+	}
+	case CO_FROM: c->from = arg; return 0;
+	case CO_TO: c->to = arg; return 0;
+	case 'l': return add_labels(c, arg);
+	default: return 1;
+	}
+}
+
+int client_other_opt(struct client *c, int opt, const char *arg, char **argv)
+{
+	if (opt == '?' || opt == ':')
+		return client_bad_option(c->cmd, opt, argv);
+	int rc = client_opt(c, opt, arg);
+	return rc == 1 ? cli_usage_error(c->cmd, "bad option") : rc;
+}
+
+int client_no_args(const struct client *c, int argc, char **argv, const char *hint)
+{
+	if (optind < argc)
+		return cli_usage_error(c->cmd, "unexpected argument '%s'%s", argv[optind], hint);
+	return 0;
+}
+
+int client_count(const struct client *c, const char *flag, const char *arg, long *out)
+{
+	if ((*out = cli_parse_count(arg)) < 0)
+		return cli_usage_error(c->cmd, "%s needs a count, got '%s'", flag, arg);
+	return 0;
+}
+
+int64_t client_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int client_parse_time(const struct client *c, const char *flag, const char *name, const char *arg, int64_t now,
+		      int64_t *out)
+{
+	struct pd_err err = {0};
+	if (pd_api_parse_time(name, arg, now, out, &err))
+		return cli_usage_error(c->cmd, "%s: %s", flag, err.msg);
+	return 0;
+}
+
+int client_ready(struct client *c, bool range)
+{
+	struct pd_err err = {0};
+	if (range) {
+		int64_t now = client_now_ns();
+		if (client_parse_time(c, "--from", "from", c->from, now, &c->from_ns) ||
+		    client_parse_time(c, "--to", "to", c->to, now, &c->to_ns))
+			return EXIT_USAGE;
+		if (c->from_ns > c->to_ns) {
+			char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
+			return cli_usage_error(c->cmd, "--from %s (%s) is after --to %s (%s)", c->from,
+					       pd_api_format_time(c->from_ns, a, sizeof a), c->to,
+					       pd_api_format_time(c->to_ns, b, sizeof b));
+		}
+	}
+	if (pd_client_resolve_url(c->collector_flag, getenv("PROFD_COLLECTOR"), &c->collector, &err))
+		return cli_usage_error(c->cmd, "%s", err.msg);
+	if (pd_client_new(c->collector, c->timeout_ns, "profd/" PD_VERSION, &c->http, &err)) {
+		cli_cmd_error(c->cmd, "%s", err.msg);
+		return EXIT_INPUT;
+	}
+	return 0;
+}
+
+struct pd_client_query client_query(const struct client *c, const char *service)
+{
+	return (struct pd_client_query){service ? service : c->service, c->type, c->labels, c->nlabels,
+					c->from_ns, c->to_ns, 0};
+}
+
+int client_net_fail(const struct client *c, const struct pd_client_resp *r, const struct pd_err *err)
+{
+	const char *hint = "";
+	switch (r->fail) {
+	case PD_CLIENT_CONNECT:
+		hint = "; is `profd serve` running? set --collector or $PROFD_COLLECTOR";
+		break;
+	case PD_CLIENT_TIMEOUT: hint = "; try a larger --timeout or a shorter --from/--to range"; break;
+	case PD_CLIENT_TOO_LARGE: hint = "; narrow the --from/--to range or the labels"; break;
+	default: break;
+	}
+	cli_cmd_error(c->cmd, "%s%s", err->msg, hint);
+	return EXIT_INPUT;
+}
+
+int client_get(struct client *c, const char *path, size_t max_body, struct pd_client_resp *r)
+{
+	struct pd_err err = {0};
+	if (!path) {
+		cli_cmd_error(c->cmd, "out of memory");
+		return EXIT_INPUT;
+	}
+	if (pd_client_get(c->http, path, max_body, r, &err))
+		return client_net_fail(c, r, &err);
+	return 0;
+}
+
+int client_http_fail(const struct client *c, const struct pd_client_resp *r, const char *what)
+{
+	char msg[512];
+	pd_client_error(r, msg, sizeof msg);
+	const char *hint = "";
+	if (r->status == 404 && !r->json)
+		hint = " (is this a profd or profefe collector? check --collector)";
+	else if (r->status >= 500)
+		hint = " (the collector's log has the details)";
+	cli_cmd_error(c->cmd, "%s: the collector at %s answered %ld: %s%s", what, c->collector, r->status, msg, hint);
+	return EXIT_INPUT;
+}
+
+void client_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int client_services(struct client *c, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (c->service) {
+		char **v = malloc(sizeof *v);
+		if (!v || !(v[0] = strdup(c->service))) {
+			free(v);
+			cli_cmd_error(c->cmd, "out of memory");
+			return EXIT_INPUT;
+		}
+		*out = v;
+		*n = 1;
+		return 0;
+	}
+	struct pd_client_resp r = {0};
+	int rc = client_get(c, "/api/0/services", PD_CLIENT_MAX_JSON, &r);
+	if (rc)
+		goto out;
+	if (pd_client_nothing_found(&r))
+		goto out; /* no services yet */
+	if (r.status != 200) {
+		rc = client_http_fail(c, &r, "listing the services");
+		goto out;
+	}
+	json_t *body;
+	struct pd_err err = {0};
+	if (pd_client_json_body(&r, &body, &err)) {
+		cli_cmd_error(c->cmd, "listing the services: %s", err.msg);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	size_t k = json_is_array(body) ? json_array_size(body) : 0;
+	char **v = calloc(k ? k : 1, sizeof *v);
+	if (!v) {
+		json_decref(body);
+		cli_cmd_error(c->cmd, "out of memory");
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		const char *s = json_string_value(json_array_get(body, i));
+		if (s && !(v[m++] = strdup(s))) {
+			client_strv_free(v, m);
+			json_decref(body);
+			cli_cmd_error(c->cmd, "out of memory");
+			rc = EXIT_INPUT;
+			goto out;
+		}
+	}
+	json_decref(body);
+	*out = v;
+	*n = m;
+out:
+	pd_client_resp_free(&r);
+	return rc;
+}
+
+int client_add_param(struct pd_buf *b, const char *key, const char *val)
+{
+	return pd_buf_append(b, "&", 1) || pd_buf_append(b, key, strlen(key)) || pd_buf_append(b, "=", 1) ||
+			       pd_scrape_query_escape(val, b)
+		       ? PD_ENOMEM
+		       : 0;
+}
+
+const char *client_unix_time(int64_t ns, char *buf, size_t n)
+{
+	int64_t s = ns / 1000000000LL, f = ns % 1000000000LL;
+	if (f < 0) {
+		f += 1000000000LL;
+		s--;
+	}
+	snprintf(buf, n, "%" PRId64 ".%09" PRId64, s, f);
+	return buf;
+}
+
+const char *client_range_str(const struct client *c, char *buf, size_t n)
+{
+	char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
+	snprintf(buf, n, "between %s and %s", pd_api_format_time(c->from_ns, a, sizeof a),
+		 pd_api_format_time(c->to_ns, b, sizeof b));
+	return buf;
+}
+
+const char *client_labels_str(const struct client *c, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < c->nlabels && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", i ? "," : " with labels ", c->labels[i].key,
+				      c->labels[i].value);
+	return buf;
+}

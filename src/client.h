@@ -1,0 +1,140 @@
+/*
+ * client.h — what the collector commands (profd get, merge, load, top)
+ * share: their common flags, the time range and label arguments, the
+ * connection to the collector, and one way to report each failure as one
+ * line: which command, what failed, what to try.
+ *
+ * Each command parses its flags with getopt_long, lists CLIENT_OPTS in its
+ * option table and passes every option it does not handle itself to
+ * client_opt(). client_ready() then resolves the collector URL (--collector,
+ * $PROFD_COLLECTOR, http://localhost:10100) and the time range (default the
+ * last hour: --from -1h --to now) and checks them.
+ */
+#ifndef PD_CLIENT_CLI_H
+#define PD_CLIENT_CLI_H
+
+#include "cli.h"
+#include "../lib/http/client.h"
+
+/* Long-only option ids shared by the collector commands. */
+enum {
+	CO_COLLECTOR = 0x1000,
+	CO_TIMEOUT,
+	CO_SERVICE,
+	CO_TYPE,
+	CO_FROM,
+	CO_TO,
+	CO_LIMIT,
+	CO_ALL,
+	CO_PRINT_URL,
+	CO_CREATED_AT,
+	CO_CUM,
+	CO_QUIET,
+	CO_RAW,
+};
+
+#define CLIENT_OPTS                                                                                      \
+	{"collector", required_argument, 0, CO_COLLECTOR}, {"timeout", required_argument, 0, CO_TIMEOUT},      \
+	{"service", required_argument, 0, CO_SERVICE}, {"type", required_argument, 0, CO_TYPE},                \
+	{"from", required_argument, 0, CO_FROM}, {"to", required_argument, 0, CO_TO},                          \
+	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'}
+
+/* Help text lines for the flags every collector command has (descriptions
+ * in column 26, as every option list of these commands; COLLECTOR ends
+ * with -h, --help). */
+#define CLIENT_HELP_COLLECTOR                                                                            \
+	"      --collector URL     the collector (default $PROFD_COLLECTOR, else\n"                             \
+	"                          http://localhost:10100)\n"                                                   \
+	"      --timeout DUR       per request (default 60s)\n"                                                \
+	"  -h, --help              this help\n"
+#define CLIENT_HELP_RANGE                                                                                \
+	"      --from TIME         start of the time range, inclusive (default -1h)\n"                         \
+	"      --to TIME           end of the time range, inclusive (default now)\n"                           \
+	"  -l, --selector K=V      only profiles with this label (K1=V1,K2=V2 or repeat\n"                      \
+	"                          -l: all must match)\n"
+#define CLIENT_HELP_TIME                                                                                 \
+	"TIME: relative to now (-30m, now-2h, now, now+1h; Go durations: s m h, 1h30m),\n"                    \
+	"RFC3339 (2024-05-30T11:49:02Z, 2024-05-30T13:49:02+02:00), 2024-05-30T11:49:02\n"                     \
+	"(UTC) or unix seconds (1717069742).\n"
+
+struct client {
+	const char *cmd;             /* "get profiles": messages and --help hints */
+	const char *collector_flag;  /* --collector as given */
+	char *collector;             /* resolved base URL (malloc'd) */
+	int64_t timeout_ns;
+	const char *service;
+	const char *type;            /* a valid API type name, or NULL */
+	const char *from, *to;       /* as given */
+	int64_t from_ns, to_ns;
+	struct pd_kv *labels;        /* -l, in the order given; strings point into argv copies */
+	size_t nlabels, labels_cap;
+	char **owned;                /* label argument copies */
+	size_t nowned;
+	struct pd_client *http;
+};
+
+/* getopt_long's '?' or ':' (with opterr 0 and ':' first in optstring):
+ * "unknown option '--x'" or "option '--x' needs a value"; EXIT_USAGE. */
+int client_bad_option(const char *cmd, int opt, char **argv);
+/* Defaults; cmd is used in messages. Also readies getopt_long for the
+ * command's flags (optind 1, opterr 0: client_other_opt reports). */
+void client_init(struct client *c, const char *cmd);
+void client_free(struct client *c);
+/* Handle one shared option (the getopt return value and optarg).
+ * Returns 0 if handled, 1 if the option is not a shared one, or
+ * EXIT_USAGE after printing the error. */
+int client_opt(struct client *c, int opt, const char *arg);
+/* The default: case of a command's getopt_long loop: '?' and ':' as
+ * client_bad_option, else client_opt, an option it does not know being
+ * "bad option". Returns 0 if handled, else EXIT_USAGE or EXIT_INPUT after
+ * printing the error. */
+int client_other_opt(struct client *c, int opt, const char *arg, char **argv);
+/* After the flags: 0 if no argument is left, else EXIT_USAGE after
+ * "unexpected argument 'X'" and hint (may be ""). */
+int client_no_args(const struct client *c, int argc, char **argv, const char *hint);
+/* A count flag's value (cli_parse_count) into *out; 0, or EXIT_USAGE after
+ * "<flag> needs a count, got '<arg>'". */
+int client_count(const struct client *c, const char *flag, const char *arg, long *out);
+/* The wall clock, in ns since the epoch. */
+int64_t client_now_ns(void);
+/* Parse a TIME argument of flag (e.g. "--base-from"; name is the API's
+ * name for it) relative to now into *out; 0, or EXIT_USAGE after printing
+ * the error. */
+int client_parse_time(const struct client *c, const char *flag, const char *name, const char *arg, int64_t now,
+		      int64_t *out);
+/* Resolve the collector and the time range (range: whether --from/--to
+ * apply to this command) and connect. Returns 0, EXIT_USAGE or EXIT_INPUT
+ * after printing the error. */
+int client_ready(struct client *c, bool range);
+
+/* The query of GET /api/0/profiles[/merge] for service (NULL = c->service). */
+struct pd_client_query client_query(const struct client *c, const char *service);
+
+/* GET path into r. On failure prints one line (with a hint for an
+ * unreachable collector or a timeout) and returns EXIT_INPUT. On an answer
+ * returns 0 whatever the status. */
+int client_get(struct client *c, const char *path, size_t max_body, struct pd_client_resp *r);
+/* For an answer with a status other than 200: prints
+ * "<cmd>: <what>: the collector answered <status>: <message>" and returns EXIT_INPUT. */
+int client_http_fail(const struct client *c, const struct pd_client_resp *r, const char *what);
+/* Print a failed request (err of pd_client_*), with a hint; EXIT_INPUT. */
+int client_net_fail(const struct client *c, const struct pd_client_resp *r, const struct pd_err *err);
+
+/* The services to work on: c->service, or (all) every service the
+ * collector has. *out is a malloc'd array of malloc'd strings
+ * (client_strv_free). An empty list is not an error. */
+int client_services(struct client *c, char ***out, size_t *n);
+void client_strv_free(char **v, size_t n);
+
+/* For API v1 URLs: "&key=<value, query-escaped>" appended to b (0 or
+ * PD_ENOMEM), and a time as unix seconds with nanoseconds (what the
+ * collector parses exactly). */
+int client_add_param(struct pd_buf *b, const char *key, const char *val);
+const char *client_unix_time(int64_t ns, char *buf, size_t n);
+
+/* "between 2024-05-30T11:00:00Z and 2024-05-30T12:00:00Z" (UTC, seconds) */
+const char *client_range_str(const struct client *c, char *buf, size_t n);
+/* " with labels k=v,k2=v2" or "" */
+const char *client_labels_str(const struct client *c, char *buf, size_t n);
+
+#endif

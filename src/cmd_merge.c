@@ -1,0 +1,168 @@
+/*
+ * cmd_merge.c — `profd merge`: the collector merges the profiles of a
+ * service, type, time range and labels (GET /api/0/profiles/merge) and the
+ * result is written to a file (atomically: temp, fsync, rename) or stdout;
+ * --print-url prints that URL instead, for `go tool pprof URL`.
+ *
+ * The answer is decoded before it is written, so a file this command
+ * leaves is always a valid profile.
+ */
+#define _GNU_SOURCE
+#include "client.h"
+#include "../lib/pprof/pprof.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char merge_help[] =
+	"Usage: profd merge --service S --type T [--from TIME] [--to TIME] [-l K=V]\n"
+	"                   (-o FILE | --print-url)\n"
+	"\n"
+	"Merge the profiles a collector has for one service and type in a time range\n"
+	"(and with these labels) into one pprof profile: the collector merges them\n"
+	"(GET /api/0/profiles/merge, pprof's Merge semantics) and sends it gzip'd.\n"
+	"Open the result with `go tool pprof FILE`.\n"
+	"\n"
+	"Options:\n"
+	"      --service NAME      the service (required)\n"
+	"      --type TYPE         cpu heap allocs block mutex goroutine threadcreate\n"
+	"                          other (required)\n"
+	CLIENT_HELP_RANGE
+	"      --limit N           merge only the newest N profiles (default all)\n"
+	"  -o, --output FILE       write the merged profile (gzip'd profile.proto) to\n"
+	"                          FILE, atomically; '-' = stdout (refused when it is a\n"
+	"                          terminal)\n"
+	"      --print-url         print the URL of this merge on the collector and\n"
+	"                          exit, for `go tool pprof URL` or curl (the times\n"
+	"                          written out in UTC)\n"
+	"  -q, --quiet             no summary line on stderr\n"
+	CLIENT_HELP_COLLECTOR
+	"\n"
+	CLIENT_HELP_TIME
+	"\n"
+	"Examples:\n"
+	"  profd merge --service auth --type cpu -o auth-cpu.pb.gz\n"
+	"  go tool pprof -top auth-cpu.pb.gz\n"
+	"  profd merge --service auth --type heap --from -24h -l version=1.2.0 -o - |\n"
+	"      go tool pprof -top /dev/stdin\n"
+	"  go tool pprof -http=: \\\n"
+	"      \"$(profd merge --service auth --type cpu --from -6h --print-url)\"\n"
+	"  kubectl profd merge --service auth --type cpu --from now-2h -o cpu.pb.gz\n"
+	"\n"
+	"Exit codes: 0 success, 1 nothing to merge in the range, the collector cannot be\n"
+	"reached or refused the merge, or the output cannot be written; 2 usage error.\n";
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {CLIENT_OPTS,
+					     {"limit", required_argument, 0, CO_LIMIT},
+					     {"output", required_argument, 0, 'o'},
+					     {"print-url", no_argument, 0, CO_PRINT_URL},
+					     {"quiet", no_argument, 0, 'q'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	struct client c;
+	client_init(&c, "merge");
+	const char *outpath = NULL;
+	bool print_url = false, quiet = false;
+	long limit = 0;
+	int o, rc = EXIT_OK;
+	char *path = NULL;
+	struct pd_client_resp r = {0};
+	struct pd_profile *p = NULL;
+	while ((o = getopt_long(argc, argv, ":l:o:qh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h': cli_help(merge_help); goto out;
+		case 'o': outpath = optarg; break;
+		case 'q': quiet = true; break;
+		case CO_PRINT_URL: print_url = true; break;
+		case CO_LIMIT:
+			if ((rc = client_count(&c, "--limit", optarg, &limit)))
+				goto out;
+			break;
+		default:
+			if ((rc = client_other_opt(&c, o, optarg, argv)))
+				goto out;
+		}
+	}
+	if ((rc = client_no_args(&c, argc, argv, " (the output file goes after -o)")))
+		goto out;
+	if (!c.service) {
+		rc = cli_usage_error("merge", "--service is required (list them with `%s get services`)", cli_prog);
+		goto out;
+	}
+	if (!c.type) {
+		rc = cli_usage_error("merge", "--type is required: cpu, heap, allocs, block, mutex, goroutine, "
+					      "threadcreate or other (see `%s get types --service %s`)",
+				     cli_prog, c.service);
+		goto out;
+	}
+	if (print_url && outpath) {
+		rc = cli_usage_error("merge", "--print-url and -o: choose one");
+		goto out;
+	}
+	if (!print_url && !outpath)
+		outpath = "-";
+	if (!print_url && !strcmp(outpath, "-") && isatty(1)) {
+		rc = cli_usage_error("merge", "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
+		goto out;
+	}
+	if ((rc = client_ready(&c, true)))
+		goto out;
+	struct pd_client_query q = client_query(&c, NULL);
+	q.limit = limit;
+	path = pd_client_query_path("/api/0/profiles/merge", &q);
+	if (print_url) {
+		if (!path) {
+			cli_cmd_error("merge", "out of memory");
+			rc = EXIT_INPUT;
+			goto out;
+		}
+		printf("%s%s\n", c.collector, path);
+		goto out;
+	}
+	char range[128], lbl[600];
+	client_range_str(&c, range, sizeof range);
+	client_labels_str(&c, lbl, sizeof lbl);
+	if ((rc = client_get(&c, path, PD_CLIENT_MAX_PPROF, &r)))
+		goto out;
+	if (pd_client_nothing_found(&r)) {
+		cli_cmd_error("merge", "no %s profiles of service \"%s\" %s%s; see what there is with `%s get types --service %s "
+			  "--from %s --to %s`",
+			  c.type, c.service, range, lbl, cli_prog, c.service, c.from, c.to);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	if (r.status != 200) {
+		char what[300];
+		snprintf(what, sizeof what, "merging the %s profiles of service \"%s\"", c.type, c.service);
+		rc = client_http_fail(&c, &r, what);
+		goto out;
+	}
+	struct pd_err err = {0};
+	if (pd_pprof_decode(r.body.ptr, r.body.len, NULL, &p, &err)) {
+		cli_cmd_error("merge", "the collector's answer is not a valid profile: %s", err.msg);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	if (pd_write_file(outpath, r.body.ptr, r.body.len, &err)) {
+		cli_cmd_error("merge", "%s", err.msg);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	if (!quiet) {
+		char sz[32];
+		fprintf(stderr, "%s merge: wrote %s (%s, %zu samples): %s profiles of service \"%s\" %s%s\n", cli_prog,
+			strcmp(outpath, "-") ? outpath : "stdout", pd_fmt_bytes(sz, sizeof sz, (double)r.body.len),
+			p->nsamples, c.type, c.service, range, lbl);
+	}
+out:
+	pd_profile_free(p);
+	pd_client_resp_free(&r);
+	free(path);
+	client_free(&c);
+	return rc;
+}
