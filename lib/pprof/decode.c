@@ -747,6 +747,34 @@ void pd_pprof_limits_default(struct pd_pprof_limits *l)
 #undef DEF
 }
 
+static int label_key_cmp(const struct pd_profile *p, const struct pd_label *a, const struct pd_label *b)
+{
+	bool as = a->str != 0, bs = b->str != 0;
+	if (as != bs)
+		return as ? -1 : 1;
+	const struct pd_str *x = &p->strings[a->key], *y = &p->strings[b->key];
+	uint32_t n = x->len < y->len ? x->len : y->len;
+	int c = n ? memcmp(x->ptr, y->ptr, n) : 0;
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+void pd_profile_sort_labels(struct pd_profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct pd_label *l = p->samples[i].labels;
+		uint32_t n = p->samples[i].nlabels;
+		for (uint32_t k = 1; k < n; k++) { /* stable insertion sort: label lists are short */
+			struct pd_label x = l[k];
+			uint32_t j = k;
+			while (j > 0 && label_key_cmp(p, &x, &l[j - 1]) < 0) {
+				l[j] = l[j - 1];
+				j--;
+			}
+			l[j] = x;
+		}
+	}
+}
+
 void pd_profile_free(struct pd_profile *p)
 {
 	if (!p)

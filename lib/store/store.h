@@ -15,6 +15,13 @@
  * partitions. Profile ids are 20-character xids (as profefe's) whose time
  * part is the profile's creation time, so an id names its partition.
  *
+ * Rollups (optional ops, NULL in a backend without them): per (service,
+ * type, hour) the aggregate of the hour's profiles, built by `rollup` once
+ * the hour is over and rebuilt after a late ingest or a removal in it;
+ * `merge_range` uses them for the whole hours of a range and merges the
+ * stored profiles of the rest, with the same result as merging every
+ * profile (pd_store_merge_range falls back to find + merge).
+ *
  * The conformance suite (tests/unit/test_store.c) is written against this
  * interface only.
  */
@@ -69,6 +76,50 @@ struct pd_store_stats {
 	uint64_t partitions; /* time partitions present */
 	uint64_t profiles;   /* profiles stored */
 	uint64_t disk_bytes; /* bytes on disk, all partitions (journal included) */
+	uint64_t rollups;    /* valid (service, type, hour) rollups */
+};
+
+#define PD_ROLLUP_NS (3600LL * 1000000000LL) /* a rollup covers one UTC hour */
+
+/* Every profile of one service and type created in [from_ns, to_ns], with
+ * no label matchers: what a rollup can answer. */
+struct pd_merge_range {
+	const char *service; /* required */
+	const char *type;    /* required (a rollup is per type) */
+	int64_t from_ns, to_ns;
+	size_t max_raw;  /* most profiles merged from their own sample blocks (those
+			  * of hours without a valid rollup); 0 = no cap; over it:
+			  * PD_ELIMIT, nothing returned. Rolled-up profiles do not count */
+	bool no_rollups; /* merge every profile itself (tests, benchmarks) */
+};
+
+/* Per-function totals of a merge, as `go tool pprof -top` computes them
+ * (pd_top_compute: frames named as -top names them, cum once per sample),
+ * for every sample type, and each type's total (sum of the sample values):
+ * what series and top need, without the profile. All of it is additive over
+ * disjoint sets of profiles. */
+struct pd_fn_totals {
+	uint32_t nv;                  /* sample types */
+	struct pd_str *types, *units; /* [nv] */
+	struct pd_str dflt;           /* the profiles' default_sample_type; "" if none */
+	int64_t *total;               /* [nv] */
+	size_t n;                     /* functions */
+	struct pd_str *names;         /* [n], in no particular order */
+	int64_t *flat, *cum;          /* [n * nv]: function i, sample index j at [i * nv + j] */
+	struct pd_arena *arena;       /* owns everything */
+};
+void pd_fn_totals_free(struct pd_fn_totals *t);
+/* The sample index that pprof shows by default (default_sample_type if it
+ * names one, else the last), as pd_profile_default_index. */
+uint32_t pd_fn_totals_default_index(const struct pd_fn_totals *t);
+/* The totals of one profile (as the merge-then-totals path computes them). */
+int pd_fn_totals_of(const struct pd_profile *p, struct pd_fn_totals *out, struct pd_err *err) PD_WUR;
+
+/* How a range merge was answered. */
+struct pd_merge_info {
+	size_t profiles;     /* profiles the result covers */
+	size_t raw;          /* of which merged from their sample blocks */
+	size_t rollup_hours; /* hours answered by a rollup (> 0: "rollups were used") */
 };
 
 /* Called per matching profile; non-zero stops the iteration and is returned. */
@@ -93,6 +144,18 @@ struct pd_store_ops {
 	int (*retain)(struct pd_store *s, int64_t cutoff_ns, size_t *dropped, struct pd_err *err);
 	int (*stats)(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err);
 	void (*close)(struct pd_store *s);
+	/* Optional (NULL: the wrappers below fall back). Merge what q selects
+	 * (pd_merge_range); *out = NULL and info->profiles = 0 if nothing. */
+	int (*merge_range)(struct pd_store *s, const struct pd_merge_range *q, struct pd_profile **out,
+			   struct pd_merge_info *info, struct pd_err *err);
+	/* Build or rebuild the missing or stale rollups of hours that ended at
+	 * or before cutoff_ns, oldest first, at most max_hours (0 = all);
+	 * *built = rollups written. */
+	int (*rollup)(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, size_t *built, struct pd_err *err);
+	/* Optional: per-function totals of what q selects (struct pd_fn_totals);
+	 * out->n = 0, nv = 0 and info->profiles = 0 if nothing. */
+	int (*fn_totals)(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
+			 struct pd_merge_info *info, struct pd_err *err);
 };
 
 struct pd_store {
@@ -145,6 +208,24 @@ static inline void pd_store_close(struct pd_store *s)
 	if (s)
 		s->ops->close(s);
 }
+/* Merge every profile of q->service and q->type in [from, to] (see struct
+ * pd_merge_range): from rollups where whole hours have one, else from the
+ * profiles. Same result as pd_store_find + pd_store_merge (semantically:
+ * sample order may differ). *out = NULL, info->profiles = 0 if none match.
+ * Backends without rollups: find + merge. */
+int pd_store_merge_range(struct pd_store *s, const struct pd_merge_range *q, struct pd_profile **out,
+			 struct pd_merge_info *info, struct pd_err *err) PD_WUR;
+/* Per-function totals (struct pd_fn_totals) of what q selects: equal to
+ * pd_fn_totals_of(pd_store_merge_range(q)), read from the rollups' function
+ * tables for whole hours (no profile materialised: a series or a top over
+ * rolled-up hours reads a few KB per hour and service). Nothing selected:
+ * 0, out->nv = 0, out->n = 0, info->profiles = 0. */
+int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
+		       struct pd_merge_info *info, struct pd_err *err) PD_WUR;
+/* Build the rollups of hours ended by cutoff_ns (see the op); 0 and
+ * *built = 0 in a backend without rollups. */
+int pd_store_rollup(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, size_t *built,
+		    struct pd_err *err) PD_WUR;
 
 /* ---- ids ---------------------------------------------------------------- */
 

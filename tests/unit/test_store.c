@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define DAY 86400000000000LL
@@ -28,13 +30,7 @@ static struct pd_buf make_profile(int64_t t, bool heap, int seed)
 	static const char *const hv[] = {"login", "search"};
 	struct pb p;
 	pb_init(&p);
-	if (heap) {
-		pb_sample_type(&p, "alloc_objects", "count");
-		pb_sample_type(&p, "alloc_space", "bytes");
-		pb_period_type(&p, "space", "bytes", 524288);
-	} else {
-		pb_cpu_header(&p, 10000000);
-	}
+	pb_heap_or_cpu_header(&p, heap);
 	uint64_t base = 0x400000 + (uint64_t)(seed % 3) * 0x10000;
 	pb_mapping(&p, 1, base, base + 0x100000, 0, "/bin/app", "b1d");
 	for (uint64_t f = 0; f < 6; f++)
@@ -119,21 +115,7 @@ static struct pd_store *open_store(void)
 	return st;
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/profd-store-test.XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+TU_TMPDIR_FIXTURES(tmpdir, "store")
 
 static void ingest(struct pd_store *st, const char *svc, const char *type, const struct pd_kv *labels, size_t nl,
 		   struct pd_buf *b, struct pd_profile_meta *m)
@@ -333,6 +315,58 @@ static void test_merge(void **state)
 	pd_buf_free(&hb);
 	for (int i = 0; i < 8; i++)
 		pd_profile_free(orig[i]);
+	pd_store_close(st);
+}
+
+/* One CPU sample on one stack, with these labels in this order. */
+static struct pd_buf make_labelled(int64_t t, const struct pb_label *lb, size_t nl)
+{
+	struct pb p;
+	pb_init(&p);
+	pb_cpu_header(&p, 10000000);
+	pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+	pb_function(&p, 1, "main.main", "app.go", 0);
+	pb_location1(&p, 1, 1, 0x400100, 1, 10);
+	uint64_t locs[1] = {1};
+	int64_t vals[2] = {1, 10000000};
+	pb_sample(&p, locs, 1, vals, 2, lb, nl);
+	tb_int(&p.b, PF_TIME_NANOS, t);
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
+	pd_profile_free(q);
+	pb_free(&p);
+	return out;
+}
+
+/* Samples whose labels differ only in order are one sample after a merge,
+ * as in pprof's profile.Merge (its sample key sorts label keys). */
+static void test_label_order(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pb_label ab[2] = {{"a", "1", 0, NULL}, {"b", "2", 0, NULL}};
+	struct pb_label ba[2] = {{"b", "2", 0, NULL}, {"a", "1", 0, NULL}};
+	char idbuf[2][PD_STORE_ID_LEN + 1];
+	const char *ids[2] = {idbuf[0], idbuf[1]};
+	for (int i = 0; i < 2; i++) {
+		struct pd_buf b = make_labelled(T0 + i * 1000000000LL, i ? ba : ab, 2);
+		struct pd_profile_meta m;
+		ingest(st, "lo", "cpu", NULL, 0, &b, &m);
+		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct pd_profile *got;
+	struct pd_err err;
+	if (pd_store_merge(st, ids, 2, &got, &err))
+		fail_msg("merge: %s", err.msg);
+	assert_int_equal(got->nsamples, 1);
+	assert_int_equal(got->samples[0].values[0], 2);
+	assert_int_equal(got->samples[0].nlabels, 2);
+	pd_profile_free(got);
 	pd_store_close(st);
 }
 
@@ -610,6 +644,420 @@ static void test_group_commit(void **state)
 	free(jobs);
 }
 
+/* ---- rollups ------------------------------------------------------------------------ */
+
+#define HOUR 3600000000000LL
+#define SEC 1000000000LL
+
+/* n profiles of service svc, spread evenly over [t, t + span), seeds from
+ * seed; their ids into ids (if not NULL). */
+static void ingest_span(struct pd_store *st, const char *svc, int64_t t, int64_t span, int n, int seed,
+			char (*ids)[PD_STORE_ID_LEN + 1])
+{
+	struct pd_kv lab[] = {{"pod", "p-1"}};
+	for (int i = 0; i < n; i++) {
+		struct pd_buf b = make_profile(t + span / n * i, false, seed + i);
+		struct pd_profile_meta m;
+		ingest(st, svc, "cpu", lab, 1, &b, &m);
+		if (ids)
+			memcpy(ids[i], m.id, sizeof ids[i]);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+}
+
+/* pd_store_find + pd_store_merge: what a range merge must equal. NULL if
+ * nothing matches. */
+static struct pd_profile *raw_merge(struct pd_store *st, const char *svc, int64_t from, int64_t to)
+{
+	struct ids v = find(st, svc, "cpu", NULL, 0, from, to, 0);
+	if (!v.n)
+		return NULL;
+	const char *ids[64];
+	for (size_t i = 0; i < v.n; i++)
+		ids[i] = v.id[i];
+	struct pd_profile *p;
+	struct pd_err err;
+	if (pd_store_merge(st, ids, v.n, &p, &err))
+		fail_msg("merge: %s", err.msg);
+	return p;
+}
+
+/* The range merge of [from, to] equals the merge of the profiles found
+ * (samples, labels, values and the header's numbers) and so do its
+ * per-function totals; returns how it was answered. */
+static struct pd_merge_info check_range(struct pd_store *st, const char *svc, int64_t from, int64_t to)
+{
+	struct pd_merge_range q = {svc, "cpu", from, to, 0, false};
+	struct pd_merge_info info, info2;
+	struct pd_profile *got, *want = raw_merge(st, svc, from, to);
+	struct pd_err err;
+	if (pd_store_merge_range(st, &q, &got, &info, &err))
+		fail_msg("merge_range: %s", err.msg);
+	if (!want) {
+		assert_null(got);
+		assert_int_equal(info.profiles, 0);
+		return info;
+	}
+	assert_non_null(got);
+	assert_int_equal(info.profiles, find(st, svc, "cpu", NULL, 0, from, to, 0).n);
+	assert_int_equal(info.profiles >= info.raw, true);
+	char *cw = canon(want), *cg = canon(got);
+	assert_string_equal(cw, cg);
+	assert_int_equal(got->time_nanos, want->time_nanos);
+	assert_int_equal(got->duration_nanos, want->duration_nanos);
+	assert_int_equal(got->period, want->period);
+	assert_int_equal(got->nsample_types, want->nsample_types);
+	free(cw);
+	free(cg);
+	/* per-function totals: the same as computed on the merged profile */
+	struct pd_fn_totals t, tw;
+	if (pd_store_fn_totals(st, &q, &t, &info2, &err))
+		fail_msg("fn_totals: %s", err.msg);
+	assert_int_equal(info2.profiles, info.profiles);
+	assert_int_equal(info2.rollup_hours, info.rollup_hours);
+	assert_int_equal(pd_fn_totals_of(want, &tw, &err), 0);
+	assert_int_equal(t.nv, tw.nv);
+	assert_int_equal(t.n, tw.n);
+	assert_int_equal(pd_fn_totals_default_index(&t), pd_fn_totals_default_index(&tw));
+	for (uint32_t j = 0; j < t.nv; j++) {
+		assert_int_equal(t.total[j], tw.total[j]);
+		assert_int_equal(pd_str_cmp(t.types[j], tw.types[j]), 0);
+	}
+	for (size_t i = 0; i < tw.n; i++) {
+		size_t k = 0;
+		while (k < t.n && pd_str_cmp(t.names[k], tw.names[i]))
+			k++;
+		assert_true(k < t.n);
+		for (uint32_t j = 0; j < t.nv; j++) {
+			assert_int_equal(t.flat[k * t.nv + j], tw.flat[i * tw.nv + j]);
+			assert_int_equal(t.cum[k * t.nv + j], tw.cum[i * tw.nv + j]);
+		}
+	}
+	pd_fn_totals_free(&t);
+	pd_fn_totals_free(&tw);
+	pd_profile_free(want);
+	pd_profile_free(got);
+	return info;
+}
+
+static size_t rollup(struct pd_store *st, int64_t cutoff, size_t max)
+{
+	size_t built;
+	struct pd_err err;
+	if (pd_store_rollup(st, cutoff, max, &built, &err))
+		fail_msg("rollup: %s", err.msg);
+	return built;
+}
+
+static uint64_t nrollups(struct pd_store *st)
+{
+	struct pd_store_stats ss;
+	struct pd_err err;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	return ss.rollups;
+}
+
+/* Hours 22:00 and 23:00 of day 0 and 00:00 of day 1 (two partitions), 4
+ * profiles each, and one in 01:00 of day 1. */
+static void rollup_fixture(struct pd_store *st, char (*ids)[PD_STORE_ID_LEN + 1])
+{
+	ingest_span(st, "svc", T0 + 22 * HOUR, 3 * HOUR, 12, 500, ids);
+	ingest_span(st, "svc", T0 + 25 * HOUR + 10 * SEC, HOUR / 2, 1, 600, ids ? ids + 12 : NULL);
+	ingest_span(st, "other", T0 + 22 * HOUR, 2 * HOUR, 4, 700, NULL); /* another service: never mixed in */
+}
+
+/* A range merge from rollups equals the merge of the profiles: whole
+ * hours, edges mixing profiles and rollups, across partitions; hours not
+ * over yet get no rollup. */
+static void test_rollup_merge(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	rollup_fixture(st, NULL);
+	/* before any rollup: every profile from its block */
+	struct pd_merge_info info = check_range(st, "svc", T0 + 22 * HOUR, T0 + 26 * HOUR - 1);
+	assert_int_equal(info.rollup_hours, 0);
+	assert_int_equal(info.raw, 13);
+	/* hours over by T0 + 25 h: 22, 23, 24 of svc and 22, 23 of other */
+	assert_int_equal(rollup(st, T0 + 25 * HOUR + 30 * SEC, 0), 5);
+	assert_int_equal(nrollups(st), 5);
+	assert_int_equal(rollup(st, T0 + 25 * HOUR + 30 * SEC, 0), 0); /* nothing stale */
+	/* whole hours */
+	info = check_range(st, "svc", T0 + 22 * HOUR, T0 + 25 * HOUR - 1);
+	assert_int_equal(info.rollup_hours, 3);
+	assert_int_equal(info.raw, 0);
+	assert_int_equal(info.profiles, 12);
+	/* the hour still open is merged from its profile */
+	info = check_range(st, "svc", T0 + 22 * HOUR, T0 + 26 * HOUR - 1);
+	assert_int_equal(info.rollup_hours, 3);
+	assert_int_equal(info.raw, 1);
+	/* edges: 22:30 .. 00:29:59 = profiles, 23:00 rollup, profiles */
+	info = check_range(st, "svc", T0 + 22 * HOUR + HOUR / 2, T0 + 24 * HOUR + HOUR / 2 - 1);
+	assert_int_equal(info.rollup_hours, 1);
+	assert_int_equal(info.raw, 4);
+	/* one instant, one hour minus a nanosecond: no whole hour */
+	info = check_range(st, "svc", T0 + 23 * HOUR, T0 + 24 * HOUR - 2);
+	assert_int_equal(info.rollup_hours, 0);
+	info = check_range(st, "svc", T0 + 23 * HOUR + 15 * 60 * SEC, T0 + 23 * HOUR + 15 * 60 * SEC);
+	assert_int_equal(info.rollup_hours, 0);
+	assert_int_equal(info.raw, 1);
+	/* nothing there */
+	info = check_range(st, "svc", T0 + 30 * HOUR, T0 + 40 * HOUR);
+	assert_int_equal(info.profiles, 0);
+	info = check_range(st, "nobody", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.profiles, 0);
+	/* the other service's rollups are its own */
+	info = check_range(st, "other", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 2);
+	assert_int_equal(info.profiles, 4);
+	/* no_rollups: the same from the blocks */
+	struct pd_merge_range q = {"svc", "cpu", T0, T0 + 48 * HOUR, 0, true};
+	struct pd_profile *p;
+	struct pd_err err;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), 0);
+	assert_int_equal(info.rollup_hours, 0);
+	assert_int_equal(info.raw, 13);
+	pd_profile_free(p);
+	/* max_raw counts only what is merged from blocks */
+	q.no_rollups = false;
+	q.max_raw = 1;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), 0);
+	assert_int_equal(info.raw, 1);
+	pd_profile_free(p);
+	q.no_rollups = true;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), PD_ELIMIT);
+	assert_null(p);
+	/* bad queries */
+	q = (struct pd_merge_range){"svc", NULL, T0, T0 + HOUR, 0, false};
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), PD_EINVAL);
+	q.type = "cpu";
+	q.from_ns = T0 + 2 * HOUR;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), PD_EINVAL);
+	/* after reopening, the rollups are still there and used */
+	pd_store_close(st);
+	st = open_store();
+	assert_int_equal(nrollups(st), 5);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 3);
+	pd_store_close(st);
+}
+
+/* A late profile or a removal in a rolled-up hour makes its rollup stale
+ * (not used: the hour is merged from its profiles) until the next pass
+ * rebuilds it; an hour whose profiles are all gone gets an empty rollup. */
+static void test_rollup_invalidation(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	char ids[13][PD_STORE_ID_LEN + 1];
+	rollup_fixture(st, ids);
+	int64_t cut = T0 + 26 * HOUR;
+	assert_int_equal(rollup(st, cut, 0), 6);
+	struct pd_merge_info info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 4);
+	assert_int_equal(info.raw, 0);
+	/* late ingest into 23:00 */
+	ingest_span(st, "svc", T0 + 23 * HOUR + 59 * 60 * SEC, 1, 1, 900, NULL);
+	assert_int_equal(nrollups(st), 5);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 3);
+	assert_int_equal(info.raw, 5);
+	assert_int_equal(rollup(st, cut, 0), 1);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 4);
+	assert_int_equal(info.profiles, 14);
+	/* removal in 00:00 of day 1 */
+	struct pd_err err;
+	assert_int_equal(pd_store_remove(st, ids[9], &err), 0);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 3);
+	assert_int_equal(rollup(st, cut, 0), 1);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 4);
+	assert_int_equal(info.profiles, 13);
+	/* every profile of 01:00 removed: an empty rollup */
+	assert_int_equal(pd_store_remove(st, ids[12], &err), 0);
+	assert_int_equal(rollup(st, cut, 0), 1);
+	info = check_range(st, "svc", T0 + 25 * HOUR, T0 + 26 * HOUR - 1);
+	assert_int_equal(info.profiles, 0);
+	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 4);
+	assert_int_equal(info.profiles, 12);
+	/* max_hours: oldest first, one at a time */
+	ingest_span(st, "svc", T0 + 22 * HOUR + 1, 1, 1, 901, NULL);
+	ingest_span(st, "svc", T0 + 24 * HOUR + 1, 1, 1, 902, NULL);
+	assert_int_equal(rollup(st, cut, 1), 1);
+	info = check_range(st, "svc", T0 + 22 * HOUR, T0 + 23 * HOUR - 1);
+	assert_int_equal(info.rollup_hours, 1);
+	info = check_range(st, "svc", T0 + 24 * HOUR, T0 + 25 * HOUR - 1);
+	assert_int_equal(info.rollup_hours, 0);
+	assert_int_equal(rollup(st, cut, 0), 1);
+	pd_store_close(st);
+}
+
+/* Concurrent late ingests while rollup passes run: a rollup built from a
+ * snapshot that an ingest then changed is never used (or never written). */
+struct late_ctx {
+	struct pd_store *st;
+	int done;
+};
+
+static void *late_ingests(void *arg)
+{
+	struct late_ctx *c = arg;
+	for (int i = 0; i < 24; i++)
+		ingest_span(c->st, "svc", T0 + (22 + i % 3) * HOUR + (int64_t)i * 60 * SEC, 1, 1, 2000 + i, NULL);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_rollup_concurrent(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	rollup_fixture(st, NULL);
+	struct late_ctx c = {st, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, late_ingests, &c), 0);
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+		rollup(st, T0 + 26 * HOUR, 0);
+	pthread_join(th, NULL);
+	/* whatever the passes left: only valid rollups are used */
+	check_range(st, "svc", T0, T0 + 48 * HOUR);
+	rollup(st, T0 + 26 * HOUR, 0);
+	struct pd_merge_info info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 4);
+	assert_int_equal(info.raw, 0);
+	assert_int_equal(info.profiles, 13 + 24);
+	pd_store_close(st);
+}
+
+/* An hour whose profiles cannot be merged (other sample types under one
+ * type) gets no usable rollup: the merge fails as without rollups, and
+ * later passes do not try again. */
+static void test_rollup_incompatible(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	for (int i = 0; i < 2; i++) {
+		struct pd_buf b = make_profile(T0 + 3 * HOUR + i, i == 1, 40 + i);
+		ingest(st, "mix", "cpu", NULL, 0, &b, &m);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	assert_int_equal(rollup(st, T0 + DAY, 0), 1);
+	assert_int_equal(nrollups(st), 0);
+	assert_int_equal(rollup(st, T0 + DAY, 0), 0);
+	struct pd_merge_range q = {"mix", "cpu", T0, T0 + DAY, 0, false};
+	struct pd_merge_info info;
+	struct pd_profile *p;
+	struct pd_fn_totals t;
+	struct pd_err err;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), PD_EINCOMPAT);
+	assert_contains(err.msg, "other sample types");
+	assert_int_equal(pd_store_fn_totals(st, &q, &t, &info, &err), PD_EINCOMPAT);
+	pd_store_close(st);
+}
+
+/* Retention drops rollups with their partition. */
+static void test_rollup_retention(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	rollup_fixture(st, NULL);
+	assert_int_equal(rollup(st, T0 + 26 * HOUR, 0), 6);
+	size_t dropped;
+	struct pd_err err;
+	assert_int_equal(pd_store_retain(st, T0 + DAY, &dropped, &err), 0);
+	assert_int_equal(dropped, 1);
+	assert_int_equal(nrollups(st), 2); /* day 1: svc 00:00, 01:00 */
+	struct pd_merge_info info = check_range(st, "svc", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 2);
+	assert_int_equal(info.profiles, 5);
+	info = check_range(st, "other", T0, T0 + 48 * HOUR);
+	assert_int_equal(info.profiles, 0);
+	pd_store_close(st);
+}
+
+/* A backend without the rollup ops: the wrappers fall back to find +
+ * merge, with the same answers. */
+static void test_rollup_fallback(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	rollup_fixture(st, NULL);
+	struct pd_store_ops plain = *st->ops;
+	const struct pd_store_ops *orig = st->ops;
+	plain.merge_range = NULL;
+	plain.rollup = NULL;
+	plain.fn_totals = NULL;
+	st->ops = &plain;
+	assert_int_equal(rollup(st, T0 + 26 * HOUR, 0), 0);
+	struct pd_merge_info info = check_range(st, "svc", T0 + 22 * HOUR + 1, T0 + 48 * HOUR);
+	assert_int_equal(info.rollup_hours, 0);
+	assert_int_equal(info.raw, 12); /* not the one at 22:00:00 */
+	struct pd_merge_range q = {"svc", "cpu", T0, T0 + 48 * HOUR, 2, false};
+	struct pd_profile *p;
+	struct pd_err err;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), PD_ELIMIT);
+	st->ops = orig;
+	pd_store_close(st);
+}
+
+/* Rollup writes are transactional: a process killed (SIGKILL) while
+ * rollup passes run leaves a store whose rollups are each whole and valid;
+ * the next pass completes them. */
+static void test_rollup_crash(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	for (int s = 0; s < 3; s++) {
+		char svc[16];
+		snprintf(svc, sizeof svc, "s%d", s);
+		ingest_span(st, svc, T0, 24 * HOUR, 48, 3000 + 100 * s, NULL);
+	}
+	pd_store_close(st);
+	for (int round = 0; round < 3; round++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct pd_store *cs;
+			struct pd_err err;
+			if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
+				_exit(2);
+			for (;;) {
+				size_t built;
+				if (pd_store_rollup(cs, T0 + DAY, 1, &built, &err))
+					_exit(3);
+				if (!built) /* all done: wait for the kill */
+					pause();
+			}
+		}
+		usleep((useconds_t)(20000 + 40000 * round));
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+		assert_true(WIFSIGNALED(status));
+		st = open_store();
+		uint64_t have = nrollups(st);
+		assert_true(have <= 72);
+		for (int s = 0; s < 3; s++) {
+			char svc[16];
+			snprintf(svc, sizeof svc, "s%d", s);
+			check_range(st, svc, T0, T0 + DAY - 1);
+		}
+		if (round == 2) {
+			rollup(st, T0 + DAY, 0);
+			assert_int_equal(nrollups(st), 72);
+			struct pd_merge_info info = check_range(st, "s1", T0, T0 + DAY - 1);
+			assert_int_equal(info.rollup_hours, 24);
+		}
+		pd_store_close(st);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,10 +1065,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_label_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_stores_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_reopen_retain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup_is_compact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_invalidation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_fallback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_crash, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
