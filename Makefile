@@ -7,6 +7,7 @@
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
+#   make install         PREFIX/bin/profd and the kubectl plugin link kubectl-profd
 
 CC      ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1
@@ -31,7 +32,7 @@ else
 BUILD   ?= build
 endif
 
-LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/http/*.c lib/scrape/*.c lib/kube/*.c)
+LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/query/*.c lib/http/*.c lib/scrape/*.c lib/kube/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 BIN_SRC := $(wildcard src/*.c)
 BIN_OBJ := $(BIN_SRC:%.c=$(BUILD)/%.o)
@@ -40,7 +41,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install
+.PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -80,8 +81,14 @@ $(BUILD)/oracle: tests/oracle/main.go
 	@mkdir -p $(BUILD)/gohome
 	cd tests/oracle && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
 
+# InfluxDB line protocol checker and write endpoint (InfluxDB's own parser,
+# Debian's golang-github-influxdata-influxdb1-client-dev), built offline as $(BUILD)/oracle.
+$(BUILD)/influxcheck: tests/influx/main.go
+	@mkdir -p $(BUILD)/gohome
+	cd tests/influx && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
+
 # Test Kubernetes API server for the scraper and kubectl tests (standard library only).
-$(BUILD)/kubeapi: tests/kubeapi/main.go tests/kubeapi/go.mod
+$(BUILD)/kubeapi: $(wildcard tests/kubeapi/*.go) tests/kubeapi/go.mod
 	@mkdir -p $(BUILD)/gohome
 	cd tests/kubeapi && $(GO_ENV) go build -o $(CURDIR)/$@ .
 
@@ -96,13 +103,16 @@ $(BUILD)/gzbomb: tests/tools/gzbomb.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $< -o $@ $(LDFLAGS) -lz
 
-test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi
+test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi $(BUILD)/influxcheck
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)
 	BUILD=$(BUILD) tests/run.sh unit
 
 $(BUILD)/bench_codec: bench/bench_codec.c $(BUILD)/libprofd.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench_fleet: bench/bench_fleet.c $(BUILD)/libprofd.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/gen: bench/gen/main.go
@@ -124,7 +134,7 @@ bench:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/loadgen $(BUILD)/targets
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_fleet $(BUILD)/loadgen $(BUILD)/targets
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
@@ -156,9 +166,21 @@ demo:
 demo-run: all $(BUILD)/goapp
 	BUILD=$(BUILD) tools/demo.sh
 
+# make install [PREFIX=/usr/local] [DESTDIR=...]: bin/profd and bin/kubectl-profd,
+# a relative symlink to it: kubectl finds it as the plugin `kubectl profd`.
 PREFIX ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/profd $(DESTDIR)$(PREFIX)/bin/profd
+	ln -sfn profd $(DESTDIR)$(PREFIX)/bin/kubectl-profd
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kubectl-profd $(DESTDIR)$(PREFIX)/bin/profd
+
+# make krew [KREW_URL=https://.../v0.1.0]: the krew archive of this build
+# ($(BUILD)/krew/profd_linux_<arch>.tar.gz) and its manifest
+# ($(BUILD)/krew/profd.yaml: deploy/krew/profd.yaml with this archive's URL and sha256).
+krew: all
+	tools/krew.sh $(BUILD) $(KREW_URL)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -10,7 +10,8 @@
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
 # throughput of raw protobuf on one core (bench_codec). Then the collector
 # over HTTP (bench/serve.sh: ingest rate, merge through the API, storage);
-# last, the scraper against many targets (bench/scrape.sh).
+# the scraper against many targets (bench/scrape.sh); last, fleet analytics
+# over a simulated day of 150 pods, with and without rollups (bench/fleet.sh).
 #
 # Results: a Markdown table on stdout and in $BUILD/bench-results.md.
 # Env: ROUNDS (default 5), BUILD (default build).
@@ -123,3 +124,7 @@ BUILD=$BUILD ROUNDS=$ROUNDS bench/serve.sh
 
 # The scraper against many loopback targets (appends its table to $results).
 BUILD=$BUILD ROUNDS=$ROUNDS bench/scrape.sh
+
+# Fleet analytics: a simulated day of 150 pods, top and series with and
+# without rollups, against go tool pprof (appends its tables to $results).
+BUILD=$BUILD ROUNDS=$ROUNDS bench/fleet.sh

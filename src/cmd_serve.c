@@ -6,13 +6,18 @@
  * once, starts the server, then waits for SIGINT/SIGTERM with a timeout that
  * is the retention interval, so the same thread runs retention periodically
  * without a timer thread. On a signal: not ready, stop accepting, let
- * in-flight requests finish (--shutdown-timeout), close the store.
+ * in-flight requests finish (--shutdown-timeout), close the store. The
+ * same thread builds the store's hourly rollups every --rollup-interval
+ * (the first pass one interval after start: a restart is not slowed down),
+ * a day's worth of hours at a time with a look at pending signals in
+ * between.
  */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "version.h"
 #include "../lib/http/params.h"
 #include "../lib/http/server.h"
+#include "../lib/http/export.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +38,9 @@
 #define DEFAULT_RETENTION "720h"
 #define DEFAULT_RETENTION_INTERVAL "10m"
 #define DEFAULT_SHUTDOWN_TIMEOUT "30s"
+#define DEFAULT_ROLLUP_INTERVAL "5m"
+#define ROLLUP_GRACE_NS (120LL * 1000000000LL) /* an hour is rolled up 2 min after its end (late uploads) */
+#define ROLLUP_CHUNK 24                        /* hours per store call, between looks at signals */
 
 static const char usage_text[] =
 	"Usage: profd serve [options] [--scrape SCRAPE-OPTIONS...]\n"
@@ -54,11 +62,17 @@ static const char usage_text[] =
 	"                                listed or merged; their day's file is deleted when the\n"
 	"                                whole day is past the window\n"
 	"      --retention-interval DUR  how often retention runs (default " DEFAULT_RETENTION_INTERVAL ")\n"
+	"      --rollup-interval DUR     how often the hours that ended get their rollups\n"
+	"                                (per service, type and hour: API v1 answers long\n"
+	"                                ranges from them); 0 = never (default " DEFAULT_ROLLUP_INTERVAL ")\n"
 	"      --max-body SIZE           largest upload, as sent (default 32MiB); over it = 413\n"
 	"      --max-decompressed SIZE   largest profile after gunzip (default 256MiB)\n"
 	"      --max-samples N           most samples in one profile (default 16777216)\n"
-	"      --max-merge-profiles N    most profiles in one merge (default 10000); over it =\n"
-	"                                413 naming the limit, never a silent truncation\n"
+	"      --max-merge-profiles N    most profiles in one merge or API v1 query (default\n"
+	"                                10000); over it = 413 naming the limit, never a\n"
+	"                                silent truncation\n"
+	"      --max-query-range DUR     longest from..to of an API v1 query (default 744h =\n"
+	"                                31 days); over it = 400\n"
 	"      --timeout DUR             drop a connection idle this long (default 60s)\n"
 	"      --max-connections N       concurrent connections (default 256)\n"
 	"      --gzip-level N            compression of served profiles, 1-12 (default 1)\n"
@@ -74,13 +88,30 @@ static const char usage_text[] =
 	"                                Its series are on this server's /metrics too; on\n"
 	"                                SIGTERM it stops first (delivering what it has\n"
 	"                                fetched), then the server\n"
+	"      --export-influx URL       push the top functions as time series to InfluxDB (line\n"
+	"                                protocol, POST to URL as given, e.g.\n"
+	"                                http://influxdb:8086/api/v2/write?org=o&bucket=b&precision=ns\n"
+	"                                or .../write?db=profd for InfluxDB 1); a token in\n"
+	"                                $PROFD_INFLUX_TOKEN is sent as \"Authorization: Token\".\n"
+	"                                Every window: per service and type, the total and the\n"
+	"                                top functions by flat, as GET /api/1/series?format=influx\n"
+	"                                writes them. Failures are logged and counted in /metrics\n"
+	"                                (profd_export_*), never retried, never block the server\n"
+	"      --export-every DUR        the window, aligned to the epoch (default 1m)\n"
+	"      --export-top N            functions per service and type (default 10)\n"
+	"      --export-query SELECTOR   which profiles (default cpu; e.g. '{service=~\"api-.*\"}')\n"
+	"      --export-delay DUR        push a window this long after it ends, for profiles\n"
+	"                                still arriving (default 30s)\n"
 	"\n"
 	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
 	"(90s, 15m, 1h30m).\n"
 	"\n"
 	"Routes: POST/GET /api/0/profiles, GET /api/0/profiles/{id}[+{id}...],\n"
 	"GET /api/0/profiles/merge, DELETE /api/0/profiles/{id}, GET /api/0/services,\n"
-	"GET /api/0/version, /healthz, /readyz, /metrics. See docs/api.md.\n"
+	"GET /api/0/version, /healthz, /readyz, /metrics; API v1: GET /api/1/profiles,\n"
+	"/api/1/merge, /api/1/top, /api/1/labels[/{name}/values], /api/1/types,\n"
+	"/api/1/series, /api/1/diff.\n"
+	"See docs/api.md.\n"
 	"\n"
 	"The request log (one line per request) and errors go to stderr; the first\n"
 	"line says where the server listens.\n"
@@ -148,6 +179,56 @@ static size_t run_retention(struct pd_store *st, struct pd_metrics *m, int64_t r
 	return dropped;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One rollup pass: the store's missing or stale rollups of hours that
+ * ended ROLLUP_GRACE_NS ago, ROLLUP_CHUNK at a time; stops early for a
+ * pending signal in set (then *sig). Returns the rollups built. */
+static size_t run_rollups(struct pd_store *st, const sigset_t *set, int *sig)
+{
+	int64_t t0 = mono_ns();
+	size_t total = 0, built = 0;
+	do {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		struct pd_err err;
+		if (pd_store_rollup(st, now - ROLLUP_GRACE_NS, ROLLUP_CHUNK, &built, &err)) {
+			log_line("level=error component=rollup msg=\"%s\"", err.msg);
+			break;
+		}
+		total += built;
+		struct timespec zero = {0, 0};
+		int r = sigtimedwait(set, NULL, &zero);
+		if (r > 0)
+			*sig = r;
+	} while (built == ROLLUP_CHUNK && !*sig);
+	if (total)
+		log_line("level=info component=rollup msg=\"built %zu hourly rollup(s)\" seconds=%.3f", total,
+			 (double)(mono_ns() - t0) / 1e9);
+	return total;
+}
+
+/* /metrics extras: the in-process scraper's and the exporter's series. */
+struct serve_extras {
+	struct scrape_cmd *sc;
+	struct pd_exporter *ex;
+};
+
+static int serve_metrics(void *ctx, struct pd_buf *out)
+{
+	struct serve_extras *x = ctx;
+	int rc = x->sc ? scrape_cmd_metrics(x->sc, out) : 0;
+	if (!rc && x->ex)
+		rc = pd_exporter_metrics(x->ex, out);
+	return rc;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct pd_server_config cfg;
@@ -157,21 +238,27 @@ int cmd_serve(int argc, char **argv)
 	cfg.build_time = PD_BUILD_TIME;
 	cfg.log = stderr;
 	const char *dir = DEFAULT_DATA_DIR;
-	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0;
+	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0;
 	parse_dur("retention", DEFAULT_RETENTION, &retention);
+	parse_dur("rollup-interval", DEFAULT_ROLLUP_INTERVAL, &rollup_every);
 	parse_dur("retention-interval", DEFAULT_RETENTION_INTERVAL, &interval);
 	parse_dur("shutdown-timeout", DEFAULT_SHUTDOWN_TIMEOUT, &shutdown);
 	timeout = (int64_t)cfg.timeout_s * 1000000000;
 	struct pd_pprof_limits lim = {0};
 	pd_pprof_limits_default(&lim);
 	lim.max_compressed = cfg.max_body;
+	struct pd_export_config ex;
+	pd_export_config_default(&ex);
+	bool ex_flags = false;
 
-	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT };
+	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
 		{"retention", required_argument, 0, O_RET},
 		{"retention-interval", required_argument, 0, O_RETI},
+		{"rollup-interval", required_argument, 0, O_ROLLUP},
 		{"max-body", required_argument, 0, O_BODY},
 		{"max-decompressed", required_argument, 0, O_DEC},
 		{"max-samples", required_argument, 0, O_SAMP},
@@ -180,6 +267,12 @@ int cmd_serve(int argc, char **argv)
 		{"max-connections", required_argument, 0, O_CONN},
 		{"gzip-level", required_argument, 0, O_GZ},
 		{"shutdown-timeout", required_argument, 0, O_SHUT},
+		{"max-query-range", required_argument, 0, O_QRANGE},
+		{"export-influx", required_argument, 0, O_EXP_URL},
+		{"export-every", required_argument, 0, O_EXP_EVERY},
+		{"export-top", required_argument, 0, O_EXP_TOP},
+		{"export-query", required_argument, 0, O_EXP_QUERY},
+		{"export-delay", required_argument, 0, O_EXP_DELAY},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -206,6 +299,12 @@ int cmd_serve(int argc, char **argv)
 		case O_RET:
 			if (parse_dur("retention", optarg, &retention))
 				return EXIT_USAGE;
+			break;
+		case O_ROLLUP:
+			if (parse_dur("rollup-interval", optarg, &rollup_every))
+				return EXIT_USAGE;
+			if (rollup_every && rollup_every < 1000000000LL)
+				return cli_usage_error("serve", "--rollup-interval must be 0 or at least 1s");
 			break;
 		case O_RETI:
 			if (parse_dur("retention-interval", optarg, &interval))
@@ -253,6 +352,33 @@ int cmd_serve(int argc, char **argv)
 			if (parse_dur("shutdown-timeout", optarg, &shutdown))
 				return EXIT_USAGE;
 			break;
+		case O_QRANGE:
+			if (parse_dur("max-query-range", optarg, &cfg.max_query_range_ns))
+				return EXIT_USAGE;
+			if (cfg.max_query_range_ns < 1000000000LL)
+				return cli_usage_error("serve", "--max-query-range must be at least 1s");
+			break;
+		case O_EXP_URL: ex.url = optarg; break;
+		case O_EXP_EVERY:
+			if (parse_dur("export-every", optarg, &ex.every_ns))
+				return EXIT_USAGE;
+			ex_flags = true;
+			break;
+		case O_EXP_DELAY:
+			if (parse_dur("export-delay", optarg, &ex.delay_ns))
+				return EXIT_USAGE;
+			ex_flags = true;
+			break;
+		case O_EXP_TOP:
+			if ((v = cli_parse_count(optarg)) < 1 || v > PD_EXPORT_MAX_TOP)
+				return cli_usage_error("serve", "--export-top: want 1..%d, got '%s'", PD_EXPORT_MAX_TOP, optarg);
+			ex.top = (size_t)v;
+			ex_flags = true;
+			break;
+		case O_EXP_QUERY:
+			ex.query = optarg;
+			ex_flags = true;
+			break;
 		case 'q': cfg.log = NULL; break;
 		case 'h': fputs(usage_text, stdout); return EXIT_OK;
 		default: return cli_usage_error("serve", "unknown option");
@@ -262,14 +388,28 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	cfg.timeout_s = (unsigned)(timeout / 1000000000LL);
 	cfg.retention_ns = retention;
+	if (ex_flags && !ex.url)
+		return cli_usage_error("serve", "--export-every/--export-top/--export-query/--export-delay need --export-influx URL");
+	if (ex.url) {
+		struct pd_err xerr;
+		ex.token = getenv("PROFD_INFLUX_TOKEN");
+		if (ex.token && !*ex.token)
+			ex.token = NULL;
+		ex.max_profiles = cfg.max_merge;
+		ex.log = stderr; /* failures are logged even with -q */
+		ex.verbose = cfg.log != NULL;
+		if (pd_export_check(&ex, &xerr))
+			return cli_usage_error("serve", "%s", xerr.msg);
+	}
 	struct scrape_cmd *sc = NULL;
 	if (sargv) {
 		int rc = scrape_cmd_parse(sargc, sargv, true, &sc);
 		if (!sc)
 			return rc;
-		cfg.metrics_extra = scrape_cmd_metrics;
-		cfg.metrics_ctx = sc;
 	}
+	struct serve_extras extras = {sc, NULL};
+	cfg.metrics_extra = serve_metrics;
+	cfg.metrics_ctx = &extras;
 
 	/* Signals are taken by this thread only: block them before any thread starts. */
 	sigset_t set;
@@ -300,9 +440,16 @@ int cmd_serve(int argc, char **argv)
 			return rc;
 		}
 	}
+	if (ex.url && pd_exporter_start(&ex, st, &extras.ex, &err)) {
+		cli_error("%s", err.msg);
+		scrape_cmd_free(sc);
+		pd_store_close(st);
+		return EXIT_INPUT;
+	}
 	struct pd_server *srv;
 	if (pd_server_start(&cfg, st, &srv, &err)) {
 		cli_error("%s", err.msg);
+		pd_exporter_free(extras.ex);
 		scrape_cmd_free(sc); /* stops the loop first */
 		pd_store_close(st);
 		return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
@@ -317,17 +464,30 @@ int cmd_serve(int argc, char **argv)
 	if (retention)
 		snprintf(rbuf, sizeof rbuf, "%lldh", (long long)(retention / 3600000000000LL));
 	log_line("level=info msg=\"profd %s listening on port %u\" addr=%s data_dir=%s retention=%s max_body=%zu "
-		 "max_merge_profiles=%zu scrape=%s",
-		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off");
+		 "max_merge_profiles=%zu scrape=%s export=%s",
+		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
+		 extras.ex ? "on" : "off");
 
 	int sig = 0;
+	int64_t next_ret = mono_ns() + interval, next_roll = rollup_every ? mono_ns() + rollup_every : INT64_MAX;
 	while (!sig) {
-		struct timespec tmo = {(time_t)(interval / 1000000000LL), (long)(interval % 1000000000LL)};
+		int64_t wait = (next_ret < next_roll ? next_ret : next_roll) - mono_ns();
+		if (wait < 0)
+			wait = 0;
+		struct timespec tmo = {(time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL)};
 		int r = sigtimedwait(&set, NULL, &tmo);
-		if (r > 0)
+		if (r > 0) {
 			sig = r;
-		else if (errno == EAGAIN)
-			run_retention(st, m, retention);
+		} else if (errno == EAGAIN) {
+			if (mono_ns() >= next_ret) {
+				run_retention(st, m, retention);
+				next_ret = mono_ns() + interval;
+			}
+			if (mono_ns() >= next_roll) {
+				run_rollups(st, &set, &sig);
+				next_roll = mono_ns() + rollup_every;
+			}
+		}
 	}
 	log_line("level=info msg=\"%s: shutting down, waiting up to %llds for requests in flight\"",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)(shutdown / 1000000000LL));
@@ -339,6 +499,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	unsigned left = pd_server_stop(srv, (unsigned)(shutdown / 1000000000LL));
 	scrape_cmd_free(sc); /* after the server: its /metrics reads the scraper */
+	pd_exporter_free(extras.ex); /* likewise; before the store it reads */
 	pd_store_close(st);
 	if (left)
 		log_line("level=warn msg=\"%u request(s) were still running at the shutdown timeout\"", left);

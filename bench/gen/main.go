@@ -12,10 +12,22 @@
 // Usage:
 //
 //	gen -kind small|large -n N -seed S -o DIR
+//	gen -fleet [-services 15] [-pods 150] [-hours 24] [-per-hour 6] -seed S -o DIR
 //
 // writes DIR/p0000.pb.gz ... and prints a summary (files, total and average
 // bytes). Output depends only on -kind, -seed and the file index, so profile
 // i is the same whatever -n is.
+//
+// -fleet writes a day of a fleet (bench/fleet.sh): -pods pods spread over
+// -services services, -per-hour CPU profiles per pod per hour for -hours
+// hours from 2026-01-01T00:00:00Z, into DIR/SERVICE/POD/NNN.pb.gz, each
+// with time_nanos = its creation time (a pod scrapes at a fixed phase in
+// the interval). Services differ: each is its own binary (own build id and
+// addresses) with its own application packages, in one of three workloads
+// (HTTP/JSON API, gRPC backend, queue worker) of different sizes; they
+// overlap as real Go services do: the runtime and standard library frames
+// and a shared platform library (middleware, clients: the same function
+// names, files and lines) appear in all of them.
 //
 //   - small: ~5-7 KB gzipped; ~70-110 functions, 300-380 samples, depth
 //     5-30.
@@ -99,7 +111,21 @@ func main() {
 	n := flag.Int("n", 10, "number of profiles to write")
 	seed := flag.Int64("seed", 1, "PRNG seed; same seed, same profiles")
 	out := flag.String("o", "", "output directory (created if missing)")
+	fleet := flag.Bool("fleet", false, "write a fleet's day: DIR/SERVICE/POD/NNN.pb.gz")
+	services := flag.Int("services", 15, "-fleet: services")
+	pods := flag.Int("pods", 150, "-fleet: pods, spread round-robin over the services")
+	hours := flag.Int("hours", 24, "-fleet: hours of profiles")
+	perHour := flag.Int("per-hour", 6, "-fleet: profiles per pod per hour")
 	flag.Parse()
+
+	if *fleet {
+		if *out == "" || *services < 1 || *pods < *services || *hours < 1 || *perHour < 1 || flag.NArg() != 0 {
+			fmt.Fprintln(os.Stderr, "usage: gen -fleet [-services N] [-pods N] [-hours N] [-per-hour N] -seed S -o DIR")
+			os.Exit(2)
+		}
+		writeFleet(*out, *seed, *services, *pods, *hours, *perHour)
+		return
+	}
 
 	spec, ok := kinds[*kind]
 	if !ok || *out == "" || *n < 1 || flag.NArg() != 0 {
@@ -110,7 +136,7 @@ func main() {
 		fatal(err)
 	}
 
-	m := newModel(spec, *kind, *seed)
+	m := newModel(spec, *kind, *seed, "", 0)
 	width := len(fmt.Sprint(*n - 1))
 	if width < 4 {
 		width = 4
@@ -199,6 +225,8 @@ type model struct {
 	spec      kindSpec
 	seed      int64
 	salt      int64
+	service   string // fleet: the service's name ("" = the -kind sets)
+	shared    int    // fleet: application functions 0..shared-1 are the shared platform library
 	funcs     []function
 	helpers   []int // functions that only appear inlined
 	locs      map[locKey]*location
@@ -276,8 +304,8 @@ var runtimeStacks = [][]stdFunc{
 }
 
 // newModel builds the service shared by all profiles of a set.
-func newModel(spec kindSpec, kind string, seed int64) *model {
-	m := &model{spec: spec, seed: seed, locs: map[locKey]*location{}}
+func newModel(spec kindSpec, kind string, seed int64, service string, shared int) *model {
+	m := &model{spec: spec, seed: seed, locs: map[locKey]*location{}, service: service, shared: shared}
 	for _, c := range kind {
 		m.salt = m.salt*131 + int64(c)
 	}
@@ -309,7 +337,15 @@ func newModel(spec kindSpec, kind string, seed int64) *model {
 	m.funcs[goexit].callees = entries
 	byLevel := make([][]int, spec.levels)
 	for i := 0; i < spec.appFuncs+spec.helpers; i++ {
-		f := appFunction(rng, i, spec.maxLines)
+		var f function
+		switch {
+		case m.service == "":
+			f = appFunction(rng, i, spec.maxLines, "")
+		case i < m.shared: // the same in every service: its own PRNG
+			f = appFunction(rand.New(rand.NewSource(int64(i)*7_919+17)), i, 3, "platform/")
+		default:
+			f = appFunction(rng, i, spec.maxLines, m.service+"/")
+		}
 		m.funcs = append(m.funcs, f)
 		idx := len(m.funcs) - 1
 		if i >= spec.appFuncs {
@@ -375,9 +411,13 @@ func newModel(spec kindSpec, kind string, seed int64) *model {
 	}
 	var buildID [20]byte
 	rng.Read(buildID[:])
+	binary := "/usr/local/bin/shopd"
+	if m.service != "" {
+		binary = "/usr/local/bin/" + m.service
+	}
 	m.mapping = &profile.Mapping{
 		ID: 1, Start: 0x400000, Limit: (addr + 0x200fff) &^ 0xfff, Offset: 0,
-		File: "/usr/local/bin/shopd", BuildID: fmt.Sprintf("%x", buildID),
+		File: binary, BuildID: fmt.Sprintf("%x", buildID),
 		HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true,
 	}
 
@@ -405,13 +445,14 @@ func newModel(spec kindSpec, kind string, seed int64) *model {
 }
 
 // appFunction makes application function number i: a Go-like name in one
-// of ~20-function packages spread over a few organisations.
-func appFunction(rng *rand.Rand, i, maxLines int) function {
+// of ~20-function packages spread over a few organisations (under prefix,
+// e.g. "billing/", in a fleet).
+func appFunction(rng *rand.Rand, i, maxLines int, prefix string) function {
 	pkg := i / 20
 	org := orgs[pkg%len(orgs)]
 	typ := (i % 20) / 5
 	num := i % 20
-	path := fmt.Sprintf("github.com/%s/pkg%02d", org, pkg)
+	path := fmt.Sprintf("github.com/%s/%spkg%02d", org, prefix, pkg)
 	var name, file string
 	switch r := rng.Intn(10); {
 	case r < 6:
@@ -583,4 +624,108 @@ func (m *model) profile(i int) *profile.Profile {
 		p.Sample = append(p.Sample, s)
 	}
 	return p
+}
+
+// ---------------------------------------------------------------------------
+// A fleet (-fleet).
+
+// fleetKinds are the workloads of a fleet's services, assigned round-robin;
+// a service's size also varies with its index.
+var fleetKinds = []kindSpec{
+	// HTTP/JSON API: allocation and encoding/json heavy, some labels
+	{appFuncs: 450, helpers: 30, levels: 28, fanout: 2, calleeSkew: 3, maxLines: 3,
+		minDepth: 8, maxDepth: 36, stackPool: 3000, minSamples: 350, maxSamples: 600, zipf: 0.9,
+		inlineFrac: 0.1, labelFrac: 0.2, tailFrac: 0.45, countScale: 25},
+	// gRPC backend: bigger binary, deeper stacks
+	{appFuncs: 800, helpers: 50, levels: 32, fanout: 2, calleeSkew: 4, maxLines: 2,
+		minDepth: 8, maxDepth: 40, stackPool: 5000, minSamples: 500, maxSamples: 800, zipf: 0.85,
+		inlineFrac: 0.1, labelFrac: 0.1, tailFrac: 0.35, countScale: 30},
+	// queue worker: small, a few hot paths
+	{appFuncs: 250, helpers: 20, levels: 22, fanout: 2, calleeSkew: 2, maxLines: 3,
+		minDepth: 6, maxDepth: 30, stackPool: 1500, minSamples: 200, maxSamples: 350, zipf: 1.0,
+		inlineFrac: 0.1, labelFrac: 0.05, tailFrac: 0.5, countScale: 20},
+}
+
+var fleetNames = []string{"api-gateway", "auth", "billing", "cart", "catalog", "checkout", "email", "inventory",
+	"notifications", "orders", "payments", "recommendations", "search", "shipping", "users"}
+
+// fleetShared application functions (per service: the first ones, nearest
+// the entry points) are the platform library every service links.
+const fleetShared = 120
+
+// writeFleet writes the fleet's profiles, one goroutine per service.
+func writeFleet(dir string, seed int64, nsvc, npods, hours, perHour int) {
+	type result struct {
+		files, funcs, samples int
+		bytes                 int64
+		err                   error
+	}
+	res := make([]result, nsvc)
+	done := make(chan struct{}, nsvc)
+	sem := make(chan struct{}, 4)
+	for k := 0; k < nsvc; k++ {
+		go func(k int) {
+			sem <- struct{}{}
+			defer func() { <-sem; done <- struct{}{} }()
+			name := fmt.Sprintf("svc%02d", k)
+			if k < len(fleetNames) {
+				name = fleetNames[k]
+			}
+			spec := fleetKinds[k%len(fleetKinds)]
+			spec.appFuncs += 60 * (k % 5)
+			spec.stackPool += 300 * (k % 5)
+			m := newModel(spec, "fleet/"+name, seed, name, fleetShared)
+			rng := rand.New(rand.NewSource(seed*31 + int64(k)))
+			r := &res[k]
+			step := int64(3600/perHour) * 1_000_000_000
+			for pod := k; pod < npods; pod += nsvc {
+				podName := fmt.Sprintf("%s-%s-%s", name, k8sName(rng, 10), k8sName(rng, 5))
+				pdir := filepath.Join(dir, name, podName)
+				if r.err = os.MkdirAll(pdir, 0o755); r.err != nil {
+					return
+				}
+				phase := int64(rng.Intn(3600/perHour)) * 1_000_000_000
+				for i := 0; i < hours*perHour; i++ {
+					p := m.profile(pod*100_000 + i)
+					p.TimeNanos = startNanos + phase + int64(i)*step
+					if r.err = p.CheckValid(); r.err != nil {
+						return
+					}
+					size, err := writeProfile(filepath.Join(pdir, fmt.Sprintf("%03d.pb.gz", i)), p)
+					if r.err = err; err != nil {
+						return
+					}
+					r.files++
+					r.bytes += size
+					r.funcs += len(p.Function)
+					r.samples += len(p.Sample)
+				}
+			}
+		}(k)
+	}
+	for k := 0; k < nsvc; k++ {
+		<-done
+	}
+	var t result
+	for _, r := range res {
+		if r.err != nil {
+			fatal(r.err)
+		}
+		t.files += r.files
+		t.bytes += r.bytes
+		t.funcs += r.funcs
+		t.samples += r.samples
+	}
+	fmt.Printf("gen: fleet seed=%d services=%d pods=%d hours=%d per_hour=%d files=%d total_bytes=%d avg_bytes=%d avg_functions=%d avg_samples=%d dir=%s\n",
+		seed, nsvc, npods, hours, perHour, t.files, t.bytes, t.bytes/int64(t.files), t.funcs/t.files, t.samples/t.files, dir)
+}
+
+// k8sName is a random string of Kubernetes' name-suffix alphabet.
+func k8sName(rng *rand.Rand, n int) string {
+	const alpha = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alpha[rng.Intn(len(alpha))]
+	}
+	return string(b)
 }

@@ -4,6 +4,7 @@
 // Usage:
 //
 //	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] FILES...
+//	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...]
 //	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms]
 //
 // post reads every file into memory first, then POSTs each file once to
@@ -15,7 +16,9 @@
 //	files=N bytes=B seconds=S profiles_per_s=P mb_per_s=M
 //
 // where seconds runs from the first request to the last response and bytes is
-// the total size of the bodies as sent (MB = 1e6 bytes).
+// the total size of the bodies as sent (MB = 1e6 bytes). With -fleet, the
+// files are DIR/SERVICE/POD/*.pb.gz (bench/gen -fleet) and each is posted
+// with service=SERVICE and the label pod=POD (before -labels).
 //
 // scrape downloads N profiles of each type from a Go service's
 // net/http/pprof (BASE/debug/pprof/TYPE), round-robin over the types with
@@ -67,8 +70,15 @@ func post(args []string) {
 	typ := fs.String("type", "cpu", "type parameter")
 	labels := fs.String("labels", "", "labels parameter (k=v,k=v)")
 	conns := fs.Int("c", 8, "concurrent connections")
+	fleet := fs.String("fleet", "", "post DIR/SERVICE/POD/*.pb.gz as SERVICE with label pod=POD")
 	fs.Parse(args)
 	files := fs.Args()
+	if *fleet != "" {
+		var err error
+		if files, err = filepath.Glob(filepath.Join(*fleet, "*", "*", "*.pb.gz")); err != nil {
+			die("%v", err)
+		}
+	}
 	if *base == "" || len(files) == 0 || *conns < 1 {
 		die("post: need -url and at least one file")
 	}
@@ -87,6 +97,20 @@ func post(args []string) {
 		q.Set("labels", *labels)
 	}
 	target := strings.TrimRight(*base, "/") + "/api/0/profiles?" + q.Encode()
+	targets := make([]string, len(files))
+	for i, f := range files {
+		targets[i] = target
+		if *fleet != "" {
+			pod := filepath.Base(filepath.Dir(f))
+			fq := url.Values{"service": {filepath.Base(filepath.Dir(filepath.Dir(f)))}, "type": {*typ}}
+			l := "pod=" + pod
+			if *labels != "" {
+				l += "," + *labels
+			}
+			fq.Set("labels", l)
+			targets[i] = strings.TrimRight(*base, "/") + "/api/0/profiles?" + fq.Encode()
+		}
+	}
 	c := client(*conns)
 
 	var next int64 = -1
@@ -102,7 +126,7 @@ func post(args []string) {
 				if i >= len(bodies) {
 					return
 				}
-				resp, err := c.Post(target, "application/octet-stream", bytes.NewReader(bodies[i]))
+				resp, err := c.Post(targets[i], "application/octet-stream", bytes.NewReader(bodies[i]))
 				if err != nil {
 					if atomic.CompareAndSwapInt32(&failed, 0, 1) {
 						fmt.Fprintf(os.Stderr, "loadgen: POST %s: %v\n", files[i], err)

@@ -13,7 +13,8 @@ static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      
 static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty",
 						   "too_large",   "too_old",   "internal"};
 static const char *const route_names[PD_RT_N] = {"post_profile", "list",    "get",    "merge",   "delete",
-						 "services",     "version", "health", "metrics", "other"};
+						 "services",     "version", "health", "metrics", "api1",
+						 "other"};
 static const int code_values[PD_METRICS_NCODES - 2] = {200, 400, 404, 405, 408, 413, 500, 503};
 /* merge latency buckets, seconds */
 static const double buckets[PD_METRICS_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

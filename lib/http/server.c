@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "server.h"
 #include "params.h"
+#include "api1.h"
 #include "../util/gz.h"
 
 #include <arpa/inet.h>
@@ -255,24 +256,6 @@ static struct pd_kv *to_kv(const struct pd_api_label *l, size_t n)
 	return kv;
 }
 
-static json_t *meta_json(const struct pd_profile_meta *m)
-{
-	int type;
-	struct pd_err err;
-	if (pd_api_parse_type(m->type, &type, &err))
-		type = PD_API_TYPE_OTHER;
-	struct pd_api_label *l = calloc(m->nlabels + 1, sizeof *l);
-	if (!l)
-		return NULL;
-	for (size_t i = 0; i < m->nlabels; i++) {
-		l[i].key = m->labels[i].key;
-		l[i].value = m->labels[i].value;
-	}
-	json_t *j = pd_api_profile_json(m->id, type, m->service, l, m->nlabels, m->created_ns);
-	free(l);
-	return j;
-}
-
 static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 {
 	struct pd_server *s = r->s;
@@ -323,7 +306,7 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 		return reply_err(c, r, rc, &err);
 	}
 	pd_metrics_ingested(m, meta.type, meta.stored_bytes);
-	json_t *j = meta_json(&meta);
+	json_t *j = pd_api1_meta_json(&meta);
 	pd_meta_clear(&meta);
 	if (!j)
 		return reply_error(c, r, 500, "out of memory");
@@ -341,7 +324,7 @@ static int found_add(void *ctx, const struct pd_profile_meta *m)
 {
 	struct found *f = ctx;
 	if (f->arr) {
-		json_t *j = meta_json(m);
+		json_t *j = pd_api1_meta_json(m);
 		if (!j || json_array_append_new(f->arr, j))
 			return PD_ENOMEM;
 		return 0;
@@ -625,6 +608,36 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* API v1 (lib/http/api1.h): the handler fills a response, sent here. */
+static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const char *path, const char *method)
+{
+	struct pd_server *s = r->s;
+	struct pd_api1_config cfg = {s->st, s->cfg.max_merge, s->cfg.max_query_range_ns, s->cfg.retention_ns};
+	struct pd_api1_resp resp;
+	int64_t t0 = now_ns();
+	pd_api1_handle(&cfg, method, path, qget, c, t0, &resp);
+	enum MHD_Result ok;
+	if (resp.status == 405)
+		ok = method_not_allowed(c, r, resp.allow);
+	else if (resp.status != 200)
+		ok = reply_error(c, r, resp.status, resp.error);
+	else if (resp.kind == PD_API1_PPROF)
+		ok = reply_pprof(c, r, resp.profile, resp.filename);
+	else if (resp.kind == PD_API1_TEXT) {
+		char *t = pd_buf_append(&resp.text, "", 1) ? NULL : (char *)resp.text.ptr;
+		resp.text = (struct pd_buf)PD_BUF_INIT(0);
+		ok = t ? reply_owned(c, r, 200, t, resp.ctype) : reply_error(c, r, 500, "out of memory");
+	} else {
+		json_t *j = resp.json;
+		resp.json = NULL;
+		ok = reply_body(c, r, j ? j : json_null());
+	}
+	if (resp.merged)
+		pd_metrics_merge(&s->m, resp.merged, now_ns() - t0);
+	pd_api1_resp_free(&resp);
+	return ok;
+}
+
 /* ---- routing ------------------------------------------------------------------------- */
 
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
@@ -669,6 +682,10 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	if (!strcmp(path, "/api/0/version")) {
 		r->route = PD_RT_VERSION;
 		return get ? h_version(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	if (!strncmp(path, "/api/1/", 7)) {
+		r->route = PD_RT_API1;
+		return h_api1(c, r, path + 7, method);
 	}
 	if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
 		r->route = PD_RT_HEALTH;

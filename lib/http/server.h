@@ -33,6 +33,7 @@ struct pd_server_config {
 	unsigned max_connections;
 	int64_t retention_ns;     /* 0 = keep forever; older profiles are invisible and refused */
 	int gzip_level;           /* 1..12 */
+	int64_t max_query_range_ns; /* API v1: most to - from; 0 = PD_API1_MAX_RANGE_NS (31 days) */
 	FILE *log;                /* request log (one line per request); NULL = none */
 	const char *version, *commit, *build_time;
 	/* optional: more series appended to /metrics (e.g. the in-process

@@ -147,6 +147,11 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 int pd_pprof_decode_file(const char *path, const struct pd_pprof_limits *lim,
 			 struct pd_profile **out, struct pd_err *err) PD_WUR;
 void pd_profile_free(struct pd_profile *p);
+/* Put every sample's labels in pprof's canonical order (the order of
+ * profile.Merge's sample key and of pprof's encoder): string labels sorted
+ * by key, then numeric labels sorted by key; values of one key keep their
+ * order. Samples that differ only in label order then compare equal. */
+void pd_profile_sort_labels(struct pd_profile *p);
 
 /*
  * Encode to profile.proto, appended to out; gzip_level 0 = raw protobuf,
@@ -237,10 +242,30 @@ int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, 
  * refuses those with PD_EINCOMPAT. */
 bool pd_pprof_counter_reset(const struct pd_profile *cur, const struct pd_profile *prev);
 
+/*
+ * Scale every value of p by num/den (den > 0) in place, as pprof's
+ * Profile.Scale(num/den): each value rounded half away from zero (exactly:
+ * no float64 rounding), samples whose values all become 0 dropped. num ==
+ * den leaves p untouched. pd_scale_value is the rounding of one value
+ * (saturating at the int64 range).
+ */
+void pd_profile_scale(struct pd_profile *p, int64_t num, int64_t den);
+int64_t pd_scale_value(int64_t v, int64_t num, int64_t den);
+
 /* The Go profile kind these types denote: "cpu", "heap", "allocs",
  * "block/mutex", "goroutine", "threadcreate" or "unknown". */
 const char *pd_kind_name(struct pd_str period_type, struct pd_str first_sample_type, struct pd_str default_sample_type);
 const char *pd_profile_kind(const struct pd_profile *p);
+/*
+ * The API type name of a profile as Go's runtime/pprof writes it: "cpu",
+ * "heap", "allocs", "block", "mutex", "goroutine" or "threadcreate"; NULL
+ * for anything else. Block and mutex profiles have the same sample types;
+ * they are told apart by their stacks: a mutex profile's stacks end in the
+ * Unlock that released a contended lock, a block profile's in the call that
+ * blocked (Lock, a channel operation, select, Wait...). NULL when no stack
+ * says (no samples, no symbols).
+ */
+const char *pd_profile_go_type(const struct pd_profile *p);
 
 /* Human-readable "type/unit" list for error messages, e.g. "[samples/count cpu/nanoseconds]". */
 void pd_profile_describe_types(const struct pd_profile *p, char *buf, size_t n);

@@ -1,18 +1,17 @@
 /*
- * report.c — top table and folded stacks over a decoded profile.
+ * report.c — top table and folded stacks over a decoded profile, and the Go
+ * profile type a profile is (pd_profile_go_type, used by `profd load`).
  */
 #include "report.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Name of frame j of location l. pprof style (top): a frame without a
- * function name is "[basename of the binary]" or "<unknown>"; folded style:
- * its hex address. Synthesized names live in arena. */
-static struct pd_str frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j,
-				struct pd_arena *a, bool pprof_style)
+struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j, struct pd_arena *a,
+			    bool pprof_style)
 {
 	if (l->nlines) {
 		struct pd_str nm = p->strings[p->functions[l->lines[j].function].name];
@@ -160,7 +159,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 		for (uint32_t k = s->nlocs; k-- > 0;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			for (uint32_t j = nframes(l); j-- > 0;) {
-				struct node *n = node_get(&ns, frame_name(p, l, j, out->arena, true));
+				struct node *n = node_get(&ns, pd_frame_name(p, l, j, out->arena, true));
 				if (!n)
 					goto out;
 				uint32_t ni = (uint32_t)(n - ns.v);
@@ -201,7 +200,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 	for (size_t i = 0; i < ns.n; i++) {
 		const struct node *n = &ns.v[i];
 		int inl = !n->in_inline ? PD_TOP_NOT_INLINED : n->in_call ? PD_TOP_PARTIAL_INLINE : PD_TOP_INLINED;
-		out->rows[i] = (struct pd_top_row){n->name, n->flat, n->cum, inl};
+		out->rows[i] = (struct pd_top_row){n->name, n->flat, n->cum, inl, n->in_call};
 	}
 	out->n = ns.n;
 	qsort(out->rows, out->n, sizeof *out->rows, by_cum ? cmp_cum : cmp_flat);
@@ -274,7 +273,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 		for (uint32_t k = s->nlocs; k-- > 0;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			for (uint32_t j = nframes(l); j-- > 0;) {
-				struct pd_str nm = frame_name(p, l, j, a, false);
+				struct pd_str nm = pd_frame_name(p, l, j, a, false);
 				if ((line.len && pd_buf_append(&line, ";", 1)) || pd_buf_append(&line, nm.ptr, nm.len))
 					goto out;
 				/* ';' separates frames and '\\n' lines: keep them out of names */
@@ -476,4 +475,79 @@ const char *pd_profile_kind(const struct pd_profile *p)
 	return pd_kind_name(p->strings[p->period_type.type],
 			    p->nsample_types ? p->strings[p->sample_types[0].type] : p->strings[0],
 			    p->strings[p->default_sample_type]);
+}
+
+/* Leaf function names of the stacks of a mutex profile: the unlock that
+ * released a contended lock (sync.(*Mutex).Unlock, sync.(*RWMutex).RUnlock,
+ * runtime.unlock; since Go 1.22 runtime locks also show as
+ * runtime._LostContendedRuntimeLock). */
+static bool mutex_leaf(struct pd_str s)
+{
+	static const char *const needles[] = {"Unlock", "unlock", "_LostContended"};
+	for (size_t k = 0; k < sizeof needles / sizeof *needles; k++) {
+		size_t m = strlen(needles[k]);
+		for (size_t i = 0; i + m <= s.len; i++)
+			if (!memcmp(s.ptr + i, needles[k], m))
+				return true;
+	}
+	return false;
+}
+
+const char *pd_profile_go_type(const struct pd_profile *p)
+{
+	const char *k = pd_profile_kind(p);
+	if (strcmp(k, "block/mutex"))
+		return strcmp(k, "unknown") ? k : NULL;
+	size_t unlock = 0, other = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pd_sample *s = &p->samples[i];
+		if (!s->nlocs)
+			continue;
+		const struct pd_location *l = &p->locations[s->locs[0]];
+		if (!l->nlines)
+			continue;
+		struct pd_str name = p->strings[p->functions[l->lines[0].function].name];
+		if (!name.len)
+			continue;
+		if (mutex_leaf(name))
+			unlock++;
+		else
+			other++;
+	}
+	if (unlock == 0 && other == 0)
+		return NULL;
+	return unlock > other ? "mutex" : "block";
+}
+
+int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct pd_buf *out, struct pd_err *err)
+{
+	size_t show = nrows == 0 || nrows > t->n ? t->n : nrows;
+	int64_t shown = 0;
+	for (size_t i = 0; i < show; i++)
+		shown += t->rows[i].flat;
+	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
+	pd_top_unit(t, show, unit, u, sizeof u);
+	const char *pct = pd_fmt_percent(c1, sizeof c1, shown, t->total);
+	while (*pct == ' ')
+		pct++;
+	int rc = pd_buf_appendf(out, "Showing %zu of %zu functions, accounting for %s, %s of %s total\n", show, t->n,
+			 pd_fmt_value_to(a, sizeof a, shown, unit, u), pct,
+			 pd_fmt_value_to(b, sizeof b, t->total, unit, u));
+	if (!rc)
+		rc = pd_buf_appendf(out, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
+	int64_t sum = 0;
+	for (size_t i = 0; i < show && !rc; i++) {
+		const struct pd_top_row *r = &t->rows[i];
+		sum += r->flat;
+		static const char *const inl[] = {"", " (inline)", " (partial-inline)"};
+		rc = pd_buf_appendf(out, "%10s %s %s %10s %s  %.*s%s\n", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
+			     pd_fmt_percent(c1, sizeof c1, r->flat, t->total),
+			     pd_fmt_percent(c2, sizeof c2, sum, t->total),
+			     pd_fmt_value_to(b, sizeof b, r->cum, unit, u),
+			     pd_fmt_percent(c3, sizeof c3, r->cum, t->total), (int)r->name.len, r->name.ptr,
+			     inl[r->inlined]);
+	}
+	if (rc)
+		return pd_errf(err, rc, "top: %s", rc == PD_ELIMIT ? "output over the limit" : "out of memory");
+	return 0;
 }

@@ -17,6 +17,8 @@ struct pd_top_row {
 	struct pd_str name;
 	int64_t flat, cum;
 	int inlined; /* PD_TOP_*: how the function was reached from its callers */
+	bool called; /* has a non-inlined incoming edge (with inlined: the markers of a sum of
+		      * profiles are the OR of their rows' in-edges, lib/query/top.c) */
 };
 
 struct pd_top {
@@ -34,6 +36,12 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 		   struct pd_err *err) PD_WUR;
 void pd_top_free(struct pd_top *t);
 
+/* Name of frame j (0 = innermost line) of location l. pprof style (top): a
+ * frame without a function name is "[basename of the binary]" or
+ * "<unknown>"; else (folded) its hex address. Synthesized names live in a. */
+struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j, struct pd_arena *a,
+			    bool pprof_style);
+
 /* Collapsed stacks ("root;...;leaf value\n"), aggregated and sorted,
  * appended to out. Samples with value 0 are omitted. */
 int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struct pd_err *err) PD_WUR;
@@ -50,5 +58,16 @@ const char *pd_fmt_value_to(char *buf, size_t n, int64_t v, struct pd_str unit, 
 const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit, char *buf, size_t n);
 /* pprof's measurement.Percentage: "  100%", "12.50%", " 0.35%". */
 const char *pd_fmt_percent(char *buf, size_t n, int64_t v, int64_t total);
+
+/*
+ * The table of `go tool pprof -top` for the first nrows rows of t (0 = all),
+ * appended to out: "Showing N of M functions, accounting for X, P% of T
+ * total", the column header and one line per function, as pprof prints
+ * them (one unit for all values, sum%, " (inline)" markers). unit is the
+ * sample type's unit. The Type/Time/Duration lines above it are the
+ * caller's.
+ */
+int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct pd_buf *out,
+		struct pd_err *err) PD_WUR;
 
 #endif

@@ -1,0 +1,269 @@
+/*
+ * cmd_diff.c — `profd diff`: what changed between two selections of a
+ * collector's profiles (e.g. version="1.0" vs version="1.1"), per function,
+ * in the table `go tool pprof -top -diff_base BASE TARGET` prints; or the
+ * diff profile itself (-o) for go tool pprof's other views.
+ *
+ * How: one request, GET /api/1/diff (format=top, or pprof for -o and
+ * --print-url): the collector merges both selections and computes the
+ * diff; this command prints its rows with lib/pprof/report's -top
+ * formatter. The collector flags, time parsing and error lines are
+ * client.c's.
+ */
+#define _GNU_SOURCE
+#include "client.h"
+#include "../lib/http/params.h"
+#include "../lib/pprof/report.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char diff_help[] =
+	"Usage: profd diff --base SELECTOR --target SELECTOR [--from TIME] [--to TIME]\n"
+	"                  [--base-from TIME] [--base-to TIME] [-n N] [--normalize] [--raw]\n"
+	"                  [-o FILE]\n"
+	"\n"
+	"What changed between two selections of a collector's profiles, per function:\n"
+	"the table `go tool pprof -top -diff_base BASE TARGET` prints for BASE = the\n"
+	"base's profiles merged and TARGET = the target's (flat and cum are target\n"
+	"minus base; percentages are of the base's total). The collector computes it\n"
+	"(GET /api/1/diff); with -o the diff profile itself is saved, for go tool pprof.\n"
+	"Each side is aggregated as `profd top` aggregates: heap, goroutine and\n"
+	"threadcreate snapshots averaged per source (process), cumulative=true\n"
+	"snapshots counted latest minus earliest; --raw sums each side as it is.\n"
+	"\n"
+	"Options:\n"
+	"      --base SELECTOR     the profiles to compare against, e.g. 'cpu{version=\"1.0\"}'\n"
+	"      --target SELECTOR   the profiles to compare, e.g. 'cpu{version=\"1.1\"}'\n"
+	"                          (selectors: type{label=\"v\", label=~\"regex\", service!=\"x\"})\n"
+	"      --from TIME         start of the target's range, inclusive (default -1h)\n"
+	"      --to TIME           end of the target's range, inclusive (default now)\n"
+	"      --base-from TIME    start of the base's range (default: --from)\n"
+	"      --base-to TIME      end of the base's range (default: --to)\n"
+	"  -n, --nodes N           show the top N functions (default 10, 0 = all)\n"
+	"  -i, --sample-index NAME sample type, e.g. cpu, samples, alloc_space, inuse_space,\n"
+	"                          delay (default: the profiles' default)\n"
+	"      --cum               sort by cumulative instead of flat change\n"
+	"      --normalize         scale the target so its total equals the base's (pprof's\n"
+	"                          -normalize): compare shapes, not volumes\n"
+	"      --raw               sum each side's profiles as they are (no per-source\n"
+	"                          averages of snapshots)\n"
+	"  -o, --output FILE       write the diff profile (gzip'd profile.proto) to FILE\n"
+	"                          (- = stdout) instead of printing the table; go tool\n"
+	"                          pprof reads it as it reads -diff_base\n"
+	"      --print-url         print the URL of the diff profile on the collector, for\n"
+	"                          `go tool pprof URL`\n"
+	CLIENT_HELP_COLLECTOR
+	"\n"
+	"Columns: flat = change in the function itself, cum = change in the function\n"
+	"and its callees, flat%/cum% = of the base's total, sum% = running sum of flat%.\n"
+	"Negative = the target spends less.\n"
+	"\n"
+	CLIENT_HELP_TIME
+	"\n"
+	"Examples:\n"
+	"  profd diff --base 'cpu{service=\"auth\",version=\"1.0\"}' --target 'cpu{service=\"auth\",version=\"1.1\"}'\n"
+	"  profd diff --base 'cpu{service=\"auth\"}' --base-from -2d --base-to -1d \\\n"
+	"      --target 'cpu{service=\"auth\"}' --from -1d --normalize -n 20\n"
+	"  profd diff --base 'heap{version=\"1.0\"}' --target 'heap{version=\"1.1\"}' -i alloc_space -o d.pb.gz\n"
+	"  go tool pprof -http :8080 \"$(profd diff --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}' --print-url)\"\n"
+	"\n"
+	"Exit codes: 0 success, 1 no profiles match one side, the collector cannot be\n"
+	"reached or refused (its message is shown), 2 usage error.\n";
+
+enum { O_BASE = 0x2000, O_TARGET, O_BASE_FROM, O_BASE_TO, O_NORMALIZE, O_RAW };
+
+static int64_t jint(json_t *o, const char *k) { return (int64_t)json_integer_value(json_object_get(o, k)); }
+static const char *jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static void print_side(const char *what, json_t *s, struct pd_str unit)
+{
+	char v[48];
+	printf("%s: %s, %" PRId64 " profiles, %s to %s (UTC), total %s\n", what, jstr(s, "query"), jint(s, "profiles"),
+	       jstr(s, "from"), jstr(s, "to"), pd_fmt_value(v, sizeof v, jint(s, "total"), unit));
+}
+
+/* Print the collector's format=top answer as `pprof -top -diff_base`. */
+static int print_table(const struct client *c, json_t *body, long nrows)
+{
+	json_t *rows = json_object_get(body, "rows");
+	size_t n = json_array_size(rows);
+	struct pd_top t = {0};
+	t.rows = calloc(n + 1, sizeof *t.rows);
+	if (!t.rows) {
+		cli_cmd_error(c->cmd, "out of memory");
+		return EXIT_INPUT;
+	}
+	t.n = (size_t)jint(body, "functions");
+	if (t.n < n)
+		t.n = n;
+	t.total = jint(body, "total");
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = json_array_get(rows, i);
+		const char *nm = jstr(r, "name"), *inl = jstr(r, "inline");
+		t.rows[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)}, jint(r, "delta_flat"), jint(r, "delta_cum"),
+						!strcmp(inl, "inline")		 ? PD_TOP_INLINED
+						: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
+										 : PD_TOP_NOT_INLINED,
+						false};
+	}
+	const char *u = jstr(body, "unit");
+	struct pd_str unit = {u, (uint32_t)strlen(u)};
+	struct pd_buf text = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	int rc = pd_top_text(&t, nrows == 0 ? n : (size_t)nrows < n ? (size_t)nrows : n, unit, &text, &err);
+	if (rc) {
+		cli_cmd_error(c->cmd, "%s", err.msg);
+		free(t.rows);
+		pd_buf_free(&text);
+		return EXIT_INPUT;
+	}
+	printf("Type: %s\n", jstr(body, "sample_type"));
+	print_side("Base", json_object_get(body, "base"), unit);
+	print_side("Target", json_object_get(body, "target"), unit);
+	if (json_is_true(json_object_get(body, "normalized")))
+		printf("Normalized: the target scaled to the base's total\n");
+	fwrite(text.ptr, 1, text.len, stdout);
+	free(t.rows);
+	pd_buf_free(&text);
+	return EXIT_OK;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {{"collector", required_argument, 0, CO_COLLECTOR},
+					     {"timeout", required_argument, 0, CO_TIMEOUT},
+					     {"from", required_argument, 0, CO_FROM},
+					     {"to", required_argument, 0, CO_TO},
+					     {"base", required_argument, 0, O_BASE},
+					     {"target", required_argument, 0, O_TARGET},
+					     {"base-from", required_argument, 0, O_BASE_FROM},
+					     {"base-to", required_argument, 0, O_BASE_TO},
+					     {"normalize", no_argument, 0, O_NORMALIZE},
+					     {"raw", no_argument, 0, O_RAW},
+					     {"nodes", required_argument, 0, 'n'},
+					     {"sample-index", required_argument, 0, 'i'},
+					     {"cum", no_argument, 0, CO_CUM},
+					     {"output", required_argument, 0, 'o'},
+					     {"print-url", no_argument, 0, CO_PRINT_URL},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	struct client c;
+	client_init(&c, "diff");
+	const char *base = NULL, *target = NULL, *bfrom = NULL, *bto = NULL, *sidx = NULL, *outf = NULL;
+	bool normalize = false, raw = false, cum = false, print_url = false;
+	long n = 10;
+	int o, rc = EXIT_OK;
+	struct pd_buf q = PD_BUF_INIT(0);
+	struct pd_client_resp r = {0};
+	json_t *body = NULL;
+	while ((o = getopt_long(argc, argv, ":n:i:o:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h': cli_help(diff_help); goto out;
+		case O_BASE: base = optarg; break;
+		case O_TARGET: target = optarg; break;
+		case O_BASE_FROM: bfrom = optarg; break;
+		case O_BASE_TO: bto = optarg; break;
+		case O_NORMALIZE: normalize = true; break;
+		case O_RAW: raw = true; break;
+		case CO_CUM: cum = true; break;
+		case CO_PRINT_URL: print_url = true; break;
+		case 'i': sidx = optarg; break;
+		case 'o': outf = optarg; break;
+		case 'n':
+			if ((rc = client_count(&c, "-n", optarg, &n)))
+				goto out;
+			break;
+		default:
+			if ((rc = client_other_opt(&c, o, optarg, argv)))
+				goto out;
+		}
+	}
+	if ((rc = client_no_args(&c, argc, argv, "")))
+		goto out;
+	if (!base || !target) {
+		rc = cli_usage_error("diff", "--base SELECTOR and --target SELECTOR are required (e.g. --base "
+					     "'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}')");
+		goto out;
+	}
+	if (outf && print_url) {
+		rc = cli_usage_error("diff", "-o and --print-url: choose one");
+		goto out;
+	}
+	if (outf && !strcmp(outf, "-") && isatty(STDOUT_FILENO)) {
+		rc = cli_usage_error("diff", "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
+		goto out;
+	}
+	if ((rc = client_ready(&c, true)))
+		goto out;
+	/* the base's range: its own flags, else the target's */
+	int64_t bf = c.from_ns, bt = c.to_ns;
+	struct pd_err err = {0};
+	int64_t now = client_now_ns();
+	if ((bfrom && (rc = client_parse_time(&c, "--base-from", "base_from", bfrom, now, &bf))) ||
+	    (bto && (rc = client_parse_time(&c, "--base-to", "base_to", bto, now, &bt))))
+		goto out;
+	if (bf > bt) {
+		char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
+		rc = cli_usage_error("diff", "the base's range starts (%s) after it ends (%s)",
+				     pd_api_format_time(bf, a, sizeof a), pd_api_format_time(bt, b, sizeof b));
+		goto out;
+	}
+	char t1[48], t2[48], t3[48], t4[48], nb[32];
+	snprintf(nb, sizeof nb, "%ld", n == 0 ? 100000L : n);
+	bool pprof = outf || print_url;
+	if (pd_buf_append(&q, "/api/1/diff?format=", 19) || pd_buf_append(&q, pprof ? "pprof" : "top", pprof ? 5 : 3) ||
+	    client_add_param(&q, "base", base) || client_add_param(&q, "target", target) ||
+	    client_add_param(&q, "from", client_unix_time(c.from_ns, t1, sizeof t1)) ||
+	    client_add_param(&q, "to", client_unix_time(c.to_ns, t2, sizeof t2)) ||
+	    client_add_param(&q, "base_from", client_unix_time(bf, t3, sizeof t3)) ||
+	    client_add_param(&q, "base_to", client_unix_time(bt, t4, sizeof t4)) || (!pprof && client_add_param(&q, "n", nb)) ||
+	    (normalize && client_add_param(&q, "normalize", "true")) || (raw && client_add_param(&q, "raw", "true")) || (sidx && client_add_param(&q, "sample_index", sidx)) ||
+	    (cum && client_add_param(&q, "value", "cum")) || pd_buf_append(&q, "", 1)) {
+		cli_cmd_error("diff", "out of memory");
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	if (print_url) {
+		printf("%s%s\n", c.collector, (const char *)q.ptr);
+		goto out;
+	}
+	if ((rc = client_get(&c, (const char *)q.ptr, pprof ? PD_CLIENT_MAX_PPROF : PD_CLIENT_MAX_JSON, &r)))
+		goto out;
+	if (r.status != 200) {
+		rc = client_http_fail(&c, &r, "comparing the selections");
+		goto out;
+	}
+	if (pprof) {
+		if (pd_write_file(outf, r.body.ptr, r.body.len, &err)) {
+			cli_cmd_error("diff", "%s", err.msg);
+			rc = EXIT_INPUT;
+			goto out;
+		}
+		if (strcmp(outf, "-"))
+			fprintf(stderr, "%s diff: wrote %s (%zu bytes): go tool pprof -top %s\n", cli_prog, outf, r.body.len,
+				outf);
+		goto out;
+	}
+	if (pd_client_json_body(&r, &body, &err)) {
+		cli_cmd_error("diff", "the collector's answer: %s", err.msg);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	rc = print_table(&c, body, n);
+out:
+	json_decref(body);
+	pd_client_resp_free(&r);
+	pd_buf_free(&q);
+	client_free(&c);
+	return rc;
+}
