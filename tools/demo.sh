@@ -3,11 +3,12 @@
 #
 # Starts the collector (`profd serve`, embedded SQLite store, zero config)
 # and examples/goapp (a real Go service serving net/http/pprof) as three
-# services with different workloads; collects their profiles every few
-# seconds the way the scraper will, pushing each one to the collector over
-# profefe's API (POST /api/0/profiles); then asks the collector: services,
-# profile list, merged CPU profile per service and for the fleet, hottest
-# functions; and prints the URLs go tool pprof opens.
+# services with different workloads; scrapes them a few rounds with
+# `profd scrape --once` (which pushes each profile to the collector over
+# profefe's API, POST /api/0/profiles); then asks the collector with the
+# client commands: services, types, profiles, hottest functions per service
+# and for the fleet (profd get / top / merge); and prints the URLs go tool
+# pprof opens.
 #   DEMO_ROUNDS (default 3), DEMO_DIR (default build/demo), DEMO_KEEP=1
 #   leaves the collector running at the end.
 set -euo pipefail
@@ -17,7 +18,7 @@ PROFD=$PWD/$BUILD/profd
 OUT=${DEMO_DIR:-$PWD/$BUILD/demo}
 ROUNDS=${DEMO_ROUNDS:-3}
 rm -rf "$OUT"
-mkdir -p "$OUT/files"
+mkdir -p "$OUT"
 export HOME=${HOME:-/tmp} PPROF_TMPDIR=$OUT/pprof-tmp
 
 pids=()
@@ -58,58 +59,56 @@ for svc in auth search ingest; do
 	echo "demo: service $svc serving pprof on http://$a/debug/pprof/"
 done
 
-# push FILE SERVICE TYPE: POST a profile to the collector, as profefe's agent does
-push() {
-	local code
-	code=$(curl -sS -o "$OUT/last-post.json" -w '%{http_code}' --data-binary "@$1" \
-		"$API/api/0/profiles?service=$2&type=$3&labels=version=1.0,workload=$2")
-	[ "$code" = 200 ] || { echo "demo: POST $1 failed ($code): $(cat "$OUT/last-post.json")" >&2; exit 1; }
-}
-
-echo "demo: collecting $ROUNDS rounds of cpu (2 s), heap, allocs and goroutine profiles, pushing each to the collector..."
+# The scraper (profd scrape) pulls every target's /debug/pprof endpoints and
+# pushes each profile to the collector over profefe's API v0, exactly as it
+# would for pods it finds through the Kubernetes API. --state-dir keeps the
+# last allocs snapshot per target, so from the second round on, what is
+# stored is what was allocated between two scrapes (go tool pprof -base).
+targets=()
+for svc in auth search ingest; do
+	targets+=(--target "http://${addr[$svc]}/debug/pprof" --service "$svc" -L version=1.0 -L workload="$svc")
+done
+echo "demo: $ROUNDS scrape rounds (profd scrape --once): cpu (2 s), heap, allocs, goroutine of every service..."
 for r in $(seq "$ROUNDS"); do
-	cpus=()
-	for svc in auth search ingest; do
-		base="http://${addr[$svc]}/debug/pprof"
-		curl -sf -o "$OUT/files/$svc-cpu-$r.pb.gz" "$base/profile?seconds=2" &
-		cpus+=($!)
-		for t in heap allocs goroutine; do
-			curl -sf -o "$OUT/files/$svc-$t-$r.pb.gz" "$base/$t"
-			push "$OUT/files/$svc-$t-$r.pb.gz" "$svc" "$t"
-		done
-	done
-	for p in "${cpus[@]}"; do wait "$p"; done
-	for svc in auth search ingest; do push "$OUT/files/$svc-cpu-$r.pb.gz" "$svc" cpu; done
+	"$PROFD" scrape --once --collector "$API" --types cpu,heap,allocs,goroutine --cpu-duration 2s \
+		--state-dir "$OUT/scrape-state" "${targets[@]}" >"$OUT/scrape-$r.txt" 2>"$OUT/scrape-$r.log" || {
+		echo "demo: scrape round $r failed:" >&2
+		cat "$OUT/scrape-$r.txt" "$OUT/scrape-$r.log" >&2
+		exit 1
+	}
 	echo "demo:   round $r/$ROUNDS stored"
 done
+echo "== the last round's summary (profd scrape --once)"
+sed 's/^/  /' "$OUT/scrape-$ROUNDS.txt"
 
+export PROFD_COLLECTOR=$API
 echo
-echo "== GET /api/0/services"
-curl -sS "$API/api/0/services"
-echo "== GET /api/0/profiles?service=auth&type=cpu&from=now-1h&to=now (ids and times)"
-curl -sS "$API/api/0/profiles?service=auth&type=cpu&from=now-1h&to=now" |
-	grep -o '"id":"[^"]*"\|"created_at":"[^"]*"' | paste - - | sed 's/^/  /'
+echo "== profd get services"
+"$PROFD" get services
+echo
+echo "== profd get types   (per service: profiles stored in the last hour)"
+"$PROFD" get types
+echo
+echo "== profd get profiles --service auth --type cpu"
+"$PROFD" get profiles --service auth --type cpu
 
-# The collector merges on stored ids, never re-parsing pprof; the fleet view
-# merges the three services' merges locally.
-for svc in auth search ingest; do
-	curl -sSf -o "$OUT/$svc-cpu-merged.pb.gz" "$API/api/0/profiles/merge?service=$svc&type=cpu&from=now-1h&to=now"
-done
-"$PROFD" pprof merge -q -o "$OUT/fleet-cpu.pb.gz" "$OUT"/{auth,search,ingest}-cpu-merged.pb.gz
-
+# The collector merges on stored ids, never re-parsing pprof.
 echo
-echo "== service auth: hottest functions over the last hour (merged by the collector)"
-"$PROFD" pprof top -n 8 "$OUT/auth-cpu-merged.pb.gz"
+echo "== profd merge --service auth --type cpu -o $OUT/auth-cpu-merged.pb.gz"
+"$PROFD" merge --service auth --type cpu -o "$OUT/auth-cpu-merged.pb.gz"
 echo
-echo "== the fleet's 10 hottest functions (CPU, all services, all rounds)"
-"$PROFD" pprof top -n 10 "$OUT/fleet-cpu.pb.gz"
+echo "== service auth: hottest functions over the last hour (profd top --service auth)"
+"$PROFD" top --service auth -n 8
+echo
+echo "== the fleet's 10 hottest functions (profd top --all: CPU, every service, every round)"
+"$PROFD" top --all -n 10
 echo
 echo "== collector metrics (excerpt)"
 curl -sS "$API/metrics" | grep -E '^profd_(profiles_ingested_total\{type="cpu"\}|store_profiles|store_disk_bytes|ingest_received_bytes_total|merges_total) '
 
 echo
 echo "Open the merged profile with go tool pprof, straight from the collector:"
-echo "  go tool pprof -top '$API/api/0/profiles/merge?service=auth&type=cpu&from=now-1h&to=now'"
+echo "  go tool pprof -top '$("$PROFD" merge --service auth --type cpu --print-url)'"
 echo "  go tool pprof -http=127.0.0.1:8080 '$API/api/0/profiles/merge?service=search&type=cpu&from=now-1h&to=now'"
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
 	echo "The collector keeps running (pid $serve_pid); stop it with: kill $serve_pid"
