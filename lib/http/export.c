@@ -119,14 +119,10 @@ static int64_t now_ns(void)
 static void logf_(struct pd_exporter *e, const char *level, const char *fmt, ...) PD_PRINTF(3, 4);
 static void logf_(struct pd_exporter *e, const char *level, const char *fmt, ...)
 {
-	if (!e->c.log)
-		return;
-	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	pd_log_vf(e->c.log, false, level, "export", fmt, ap);
 	va_end(ap);
-	pd_log_line(e->c.log, level, "export", msg);
 }
 
 static size_t write_cb(char *p, size_t sz, size_t n, void *ctx)

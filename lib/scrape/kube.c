@@ -333,14 +333,10 @@ struct pd_scrape_kube {
 static void klog(struct pd_scrape_kube *d, const char *level, const char *fmt, ...) PD_PRINTF(3, 4);
 static void klog(struct pd_scrape_kube *d, const char *level, const char *fmt, ...)
 {
-	if (!d->o.log || (d->o.quiet && !strcmp(level, "info")))
-		return;
-	char msg[1200];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	pd_log_vf(d->o.log, d->o.quiet, level, "kube", fmt, ap);
 	va_end(ap);
-	pd_log_line(d->o.log, level, "kube", msg);
 }
 
 static void kpod_free(struct kpod *k)

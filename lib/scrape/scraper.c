@@ -197,14 +197,10 @@ static void sfmt(char *buf, size_t n, const char *fmt, ...)
 static void slog(struct pd_scraper *s, const char *level, const char *fmt, ...) PD_PRINTF(3, 4);
 static void slog(struct pd_scraper *s, const char *level, const char *fmt, ...)
 {
-	if (!s->c.log || (s->c.quiet && !strcmp(level, "info")))
-		return;
-	char msg[1200];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	pd_log_vf(s->c.log, s->c.quiet, level, "scrape", fmt, ap);
 	va_end(ap);
-	pd_log_line(s->c.log, level, "scrape", msg);
 }
 
 /* A printable excerpt of a body: its first bytes in quotes, or "binary data". */

@@ -465,6 +465,15 @@ double pd_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void pd_log_vf(FILE *f, bool quiet, const char *level, const char *component, const char *fmt, va_list ap)
+{
+	if (!f || (quiet && !strcmp(level, "info")))
+		return;
+	char msg[1200];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	pd_log_line(f, level, component, msg);
+}
+
 void pd_log_line(FILE *f, const char *level, const char *component, const char *msg)
 {
 	struct timespec ts;

@@ -16,6 +16,7 @@
 #define PD_UTIL_H
 
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -147,6 +148,10 @@ const char *pd_fmt_bytes(char *buf, size_t n, double v);
  * ts=<RFC3339 UTC, ms> level=<level> component=<component> msg="<msg>"
  * with quotes and backslashes escaped and control bytes as \xNN. */
 void pd_log_line(FILE *f, const char *level, const char *component, const char *msg);
+/* The same with a printf format (message cut at 1200 bytes); nothing when f
+ * is NULL, or when quiet and level is "info". For components' log wrappers. */
+void pd_log_vf(FILE *f, bool quiet, const char *level, const char *component, const char *fmt, va_list ap)
+	PD_PRINTF(5, 0);
 /* Monotonic time in seconds. */
 double pd_now(void);
 
