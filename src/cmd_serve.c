@@ -68,6 +68,13 @@ static const char usage_text[] =
 	"      --max-body SIZE           largest upload, as sent (default 32MiB); over it = 413\n"
 	"      --max-decompressed SIZE   largest profile after gunzip (default 256MiB)\n"
 	"      --max-samples N           most samples in one profile (default 16777216)\n"
+	"      --max-upload-memory SIZE  most memory decoding and storing one upload may take,\n"
+	"                                estimated before it is spent (default 64MiB); over it\n"
+	"                                = 413: a small gzip of millions of tiny samples is\n"
+	"                                refused at once instead of costing a GiB\n"
+	"      --max-ingest-memory SIZE  most memory all uploads (bodies, decodes) and pprof\n"
+	"                                answers being sent may hold at once (default 1GiB);\n"
+	"                                over it = 503 with Retry-After\n"
 	"      --max-merge-profiles N    most profiles in one merge or API v1 query (default\n"
 	"                                10000); over it = 413 naming the limit, never a\n"
 	"                                silent truncation\n"
@@ -78,7 +85,7 @@ static const char usage_text[] =
 	"      --gzip-level N            compression of served profiles, 1-12 (default 1)\n"
 	"      --shutdown-timeout DUR    on SIGTERM/SIGINT, wait this long for requests in\n"
 	"                                flight (default " DEFAULT_SHUTDOWN_TIMEOUT ")\n"
-	"  -q, --quiet                   no request log\n"
+	"  -q, --quiet                   no request log (errors are still logged)\n"
 	"  -h, --help                    this help\n"
 	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
 	"                                store directly: everything after --scrape is\n"
@@ -237,6 +244,7 @@ int cmd_serve(int argc, char **argv)
 	cfg.commit = PD_COMMIT;
 	cfg.build_time = PD_BUILD_TIME;
 	cfg.log = stderr;
+	cfg.errlog = stderr;
 	const char *dir = DEFAULT_DATA_DIR;
 	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0;
 	parse_dur("retention", DEFAULT_RETENTION, &retention);
@@ -247,12 +255,13 @@ int cmd_serve(int argc, char **argv)
 	struct pd_pprof_limits lim = {0};
 	pd_pprof_limits_default(&lim);
 	lim.max_compressed = cfg.max_body;
+	lim.max_memory = PD_SERVE_MAX_UPLOAD_MEMORY;
 	struct pd_export_config ex;
 	pd_export_config_default(&ex);
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -262,6 +271,8 @@ int cmd_serve(int argc, char **argv)
 		{"max-body", required_argument, 0, O_BODY},
 		{"max-decompressed", required_argument, 0, O_DEC},
 		{"max-samples", required_argument, 0, O_SAMP},
+		{"max-upload-memory", required_argument, 0, O_UPMEM},
+		{"max-ingest-memory", required_argument, 0, O_INMEM},
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
@@ -325,6 +336,16 @@ int cmd_serve(int argc, char **argv)
 			if ((v = cli_parse_count(optarg)) <= 0)
 				return cli_usage_error("serve", "--max-samples: want a positive integer, got '%s'", optarg);
 			lim.max_samples = (size_t)v;
+			break;
+		case O_UPMEM:
+			if (cli_parse_size(optarg, &lim.max_memory) || lim.max_memory < (1u << 20))
+				return cli_usage_error("serve", "--max-upload-memory: bad size '%s' (at least 1MiB, e.g. 64MiB)",
+						       optarg);
+			break;
+		case O_INMEM:
+			if (cli_parse_size(optarg, &cfg.max_ingest_memory) || cfg.max_ingest_memory < (1u << 20))
+				return cli_usage_error("serve", "--max-ingest-memory: bad size '%s' (at least 1MiB, e.g. 1GiB)",
+						       optarg);
 			break;
 		case O_MERGE:
 			if ((v = cli_parse_count(optarg)) <= 0)
@@ -423,6 +444,11 @@ int cmd_serve(int argc, char **argv)
 	if (pd_server_check_addr(cfg.addr, &err)) {
 		scrape_cmd_free(sc);
 		return cli_usage_error("serve", "--addr: %s", err.msg);
+	}
+	if (lim.max_memory > cfg.max_ingest_memory) {
+		scrape_cmd_free(sc);
+		return cli_usage_error("serve", "--max-upload-memory (%zu MiB) is over --max-ingest-memory (%zu MiB)",
+				       lim.max_memory >> 20, cfg.max_ingest_memory >> 20);
 	}
 	struct pd_store *st;
 	if (pd_store_open_sqlite(dir, &lim, &st, &err)) {

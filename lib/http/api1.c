@@ -152,9 +152,9 @@ static int parse_common(struct pd_api1_req *q, int flags, struct pd_err *err)
 	q->from_ns = q->now_ns - PD_API1_DEFAULT_WINDOW_NS;
 	q->to_ns = q->now_ns;
 	int rc;
-	if (f && (rc = pd_api_parse_time("from", f, q->now_ns, &q->from_ns, err)))
+	if (f && (rc = pd_api_parse_stored_time("from", f, q->now_ns, &q->from_ns, err)))
 		return rc;
-	if (t && (rc = pd_api_parse_time("to", t, q->now_ns, &q->to_ns, err)))
+	if (t && (rc = pd_api_parse_stored_time("to", t, q->now_ns, &q->to_ns, err)))
 		return rc;
 	char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
 	if (q->from_ns > q->to_ns)

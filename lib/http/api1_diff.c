@@ -29,9 +29,9 @@ static int base_range(const struct pd_api1_req *q, int64_t *from, int64_t *to, s
 	*from = q->from_ns;
 	*to = q->to_ns;
 	int rc;
-	if (f && (rc = pd_api_parse_time("base_from", f, q->now_ns, from, err)))
+	if (f && (rc = pd_api_parse_stored_time("base_from", f, q->now_ns, from, err)))
 		return rc;
-	if (t && (rc = pd_api_parse_time("base_to", t, q->now_ns, to, err)))
+	if (t && (rc = pd_api_parse_stored_time("base_to", t, q->now_ns, to, err)))
 		return rc;
 	char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
 	if (*from > *to)

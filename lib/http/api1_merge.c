@@ -16,6 +16,10 @@
 #define MERGE_TOP_DEFAULT_N 100
 #define MERGE_TOP_MAX_N     100000
 
+/* One depth rule: every flame graph the API builds (2 JSON levels per frame
+ * below the envelope) can be encoded. */
+_Static_assert(2 * (PD_FLAME_MAX_DEPTH + 2) + 8 <= PD_JSON_MAX_DEPTH, "a flame graph nests deeper than JSON may");
+
 static json_t *str_json(struct pd_str s) { return json_stringn_nocheck(s.ptr, s.len); }
 
 static double pct(int64_t v, int64_t total) { return total ? (double)v * 100.0 / (double)total : 0; }

@@ -11,7 +11,7 @@
 static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      "allocs",       "block",
 							  "mutex", "goroutine", "threadcreate", "other"};
 static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty",
-						   "too_large",   "too_old",   "internal"};
+						   "too_large",   "too_old",   "internal", "busy"};
 static const char *const route_names[PD_RT_N] = {"post_profile", "list",    "get",    "merge",   "delete",
 						 "services",     "version", "health", "metrics", "api1",
 						 "other"};

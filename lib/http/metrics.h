@@ -22,6 +22,7 @@ enum pd_reject {
 	PD_REJ_TOO_LARGE,   /* body, decompressed size or a decoder cap */
 	PD_REJ_TOO_OLD,     /* older than the retention window */
 	PD_REJ_INTERNAL,    /* store error */
+	PD_REJ_BUSY,        /* the memory budget was exhausted (503) */
 	PD_REJ_N
 };
 

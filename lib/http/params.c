@@ -28,7 +28,6 @@
 #define QUOTE_MAX 64
 /* Cap of an encoded JSON document. */
 #define JSON_MAX ((size_t)256 << 20)
-#define JSON_MAX_DEPTH 64
 
 /* ---- UTF-8 and Go's strings.TrimSpace -------------------------------------- */
 
@@ -715,6 +714,19 @@ unsupported:
 		       "RFC3339, unix seconds or now-1h)", name, q, q);
 }
 
+int pd_api_parse_stored_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, struct pd_err *err)
+{
+	int rc = pd_api_parse_time(name, v, now_ns, out_ns, err);
+	if (rc || (*out_ns >= PD_TIME_MIN_NS && *out_ns <= PD_TIME_MAX_NS))
+		return rc;
+	char q[QBUF];
+	quote(v, strlen(v), q, sizeof q);
+	return pd_errf(err, PD_EINVAL,
+		       "bad \"%s\" timestamp %s: %s: profd stores times from 1970-01-01T00:00:00Z to "
+		       "2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)",
+		       name, q, *out_ns < PD_TIME_MIN_NS ? "before 1970-01-01T00:00:00Z" : "after 2106-02-07T06:28:15Z");
+}
+
 /* ---- strconv.Atoi ------------------------------------------------------------- */
 
 /* Go's strconv.Atoi on a 64-bit int = ParseInt(s, 10, 0): optional sign,
@@ -845,7 +857,7 @@ static int req_time(pd_api_get_fn get, void *ctx, const char *key, int64_t now_n
 		return rc;
 	if (!v)
 		return 0;
-	if ((rc = pd_api_parse_time(key, v, now_ns, out, err))) {
+	if ((rc = pd_api_parse_stored_time(key, v, now_ns, out, err))) {
 		pd_err_prefix(err, "bad request");
 		return rc;
 	}
@@ -912,7 +924,8 @@ int pd_api_parse_post(pd_api_get_fn get, void *ctx, int64_t now_ns, struct pd_ap
 {
 	int rc;
 	memset(p, 0, sizeof *p);
-	if ((rc = parse_common(get, ctx, true, &p->service, &p->type, &p->labels, &p->nlabels, err)))
+	/* no type: the store infers it from the profile */
+	if ((rc = parse_common(get, ctx, false, &p->service, &p->type, &p->labels, &p->nlabels, err)))
 		goto fail;
 	if ((rc = req_time(get, ctx, "created_at", now_ns, &p->has_created_at, &p->created_at_ns, err)))
 		goto fail;
@@ -932,6 +945,8 @@ int pd_api_http_status(int rc)
 	case PD_EINCOMPAT: return 400;
 	case PD_ELIMIT: return 413;
 	case PD_ENOTFOUND: return 404;
+	case PD_EBUSY: return 503;
+	case PD_ENOSPC: return 507;
 	default: return 500;
 	}
 }
@@ -1073,7 +1088,7 @@ static int enc_real(struct enc *e, double f)
 static int enc_value(struct enc *e, json_t *v, int depth)
 {
 	char num[32];
-	if (!v || depth > JSON_MAX_DEPTH)
+	if (!v || depth > PD_JSON_MAX_DEPTH)
 		return -1;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: {

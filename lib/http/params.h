@@ -27,6 +27,9 @@
 /* Caps (over cap = PD_ELIMIT, HTTP 413 like every cap). */
 #define PD_API_MAX_LABELS    64   /* labels in one "labels" parameter */
 #define PD_API_MAX_PARAM_LEN 8192 /* bytes in any one parameter value we read */
+/* How deep a JSON answer may nest: a flame graph of PD_FLAME_MAX_DEPTH
+ * frames takes two levels per frame (api1_merge.c checks the rule). */
+#define PD_JSON_MAX_DEPTH 4096
 
 /* ---- profile types ----------------------------------------------------- */
 
@@ -92,6 +95,14 @@ int pd_api_query_unescape(const char *src, size_t n, char *dst, size_t *dlen, st
  * 'time in unsupported format "<v>"' for unrecognised text.
  */
 int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, struct pd_err *err) PD_WUR;
+/* The times a stored profile can have: a profile id holds 32 bits of unix
+ * seconds (github.com/rs/xid), 1970-01-01T00:00:00Z .. 2106-02-07T06:28:15Z. */
+#define PD_TIME_MIN_NS INT64_C(0)
+#define PD_TIME_MAX_NS (INT64_C(4294967295) * 1000000000 + 999999999)
+/* pd_api_parse_time for a time that selects or stamps stored profiles (every
+ * API parameter): PD_EINVAL outside [PD_TIME_MIN_NS, PD_TIME_MAX_NS]. */
+int pd_api_parse_stored_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns,
+			     struct pd_err *err) PD_WUR;
 
 /*
  * Go's time.ParseDuration on s (optional sign included), in ns, with Go's

@@ -25,11 +25,13 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -43,6 +45,7 @@ struct pd_server {
 	atomic_bool ready;
 	struct pd_metrics m;
 	pthread_mutex_t log_mu;
+	_Atomic size_t mem; /* bytes reserved by requests (struct req.reserved, gzstream.reserved) */
 };
 
 #define DISCARD_MAX (1ULL << 30)
@@ -57,10 +60,46 @@ struct req {
 	uint64_t discarded; /* body bytes dropped after the cap */
 	char method[16];
 	char rid[40];
-	char *uri; /* path?query as received, for the log */
+	char *uri; /* path?query as received (the first 2 KiB), for the log */
+	size_t uri_len;
 	char err_detail[600]; /* logged for 5xx */
+	size_t reserved;      /* bytes of s->mem this request holds (body, decode) */
+	size_t peak;          /* most it held: a big one gives memory back to the system */
+	bool busy;            /* the body did not fit in the memory budget: 503 */
+	bool bad_framing;     /* duplicate or conflicting length headers: 400 */
 	struct pd_server *s;
 };
+
+/* Take n bytes of the server's memory budget for r; false (nothing taken)
+ * if that would pass --max-ingest-memory. */
+static bool mem_take(struct pd_server *s, size_t *held, size_t n)
+{
+	size_t cap = s->cfg.max_ingest_memory;
+	size_t prev = atomic_fetch_add(&s->mem, n);
+	if (cap && prev + n > cap) {
+		atomic_fetch_sub(&s->mem, n);
+		return false;
+	}
+	*held += n;
+	return true;
+}
+
+static void mem_give(struct pd_server *s, size_t *held)
+{
+	atomic_fetch_sub(&s->mem, *held);
+	*held = 0;
+}
+
+/* struct pd_ingest.reserve: the decode's bytes, for the request. */
+static int req_reserve(void *ctx, size_t n)
+{
+	struct req *r = ctx;
+	if (!mem_take(r->s, &r->reserved, n))
+		return PD_EBUSY;
+	if (r->reserved > r->peak)
+		r->peak = r->reserved;
+	return 0;
+}
 
 static int64_t now_ns(void)
 {
@@ -78,6 +117,7 @@ void pd_server_config_default(struct pd_server_config *c)
 	c->timeout_s = PD_SERVE_TIMEOUT_S;
 	c->max_connections = PD_SERVE_MAX_CONNECTIONS;
 	c->gzip_level = PD_SERVE_GZIP_LEVEL;
+	c->max_ingest_memory = PD_SERVE_MAX_INGEST_MEMORY;
 	c->version = "dev";
 	c->commit = "";
 	c->build_time = "";
@@ -120,11 +160,25 @@ static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int 
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *msg)
 {
-	if (status >= 500) {
+	if (status >= 500) /* always logged, with -q too */
 		snprintf(r->err_detail, sizeof r->err_detail, "%s", msg);
+	if (status == 500) /* an internal error's detail is for the log, not the client */
 		msg = "internal server error";
+	if (status != 503)
+		return reply_owned(c, r, status, pd_api_error_json(status, msg), "application/json");
+	char *t = pd_api_error_json(status, msg);
+	if (!t)
+		return MHD_NO;
+	size_t n = strlen(t);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(t);
+		return MHD_NO;
 	}
-	return reply_owned(c, r, status, pd_api_error_json(status, msg), "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	set_status(r, status, n);
+	return queue(c, r, status, resp);
 }
 
 static enum MHD_Result reply_err(struct MHD_Connection *c, struct req *r, int rc, const struct pd_err *err)
@@ -176,6 +230,8 @@ struct gzstream {
 	size_t poff;
 	int level;
 	struct req *r;
+	struct pd_server *s;
+	size_t reserved; /* of s->mem: the encoded profile, until the answer is sent */
 };
 
 static ssize_t gz_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -203,6 +259,8 @@ static ssize_t gz_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void gz_free(void *cls)
 {
 	struct gzstream *g = cls;
+	if (g->s)
+		mem_give(g->s, &g->reserved);
 	pd_buf_free(&g->raw);
 	pd_buf_free(&g->part);
 	free(g);
@@ -221,6 +279,12 @@ static enum MHD_Result reply_pprof(struct MHD_Connection *c, struct req *r, cons
 	}
 	g->level = r->s->cfg.gzip_level;
 	g->r = r;
+	g->s = r->s;
+	/* a slow reader holds the encoded answer: it counts in the budget */
+	if (!mem_take(r->s, &g->reserved, g->raw.cap)) {
+		gz_free(g);
+		return reply_error(c, r, 503, "too many large answers being sent at once (--max-ingest-memory): try again");
+	}
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 << 10, gz_read, g, gz_free);
 	if (!resp) {
 		gz_free(g);
@@ -261,6 +325,11 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 	struct pd_server *s = r->s;
 	struct pd_metrics *m = &s->m;
 	atomic_fetch_add(&m->bytes_in, r->body.len + r->discarded);
+	if (r->busy) {
+		atomic_fetch_add(&m->rejected[PD_REJ_BUSY], 1);
+		return reply_error(c, r, 503,
+				   "too much profile data being received at once (--max-ingest-memory): try again");
+	}
 	if (r->too_large) {
 		atomic_fetch_add(&m->rejected[PD_REJ_TOO_LARGE], 1);
 		char msg[160];
@@ -282,8 +351,14 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 	}
 	struct pd_kv *kv = to_kv(p.labels, p.nlabels);
 	int64_t cut = cutoff_ns(s, now);
-	struct pd_ingest in = {p.service, pd_api_type_name(p.type), kv, p.nlabels,
-			       p.has_created_at ? p.created_at_ns : 0, cut == INT64_MIN ? 0 : cut};
+	struct pd_ingest in = {.service = p.service,
+			       .type = p.type == PD_API_TYPE_ANY ? NULL : pd_api_type_name(p.type),
+			       .labels = kv,
+			       .nlabels = p.nlabels,
+			       .created_ns = p.has_created_at ? p.created_at_ns : 0,
+			       .min_created_ns = cut == INT64_MIN ? 0 : cut,
+			       .reserve = req_reserve,
+			       .reserve_ctx = r};
 	struct pd_profile_meta meta;
 	rc = kv ? pd_store_ingest(s->st, &in, r->body.ptr, r->body.len, &meta, &err)
 		: pd_errf(&err, PD_ENOMEM, "out of memory");
@@ -293,8 +368,10 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 	if (rc) {
 		int reason = rc == PD_ELIMIT			  ? PD_REJ_TOO_LARGE
 			     : rc == PD_EEXPIRED		  ? PD_REJ_TOO_OLD
+			     : rc == PD_EBUSY			  ? PD_REJ_BUSY
 			     : rc != PD_EINVAL			  ? PD_REJ_INTERNAL
 			     : strstr(err.msg, "profile is empty") ? PD_REJ_EMPTY
+			     : strstr(err.msg, "declared type")	  ? PD_REJ_BAD_REQUEST
 								  : PD_REJ_MALFORMED;
 		atomic_fetch_add(&m->rejected[reason], 1);
 		if (rc == PD_EEXPIRED) {
@@ -640,6 +717,68 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+/* Request checks before any route: the parameters (NUL bytes, UTF-8) and
+ * the framing (one Content-Length, not with chunking; sizes). */
+struct argcheck {
+	char msg[200];
+};
+
+static void quote_key(const char *key, char *out, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; key[i] && o + 5 < n && i < 48; i++) {
+		unsigned char ch = (unsigned char)key[i];
+		o += (size_t)snprintf(out + o, n - o, ch < 0x20 || ch >= 0x7f || ch == '"' ? "\\x%02x" : "%c", ch);
+	}
+	out[o] = 0;
+}
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	(void)kind;
+	struct argcheck *a = cls;
+	char k[200];
+	size_t bad;
+	quote_key(key ? key : "", k, sizeof k);
+	if (key && strlen(key) != key_size)
+		snprintf(a->msg, sizeof a->msg, "bad request: a parameter name contains a NUL byte (%%00)");
+	else if (value && strlen(value) != value_size)
+		snprintf(a->msg, sizeof a->msg, "bad request: parameter \"%s\" contains a NUL byte (%%00)", k);
+	else if (key && !pd_utf8_valid(key, key_size, &bad))
+		snprintf(a->msg, sizeof a->msg, "bad request: a parameter name is not valid UTF-8 (byte %zu)", bad);
+	else if (value && !pd_utf8_valid(value, value_size, &bad))
+		snprintf(a->msg, sizeof a->msg, "bad request: parameter \"%s\" is not valid UTF-8 (byte %zu of its value)", k,
+			 bad);
+	else
+		return MHD_YES;
+	return MHD_NO;
+}
+
+struct hdrcheck {
+	unsigned nlen;         /* Content-Length headers */
+	const char *len;       /* the first one's value */
+	bool differ, chunked;
+	size_t bytes;
+};
+
+static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	(void)kind;
+	struct hdrcheck *h = cls;
+	h->bytes += key_size + value_size + 4;
+	if (key && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		if (h->nlen++ && (!h->len || !value || strcmp(h->len, value)))
+			h->differ = true;
+		else if (!h->len)
+			h->len = value;
+	} else if (key && !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		h->chunked = true;
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
 {
 	char path[2048];
@@ -651,6 +790,14 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 		path[--n] = 0;
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	bool post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
+
+	struct argcheck ac = {""};
+	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
+	if (ac.msg[0]) {
+		if (post)
+			atomic_fetch_add(&r->s->m.rejected[PD_REJ_BAD_REQUEST], 1);
+		return reply_error(c, r, 400, ac.msg);
+	}
 
 	if (!strcmp(path, "/api/0/profiles")) {
 		r->route = post ? PD_RT_POST_PROFILE : PD_RT_LIST;
@@ -735,6 +882,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->started = true;
 		snprintf(r->method, sizeof r->method, "%s", method);
 		make_rid(c, r);
+		/* framing a proxy in front could read differently (request smuggling),
+		 * and sizes answered as JSON rather than by the library */
+		struct hdrcheck hc = {0};
+		MHD_get_connection_values_n(c, MHD_HEADER_KIND, count_hdr, &hc);
+		const char *why = hc.differ	       ? "bad request: conflicting Content-Length headers"
+				  : hc.nlen > 1	       ? "bad request: more than one Content-Length header"
+				  : hc.nlen && hc.chunked ? "bad request: both Content-Length and Transfer-Encoding"
+							  : NULL;
+		if (why) {
+			r->bad_framing = true;
+			r->route = PD_RT_OTHER;
+			return reply_error(c, r, 400, why);
+		}
+		if (r->uri_len > PD_SERVE_MAX_URI) {
+			char msg[120];
+			snprintf(msg, sizeof msg, "request URI is over the limit of %u bytes", PD_SERVE_MAX_URI);
+			r->bad_framing = true;
+			return reply_error(c, r, 414, msg);
+		}
+		if (hc.bytes > PD_SERVE_MAX_HEADERS) {
+			char msg[120];
+			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
+			r->bad_framing = true;
+			return reply_error(c, r, 431, msg);
+		}
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && !strcmp(method, "POST")) {
 			char *end;
@@ -751,21 +923,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (r->too_large) {
+		if (r->too_large || r->bad_framing) {
 			/* a chunked body over the cap: read and drop the rest so the
 			 * client gets its 413 (MHD cannot answer mid-upload), but not
 			 * forever */
 			r->discarded += n;
 			return r->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
 		}
+		if (r->busy) {
+			r->discarded += n;
+			return r->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+		}
+		size_t cap0 = r->body.cap;
 		if (pd_buf_append(&r->body, upload, n)) {
 			r->too_large = true;
 			r->discarded = r->body.len + n;
 			pd_buf_free(&r->body);
+		} else if (r->body.cap > cap0 && req_reserve(r, r->body.cap - cap0)) {
+			/* over the memory budget: drop the body, answer 503 */
+			r->busy = true;
+			r->discarded = r->body.len;
+			pd_buf_free(&r->body);
 		}
 		return MHD_YES;
 	}
-	if (r->status) /* already answered (early 413) */
+	if (r->status) /* already answered (early 413, framing) */
 		return MHD_YES;
 	return dispatch(c, r, url, method);
 }
@@ -784,6 +966,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	r->route = PD_RT_OTHER;
 	r->body.max = s->cfg.max_body;
 	r->uri = strndup(uri ? uri : "", 2048);
+	r->uri_len = uri ? strlen(uri) : 0;
 	atomic_fetch_add(&s->m.in_flight, 1);
 	return r;
 }
@@ -822,20 +1005,23 @@ static void log_request(struct pd_server *s, struct MHD_Connection *c, struct re
 	char ts[40];
 	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
 	int ms = (int)(r->t0_ns / 1000000 % 1000);
-	FILE *f = s->cfg.log;
+	FILE *f = s->cfg.log, *ef = s->cfg.errlog ? s->cfg.errlog : f;
 	pthread_mutex_lock(&s->log_mu);
-	fprintf(f, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
-		r->method[0] ? r->method : "-");
-	put_quoted(f, r->uri);
-	fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s%s\n", r->status, (unsigned long long)r->bytes_out,
-		(double)(now_ns() - r->t0_ns) / 1e6, ip,
-		toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
-	if (r->err_detail[0]) {
-		fprintf(f, "ts=%s.%03dZ rid=%s level=error msg=", ts, ms, r->rid);
-		put_quoted(f, r->err_detail);
-		fputc('\n', f);
+	if (f) {
+		fprintf(f, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
+			r->method[0] ? r->method : "-");
+		put_quoted(f, r->uri);
+		fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s%s\n", r->status, (unsigned long long)r->bytes_out,
+			(double)(now_ns() - r->t0_ns) / 1e6, ip,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+		fflush(f);
 	}
-	fflush(f);
+	if (r->err_detail[0] && ef) { /* errors are logged with -q too */
+		fprintf(ef, "ts=%s.%03dZ rid=%s level=error code=%d msg=", ts, ms, r->rid, r->status);
+		put_quoted(ef, r->err_detail);
+		fputc('\n', ef);
+		fflush(ef);
+	}
 	pthread_mutex_unlock(&s->log_mu);
 }
 
@@ -846,11 +1032,16 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 	if (!r)
 		return;
 	*con_cls = NULL;
-	if (s->cfg.log)
+	if (s->cfg.log || (r->err_detail[0] && s->cfg.errlog))
 		log_request(s, c, r, toe);
 	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500);
 	atomic_fetch_sub(&s->m.in_flight, 1);
 	pd_buf_free(&r->body);
+	mem_give(s, &r->reserved);
+	/* glibc keeps freed memory in its arenas: after a big request, give it
+	 * back so one spike does not stay in the RSS */
+	if (r->peak >= (16u << 20))
+		malloc_trim(0);
 	free(r->uri);
 	free(r);
 }
@@ -858,7 +1049,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct pd_server *s = cls;
-	if (!s->cfg.log)
+	FILE *f = s->cfg.errlog ? s->cfg.errlog : s->cfg.log;
+	if (!f)
 		return;
 	char msg[512];
 	vsnprintf(msg, sizeof msg, fmt, ap);
@@ -866,10 +1058,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = 0;
 	pthread_mutex_lock(&s->log_mu);
-	fprintf(s->cfg.log, "level=warn component=http msg=");
-	put_quoted(s->cfg.log, msg);
-	fputc('\n', s->cfg.log);
-	fflush(s->cfg.log);
+	fprintf(f, "level=warn component=http msg=");
+	put_quoted(f, msg);
+	fputc('\n', f);
+	fflush(f);
 	pthread_mutex_unlock(&s->log_mu);
 }
 

@@ -24,6 +24,10 @@
 #define PD_SERVE_TIMEOUT_S       60          /* idle seconds before a connection is dropped */
 #define PD_SERVE_MAX_CONNECTIONS 256
 #define PD_SERVE_GZIP_LEVEL      1           /* libdeflate level of pprof responses */
+#define PD_SERVE_MAX_UPLOAD_MEMORY ((size_t)64 << 20)  /* what decoding + storing one upload may take */
+#define PD_SERVE_MAX_INGEST_MEMORY ((size_t)1 << 30)   /* uploads' bodies + decodes + pprof answers in flight */
+#define PD_SERVE_MAX_URI           (16u << 10)         /* bytes of path + query; over it = 414 */
+#define PD_SERVE_MAX_HEADERS       (32u << 10)         /* bytes of all request headers; over it = 431 */
 
 struct pd_server_config {
 	const char *addr;         /* "host:port", ":port", "[v6]:port"; port 0 = any free port */
@@ -35,6 +39,8 @@ struct pd_server_config {
 	int gzip_level;           /* 1..12 */
 	int64_t max_query_range_ns; /* API v1: most to - from; 0 = PD_API1_MAX_RANGE_NS (31 days) */
 	FILE *log;                /* request log (one line per request); NULL = none */
+	FILE *errlog;             /* errors and warnings, also with log = NULL (-q); NULL = none */
+	size_t max_ingest_memory; /* bytes held by uploads and pprof answers at once; over it = 503 */
 	const char *version, *commit, *build_time;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */

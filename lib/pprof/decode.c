@@ -31,6 +31,7 @@ struct dec {
 	struct pd_pprof_limits lim;
 	struct pd_err *err;
 	size_t nstrings; /* from pass 1 */
+	size_t rawlen;   /* bytes of raw protobuf (held by the profile) */
 	/* scratch for one sample, reused */
 	uint32_t *sc_locs;
 	struct pd_label *sc_labels;
@@ -538,10 +539,34 @@ struct topf {
 	uint64_t v;
 };
 
+static int over_memory(struct dec *d, size_t need, size_t fields)
+{
+	return pd_errf(d->err, PD_ELIMIT,
+		       "profile needs more than %zu MiB of memory to decode (%zu bytes of protobuf, %zu fields seen): "
+		       "over the limit of %zu MiB per profile",
+		       need >> 20, d->rawlen, fields, d->lim.max_memory >> 20);
+}
+
+/* What the decoded model (and the caller's per-sample and per-symbol
+ * state) will take, from pass 1's counts. Per-sample arrays (location
+ * ids, values, labels) are bounded by the samples' encoded bytes: a
+ * location id or value takes >= 1 byte on the wire and 4 or 8 in memory;
+ * 3 bytes per wire byte is what Go's profiles take (measured on every Go
+ * profile type), the caps above bound the worst case. */
+static size_t mem_estimate(const struct dec *d, const size_t cnt[16], size_t sample_bytes)
+{
+	const struct pd_pprof_limits *l = &d->lim;
+	size_t nsym = cnt[3] + cnt[4] + cnt[5] + cnt[6];
+	return d->rawlen + d->tops_cap * sizeof *d->tops + cnt[2] * (sizeof(struct pd_sample) + l->extra_per_sample) +
+	       3 * sample_bytes + cnt[3] * sizeof(struct pd_mapping) + cnt[4] * (sizeof(struct pd_location) + 2 * sizeof(struct pd_line)) +
+	       cnt[5] * sizeof(struct pd_function) + cnt[6] * sizeof(struct pd_str) + nsym * l->extra_per_symbol;
+}
+
 /* Pass 1: one scan of the top level. Validates framing and wire types,
  * counts repeated fields, detects concatenated profiles, and records every
  * known field so the later passes never re-parse the top level. */
-static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t cnt[16], size_t *string_bytes)
+static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t cnt[16], size_t *string_bytes,
+		    size_t *sample_bytes)
 {
 	struct field f;
 	int rc;
@@ -562,6 +587,8 @@ static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 			cnt[f.num]++;
 		if (f.num == 6)
 			*string_bytes += f.len;
+		else if (f.num == 2)
+			*sample_bytes += f.len;
 		if (f.num == 9) {
 			/* As upstream: time_nanos again once set = two profiles glued together. */
 			if (have_time)
@@ -571,9 +598,14 @@ static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 			if (f.v != 0)
 				have_time = true;
 		}
-		if (d->ntops == d->tops_cap &&
-		    pd_grow((void **)&d->tops, &d->tops_cap, d->ntops + 1, sizeof *d->tops))
-			return pd_errf(d->err, PD_ENOMEM, "out of memory");
+		if (d->ntops == d->tops_cap) {
+			/* the field list grows by doubling: refuse before it outgrows the budget */
+			size_t want = (d->tops_cap ? d->tops_cap * 2 : 16) * sizeof *d->tops;
+			if (d->rawlen + want > d->lim.max_memory)
+				return over_memory(d, d->rawlen + want, d->ntops);
+			if (pd_grow((void **)&d->tops, &d->tops_cap, d->ntops + 1, sizeof *d->tops))
+				return pd_errf(d->err, PD_ENOMEM, "out of memory");
+		}
 		struct topf *t = &d->tops[d->ntops++];
 		t->num = f.num;
 		t->v = f.v;
@@ -602,15 +634,16 @@ static int top_str(struct dec *d, const struct topf *t, const char *name, uint32
 static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 {
 	struct pd_profile *p = d->p;
-	size_t cnt[16] = {0}, sbytes = 0;
+	size_t cnt[16] = {0}, sbytes = 0, smbytes = 0;
 	int rc = 0;
 
 	d->base = buf;
+	d->rawlen = len;
 	if (len == 0)
 		return pd_errf(d->err, PD_EINVAL, "empty input file");
 	if (len > UINT32_MAX - 1)
 		return pd_errf(d->err, PD_ELIMIT, "raw profile of %zu bytes is over 4 GiB", len);
-	if ((rc = scan_top(d, buf, buf + len, cnt, &sbytes)))
+	if ((rc = scan_top(d, buf, buf + len, cnt, &sbytes, &smbytes)))
 		return rc;
 	if ((rc = check_cap(d, cnt[1], d->lim.max_sample_types, "sample types")) ||
 	    (rc = check_cap(d, cnt[2], d->lim.max_samples, "samples")) ||
@@ -621,6 +654,15 @@ static int decode_raw(struct dec *d, const uint8_t *buf, size_t len)
 	    (rc = check_cap(d, sbytes, d->lim.max_string_bytes, "bytes of strings")) ||
 	    (rc = check_cap(d, cnt[13], d->lim.max_strings, "comments")))
 		return rc;
+	size_t need = mem_estimate(d, cnt, smbytes);
+	if (need > d->lim.max_memory)
+		return pd_errf(d->err, PD_ELIMIT,
+			       "profile needs about %zu MiB of memory (%zu samples, %zu locations, %zu strings): over the "
+			       "limit of %zu MiB per profile",
+			       (need + (1u << 20) - 1) >> 20, cnt[2], cnt[4], cnt[6], d->lim.max_memory >> 20);
+	if (d->lim.reserve && d->lim.reserve(d->lim.reserve_ctx, need - d->rawlen))
+		return pd_errf(d->err, PD_EBUSY, "too much profile data being ingested at once (%zu MiB more needed)",
+			       (need - d->rawlen + (1u << 20) - 1) >> 20);
 	if (cnt[6] == 0)
 		return pd_errf(d->err, PD_EINVAL, "malformed profile: no string_table (string_table[0] must be \"\")");
 	if (cnt[1] == 0 && cnt[2] != 0)
@@ -744,6 +786,7 @@ void pd_pprof_limits_default(struct pd_pprof_limits *l)
 	DEF(max_labels, PD_DEFAULT_MAX_LABELS);
 	DEF(max_lines, PD_DEFAULT_MAX_LINES);
 	DEF(max_sample_types, PD_DEFAULT_MAX_SAMPLE_TYPES);
+	DEF(max_memory, PD_DEFAULT_MAX_MEMORY);
 #undef DEF
 }
 
@@ -818,18 +861,22 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 		rc = pd_errf(err, PD_ELIMIT, "input is %zu bytes, over the %zu-byte limit", len, d.lim.max_compressed);
 		goto out;
 	}
+	size_t max_raw = d.lim.max_decompressed < d.lim.max_memory ? d.lim.max_decompressed : d.lim.max_memory;
 	if (pd_is_gzip(data, len)) {
 		uint8_t *buf;
-		if ((rc = pd_gunzip(data, len, d.lim.max_decompressed, &buf, &rawlen, err))) {
-			pd_err_prefix(err, "decompressing profile");
+		if ((rc = pd_gunzip(data, len, max_raw, &buf, &rawlen, err))) {
+			if (rc == PD_ELIMIT && max_raw < d.lim.max_decompressed)
+				pd_err_prefix(err, "decompressing profile (the memory limit of %zu MiB per profile caps it)",
+					      d.lim.max_memory >> 20);
+			else
+				pd_err_prefix(err, "decompressing profile");
 			goto out;
 		}
 		p->owned = buf;
 		raw = buf;
 	} else {
-		if (len > d.lim.max_decompressed) {
-			rc = pd_errf(err, PD_ELIMIT, "raw profile is %zu bytes, over the %zu-byte limit", len,
-				     d.lim.max_decompressed);
+		if (len > max_raw) {
+			rc = pd_errf(err, PD_ELIMIT, "raw profile is %zu bytes, over the %zu-byte limit", len, max_raw);
 			goto out;
 		}
 		if (len) {
@@ -842,6 +889,11 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 		}
 		raw = p->owned;
 		rawlen = len;
+	}
+	if (d.lim.reserve && rawlen && d.lim.reserve(d.lim.reserve_ctx, rawlen)) {
+		rc = pd_errf(err, PD_EBUSY, "too much profile data being ingested at once (%zu MiB more needed)",
+			     (rawlen + (1u << 20) - 1) >> 20);
+		goto out;
 	}
 	/* Arena sized from the input: the model takes about 1-2x the protobuf. */
 	p->arena = pd_arena_new(rawlen < 16384 ? 16384 : rawlen > (4u << 20) ? (4u << 20) : rawlen);

@@ -101,7 +101,21 @@ struct pd_pprof_limits {
 	size_t max_labels;       /* labels in one sample */
 	size_t max_lines;        /* lines in one location */
 	size_t max_sample_types;
+	/* Memory: what one decode may hold (the input's raw copy, pass 1's
+	 * field list, the model) plus what the caller says it will allocate
+	 * per sample and per symbol after it (ingest: hashes and ids),
+	 * estimated from pass 1's counts before anything big is allocated,
+	 * so a small gzip of millions of tiny samples is refused in
+	 * milliseconds instead of costing a GiB. 0 = PD_DEFAULT_MAX_MEMORY. */
+	size_t max_memory;
+	size_t extra_per_sample, extra_per_symbol;
+	/* Optional shared budget: called with the bytes this decode is about to
+	 * hold (once after gunzip, once after pass 1); non-zero refuses the
+	 * decode with PD_EBUSY. The caller releases what was reserved. */
+	int (*reserve)(void *ctx, size_t bytes);
+	void *reserve_ctx;
 };
+#define PD_DEFAULT_MAX_MEMORY ((size_t)4 << 30)
 #define PD_DEFAULT_MAX_COMPRESSED (256u << 20)
 #define PD_DEFAULT_MAX_DECOMPRESSED (256u << 20)
 #define PD_DEFAULT_MAX_SAMPLES (16u << 20)
@@ -266,6 +280,18 @@ const char *pd_profile_kind(const struct pd_profile *p);
  * says (no samples, no symbols).
  */
 const char *pd_profile_go_type(const struct pd_profile *p);
+
+/*
+ * The type to store p as, given the type a client declared (an API type
+ * name; NULL or "" = infer it): a declared Go type must be what p's sample
+ * and period types say it is (heap and allocs are the same profile with
+ * another default, block and mutex the same types: either is accepted);
+ * "other" takes anything. Inferred: pd_profile_go_type, "other" for a
+ * profile of no Go kind. *out is a static string. PD_EINVAL naming both
+ * types on a mismatch, or when block/mutex cannot be told apart.
+ */
+int pd_profile_check_type(const struct pd_profile *p, const char *declared, const char **out,
+			  struct pd_err *err) PD_WUR;
 
 /* Human-readable "type/unit" list for error messages, e.g. "[samples/count cpu/nanoseconds]". */
 void pd_profile_describe_types(const struct pd_profile *p, char *buf, size_t n);

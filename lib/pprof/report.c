@@ -519,6 +519,48 @@ const char *pd_profile_go_type(const struct pd_profile *p)
 	return unlock > other ? "mutex" : "block";
 }
 
+int pd_profile_check_type(const struct pd_profile *p, const char *declared, const char **out, struct pd_err *err)
+{
+	static const char *const types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
+					    "other"};
+	const char *kind = pd_profile_kind(p);
+	*out = NULL;
+	if (!declared || !*declared) {
+		const char *t = pd_profile_go_type(p);
+		if (!t && !strcmp(kind, "block/mutex"))
+			return pd_errf(err, PD_EINVAL,
+				       "cannot tell a block from a mutex profile by its stacks: give type=block or type=mutex");
+		*out = t ? t : "other";
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+		if (!strcmp(declared, types[i]))
+			*out = types[i];
+	if (!*out)
+		return pd_errf(err, PD_EINVAL, "unknown profile type \"%.32s\"", declared);
+	if (!strcmp(*out, "other"))
+		return 0;
+	bool heapish = !strcmp(*out, "heap") || !strcmp(*out, "allocs");
+	bool contention = !strcmp(*out, "block") || !strcmp(*out, "mutex");
+	bool ok = heapish ? !strcmp(kind, "heap") || !strcmp(kind, "allocs")
+		  : contention ? !strcmp(kind, "block/mutex")
+			       : !strcmp(kind, *out);
+	if (ok)
+		return 0;
+	char desc[256];
+	pd_profile_describe_types(p, desc, sizeof desc);
+	const char *name = heapish ? "heap/allocs" : contention ? "block/mutex" : *out;
+	*out = NULL;
+	if (!strcmp(kind, "unknown"))
+		return pd_errf(err, PD_EINVAL,
+			       "declared type \"%s\" but the profile %s is not a Go %s profile "
+			       "(send type=other for profiles of other kinds)",
+			       declared, desc, name);
+	return pd_errf(err, PD_EINVAL,
+		       "declared type \"%s\" but the profile is a %s profile %s: send type=%s, or no type to infer it",
+		       declared, kind, desc, !strcmp(kind, "block/mutex") ? "block or type=mutex" : kind);
+}
+
 int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct pd_buf *out, struct pd_err *err)
 {
 	size_t show = nrows == 0 || nrows > t->n ? t->n : nrows;

@@ -17,11 +17,15 @@
  * The name `service` matches the profile's service; any other name matches
  * the profile label of that key, and a missing label reads as "" (as in
  * Prometheus: `pod!="x"` matches profiles without a pod label, `pod=~".+"`
- * requires one). Regexes are POSIX extended (glibc: \w \s \b are
- * accepted; back-references and stacked repetitions like a** are not;
- * {m,n} and + are capped by the size they expand to), matched against the
- * whole value:
- * `re` is compiled as `^(re)$`.
+ * requires one). Regexes are RE2 syntax, as Prometheus' (Go regexp), run
+ * by PCRE2 (pd_regex_compile below) and matched against the whole value,
+ * as Prometheus anchors them (`^(?s:re)$`): `.` matches a newline unless
+ * (?-s); \d \w \s \b are ASCII; (?i) (?m) (?s) (?U), \pL, [[:alpha:]],
+ * \Q..\E work. What PCRE2 accepts and RE2 does not (back-references,
+ * look-around, atomic groups, possessive quantifiers, recursion, \C \K \G
+ * \R \h ...) is refused: "unsupported in RE2/Prometheus selector syntax".
+ * A match is bounded (PD_QUERY_RE_*_LIMIT); a regex that hits a bound
+ * makes the query fail (pd_query_each: PD_EINVAL "... hit the match limit").
  * All matchers must hold (AND).
  *
  * Errors (PD_EINVAL, PD_ELIMIT for the caps) point at the byte offset
@@ -31,8 +35,6 @@
 #ifndef PD_QUERY_H
 #define PD_QUERY_H
 
-#include <regex.h>
-
 #include "../store/store.h"
 #include "../pprof/report.h"
 
@@ -40,7 +42,26 @@
 #define PD_QUERY_MAX_LEN      8192 /* bytes of one selector */
 #define PD_QUERY_MAX_MATCHERS 64
 #define PD_QUERY_MAX_REGEX    1024 /* bytes of one regex */
-#define PD_QUERY_MAX_RE_SIZE  1000  /* syntax-tree size of one regex once glibc expands + and {m,n} */
+#define PD_QUERY_MAX_REPEAT   1000 /* {n,m} counts, as RE2 */
+#define PD_QUERY_RE_MATCH_LIMIT   1000000 /* PCRE2 match limit (backtracking steps) of one match */
+#define PD_QUERY_RE_DEPTH_LIMIT   100000  /* PCRE2 depth limit (nested backtracking points) */
+#define PD_QUERY_RE_HEAP_LIMIT_KB 8192    /* PCRE2 heap limit of one match, KiB */
+
+/*
+ * A compiled RE2-syntax regex (PCRE2 underneath), fully anchored.
+ * pd_regex_compile: 0, or PD_EINVAL with why = ' does not compile: <reason>'
+ * or ': unsupported in RE2/Prometheus selector syntax: <what>' (to follow
+ * 'regex "<re>"'), PD_ELIMIT over PD_QUERY_MAX_REGEX bytes, PD_ENOMEM.
+ * pd_regex_match: 1 the whole of s[0..len) matches, 0 it does not (invalid
+ * UTF-8 in s reads as U+FFFD per bad byte, as in Go), PD_ELIMIT a match
+ * bound was hit (then and from then on: the regex is "limited"), PD_ENOMEM.
+ * Safe to call from several threads at once. Caller frees with pd_regex_free.
+ */
+struct pd_regex;
+int pd_regex_compile(const char *re, struct pd_regex **out, char *why, size_t nwhy) PD_WUR;
+int pd_regex_match(const struct pd_regex *re, const char *s, size_t len);
+bool pd_regex_limited(const struct pd_regex *re);
+void pd_regex_free(struct pd_regex *re);
 
 enum pd_match_op { PD_MATCH_EQ, PD_MATCH_NE, PD_MATCH_RE, PD_MATCH_NRE };
 
@@ -48,7 +69,7 @@ struct pd_matcher {
 	char *name, *value; /* malloc'd, NUL-terminated (value may be "") */
 	int op;             /* enum pd_match_op */
 	bool has_re;        /* re compiled (op RE / NRE) */
-	regex_t re;         /* ^(value)$, REG_EXTENDED | REG_NOSUB */
+	struct pd_regex *re; /* value, anchored (pd_regex_compile) */
 };
 
 struct pd_selector {
@@ -64,6 +85,9 @@ void pd_selector_free(struct pd_selector *sel);
 bool pd_selector_match(const struct pd_selector *sel, const struct pd_profile_meta *m);
 /* Only the `service` matchers, for a service name (pre-filter). */
 bool pd_selector_match_service(const struct pd_selector *sel, const char *service);
+/* After matching: PD_EINVAL naming the regex if one of sel's regexes hit a
+ * match bound (its matches then read as "no match"), else 0. */
+int pd_selector_check(const struct pd_selector *sel, struct pd_err *err) PD_WUR;
 /* The value of an exact `service="x"` matcher (non-empty), else NULL. */
 const char *pd_selector_service(const struct pd_selector *sel);
 /* Canonical text of the selector, e.g. `cpu{service="a",v=~"1\\..*"}`,

@@ -185,7 +185,7 @@ struct job {
 	uint64_t gen;
 	const struct pd_ingest *in;
 	struct rjob *ru;
-	char svc[128], typ[16]; /* removal: the profile's service and type */
+	char svc[128], typ[16]; /* removal: the profile's service and type; ingest: the type stored */
 	char id[PD_STORE_ID_LEN + 1];
 	int64_t created, nsamples;
 	struct pd_buf hdr, blk;
@@ -1224,7 +1224,7 @@ static int job_apply(struct part *pt, struct job *j)
 	st = pt->ins_prof;
 	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, j->in->type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, j->typ, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, j->created);
 	sqlite3_bind_blob(st, 5, j->hdr.ptr ? (const void *)j->hdr.ptr : "", (int)j->hdr.len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 6, j->blk.ptr ? (const void *)j->blk.ptr : "", (int)j->blk.len, SQLITE_STATIC);
@@ -1313,7 +1313,7 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 			continue;
 		sqlite3_stmt *st = pt->gen_bump;
 		sqlite3_bind_text(st, 1, j->in ? j->in->service : j->svc, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, j->in ? j->in->type : j->typ, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, j->typ, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, floor_div(j->created, HOUR_NS));
 		if (wstep(st))
 			goto fail;
@@ -1398,21 +1398,35 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	memset(out, 0, sizeof *out);
 	if (!in->service || !*in->service || strlen(in->service) >= sizeof out->service)
 		return pd_errf(err, PD_EINVAL, "service must be 1..%zu bytes", sizeof out->service - 1);
-	bool known = false;
+	bool known = !in->type; /* NULL: inferred below */
 	for (size_t i = 0; i < sizeof known_types / sizeof *known_types && in->type; i++)
 		known = known || !strcmp(in->type, known_types[i]);
 	if (!known)
 		return pd_errf(err, PD_EINVAL, "unknown profile type \"%s\"", in->type ? in->type : "");
-	/* 1. decode */
+	/* 1. decode, within the memory budget (the model and this ingest's own
+	 * per-sample and per-symbol arrays) */
 	struct pd_profile *p = NULL;
-	int rc = pd_pprof_decode(data, len, &s->lim, &p, err);
+	struct pd_pprof_limits lim = s->lim;
+	lim.extra_per_sample = PD_INGEST_BYTES_PER_SAMPLE;
+	lim.extra_per_symbol = PD_INGEST_BYTES_PER_SYMBOL;
+	lim.reserve = in->reserve;
+	lim.reserve_ctx = in->reserve_ctx;
+	int rc = pd_pprof_decode(data, len, &lim, &p, err);
 	if (rc) {
-		pd_err_prefix(err, rc == PD_ELIMIT ? "profile over a limit" : "malformed profile");
+		if (rc != PD_EBUSY)
+			pd_err_prefix(err, rc == PD_ELIMIT ? "profile over a limit" : "malformed profile");
 		return rc;
 	}
 	if (p->nsamples == 0) {
 		pd_profile_free(p);
 		return pd_errf(err, PD_EINVAL, "malformed profile: profile is empty: no samples");
+	}
+	/* the declared type must be what the profile is (a CPU profile stored as
+	 * heap would break every heap merge); none declared: inferred */
+	const char *type;
+	if ((rc = pd_profile_check_type(p, in->type, &type, err))) {
+		pd_profile_free(p);
+		return rc;
 	}
 	/* a label set's identity must not depend on the order a client wrote
 	 * the labels in (pprof's merge keys them sorted) */
@@ -1422,6 +1436,15 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		created = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
+	/* the id holds 32 bits of unix seconds: a time it cannot hold would be
+	 * acknowledged and never found again */
+	if (created < 0 || created / 1000000000 > (int64_t)UINT32_MAX) {
+		pd_profile_free(p);
+		return pd_errf(err, PD_EINVAL,
+			       "the profile's time (%s %lld ns since the epoch) is outside what profd stores: "
+			       "1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z",
+			       in->created_ns ? "created_at" : "time_nanos", (long long)created);
 	}
 	if (in->min_created_ns && created < in->min_created_ns) {
 		pd_profile_free(p);
@@ -1474,12 +1497,13 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	pd_profile_free(p);
 	p = NULL;
 	pd_xid_new(created, j.id);
+	snprintf(j.typ, sizeof j.typ, "%s", type);
 	submit(s, &j);
 	if ((rc = j.rc))
 		goto out;
 	memcpy(out->id, j.id, sizeof out->id);
 	snprintf(out->service, sizeof out->service, "%s", in->service);
-	snprintf(out->type, sizeof out->type, "%s", in->type);
+	snprintf(out->type, sizeof out->type, "%s", type);
 	out->created_ns = created;
 	out->stored_bytes = j.hdr.len + j.blk.len;
 	if (in->nlabels) {

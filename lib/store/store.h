@@ -50,14 +50,23 @@ void pd_meta_clear(struct pd_profile_meta *m);
 
 /* What to ingest: the profile bytes (gzip or raw) and its series identity. */
 struct pd_ingest {
-	const char *service, *type;
+	const char *service;
+	const char *type; /* NULL = inferred from the profile; else checked against it */
 	const struct pd_kv *labels;
 	size_t nlabels;
 	int64_t created_ns; /* 0 = the profile's time_nanos, else now */
 	/* refuse (PD_EEXPIRED, nothing written) a profile created before this;
 	 * 0 = no bound. The retention window's start. */
 	int64_t min_created_ns;
+	/* Optional shared memory budget for the decode (struct
+	 * pd_pprof_limits.reserve): PD_EBUSY when it is exhausted. */
+	int (*reserve)(void *ctx, size_t bytes);
+	void *reserve_ctx;
 };
+/* Bytes an ingest holds per sample and per symbol beyond the decoded model
+ * (content hashes, ids, sort keys), counted in the per-upload memory cap. */
+#define PD_INGEST_BYTES_PER_SAMPLE 96
+#define PD_INGEST_BYTES_PER_SYMBOL 24
 
 /* Which profiles: service (required), type (NULL = any), every label must
  * match exactly (AND), created in [from_ns, to_ns]; limit 0 = all, else the

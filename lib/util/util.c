@@ -65,8 +65,41 @@ const char *pd_strerror(int code)
 	case PD_ENOTFOUND: return "not found";
 	case PD_EUSAGE: return "usage error";
 	case PD_EEXPIRED: return "older than the retention window";
+	case PD_EBUSY: return "busy, try again later";
+	case PD_ENOSPC: return "no space left on the device";
 	}
 	return "unknown error";
+}
+
+bool pd_utf8_valid(const void *sv, size_t n, size_t *bad)
+{
+	const unsigned char *s = sv;
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (!len || n - i < len)
+			goto fail;
+		unsigned c1 = s[i + 1];
+		/* the second byte's range excludes overlongs, surrogates and > U+10FFFF */
+		unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+		unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+		if (c1 < lo || c1 > hi)
+			goto fail;
+		for (size_t k = 2; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				goto fail;
+		i += len;
+	}
+	return true;
+fail:
+	if (bad)
+		*bad = i;
+	return false;
 }
 
 void pd__assert_fail(const char *expr, const char *file, int line)

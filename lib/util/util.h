@@ -44,7 +44,14 @@ enum {
 	PD_ENOTFOUND = -6,
 	PD_EUSAGE = -7,    /* bad arguments */
 	PD_EEXPIRED = -8,  /* older than the retention window */
+	PD_EBUSY = -9,     /* a shared budget is exhausted: try again later (HTTP 503) */
+	PD_ENOSPC = -10,   /* the disk is full: nothing was written (HTTP 507) */
 };
+
+/* Whether [s, s+n) is valid UTF-8 (no overlongs, surrogates or code
+ * points past U+10FFFF); if not, *bad (may be NULL) = the offset of the
+ * first bad byte. */
+bool pd_utf8_valid(const void *s, size_t n, size_t *bad);
 
 struct pd_err {
 	int code;

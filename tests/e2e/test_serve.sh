@@ -577,8 +577,8 @@ post_ok "POST an uncompressed profile (raw profile.proto)" <(gzip -dc "$C/2/cpu.
 same_traces "get of an uncompressed upload: -traces = the file's" "$BASE/api/0/profiles/$ID" "$C/2/cpu.pb.gz"
 post_ok "POST created_at in RFC3339 with an offset and a fraction: stored in UTC, truncated to seconds" "$C/3/cpu.pb.gz" \
 	"service=tz&type=cpu&created_at=2019-05-30T13:49:02.75%2B02:00" cpu tz "" 2019-05-30T11:49:02Z
-post_ok "POST a cpu profile as type allocs (the type is a label, not checked)" "$C/3/cpu.pb.gz" \
-	"service=slash&type=allocs&created_at=2019-05-30T12:00:00" allocs slash "" 2019-05-30T12:00:00Z
+post_ok "POST a cpu profile without a type: the type is inferred" "$C/3/cpu.pb.gz" \
+	"service=slash&created_at=2019-05-30T12:00:00" cpu slash "" 2019-05-30T12:00:00Z
 call POST "/api/0/profiles/?service=slash&type=allocs&created_at=2019-05-30T12:00:01" --data-binary "@$C/3/allocs.pb.gz"
 if [ "$CODE" = 200 ]; then ok "POST /api/0/profiles/ (trailing slash): 200"; POSTED[$BASE allocs]=$((${POSTED[$BASE allocs]:-0} + 1)); else fail "POST /api/0/profiles/ (trailing slash): 200" "status $CODE: $(head -c 300 "$T/b")"; fi
 
@@ -688,7 +688,8 @@ bad_post "POST a profile without samples (raw): 400 malformed profile: profile i
 bad_post "POST a profile without samples (gzip): 400 malformed profile: profile is empty: no samples" 400 \
 	'malformed profile: profile is empty: no samples' empty "$Q" --data-binary "@$T/empty.pb.gz"
 bsz=$(stat -c %s "$T/bomb.gz")
-bad_post "POST a gzip bomb ($bsz bytes -> 300 MiB): 413 naming the 256 MiB cap" 413 '268435456' too_large "$Q" --data-binary "@$T/bomb.gz"
+bad_post "POST a gzip bomb ($bsz bytes -> 300 MiB): 413 naming the 64 MiB per-upload memory cap" 413 \
+	'the memory limit of 64 MiB per profile caps it' too_large "$Q" --data-binary "@$T/bomb.gz"
 bad_post "POST 2 MiB over --max-body 1MiB (Content-Length): 413 naming the limit" 413 '1048576' too_large "$Q" --data-binary "@$T/big.bin"
 bad_post "POST 2 MiB over --max-body 1MiB (chunked): 413 naming the limit" 413 '1048576' too_large "$Q" \
 	-H 'Transfer-Encoding: chunked' --data-binary "@$T/big.bin"
@@ -700,8 +701,9 @@ call POST "/api/0/profiles?type=cpu" --data-binary "@$C/1/cpu.pb.gz"
 expect_json "POST without service: exact envelope" 400 '{"code":400,"error":"bad request: missing \"service\""}'
 REJ[bad_request]=$((REJ[bad_request] + 1))
 VALID='(valid: cpu, heap, block, mutex, goroutine, threadcreate, allocs, other)'
-bad_post "POST without type: 400 missing \"type\" with the valid types" 400 "bad request: missing \\\"type\\\" $VALID" \
-	bad_request "service=bad" --data-binary "@$C/1/cpu.pb.gz"
+bad_post "POST a cpu profile as type allocs: 400 naming both types" 400 \
+	'declared type \"allocs\" but the profile is a cpu profile [samples/count cpu/nanoseconds]' \
+	bad_request "service=bad&type=allocs" --data-binary "@$C/1/cpu.pb.gz"
 bad_post "POST type=CPU: 400 unknown profile type (case-sensitive)" 400 "bad request: unknown profile type \\\"CPU\\\" $VALID" \
 	bad_request "service=bad&type=CPU" --data-binary "@$C/1/cpu.pb.gz"
 bad_post "POST type=trace: 400 not supported" 400 'bad request: profile type \"trace\" is not supported: profd stores pprof profiles only' \

@@ -42,11 +42,16 @@ static void test_scale_value(void **state)
 }
 
 /* A profile of n samples on one function each ("f<i>"), values v[i] (1 type). */
-static struct pd_profile *prof(const int64_t *v, size_t n, const char *type, const char *unit)
+/* ptype (may be NULL): the period type, which makes the profile of a Go
+ * kind ("cpu", "space" = heap) as the store's type check wants it. */
+static struct pd_profile *prof_kind(const int64_t *v, size_t n, const char *type, const char *unit,
+				    const char *ptype)
 {
 	struct pb p;
 	pb_init(&p);
 	pb_sample_type(&p, type, unit);
+	if (ptype)
+		pb_period_type(&p, ptype, unit, 1);
 	pb_mapping(&p, 1, 0x1000, 0x2000, 0, "/bin/x", "");
 	static char names[16][24];
 	for (size_t i = 0; i < n; i++) {
@@ -62,6 +67,11 @@ static struct pd_profile *prof(const int64_t *v, size_t n, const char *type, con
 	struct pd_profile *q = pb_decode(&p);
 	pb_free(&p);
 	return q;
+}
+
+static struct pd_profile *prof(const int64_t *v, size_t n, const char *type, const char *unit)
+{
+	return prof_kind(v, n, type, unit, NULL);
 }
 
 static void test_profile_scale(void **state)
@@ -252,8 +262,9 @@ static void ingest(struct pd_store *st, const char *type, const char *unit, cons
 		   int64_t t, const int64_t *v, size_t n)
 {
 	struct pd_kv kv[] = {{"cumulative", "true"}, {"instance", (char *)inst}};
-	struct pd_ingest in = {"web", type, cumulative ? kv : kv + 1, cumulative ? 2 : 1, t, 0};
-	struct pd_profile *p = prof(v, n, unit ? type : type, unit ? unit : "count");
+	struct pd_ingest in = {.service = "web", .type = type, .labels = cumulative ? kv : kv + 1, .nlabels = cumulative ? 2 : 1, .created_ns = t, .min_created_ns = 0};
+	const char *ptype = !strcmp(type, "cpu") ? "cpu" : !strcmp(type, "heap") || !strcmp(type, "allocs") ? "space" : NULL;
+	struct pd_profile *p = prof_kind(v, n, type, unit ? unit : "count", ptype);
 	struct pd_buf b = PD_BUF_INIT(0);
 	struct pd_err err;
 	struct pd_profile_meta m;

@@ -766,12 +766,26 @@ static void test_post(void **state)
 	pd_api_post_free(NULL);
 
 	post_err((const char *[]){"type", "cpu", NULL}, "bad request: missing \"service\"");
-	post_err((const char *[]){"service", "s", NULL},
-		 "bad request: missing \"type\" (valid: cpu, heap, block, mutex, goroutine, threadcreate, allocs, "
-		 "other)");
-	post_err((const char *[]){"service", "s", "type", " \t", NULL},
-		 "bad request: missing \"type\" (valid: cpu, heap, block, mutex, goroutine, threadcreate, allocs, "
-		 "other)");
+	/* no type (or a blank one): the store infers it from the profile */
+	assert_int_equal(post((const char *[]){"service", "s", NULL}, &p, &err), 0);
+	assert_int_equal(p.type, PD_API_TYPE_ANY);
+	pd_api_post_free(&p);
+	assert_int_equal(post((const char *[]){"service", "s", "type", " \t", NULL}, &p, &err), 0);
+	assert_int_equal(p.type, PD_API_TYPE_ANY);
+	pd_api_post_free(&p);
+	/* a time a profile id cannot hold (32 bits of seconds) */
+	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "2106-02-07T06:28:16Z", NULL},
+		 "bad request: bad \"created_at\" timestamp \"2106-02-07T06:28:16Z\": after 2106-02-07T06:28:15Z: profd "
+		 "stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
+	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "2262-01-01T00:00:00Z", NULL},
+		 "bad request: bad \"created_at\" timestamp \"2262-01-01T00:00:00Z\": after 2106-02-07T06:28:15Z: profd "
+		 "stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
+	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "1969-12-31T23:59:59Z", NULL},
+		 "bad request: bad \"created_at\" timestamp \"1969-12-31T23:59:59Z\": before 1970-01-01T00:00:00Z: profd "
+		 "stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
+	assert_int_equal(post((const char *[]){"service", "s", "created_at", "2106-02-07T06:28:15Z", NULL}, &p, &err),
+			 0);
+	pd_api_post_free(&p);
 	post_err((const char *[]){"service", "s", "type", "unknown", NULL},
 		 "bad request: unknown profile type \"unknown\" (valid: cpu, heap, block, mutex, goroutine, "
 		 "threadcreate, allocs, other)");
@@ -864,7 +878,7 @@ static void test_ok_json(void **state)
 	/* nesting deeper than the cap is refused, not recursed into */
 	v = json_array();
 	json_t *inner = v;
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < PD_JSON_MAX_DEPTH + 1; i++) {
 		json_t *a = json_array();
 		json_array_append_new(inner, a);
 		inner = a;

@@ -275,7 +275,7 @@ static struct pd_buf make_profile(const char *prefix, bool heap, int seed)
 static void ingest(struct pd_store *st, const char *svc, const char *type, const char *version, int64_t t, int seed)
 {
 	struct pd_kv kv[] = {{"env", "prod"}, {"version", (char *)version}};
-	struct pd_ingest in = {svc, type, kv, 2, t, 0};
+	struct pd_ingest in = {.service = svc, .type = type, .labels = kv, .nlabels = 2, .created_ns = t, .min_created_ns = 0};
 	struct pd_buf b = make_profile(svc, !strcmp(type, "heap"), seed);
 	struct pd_profile_meta m;
 	struct pd_err err;

@@ -288,7 +288,7 @@ static struct pd_store *store_with_profiles(void)
 		fail_msg("open: %s", err.msg);
 	for (size_t i = 0; i < ARRAY_LEN(profs); i++) {
 		struct pd_kv kv[] = {{"version", (char *)profs[i].version}};
-		struct pd_ingest in = {profs[i].svc, "cpu", kv, 1, T0 + profs[i].t * SEC, 0};
+		struct pd_ingest in = {.service = profs[i].svc, .type = "cpu", .labels = kv, .nlabels = 1, .created_ns = T0 + profs[i].t * SEC, .min_created_ns = 0};
 		struct pd_buf b = make_profile(profs[i].svc, false, profs[i].seed);
 		struct pd_profile_meta m;
 		if (pd_store_ingest(st, &in, b.ptr, b.len, &m, &err))
@@ -556,7 +556,7 @@ static void ingest_at(struct pd_store *st, const char *svc, const char *type, co
 		      int64_t t, int seed)
 {
 	struct pd_kv kv[] = {{"cumulative", "true"}, {"instance", (char *)inst}};
-	struct pd_ingest in = {svc, type, cumulative ? kv : kv + 1, cumulative ? 2 : 1, t, 0};
+	struct pd_ingest in = {.service = svc, .type = type, .labels = cumulative ? kv : kv + 1, .nlabels = cumulative ? 2 : 1, .created_ns = t, .min_created_ns = 0};
 	struct pd_buf b = make_profile(svc, !strcmp(type, "allocs"), seed);
 	struct pd_profile_meta m;
 	struct pd_err err;

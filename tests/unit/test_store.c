@@ -120,7 +120,7 @@ TU_TMPDIR_FIXTURES(tmpdir, "store")
 static void ingest(struct pd_store *st, const char *svc, const char *type, const struct pd_kv *labels, size_t nl,
 		   struct pd_buf *b, struct pd_profile_meta *m)
 {
-	struct pd_ingest in = {svc, type, labels, nl, 0, 0};
+	struct pd_ingest in = {.service = svc, .type = type, .labels = labels, .nlabels = nl, .created_ns = 0, .min_created_ns = 0};
 	struct pd_err err;
 	if (pd_store_ingest(st, &in, b->ptr, b->len, m, &err))
 		fail_msg("ingest: %s", err.msg);
@@ -376,7 +376,7 @@ static void test_bad_input_stores_nothing(void **state)
 	struct pd_store *st = open_store();
 	struct pd_profile_meta m;
 	struct pd_err err;
-	struct pd_ingest in = {"bad", "cpu", NULL, 0, 0, 0};
+	struct pd_ingest in = {.service = "bad", .type = "cpu", .labels = NULL, .nlabels = 0, .created_ns = 0, .min_created_ns = 0};
 	assert_int_equal(pd_store_ingest(st, &in, (const uint8_t *)"garbage!", 8, &m, &err), PD_EINVAL);
 	assert_contains(err.msg, "malformed profile");
 	/* a valid profile without samples */
@@ -515,8 +515,7 @@ static void *gc_run(void *arg)
 	pthread_barrier_wait(t->bar);
 	for (int i = 0; i < GC_EACH; i++) {
 		struct gc_job *j = &t->jobs[i];
-		struct pd_ingest in = {"gc", j->heap ? "heap" : "cpu", j->badlabel ? nolab : lab,
-				       j->badlabel ? 1 : (size_t)(i % 3), 0, 0};
+		struct pd_ingest in = {.service = "gc", .type = j->heap ? "heap" : "cpu", .labels = j->badlabel ? nolab : lab, .nlabels = j->badlabel ? 1 : (size_t)(i % 3), .created_ns = 0, .min_created_ns = 0};
 		j->rc = pd_store_ingest(t->st, &in, j->b.ptr, j->b.len, &j->m, &j->err);
 	}
 	pthread_barrier_wait(t->bar);
@@ -943,14 +942,14 @@ static void test_rollup_incompatible(void **state)
 	struct pd_profile_meta m;
 	for (int i = 0; i < 2; i++) {
 		struct pd_buf b = make_profile(T0 + 3 * HOUR + i, i == 1, 40 + i);
-		ingest(st, "mix", "cpu", NULL, 0, &b, &m);
+		ingest(st, "mix", "other", NULL, 0, &b, &m); /* "other": the type check lets it be anything */
 		pd_meta_clear(&m);
 		pd_buf_free(&b);
 	}
 	assert_int_equal(rollup(st, T0 + DAY, 0), 1);
 	assert_int_equal(nrollups(st), 0);
 	assert_int_equal(rollup(st, T0 + DAY, 0), 0);
-	struct pd_merge_range q = {"mix", "cpu", T0, T0 + DAY, 0, false};
+	struct pd_merge_range q = {"mix", "other", T0, T0 + DAY, 0, false};
 	struct pd_merge_info info;
 	struct pd_profile *p;
 	struct pd_fn_totals t;
