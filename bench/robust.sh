@@ -56,7 +56,7 @@ def varint(v):
 def field(num, payload):
     return varint(num << 3 | 2) + varint(len(payload)) + payload
 body = field(1, b"\x08\x01\x10\x02") + field(2, b"\x08\x01\x10\x01") * (8 << 20)
-body += field(4, b"\x08\x01\x12\x04\x08\x01\x10\x01") + field(5, b"\x08\x01\x10\x03\x28\x01")
+body += field(4, b"\x08\x01\x22\x04\x08\x01\x10\x01") + field(5, b"\x08\x01\x10\x03\x28\x01")
 for s in [b"", b"samples", b"count", b"main.f", b"main.go"]:
     body += field(6, s)
 with gzip.open(sys.argv[1], "wb", compresslevel=9) as f:
@@ -118,5 +118,8 @@ for b in $bins; do
 	read -r _ code ms hwm <"$WORK/bomb-$b"
 	printf '| %s | %s | %s ms | %s MB | %s | %s |\n' "$b" "$code" "$ms" "$hwm" \
 		"$(median <"$WORK/rate-$b-small")" "$(median <"$WORK/rate-$b-large")" | out
+done
+for b in $bins; do
+	echo "  $b rounds: small $(tr '\n' ' ' <"$WORK/rate-$b-small")| large $(tr '\n' ' ' <"$WORK/rate-$b-large")" | out
 done
 [ "$SCRATCH" != "$WORK" ] && rm -rf "$SCRATCH"

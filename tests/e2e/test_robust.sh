@@ -203,7 +203,7 @@ strings = [b"", b"samples", b"count", b"main.f", b"main.go"]
 sample = field(2, b"\x08\x01\x10\x01")          # location_id 1, value 1
 body = field(1, b"\x08\x01\x10\x02")             # sample_type samples/count
 body += sample * (8 << 20)                        # 8 M samples
-body += field(4, b"\x08\x01\x12\x04\x08\x01\x10\x01")  # location 1: line {function 1, line 1}
+body += field(4, b"\x08\x01\x22\x04\x08\x01\x10\x01")  # location 1: line {function 1, line 1}
 body += field(5, b"\x08\x01\x10\x03\x28\x01")          # function 1: name 3
 for s in strings:
     body += field(6, s)
