@@ -85,6 +85,13 @@ static const char usage_text[] =
 	"      --gzip-level N            compression of served profiles, 1-12 (default 1)\n"
 	"      --shutdown-timeout DUR    on SIGTERM/SIGINT, wait this long for requests in\n"
 	"                                flight (default " DEFAULT_SHUTDOWN_TIMEOUT ")\n"
+	"      --tokens FILE             require a token: one per line, TOKEN SCOPE[,SCOPE] [NAME],\n"
+	"                                scopes read (GET), write (POST), admin (DELETE); sent as\n"
+	"                                Authorization: Bearer TOKEN or as the password of basic\n"
+	"                                auth; mode 600; re-read on SIGHUP. /healthz and /readyz\n"
+	"                                stay open. Without it anyone who reaches the port may\n"
+	"                                upload and delete (a warning says so at start)\n"
+	"      --metrics-open            /metrics without a token (default: read scope)\n"
 	"  -q, --quiet                   no request log (errors are still logged)\n"
 	"  -h, --help                    this help\n"
 	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
@@ -193,6 +200,20 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static bool hup_pending; /* SIGHUP taken while rolling up (main thread only) */
+
+/* SIGHUP: re-read what can change without a restart (the tokens file). */
+static void reload(struct pd_server *srv)
+{
+	size_t n;
+	struct pd_err err;
+	if (pd_server_reload_tokens(srv, &n, &err))
+		log_line("level=error msg=\"SIGHUP: tokens not reloaded, the %zu in force are kept\" error=\"%s\"", n,
+			 err.msg);
+	else if (n)
+		log_line("level=info msg=\"SIGHUP: tokens reloaded\" tokens=%zu", n);
+}
+
 /* One rollup pass: the store's missing or stale rollups of hours that
  * ended ROLLUP_GRACE_NS ago, ROLLUP_CHUNK at a time; stops early for a
  * pending signal in set (then *sig). Returns the rollups built. */
@@ -212,7 +233,9 @@ static size_t run_rollups(struct pd_store *st, const sigset_t *set, int *sig)
 		total += built;
 		struct timespec zero = {0, 0};
 		int r = sigtimedwait(set, NULL, &zero);
-		if (r > 0)
+		if (r == SIGHUP)
+			hup_pending = true; /* the main loop reloads after the pass */
+		else if (r > 0)
 			*sig = r;
 	} while (built == ROLLUP_CHUNK && !*sig);
 	if (total)
@@ -261,7 +284,7 @@ int cmd_serve(int argc, char **argv)
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -273,6 +296,8 @@ int cmd_serve(int argc, char **argv)
 		{"max-samples", required_argument, 0, O_SAMP},
 		{"max-upload-memory", required_argument, 0, O_UPMEM},
 		{"max-ingest-memory", required_argument, 0, O_INMEM},
+		{"tokens", required_argument, 0, O_TOKENS},
+		{"metrics-open", no_argument, 0, O_METRICS_OPEN},
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
@@ -337,6 +362,8 @@ int cmd_serve(int argc, char **argv)
 				return cli_usage_error("serve", "--max-samples: want a positive integer, got '%s'", optarg);
 			lim.max_samples = (size_t)v;
 			break;
+		case O_TOKENS: cfg.tokens_path = optarg; break;
+		case O_METRICS_OPEN: cfg.metrics_open = true; break;
 		case O_UPMEM:
 			if (cli_parse_size(optarg, &lim.max_memory) || lim.max_memory < (1u << 20))
 				return cli_usage_error("serve", "--max-upload-memory: bad size '%s' (at least 1MiB, e.g. 64MiB)",
@@ -437,6 +464,7 @@ int cmd_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -493,6 +521,9 @@ int cmd_serve(int argc, char **argv)
 		 "max_merge_profiles=%zu scrape=%s export=%s",
 		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
 		 extras.ex ? "on" : "off");
+	if (!cfg.tokens_path)
+		log_line("level=warn msg=\"no --tokens: anyone who can reach %s may upload, read and delete profiles\"",
+			 cfg.addr);
 
 	int sig = 0;
 	int64_t next_ret = mono_ns() + interval, next_roll = rollup_every ? mono_ns() + rollup_every : INT64_MAX;
@@ -502,7 +533,10 @@ int cmd_serve(int argc, char **argv)
 			wait = 0;
 		struct timespec tmo = {(time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL)};
 		int r = sigtimedwait(&set, NULL, &tmo);
-		if (r > 0) {
+		if (r == SIGHUP || hup_pending) {
+			hup_pending = false;
+			reload(srv);
+		} else if (r > 0) {
 			sig = r;
 		} else if (errno == EAGAIN) {
 			if (mono_ns() >= next_ret) {

@@ -19,6 +19,7 @@
 #include "server.h"
 #include "params.h"
 #include "api1.h"
+#include "auth.h"
 #include "../util/gz.h"
 
 #include <arpa/inet.h>
@@ -46,6 +47,8 @@ struct pd_server {
 	struct pd_metrics m;
 	pthread_mutex_t log_mu;
 	_Atomic size_t mem; /* bytes reserved by requests (struct req.reserved, gzstream.reserved) */
+	pthread_rwlock_t auth_mu; /* tokens: read by requests, swapped by a reload */
+	struct pd_tokens *tokens; /* NULL = open */
 };
 
 #define DISCARD_MAX (1ULL << 30)
@@ -66,7 +69,8 @@ struct req {
 	size_t reserved;      /* bytes of s->mem this request holds (body, decode) */
 	size_t peak;          /* most it held: a big one gives memory back to the system */
 	bool busy;            /* the body did not fit in the memory budget: 503 */
-	bool bad_framing;     /* duplicate or conflicting length headers: 400 */
+	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
+	char who[64];         /* the name of the request's token, for the log */
 	struct pd_server *s;
 };
 
@@ -715,6 +719,110 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 	return ok;
 }
 
+/* ---- authorisation ------------------------------------------------------------------- */
+
+/* Whether path is p, trailing slashes ignored (as dispatch does). */
+static bool path_is(const char *path, const char *p)
+{
+	size_t n = strlen(p);
+	if (strncmp(path, p, n))
+		return false;
+	while (path[n] == '/')
+		n++;
+	return path[n] == 0;
+}
+
+/* The scope a request needs: none for the probes (and /metrics with
+ * --metrics-open), write for POST, admin for DELETE, read for the rest. */
+static unsigned needed_scope(const struct pd_server *s, const char *url, const char *method)
+{
+	if (path_is(url, "/healthz") || path_is(url, "/readyz") || (s->cfg.metrics_open && path_is(url, "/metrics")))
+		return 0;
+	if (!strcmp(method, "POST"))
+		return PD_SCOPE_WRITE;
+	if (!strcmp(method, "DELETE"))
+		return PD_SCOPE_ADMIN;
+	return PD_SCOPE_READ;
+}
+
+/* 0 if the request may go on, else 401 (no or unknown credentials) or 403
+ * (a token without the scope: r->err_detail says which). */
+static int authorize(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
+{
+	struct pd_server *s = r->s;
+	if (!s->cfg.tokens_path)
+		return 0;
+	unsigned need = needed_scope(s, url, method);
+	if (!need)
+		return 0;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *name = NULL;
+	pthread_rwlock_rdlock(&s->auth_mu);
+	unsigned have = pd_tokens_check(s->tokens, h, &name);
+	if (name)
+		snprintf(r->who, sizeof r->who, "%s", name);
+	pthread_rwlock_unlock(&s->auth_mu);
+	if (!have)
+		return 401;
+	if (!(have & need)) {
+		char a[32], b[32];
+		snprintf(r->err_detail, sizeof r->err_detail, "token \"%s\" has scope %s; %s %s needs %s", r->who,
+			 pd_scopes_str(have, a, sizeof a), method, url, pd_scopes_str(need, b, sizeof b));
+		return 403;
+	}
+	return 0;
+}
+
+static enum MHD_Result reply_auth(struct MHD_Connection *c, struct req *r, int status, const char *method)
+{
+	char msg[sizeof r->err_detail + 32];
+	if (status == 403)
+		snprintf(msg, sizeof msg, "forbidden: %s", r->err_detail);
+	else
+		snprintf(msg, sizeof msg,
+			 "unauthorized: this collector needs a token (Authorization: Bearer TOKEN, or TOKEN as the "
+			 "password of basic auth)%s",
+			 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)
+				 ? ": the one given is not known"
+				 : "");
+	r->err_detail[0] = 0;
+	(void)method;
+	char *t = pd_api_error_json(status, msg);
+	if (!t)
+		return MHD_NO;
+	size_t n = strlen(t);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(t);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"profd\", Basic realm=\"profd\"");
+	set_status(r, status, n);
+	return queue(c, r, status, resp);
+}
+
+int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err)
+{
+	*n = 0;
+	if (!s->cfg.tokens_path)
+		return 0;
+	struct pd_tokens *t;
+	int rc = pd_tokens_load(s->cfg.tokens_path, &t, err);
+	pthread_rwlock_wrlock(&s->auth_mu);
+	if (!rc) {
+		struct pd_tokens *old = s->tokens;
+		s->tokens = t;
+		t = old;
+	}
+	*n = pd_tokens_count(s->tokens);
+	pthread_rwlock_unlock(&s->auth_mu);
+	if (!rc)
+		pd_tokens_free(t);
+	return rc;
+}
+
 /* ---- routing ------------------------------------------------------------------------- */
 
 /* Request checks before any route: the parameters (NUL bytes, UTF-8) and
@@ -907,6 +1015,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->bad_framing = true;
 			return reply_error(c, r, 431, msg);
 		}
+		/* credentials before the body is read: a client without them uploads nothing */
+		int st = authorize(c, r, url, method);
+		if (st) {
+			r->bad_framing = true;
+			return reply_auth(c, r, st, method);
+		}
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && !strcmp(method, "POST")) {
 			char *end;
@@ -1011,9 +1125,13 @@ static void log_request(struct pd_server *s, struct MHD_Connection *c, struct re
 		fprintf(f, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
 			r->method[0] ? r->method : "-");
 		put_quoted(f, r->uri);
-		fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s%s\n", r->status, (unsigned long long)r->bytes_out,
-			(double)(now_ns() - r->t0_ns) / 1e6, ip,
-			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=true");
+		fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s", r->status, (unsigned long long)r->bytes_out,
+			(double)(now_ns() - r->t0_ns) / 1e6, ip);
+		if (r->who[0]) {
+			fputs(" token=", f);
+			put_quoted(f, r->who);
+		}
+		fputs(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\n" : " aborted=true\n", f);
 		fflush(f);
 	}
 	if (r->err_detail[0] && ef) { /* errors are logged with -q too */
@@ -1133,8 +1251,13 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	s->cfg = *cfg;
 	s->st = st;
+	if (cfg->tokens_path && (rc = pd_tokens_load(cfg->tokens_path, &s->tokens, err))) {
+		free(s);
+		return rc;
+	}
 	pd_metrics_init(&s->m);
 	pthread_mutex_init(&s->log_mu, NULL);
+	pthread_rwlock_init(&s->auth_mu, NULL);
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
 			 MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
@@ -1155,6 +1278,8 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 	if (!s->d) {
 		int e = errno;
 		pthread_mutex_destroy(&s->log_mu);
+		pthread_rwlock_destroy(&s->auth_mu);
+		pd_tokens_free(s->tokens);
 		free(s);
 		return pd_errf(err, PD_EIO, "cannot listen on %s: %s", cfg->addr,
 			       e ? strerror(e) : "libmicrohttpd refused to start");
@@ -1186,6 +1311,8 @@ unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s)
 	unsigned left = (unsigned)atomic_load(&s->m.in_flight);
 	MHD_stop_daemon(s->d);
 	pthread_mutex_destroy(&s->log_mu);
+	pthread_rwlock_destroy(&s->auth_mu);
+	pd_tokens_free(s->tokens);
 	free(s);
 	return left;
 }

@@ -41,6 +41,8 @@ struct pd_server_config {
 	FILE *log;                /* request log (one line per request); NULL = none */
 	FILE *errlog;             /* errors and warnings, also with log = NULL (-q); NULL = none */
 	size_t max_ingest_memory; /* bytes held by uploads and pprof answers at once; over it = 503 */
+	const char *tokens_path;  /* --tokens FILE (lib/http/auth.h); NULL = no authentication */
+	bool metrics_open;        /* /metrics without a token (default: read scope) */
 	const char *version, *commit, *build_time;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */
@@ -62,6 +64,9 @@ int pd_server_start(const struct pd_server_config *c, struct pd_store *st, struc
 		    struct pd_err *err) PD_WUR;
 /* The bound port (useful with port 0) and a printable URL base. */
 unsigned pd_server_port(const struct pd_server *s);
+/* Re-read the tokens file (SIGHUP). On error the tokens in force are kept
+ * and err says why; *n = the tokens now in force. */
+int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err) PD_WUR;
 void pd_server_set_ready(struct pd_server *s, bool ready);
 struct pd_metrics *pd_server_metrics(struct pd_server *s);
 /* Stop accepting, wait up to timeout_s for in-flight requests, stop, free.

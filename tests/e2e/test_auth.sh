@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# test_auth.sh — `profd serve --tokens FILE` (issue 12, part 1) with real
+# requests on loopback:
+#   1. every route x {no token, read, write, admin}: 200/401/403 as the
+#      scopes say, the JSON envelope, WWW-Authenticate on 401; /healthz and
+#      /readyz open; /metrics read (or open with --metrics-open)
+#   2. the token as basic auth's password (profefe's agent and kube-profefe
+#      put it in the URL: http://x:TOKEN@host); an unknown one is a 401
+#   3. an upload without a token is refused before its body is read
+#   4. SIGHUP re-reads the file (a new token works, a removed one is 401); a
+#      broken file keeps the tokens in force; no token in any log line
+#   5. start refuses a tokens file readable by others, naming the fix
+# Run: BUILD=build bash tests/e2e/test_auth.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+kill_started_on_exit
+need_built 0 "make $BUILD/profd $BUILD/goapp" "$PROFD" "$GOAPP"
+need_cmds 0 curl jq
+
+R=r3ad-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+W=wr1te-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+A=adm1n-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+TF=$T/tokens
+umask 077
+printf '# test tokens\n%s read dashboards\n%s write agents\n%s read,write,admin ops\n' "$R" "$W" "$A" >"$TF"
+
+start_server() { # NAME ARGS...: sets SPID SURL SLOG
+	local name=$1 port='' i
+	shift
+	SLOG=$T/srv-$name.log
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" "$@" 2>"$SLOG" &
+	SPID=$!
+	for ((i = 0; i < 200; i++)); do
+		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$SLOG" | head -1)
+		[ -n "$port" ] && break
+		kill -0 "$SPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -n "$port" ] || { fail "setup: start $name" "$(head -c 400 "$SLOG")"; exit 0; }
+	SURL=http://127.0.0.1:$port
+	SHOST=127.0.0.1:$port
+}
+
+C=$T/cap
+mkdir -p "$C"
+if ! tests/e2e/capture.sh "$GOAPP" "$C" 1 >"$T/capture.log" 2>&1; then
+	fail "setup: capture goapp profiles" "$(tail -5 "$T/capture.log")"
+	exit 0
+fi
+start_server main --tokens "$TF"
+
+# req METHOD PATH TOKEN [CURL ARGS...]: sets CODE, body in $T/b, headers in $T/h
+req() {
+	local m=$1 p=$2 tok=$3
+	shift 3
+	local auth=()
+	[ -n "$tok" ] && auth=(-H "Authorization: Bearer $tok")
+	CODE=$(curl -s -g -X "$m" -o "$T/b" -D "$T/h" -w '%{http_code}' "${auth[@]}" "$@" "$SURL$p")
+}
+
+# seed one profile (admin) to have ids to read and delete
+req POST "/api/0/profiles?service=auth&type=cpu" "$A" --data-binary @"$C/cpu.pb.gz"
+expect "setup: admin uploads" 200 "$CODE"
+ID=$(jq -r .body.id "$T/b")
+req POST "/api/0/profiles?service=auth&type=cpu" "$A" --data-binary @"$C/cpu.pb.gz"
+ID2=$(jq -r .body.id "$T/b")
+
+Q="from=now-1h&to=now%2B1m"
+# route | method | needed scope
+ROUTES=(
+	"GET /api/0/profiles?service=auth&$Q read"
+	"GET /api/0/profiles/$ID read"
+	"GET /api/0/profiles/merge?service=auth&type=cpu&$Q read"
+	"GET /api/0/services read"
+	"GET /api/0/version read"
+	"GET /api/1/profiles?query=cpu&$Q read"
+	"GET /api/1/top?query=cpu&$Q read"
+	"GET /api/1/merge?query=cpu&$Q&format=top read"
+	"GET /api/1/labels read"
+	"GET /metrics read"
+	"POST /api/0/profiles?service=auth&type=cpu write"
+	"DELETE /api/0/profiles/ID admin"
+)
+declare -A TOKS=([none]="" [read]="$R" [write]="$W" [admin]="$A")
+declare -A SCOPES=([none]="" [read]="read" [write]="write" [admin]="read write admin")
+for row in "${ROUTES[@]}"; do
+	read -r m p need <<<"$row"
+	for who in none read write admin; do
+		pp=$p
+		if [ "$m" = DELETE ]; then # a fresh profile to delete each time
+			req POST "/api/0/profiles?service=del&type=cpu" "$A" --data-binary @"$C/cpu.pb.gz"
+			pp=${p/ID/$(jq -r .body.id "$T/b")}
+		fi
+		args=()
+		[ "$m" = POST ] && args=(--data-binary @"$C/cpu.pb.gz")
+		req "$m" "$pp" "${TOKS[$who]}" "${args[@]}"
+		if [ "$who" = none ]; then want=401; elif [[ " ${SCOPES[$who]} " == *" $need "* ]]; then want=200; else want=403; fi
+		name="$m ${p%%\?*} as $who: $want"
+		if [ "$CODE" != "$want" ]; then
+			fail "$name" "got $CODE: $(head -c 200 "$T/b")"
+		elif [ "$want" != 200 ] && ! jq -e ".code == $want and (.error | type == \"string\")" "$T/b" >/dev/null 2>&1; then
+			fail "$name" "not the JSON envelope: $(head -c 200 "$T/b")"
+		elif [ "$want" = 401 ] && ! grep -qi '^www-authenticate: Bearer realm="profd", Basic realm="profd"' "$T/h"; then
+			fail "$name" "no WWW-Authenticate: $(tr -d '\r' <"$T/h" | head -5)"
+		else
+			ok "$name"
+		fi
+	done
+done
+req GET /api/0/services "$W"
+check "403 names the token and the scope it lacks" grep -q 'forbidden: token \\"agents\\" has scope write; GET /api/0/services needs read' "$T/b"
+for p in /healthz /readyz; do
+	req GET "$p" ""
+	expect "$p without a token: 200" 200 "$CODE"
+done
+req GET /api/0/services "r3ad-0000000000000000000000000"
+expect "an unknown token: 401" 401 "$CODE"
+check "... saying the one given is not known" grep -q 'the one given is not known' "$T/b"
+
+# ---- 2. basic auth ----------------------------------------------------------------------
+code=$(curl -s -o "$T/b" -w '%{http_code}' --data-binary @"$C/heap.pb.gz" \
+	"http://agent:$W@$SHOST/api/0/profiles?service=agent&type=heap&instance_id=x&labels=a=b")
+expect "profefe-agent style upload, token as the URL's password: 200" 200 "$code"
+code=$(curl -s -o "$T/b" -w '%{http_code}' "http://x:$R@$SHOST/api/0/services")
+expect "basic auth with a read token: 200" 200 "$code"
+code=$(curl -s -o "$T/b" -w '%{http_code}' "http://x:wrong-0000000000000000@$SHOST/api/0/services")
+expect "basic auth with an unknown token: 401" 401 "$code"
+code=$(curl -s -o "$T/b" -w '%{http_code}' -X DELETE "http://x:$W@$SHOST/api/0/profiles/$ID2")
+expect "basic auth, write token, DELETE: 403" 403 "$code"
+req GET "/api/0/profiles/$ID2" "$R"
+expect "... and nothing was deleted" 200 "$CODE"
+GOPPROF_URL="http://x:$R@$SHOST/api/0/profiles/merge?service=auth&type=cpu&$Q"
+if go_pprof -top "$GOPPROF_URL" >"$T/top" 2>&1 && grep -q 'flat%' "$T/top"; then ok "go tool pprof with the token in the URL reads the merge"; else fail "go tool pprof with the token in the URL reads the merge" "$(head -5 "$T/top")"; fi
+
+# ---- 3. no body read without a token ----------------------------------------------------
+head -c 20000000 /dev/zero >"$T/big"
+t0=$(date +%s%N)
+code=$(curl -s -o "$T/b" -w '%{http_code}' -H 'Expect:' --data-binary @"$T/big" "$SURL/api/0/profiles?service=x&type=cpu")
+t1=$(date +%s%N)
+expect "20 MB upload without a token: 401" 401 "$code"
+echo "# answered in $(((t1 - t0) / 1000000)) ms"
+read -r _ in_bytes < <(grep -E '^profd_ingest_bytes_total ' <(curl -s -H "Authorization: Bearer $R" "$SURL/metrics") || echo "x 0")
+if [ "${in_bytes:-0}" -lt 20000000 ]; then ok "... its body was not taken in (ingest bytes $in_bytes)"; else fail "... its body was not taken in" "ingest bytes $in_bytes"; fi
+
+# ---- 4. SIGHUP ----------------------------------------------------------------------------
+N=n3w-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s read,write,admin ops\n%s read newcomer\n' "$A" "$N" >"$TF.new" && mv "$TF.new" "$TF"
+kill -HUP "$SPID"
+for _ in $(seq 50); do grep -q 'tokens reloaded' "$SLOG" && break; sleep 0.1; done
+check "SIGHUP: reload logged" grep -q 'SIGHUP: tokens reloaded" tokens=2' "$SLOG"
+req GET /api/0/services "$N"
+expect "SIGHUP: the new token works" 200 "$CODE"
+req GET /api/0/services "$R"
+expect "SIGHUP: the removed token is 401" 401 "$CODE"
+printf 'broken line\n' >"$TF"
+kill -HUP "$SPID"
+for _ in $(seq 50); do grep -q 'tokens not reloaded' "$SLOG" && break; sleep 0.1; done
+check "SIGHUP with a broken file: logged, tokens kept" grep -q 'tokens not reloaded, the 2 in force are kept' "$SLOG"
+req GET /api/0/services "$N"
+expect "... the tokens in force still work" 200 "$CODE"
+kill -0 "$SPID" 2>/dev/null && ok "the server survived both reloads" || fail "the server survived both reloads" "it exited"
+req GET /api/0/services "$A"
+leak=""
+for tok in "$R" "$W" "$A" "$N"; do grep -qF -- "$tok" "$SLOG" && leak="$leak $tok"; done
+if [ -z "$leak" ]; then ok "no token in the server's log"; else fail "no token in the server's log" "found $leak"; fi
+check "the log names the token used" grep -q 'token="ops"' "$SLOG"
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+
+# ---- 5. start ----------------------------------------------------------------------------
+printf '%s read\n' "$A" >"$T/open"
+chmod 644 "$T/open"
+expect_exit "a tokens file readable by others: exit 1, says chmod 600" 1 'chmod 600' \
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/d5" --tokens "$T/open"
+expect_exit "a tokens file that does not exist: exit 1, names it" 1 "tokens file $T/none: No such file" \
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/d6" --tokens "$T/none"
+start_server plain
+check "without --tokens: one warning at start" grep -q 'level=warn msg="no --tokens: anyone who can reach' "$SLOG"
+req GET /api/0/services ""
+expect "without --tokens: open as before" 404 "$CODE"
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+printf '%s read\n' "$A" >"$T/t2"
+start_server metrics --tokens "$T/t2" --metrics-open
+req GET /metrics ""
+expect "--metrics-open: /metrics without a token" 200 "$CODE"
+req GET /api/0/services ""
+expect "--metrics-open: the API still needs one" 401 "$CODE"
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+no_sanitizer "no sanitizer reports" "$T"/srv-*.log
