@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "client.h"
 #include "version.h"
+#include "../lib/http/auth.h"
 #include "../lib/http/params.h"
 #include "../lib/scrape/scrape.h" /* pd_scrape_query_escape */
 
@@ -85,6 +86,7 @@ int client_opt(struct client *c, int opt, const char *arg)
 	struct pd_err err = {0};
 	switch (opt) {
 	case CO_COLLECTOR: c->collector_flag = arg; return 0;
+	case CO_TOKEN_FILE: c->token_file = arg; return 0;
 	case CO_TIMEOUT:
 		if (pd_api_parse_duration(arg, strlen(arg), &c->timeout_ns, &err))
 			return cli_usage_error(c->cmd, "--timeout: %s", err.msg);
@@ -167,10 +169,16 @@ int client_ready(struct client *c, bool range)
 	}
 	if (pd_client_resolve_url(c->collector_flag, getenv("PROFD_COLLECTOR"), &c->collector, &err))
 		return cli_usage_error(c->cmd, "%s", err.msg);
-	if (pd_client_new(c->collector, c->timeout_ns, "profd/" PD_VERSION, &c->http, &err)) {
+	char *token = NULL;
+	if (pd_token_read(c->token_file, getenv("PROFD_TOKEN"), &token, &err))
+		return cli_usage_error(c->cmd, "%s", err.msg);
+	if (pd_client_new(c->collector, c->timeout_ns, "profd/" PD_VERSION, &c->http, &err) ||
+	    pd_client_set_token(c->http, token, &err)) {
+		free(token);
 		cli_cmd_error(c->cmd, "%s", err.msg);
 		return EXIT_INPUT;
 	}
+	free(token);
 	return 0;
 }
 
@@ -216,6 +224,11 @@ int client_http_fail(const struct client *c, const struct pd_client_resp *r, con
 		hint = " (is this a profd or profefe collector? check --collector)";
 	else if (r->status >= 500)
 		hint = " (the collector's log has the details)";
+	else if (r->status == 401)
+		hint = c->token_file || getenv("PROFD_TOKEN") ? " (the collector does not know this token)"
+							      : " (give a token: --token-file FILE or $PROFD_TOKEN)";
+	else if (r->status == 403)
+		hint = " (ask for a token with that scope)";
 	cli_cmd_error(c->cmd, "%s: the collector at %s answered %ld: %s%s", what, c->collector, r->status, msg, hint);
 	return EXIT_INPUT;
 }

@@ -31,13 +31,15 @@ enum {
 	CO_CUM,
 	CO_QUIET,
 	CO_RAW,
+	CO_TOKEN_FILE,
 };
 
 #define CLIENT_OPTS                                                                                      \
 	{"collector", required_argument, 0, CO_COLLECTOR}, {"timeout", required_argument, 0, CO_TIMEOUT},      \
 	{"service", required_argument, 0, CO_SERVICE}, {"type", required_argument, 0, CO_TYPE},                \
 	{"from", required_argument, 0, CO_FROM}, {"to", required_argument, 0, CO_TO},                          \
-	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'}
+	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'},                         \
+	{"token-file", required_argument, 0, CO_TOKEN_FILE}
 
 /* Help text lines for the flags every collector command has (descriptions
  * in column 26, as every option list of these commands; COLLECTOR ends
@@ -46,6 +48,8 @@ enum {
 	"      --collector URL     the collector (default $PROFD_COLLECTOR, else\n"                             \
 	"                          http://localhost:10100)\n"                                                   \
 	"      --timeout DUR       per request (default 60s)\n"                                                \
+	"      --token-file FILE   send the token in FILE (default $PROFD_TOKEN) to a\n"                       \
+	"                          collector run with --tokens\n"                                              \
 	"  -h, --help              this help\n"
 #define CLIENT_HELP_RANGE                                                                                \
 	"      --from TIME         start of the time range, inclusive (default -1h)\n"                         \
@@ -60,6 +64,7 @@ enum {
 struct client {
 	const char *cmd;             /* "get profiles": messages and --help hints */
 	const char *collector_flag;  /* --collector as given */
+	const char *token_file;      /* --token-file as given */
 	char *collector;             /* resolved base URL (malloc'd) */
 	int64_t timeout_ns;
 	const char *service;

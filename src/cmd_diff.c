@@ -141,6 +141,7 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {{"collector", required_argument, 0, CO_COLLECTOR},
+					     {"token-file", required_argument, 0, CO_TOKEN_FILE},
 					     {"timeout", required_argument, 0, CO_TIMEOUT},
 					     {"from", required_argument, 0, CO_FROM},
 					     {"to", required_argument, 0, CO_TO},

@@ -205,6 +205,42 @@ int pd_tokens_load(const char *path, struct pd_tokens **out, struct pd_err *err)
 	return rc;
 }
 
+int pd_token_read(const char *file, const char *env, char **out, struct pd_err *err)
+{
+	*out = NULL;
+	char buf[PD_TOKEN_MAX + 64];
+	const char *src = file ? file : "$PROFD_TOKEN";
+	size_t n = 0;
+	if (file) {
+		FILE *f = fopen(file, "r");
+		if (!f)
+			return pd_errf(err, PD_EUSAGE, "--token-file %s: %s", file, strerror(errno));
+		if (!fgets(buf, sizeof buf, f))
+			buf[0] = 0;
+		fclose(f);
+	} else if (env && *env) {
+		snprintf(buf, sizeof buf, "%s", env);
+	} else {
+		return 0;
+	}
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	buf[n] = 0;
+	int rc = 0;
+	if (!n)
+		rc = pd_errf(err, PD_EUSAGE, "%s: empty token", src);
+	else if (n > PD_TOKEN_MAX)
+		rc = pd_errf(err, PD_EUSAGE, "%s: the token is over %d characters", src, PD_TOKEN_MAX);
+	for (size_t i = 0; !rc && i < n; i++)
+		if ((unsigned char)buf[i] <= 0x20 || (unsigned char)buf[i] == 0x7f)
+			rc = pd_errf(err, PD_EUSAGE, "%s: the token has white space or a control byte at %zu", src, i);
+	if (!rc && !(*out = strdup(buf)))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	memset(buf, 0, sizeof buf);
+	return rc;
+}
+
 /* base64 (RFC 4648, padding optional) into out; -1 if malformed or too long. */
 static ssize_t b64dec(const char *s, size_t n, char *out, size_t cap)
 {

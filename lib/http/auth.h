@@ -50,6 +50,12 @@ size_t pd_tokens_count(const struct pd_tokens *t);
  * while t is. */
 unsigned pd_tokens_check(const struct pd_tokens *t, const char *authorization, const char **name);
 
+/* A client's token: the first line of file (--token-file; trailing white
+ * space dropped), else env ($PROFD_TOKEN), else *out = NULL (none). The
+ * file may not be empty; a token with white space or a control byte inside
+ * is refused. *out is malloc'd (caller frees). */
+int pd_token_read(const char *file, const char *env, char **out, struct pd_err *err) PD_WUR;
+
 /* "read", "read,write", ... of a scope set, into buf. */
 const char *pd_scopes_str(unsigned scopes, char *buf, size_t n);
 

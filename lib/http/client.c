@@ -23,7 +23,7 @@ struct pd_client {
 	char *base;
 	char *ua;
 	int64_t timeout_ns;
-	struct curl_slist *post_hdrs;
+	struct curl_slist *post_hdrs, *get_hdrs; /* get_hdrs: NULL unless a token is set */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -97,12 +97,32 @@ void pd_client_free(struct pd_client *c)
 	if (c->h)
 		curl_easy_cleanup(c->h);
 	curl_slist_free_all(c->post_hdrs);
+	curl_slist_free_all(c->get_hdrs);
 	free(c->base);
 	free(c->ua);
 	free(c);
 }
 
 const char *pd_client_base(const struct pd_client *c) { return c->base; }
+
+int pd_client_set_token(struct pd_client *c, const char *token, struct pd_err *err)
+{
+	if (!token)
+		return 0;
+	size_t n = strlen(token) + 32;
+	char *h = malloc(n);
+	if (!h)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	snprintf(h, n, "Authorization: Bearer %s", token);
+	struct curl_slist *p = curl_slist_append(c->post_hdrs, h), *g = p ? curl_slist_append(c->get_hdrs, h) : NULL;
+	memset(h, 0, n);
+	free(h);
+	if (!p || !g)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	c->post_hdrs = p;
+	c->get_hdrs = g;
+	return 0;
+}
 
 void pd_client_resp_free(struct pd_client_resp *r)
 {
@@ -168,6 +188,8 @@ static int perform(struct pd_client *c, const char *path_query, const void *body
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->post_hdrs);
 	} else {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		if (c->get_hdrs)
+			curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->get_hdrs);
 	}
 	CURLcode rc = curl_easy_perform(h);
 	free(url);

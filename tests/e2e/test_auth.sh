@@ -132,6 +132,28 @@ expect "... and nothing was deleted" 200 "$CODE"
 GOPPROF_URL="http://x:$R@$SHOST/api/0/profiles/merge?service=auth&type=cpu&$Q"
 if go_pprof -top "$GOPPROF_URL" >"$T/top" 2>&1 && grep -q 'flat%' "$T/top"; then ok "go tool pprof with the token in the URL reads the merge"; else fail "go tool pprof with the token in the URL reads the merge" "$(head -5 "$T/top")"; fi
 
+# ---- 2b. profd's own clients --------------------------------------------------------------
+printf '%s\n' "$R" >"$T/read.tok"
+printf '%s\n' "$W" >"$T/write.tok"
+printf '%s\n' "$A" >"$T/admin.tok"
+export PROFD_COLLECTOR=$SURL
+expect_exit "profd get services without a token: exit 1, says how to give one" 1 \
+	'answered 401: unauthorized.*give a token: --token-file FILE or \$PROFD_TOKEN' "$PROFD" get services
+check "profd get services --token-file (read)" "$PROFD" get services --token-file "$T/read.tok"
+grep -q auth "$T/.out" && ok "... lists the service" || fail "... lists the service" "$(head -c 300 "$T/.out")"
+check "profd get profiles with \$PROFD_TOKEN" env PROFD_TOKEN="$R" "$PROFD" get profiles --service auth
+expect_exit "profd load with a read token: exit 1, 403 and the hint" 1 'answered 403: forbidden: token \\?"dashboards\\?" has scope read.*ask for a token with that scope' \
+	"$PROFD" load --service cli --token-file "$T/read.tok" "$C/cpu.pb.gz"
+check "profd load --token-file (write)" "$PROFD" load --service cli --token-file "$T/write.tok" "$C/cpu.pb.gz" "$C/heap.pb.gz"
+check "profd top --token-file (read)" "$PROFD" top --service cli --token-file "$T/read.tok"
+check "profd merge --token-file (read)" "$PROFD" merge --service cli --type cpu --token-file "$T/read.tok" -o "$T/m.pb.gz"
+check "profd diff --token-file (read)" "$PROFD" diff --base 'cpu{service="cli"}' --target 'cpu{service="cli"}' --token-file "$T/read.tok"
+expect_exit "--token-file that does not exist: exit 2, names it" 2 "token-file $T/nope" \
+	"$PROFD" get services --token-file "$T/nope"
+: >"$T/empty.tok"
+expect_exit "an empty --token-file: exit 2" 2 'empty token' "$PROFD" get services --token-file "$T/empty.tok"
+unset PROFD_COLLECTOR
+
 # ---- 3. no body read without a token ----------------------------------------------------
 head -c 20000000 /dev/zero >"$T/big"
 t0=$(date +%s%N)
