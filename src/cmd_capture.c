@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "version.h"
+#include "../lib/http/auth.h"
 #include "../lib/http/params.h"
 #include "../lib/kube/kube.h"
 #include "../lib/scrape/scrape.h"
@@ -78,6 +79,8 @@ static const char usage_text[] =
 	"                            and print their URLs. A profile that cannot be pushed is\n"
 	"                            written to the current directory instead (and reported).\n"
 	"                            Only this flag pushes ($PROFD_COLLECTOR is not used here)\n"
+	"      --token-file FILE     the collector's token (default $PROFD_TOKEN), for a\n"
+	"                            collector run with --tokens (write scope)\n"
 	"\n"
 	"Output: stdout gets one line per profile: its file, or its URL. stderr gets the\n"
 	"progress (on a terminal a live table, else one line per pod and type), one line\n"
@@ -318,7 +321,7 @@ static const char *short_arg(const char *s) { return s[0] == '=' ? s + 1 : s; }
 
 int cmd_capture(int argc, char **argv)
 {
-	enum { O_TYPES = 256, O_DURATION, O_TIMEOUT, O_OUTDIR, O_COLLECTOR, O_SERVICE, O_PORT, O_PATH, O_KUBECONFIG, O_CONTEXT };
+	enum { O_TYPES = 256, O_DURATION, O_TIMEOUT, O_OUTDIR, O_COLLECTOR, O_SERVICE, O_PORT, O_PATH, O_KUBECONFIG, O_CONTEXT, O_TOKEN_FILE };
 	static const struct option opts[] = {
 		{"namespace", required_argument, 0, 'n'},
 		{"all-namespaces", no_argument, 0, 'A'},
@@ -330,6 +333,7 @@ int cmd_capture(int argc, char **argv)
 		{"timeout", required_argument, 0, O_TIMEOUT},
 		{"output-dir", required_argument, 0, O_OUTDIR},
 		{"collector", required_argument, 0, O_COLLECTOR},
+		{"token-file", required_argument, 0, O_TOKEN_FILE},
 		{"service", required_argument, 0, O_SERVICE},
 		{"port", required_argument, 0, O_PORT},
 		{"path", required_argument, 0, O_PATH},
@@ -338,6 +342,8 @@ int cmd_capture(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	const char *ns = NULL, *sel = NULL, *kubeconfig = NULL, *kcontext = NULL, *outdir = NULL, *collector = NULL;
+	const char *token_file = NULL;
+	char *token = NULL;
 	const char *service = NULL, *port = NULL, *path = NULL;
 	bool all_ns = false, quiet = false;
 	unsigned types = PD_ST_ALL;
@@ -391,6 +397,7 @@ int cmd_capture(int argc, char **argv)
 				return cli_usage_error("capture", "--output-dir must not be empty");
 			outdir = optarg;
 			break;
+		case O_TOKEN_FILE: token_file = optarg; break;
 		case O_COLLECTOR:
 			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
 				return cli_usage_error("capture", "--collector: want an http:// or https:// URL, got '%s'", optarg);
@@ -462,7 +469,11 @@ int cmd_capture(int argc, char **argv)
 
 	/* the collector: if it is not there, say so now and keep the profiles in files */
 	bool collector_down = false;
-	if (collector && pd_capture_ping_collector(collector, 5000, &err)) {
+	if (collector && pd_token_read(token_file, getenv("PROFD_TOKEN"), &token, &err)) {
+		ret = cli_usage_error("capture", "%s", err.msg);
+		goto out;
+	}
+	if (collector && pd_capture_ping_collector(collector, token, 5000, &err)) {
 		fprintf(stderr,
 			"%s capture: collector not reachable: %s (is it running? check --collector); the profiles go to "
 			"files in the current directory instead\n",
@@ -482,6 +493,7 @@ int cmd_capture(int argc, char **argv)
 		.service = service,
 		.output_dir = outdir,
 		.collector = collector,
+		.token = token,
 		.stop = &stop_flag,
 		.progress = progress,
 		.ctx = &u,
@@ -606,5 +618,8 @@ out:
 	pd_capture_free(cap);
 	pd_kube_client_free(kc);
 	pd_kube_config_free(kcfg);
+	if (token)
+		memset(token, 0, strlen(token));
+	free(token);
 	return ret;
 }

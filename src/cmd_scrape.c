@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "version.h"
+#include "../lib/http/auth.h"
 #include "../lib/http/params.h"
 #include "../lib/kube/kube.h"
 #include "../lib/scrape/scrape.h"
@@ -112,6 +113,8 @@ static const char usage_text[] =
 	"Delivery:\n"
 	"      --collector URL       where profiles go (default $PROFD_COLLECTOR, else\n"
 	"                            " PD_SCRAPE_COLLECTOR ")\n"
+	"      --token-file FILE     the collector's token (default $PROFD_TOKEN), for a\n"
+	"                            collector run with --tokens (write scope)\n"
 	"      --queue-size SIZE     memory for profiles waiting for the collector (default\n"
 	"                            64MiB); when full the oldest are dropped (counted)\n"
 	"      --flush-timeout DUR   how long to keep delivering at exit (default 10s)\n"
@@ -250,6 +253,8 @@ static void *run_thread(void *arg)
 struct scrape_cmd {
 	struct pd_scrape_config cfg;
 	bool in_serve;
+	const char *token_file; /* --token-file */
+	char *token;            /* the collector's token (malloc'd), or NULL */
 	const char *config_file, *listen_addr, *default_service;
 	struct pd_kv *dlabels;
 	size_t ndl, capdl;
@@ -308,6 +313,9 @@ void scrape_cmd_free(struct scrape_cmd *c)
 	free(c->specs);
 	free(c->dlabels);
 	pd_buf_free(&c->cfgtext);
+	if (c->token)
+		memset(c->token, 0, strlen(c->token));
+	free(c->token);
 	free(c);
 }
 
@@ -334,10 +342,11 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
 		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
-		O_CPUCONC
+		O_CPUCONC, O_TOKEN_FILE
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
+		{"token-file", required_argument, 0, O_TOKEN_FILE},
 		{"target", required_argument, 0, O_TARGET},
 		{"service", required_argument, 0, O_SERVICE},
 		{"label", required_argument, 0, 'L'},
@@ -406,6 +415,13 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		case O_PODLABELS:
 			sc->pod_labels_arg = optarg;
 			sc->kube = true;
+			break;
+		case O_TOKEN_FILE:
+			if (in_serve) {
+				cli_usage_error(cmdname, "--token-file: not with serve --scrape: profiles go straight to the store");
+				goto out;
+			}
+			sc->token_file = optarg;
 			break;
 		case O_COLL:
 			if (in_serve) {
@@ -542,6 +558,11 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			cli_usage_error(cmdname, "--collector: want an http:// or https:// URL, got '%s'", cl);
 			goto out;
 		}
+		if (pd_token_read(sc->token_file, getenv("PROFD_TOKEN"), &sc->token, &err)) {
+			cli_usage_error(cmdname, "%s", err.msg);
+			goto out;
+		}
+		cfg->token = sc->token;
 	}
 
 	/* --config: read it now; a YAML file is parsed now too, since its global:

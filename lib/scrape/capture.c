@@ -554,7 +554,7 @@ static void first_line(const uint8_t *p, size_t n, char *out, size_t cap)
 	out[o] = 0;
 }
 
-int pd_capture_ping_collector(const char *collector, long timeout_ms, struct pd_err *err)
+int pd_capture_ping_collector(const char *collector, const char *token, long timeout_ms, struct pd_err *err)
 {
 	char url[2048], errbuf[CURL_ERROR_SIZE] = "";
 	size_t n = strlen(collector);
@@ -565,13 +565,27 @@ int pd_capture_ping_collector(const char *collector, long timeout_ms, struct pd_
 	CURL *h = easy(url, timeout_ms, &b, errbuf);
 	if (!h)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
+	char auth[320] = "";
+	struct curl_slist *hdrs = NULL;
+	if (token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+		hdrs = curl_slist_append(NULL, auth);
+		memset(auth, 0, sizeof auth);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	}
 	CURLcode cc = curl_easy_perform(h);
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
 	int rc = 0;
 	if (cc != CURLE_OK) {
 		rc = pd_errf(err, PD_EIO, "GET %s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	} else if (status == 401) {
+		rc = pd_errf(err, PD_EIO, "GET %s: HTTP 401: the collector needs a token (--token-file FILE or $PROFD_TOKEN)%s",
+			     url, token ? ": it does not know the one given" : "");
+	} else if (status == 403) {
+		rc = 0; /* a collector that knows the token (a write-only one may not read the version) */
 	} else if (status != 200) {
 		char line[220];
 		first_line(b.b.ptr, b.b.len, line, sizeof line);
@@ -610,6 +624,12 @@ static int post(struct pd_capture *c, const struct pd_capture_pod *cp, const str
 	struct body b = {PD_BUF_INIT(65536)};
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	hdrs = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
+	char auth[320] = ""; /* a token is at most 256 bytes (lib/http/auth.h) */
+	if (hdrs && c->o.token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->o.token);
+		hdrs = curl_slist_append(hdrs, auth);
+		memset(auth, 0, sizeof auth);
+	}
 	CURL *h = hdrs ? easy(url, PD_CAPTURE_POST_TIMEOUT_MS, &b, errbuf) : NULL;
 	int rc = 0;
 	if (!h) {

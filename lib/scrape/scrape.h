@@ -365,6 +365,7 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 
 struct pd_scrape_config {
 	const char *collector;    /* base URL of the collector (API v0) */
+	const char *token;        /* sent as Authorization: Bearer to the collector; NULL = none */
 	struct pd_store *store;   /* if set: store directly instead of posting (collector unused) */
 	int64_t retention_ns;     /* with store: the collector's --retention (0 = forever); profiles
 				   * older than the window are refused like POST refuses them */
@@ -603,6 +604,7 @@ struct pd_capture_opts {
 	const char *output_dir; /* files go here (NULL = "."); with a collector, only the profiles
 				 * that could not be posted */
 	const char *collector;  /* base URL of a collector (API v0); NULL = write files */
+	const char *token;      /* sent as Authorization: Bearer to the collector; NULL = none */
 	size_t max_body;        /* one profile; 0 = PD_SCRAPE_MAX_BODY */
 	unsigned threads;       /* 0 = PD_CAPTURE_THREADS */
 	int64_t now_ns;         /* the time in the file names (wall clock); 0 = now */
@@ -667,7 +669,7 @@ void pd_capture_free(struct pd_capture *c);
 
 /* Is a collector there? GET COLLECTOR/api/0/version within timeout_ms:
  * 0, or PD_EIO with what failed. */
-int pd_capture_ping_collector(const char *collector, long timeout_ms, struct pd_err *err) PD_WUR;
+int pd_capture_ping_collector(const char *collector, const char *token, long timeout_ms, struct pd_err *err) PD_WUR;
 /* "<service>-<pod>-<type>-<time>.pb.gz" (time: UTC 20060102T150405Z; the
  * service's characters outside [A-Za-z0-9._-] become '_') into buf. */
 const char *pd_capture_file_name(char *buf, size_t cap, const char *service, const char *pod, int type,

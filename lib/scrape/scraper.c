@@ -122,6 +122,7 @@ struct xfer {
 struct pd_scraper {
 	struct pd_scrape_config c;
 	char *collector, *state_dir, *raw_dir, *ua;
+	char *auth; /* "Authorization: Bearer ..." or NULL */
 	CURLM *multi;
 	pthread_mutex_t mu;
 	struct tstate **ts;
@@ -364,6 +365,9 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	s->state_dir = c->state_dir ? strdup(c->state_dir) : NULL;
 	s->raw_dir = c->save_raw_dir ? strdup(c->save_raw_dir) : NULL;
 	s->ua = strdup(c->user_agent ? c->user_agent : "profd-scrape");
+	if (c->token && asprintf(&s->auth, "Authorization: Bearer %s", c->token) < 0)
+		s->auth = NULL;
+	s->c.token = NULL; /* only s->auth holds it */
 	s->c.collector = s->collector;
 	s->c.state_dir = s->state_dir;
 	s->c.save_raw_dir = s->raw_dir;
@@ -391,6 +395,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 		return pd_errf(err, PD_EIO, "epoll: %s", strerror(e));
 	}
 	if (!s->multi || !s->ua || (c->collector && !s->collector) || (c->state_dir && !s->state_dir) ||
+	    (c->token && !s->auth) ||
 	    (c->save_raw_dir && !s->raw_dir)) {
 		pd_scraper_free(s);
 		return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -1337,6 +1342,8 @@ static void start_posts(struct pd_scraper *s, int64_t now)
 		x->t0 = now;
 		x->hdrs = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 		x->hdrs = x->hdrs ? curl_slist_append(x->hdrs, "Expect:") : NULL;
+		if (x->hdrs && s->auth)
+			x->hdrs = curl_slist_append(x->hdrs, s->auth);
 		curl_easy_setopt(x->h, CURLOPT_POST, 1L);
 		curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, it->body);
 		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
@@ -1705,6 +1712,9 @@ void pd_scraper_free(struct pd_scraper *s)
 	pd_scrape_targets_free(&s->pending);
 	pthread_mutex_destroy(&s->mu);
 	free(s->collector);
+	if (s->auth)
+		memset(s->auth, 0, strlen(s->auth));
+	free(s->auth);
 	free(s->state_dir);
 	free(s->raw_dir);
 	free(s->ua);

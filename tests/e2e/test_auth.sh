@@ -152,6 +152,15 @@ expect_exit "--token-file that does not exist: exit 2, names it" 2 "token-file $
 	"$PROFD" get services --token-file "$T/nope"
 : >"$T/empty.tok"
 expect_exit "an empty --token-file: exit 2" 2 'empty token' "$PROFD" get services --token-file "$T/empty.tok"
+start_goapp app auth
+expect_exit "profd scrape --once without a token: exit 1, the collector's 401 reported" 1 '401' \
+	"$PROFD" scrape --once --target "http://127.0.0.1:$PORT_app/debug/pprof" --service scraped --types heap,goroutine
+check "profd scrape --once --token-file (write)" "$PROFD" scrape --once --token-file "$T/write.tok" \
+	--target "http://127.0.0.1:$PORT_app/debug/pprof" --service scraped --types heap,goroutine
+req GET "/api/0/profiles?service=scraped&$Q" "$R"
+expect "... both scraped profiles stored" 2 "$(jq '.body | length' "$T/b" 2>/dev/null)"
+check "profd scrape with \$PROFD_TOKEN" env PROFD_TOKEN="$W" "$PROFD" scrape --once \
+	--target "http://127.0.0.1:$PORT_app/debug/pprof" --service scraped2 --types heap
 unset PROFD_COLLECTOR
 
 # ---- 3. no body read without a token ----------------------------------------------------
