@@ -4,9 +4,8 @@
  *
  * The parser is a hand-written scanner over a NUL-terminated string: every
  * error names the byte offset where the offending token starts. Regexes are
- * checked on their own first (so a regex cannot unbalance the anchoring
- * group), their size is capped (length, and the size glibc would expand
- * repetitions to: re_check), then compiled anchored as ^(re)$.
+ * RE2 syntax, checked and translated for PCRE2 (re2_translate), compiled
+ * anchored at both ends, and matched with bounded work (pd_regex_*).
  *
  * Selection asks the store per service (the store indexes service, type,
  * time and exact labels) with the exact, non-empty label matchers pushed
@@ -14,6 +13,9 @@
  */
 #include "query.h"
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -216,170 +218,622 @@ static int parse_string(struct ps *p, char **out)
 	return 0;
 }
 
-/*
- * The size glibc's regcomp would give the regex's syntax tree, estimated
- * from its structure: glibc duplicates the operand of "+" (a+ = a a*) and
- * of "{m,n}" (max(m, n) copies), so nested repetitions grow exponentially
- * (a+++++++ or ((a{9}){9}){9}) and a short regex can take gigabytes. Sums
- * over sequences and alternatives, multiplies through repetitions, and
- * saturates at PD_QUERY_MAX_RE_SIZE + 1. Also refuses back-references
- * (\1..\9: glibc supports them in ERE and matches them by backtracking).
- * Stacked repetition operators (a**, .*++++) are refused as RE2 refuses
- * them: glibc's epsilon closures over them explode even when the tree is
- * small. Returns 0, or 1 for too big, 2 for a back-reference, 3 for a
- * stacked repetition.
+/* ---- regexes: RE2 syntax on PCRE2 ----------------------------------------------
+ *
+ * Prometheus compiles a matcher's regex with Go's regexp (RE2 syntax) as
+ * ^(?s:re)$. PCRE2 reads most of that syntax the same way; re2_translate
+ * walks the regex once and
+ *   - refuses what PCRE2 would accept with a meaning RE2 does not have
+ *     (back-references, look-around, atomic groups, possessive quantifiers,
+ *     recursion, conditionals, verbs, callouts, \C \K \G \R \X \h \N ...):
+ *     "unsupported in RE2/Prometheus selector syntax: <what>";
+ *   - refuses what RE2 refuses and PCRE2 would read otherwise: stacked
+ *     repetitions (a**), repeat counts over 1000, unknown flags, letters
+ *     escaped without a meaning, \b \B \A \z \Q inside a class;
+ *   - rewrites what both accept with different meanings: \v (RE2: the
+ *     vertical tab; PCRE2: any vertical space), \s \S (RE2: [\t\n\f\r ];
+ *     PCRE2 adds \v), octal \12 and \0 (RE2: octal; PCRE2: maybe a
+ *     back-reference), a '{' that is no repetition and '[' or ']' meant
+ *     literally (escaped), named groups (RE2 allows names PCRE2 refuses;
+ *     names never matter for a whole-value match: plain groups).
+ * Then PCRE2 compiles it with UTF, DOTALL (as (?s:...)), anchored at both
+ * ends, $ at the very end only, newline = \n, no auto-capture, no \C; JIT
+ * when the platform allows it.
  */
-#define RE_DEPTH 256
-static uint64_t sat(uint64_t x) { return x > PD_QUERY_MAX_RE_SIZE ? PD_QUERY_MAX_RE_SIZE + 1 : x; }
 
-static int re_check(const char *re)
+#define UNSUP ": unsupported in RE2/Prometheus selector syntax: "
+
+#define RX_DEPTH 250 /* nested groups (PCRE2's default limit) */
+
+struct rx {
+	const char *s; /* the regex */
+	size_t i;
+	/* Go's repeatIsValid: nested {n,m} counts multiply to at most 1000;
+	 * gmax[d] = the largest product inside open group d, last = the last
+	 * atom's */
+	unsigned gmax[RX_DEPTH + 1], last;
+	size_t d;
+	char *o; /* output, cap 24 * strlen + 64 (\S in a class, 2 bytes to 43, expands most) */
+	size_t n;
+	char *why;
+	size_t nwhy;
+};
+
+static int rx_fail(struct rx *x, const char *fmt, ...) PD_PRINTF(2, 3);
+static int rx_fail(struct rx *x, const char *fmt, ...)
 {
-	uint64_t total[RE_DEPTH + 1], last[RE_DEPTH + 1];
-	size_t d = 0;
-	int rep = 0; /* the previous token: 0 not a repetition, 1 a repetition, 2 one made lazy by '?' */
-	total[0] = last[0] = 0;
-	for (const char *c = re; *c; c++) {
-		uint64_t mult = 0;
-		bool is_rep = *c == '*' || *c == '+' || *c == '?' || *c == '{';
-		if (is_rep && rep) {
-			/* as RE2: one '?' after a repetition (lazy in Go; the same
-			 * whole-value matches), nothing else stacks (a** a+* a*+?) */
-			if (*c != '?' || rep == 2)
-				return 3;
-			rep = 2;
-			continue;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->why, x->nwhy, fmt, ap);
+	va_end(ap);
+	return PD_EINVAL;
+}
+
+static void rx_put(struct rx *x, const char *s, size_t n)
+{
+	memcpy(x->o + x->n, s, n);
+	x->n += n;
+}
+static void rx_puts(struct rx *x, const char *s) { rx_put(x, s, strlen(s)); }
+static void rx_putc(struct rx *x, char c) { x->o[x->n++] = c; }
+
+static bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_odigit(char c) { return c >= '0' && c <= '7'; }
+
+/* What a PCRE2-only escape letter is, or NULL (then it is simply invalid). */
+static const char *pcre_only_escape(char c)
+{
+	switch (c) {
+	case 'g':
+	case 'k': return "back-reference";
+	case 'K': return "match start reset";
+	case 'G': return "\\G anchor";
+	case 'Z': return "\\Z (end before a final newline; RE2 has \\z)";
+	case 'C': return "\\C (one code unit)";
+	case 'R': return "\\R (any newline sequence)";
+	case 'X': return "\\X (extended grapheme cluster)";
+	case 'N': return "\\N";
+	case 'h':
+	case 'H': return "horizontal-space class";
+	case 'V': return "vertical-space class";
+	case 'E': return "\\E without \\Q";
+	case 'c': return "\\c control-character escape";
+	case 'o': return "\\o{} octal escape";
+	case 'e': return "\\e escape";
+	default: return NULL;
+	}
+}
+
+/* The escape at x->s[x->i] == '\\'; in a class or not. */
+static int rx_escape(struct rx *x, bool in_class)
+{
+	const char *s = x->s;
+	size_t i = x->i + 1;
+	char c = s[i];
+	char t[24];
+	if (!c)
+		return rx_fail(x, " does not compile: trailing backslash at end of expression");
+	if (c >= '1' && c <= '9' && !(c <= '7' && is_odigit(s[i + 1])))
+		return rx_fail(x, UNSUP "back-reference \\%c", c);
+	if (is_odigit(c)) { /* RE2 octal: \0, \0o, \0oo, \1o, \1oo (up to 3 digits) */
+		unsigned v = (unsigned)(c - '0');
+		size_t k = 1;
+		while (k < 3 && is_odigit(s[i + k]))
+			v = v * 8 + (unsigned)(s[i + k++] - '0');
+		snprintf(t, sizeof t, "\\x{%x}", v);
+		rx_puts(x, t);
+		x->i = i + k;
+		return 0;
+	}
+	switch (c) {
+	case 'x': {
+		uint32_t v = 0;
+		size_t k;
+		if (s[i + 1] == '{') {
+			for (k = 2; hexval(s[i + k]) >= 0; k++) {
+				v = v * 16 + (uint32_t)hexval(s[i + k]);
+				if (v > 0x10ffff)
+					return rx_fail(x, " does not compile: invalid escape sequence: \\x{%.8s (over U+10FFFF)",
+						       s + i + 2);
+			}
+			if (k == 2 || s[i + k] != '}')
+				return rx_fail(x, " does not compile: invalid escape sequence \\x{ (want \\x{hex})");
+			k++;
+		} else {
+			if (hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0)
+				return rx_fail(x, " does not compile: invalid escape sequence \\x (want \\xHH or \\x{hex})");
+			v = (uint32_t)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			k = 3;
 		}
-		rep = is_rep;
-		switch (*c) {
-		case '(':
-			if (d == RE_DEPTH)
-				return 1;
-			total[d] = sat(total[d] + last[d]);
-			last[d] = 0;
-			d++;
-			total[d] = last[d] = 0;
-			continue;
-		case ')':
-			if (d == 0) { /* unbalanced: regcomp says so */
-				total[0] = sat(total[0] + last[0]);
-				last[0] = 1;
+		if (v >= 0xd800 && v < 0xe000) /* never in UTF-8 text: RE2 never matches it, PCRE2 refuses it */
+			return rx_fail(x, " does not compile: \\x{%x} is a surrogate, never in UTF-8 text", (unsigned)v);
+		snprintf(t, sizeof t, "\\x{%x}", (unsigned)v);
+		rx_puts(x, t);
+		x->i = i + k;
+		return 0;
+	}
+	case 'a':
+	case 'f':
+	case 'n':
+	case 'r':
+	case 't':
+	case 'd':
+	case 'D':
+	case 'w':
+	case 'W': rx_putc(x, '\\'); rx_putc(x, c); x->i = i + 1; return 0;
+	case 'v': rx_puts(x, "\\x{b}"); x->i = i + 1; return 0;
+	case 's': rx_puts(x, in_class ? "\\t\\n\\f\\r " : "[\\t\\n\\f\\r ]"); x->i = i + 1; return 0;
+	case 'S':
+		rx_puts(x, in_class ? "\\x{0}-\\x{8}\\x{b}\\x{e}-\\x{1f}\\x{21}-\\x{10ffff}" : "[^\\t\\n\\f\\r ]");
+		x->i = i + 1;
+		return 0;
+	case 'p':
+	case 'P': {
+		size_t k = 2;
+		if (s[i + 1] == '{') {
+			while (s[i + k] && s[i + k] != '}')
+				k++;
+			if (!s[i + k])
+				return rx_fail(x, " does not compile: invalid character class range \\%c{ (missing })", c);
+			k++;
+		} else if (!s[i + 1] || (unsigned char)s[i + 1] >= 0x80) {
+			return rx_fail(x, " does not compile: invalid character class range \\%c", c);
+		}
+		rx_putc(x, '\\');
+		rx_put(x, s + i, k);
+		x->i = i + k;
+		return 0;
+	}
+	case 'b':
+	case 'B':
+	case 'A':
+	case 'z':
+		if (in_class)
+			return rx_fail(x, " does not compile: invalid escape sequence \\%c in a character class", c);
+		rx_putc(x, '\\');
+		rx_putc(x, c);
+		x->i = i + 1;
+		return 0;
+	case 'Q': {
+		if (in_class)
+			return rx_fail(x, " does not compile: \\Q in a character class");
+		/* literal up to \E or the end: each character escaped or copied */
+		size_t k = i + 1;
+		while (s[k] && !(s[k] == '\\' && s[k + 1] == 'E')) {
+			if ((unsigned char)s[k] < 0x80 && !is_alnum(s[k]))
+				rx_putc(x, '\\');
+			rx_putc(x, s[k++]);
+		}
+		x->i = s[k] ? k + 2 : k;
+		return 0;
+	}
+	default: break;
+	}
+	if ((unsigned char)c < 0x80 && !is_alnum(c)) { /* escaped punctuation: itself */
+		rx_putc(x, '\\');
+		rx_putc(x, c);
+		x->i = i + 1;
+		return 0;
+	}
+	const char *what = pcre_only_escape(c);
+	if (what)
+		return rx_fail(x, UNSUP "%s (\\%c)", what, c);
+	if ((unsigned char)c >= 0x80)
+		return rx_fail(x, " does not compile: invalid escape sequence (backslash before a non-ASCII character)");
+	return rx_fail(x, " does not compile: invalid escape sequence \\%c", c);
+}
+
+static const char *const posix_classes[] = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph",
+					     "lower", "print", "punct", "space", "upper", "word",  "xdigit"};
+
+/* A class at x->s[x->i] == '['. */
+static int rx_class(struct rx *x)
+{
+	const char *s = x->s;
+	size_t start = x->i, i = x->i + 1;
+	rx_putc(x, '[');
+	if (s[i] == '^')
+		rx_putc(x, '^'), i++;
+	if (s[i] == ']') /* first: literal */
+		rx_puts(x, "\\]"), i++;
+	while (s[i] && s[i] != ']') {
+		if (s[i] == '[' && s[i + 1] == ':') {
+			size_t k = i + 2 + (s[i + 2] == '^');
+			size_t e = k;
+			while (is_alpha(s[e]))
+				e++;
+			bool known = false;
+			for (size_t j = 0; j < sizeof posix_classes / sizeof *posix_classes && !known; j++)
+				known = e - k == strlen(posix_classes[j]) && !memcmp(s + k, posix_classes[j], e - k);
+			if (s[e] == ':' && s[e + 1] == ']') {
+				if (!known)
+					return rx_fail(x, " does not compile: invalid character class range [:%.*s:]",
+						       (int)(e - k > 20 ? 20 : e - k), s + k);
+				rx_put(x, s + i, e + 2 - i);
+				i = e + 2;
 				continue;
 			}
-			d--;
-			last[d] = sat(total[d + 1] + last[d + 1] + 1);
+			rx_puts(x, "\\["), i++; /* RE2: a literal '[' */
 			continue;
-		case '|':
-			total[d] = sat(total[d] + last[d] + 1);
-			last[d] = 0;
-			continue;
-		case '*':
-		case '?': mult = 1; break;
-		case '+': mult = 2; break;
-		case '{': {
-			uint64_t m = 0, n = 0;
-			const char *e = c + 1;
-			while (*e >= '0' && *e <= '9' && m <= PD_QUERY_MAX_RE_SIZE)
-				m = m * 10 + (uint64_t)(*e++ - '0');
-			if (*e == ',') {
-				e++;
-				if (*e == '}')
-					n = m + 1; /* {m,} = m copies and a star */
-				while (*e >= '0' && *e <= '9' && n <= PD_QUERY_MAX_RE_SIZE)
-					n = n * 10 + (uint64_t)(*e++ - '0');
-			}
-			mult = m > n ? m : n;
-			if (mult < 1)
-				mult = 1;
-			while (*e && *e != '}')
-				e++;
-			c = *e ? e : e - 1;
-			break;
 		}
-		case '[': {
-			/* bracket expression: ] first is literal; [:x:] [=x=] [.x.] inside */
-			const char *e = c + 1;
-			if (*e == '^')
-				e++;
-			if (*e == ']')
-				e++;
-			while (*e && *e != ']') {
-				if (*e == '[' && (e[1] == ':' || e[1] == '=' || e[1] == '.')) {
-					char k = e[1];
-					const char *f = e + 2;
-					while (*f && !(f[0] == k && f[1] == ']'))
-						f++;
-					e = *f ? f + 2 : f;
+		if (s[i] == '[') {
+			rx_puts(x, "\\["), i++;
+			continue;
+		}
+		if (s[i] == '\\') {
+			x->i = i;
+			int rc = rx_escape(x, true);
+			if (rc)
+				return rc;
+			i = x->i;
+			continue;
+		}
+		rx_putc(x, s[i++]);
+	}
+	if (!s[i])
+		return rx_fail(x, " does not compile: missing closing ]: %.40s", s + start);
+	rx_putc(x, ']');
+	x->i = i + 1;
+	return 0;
+}
+
+static int rx_open(struct rx *x)
+{
+	if (x->d == RX_DEPTH)
+		return rx_fail(x, " does not compile: expression nests too deeply (over %d groups)", RX_DEPTH);
+	x->gmax[++x->d] = 0;
+	return 0;
+}
+
+static void rx_atom(struct rx *x, unsigned prod)
+{
+	x->last = prod;
+	if (prod > x->gmax[x->d])
+		x->gmax[x->d] = prod;
+}
+
+/* A group opening at x->s[x->i] == '('. */
+static int rx_group(struct rx *x)
+{
+	const char *s = x->s;
+	size_t i = x->i;
+	if (s[i + 1] == '*')
+		return rx_fail(x, UNSUP "(*...) verbs and options");
+	if (s[i + 1] != '?') {
+		rx_putc(x, '(');
+		x->i = i + 1;
+		return rx_open(x);
+	}
+	const char *g = s + i + 2;
+	/* named groups: (?P<name>re) and (?<name>re) */
+	if ((g[0] == 'P' && g[1] == '<') || (g[0] == '<' && g[1] != '=' && g[1] != '!')) {
+		size_t k = g[0] == 'P' ? 2 : 1, e = k;
+		while (is_alpha(g[e]) || is_digit(g[e]))
+			e++;
+		if (e == k || g[e] != '>')
+			return rx_fail(x, " does not compile: invalid named capture: (?%.*s", (int)(e + 1), g);
+		rx_putc(x, '(');
+		x->i = i + 2 + e + 1;
+		return rx_open(x);
+	}
+	switch (g[0]) {
+	case '=': return rx_fail(x, UNSUP "lookahead (?=");
+	case '!': return rx_fail(x, UNSUP "negative lookahead (?!");
+	case '<': return rx_fail(x, UNSUP "lookbehind (?%.2s", g);
+	case '>': return rx_fail(x, UNSUP "atomic group (?>");
+	case '|': return rx_fail(x, UNSUP "branch reset group (?|");
+	case '#': return rx_fail(x, UNSUP "comment (?#");
+	case '(': return rx_fail(x, UNSUP "conditional group (?(");
+	case 'C': return rx_fail(x, UNSUP "callout (?C");
+	case '\'': return rx_fail(x, UNSUP "named group (?'name'");
+	case '*': return rx_fail(x, UNSUP "non-atomic lookaround (?*");
+	case '&': return rx_fail(x, UNSUP "recursion / subroutine call (?&name)");
+	case 'R': return rx_fail(x, UNSUP "recursion (?R)");
+	case 'P':
+		if (g[1] == '=')
+			return rx_fail(x, UNSUP "back-reference (?P=name)");
+		if (g[1] == '>')
+			return rx_fail(x, UNSUP "recursion (?P>name)");
+		break;
+	default:
+		if (is_digit(g[0]) || ((g[0] == '+' || g[0] == '-') && is_digit(g[1])))
+			return rx_fail(x, UNSUP "recursion / subroutine call (?%.2s", g);
+	}
+	/* flags: (?flags) or (?flags:re), flags in i m s U, one '-' not last */
+	size_t k = 0;
+	bool neg = false, after_neg = false;
+	for (;; k++) {
+		char c = g[k];
+		if (c == 'i' || c == 'm' || c == 's' || c == 'U') {
+			after_neg = false;
+			continue;
+		}
+		if (c == '-' && !neg) {
+			neg = after_neg = true;
+			continue;
+		}
+		if ((c == ')' || c == ':') && !after_neg)
+			break;
+		if (!c)
+			return rx_fail(x, " does not compile: missing closing ): (?%.20s", g);
+		if (is_alpha(c) || c == '^')
+			return rx_fail(x, UNSUP "flag '%c' in (?%.*s (RE2 knows i, m, s, U)", c, (int)(k + 1), g);
+		return rx_fail(x, " does not compile: invalid or unsupported Perl syntax: (?%.*s", (int)(k + 1), g);
+	}
+	rx_put(x, s + i, 2 + k + 1);
+	x->i = i + 2 + k + 1;
+	return g[k] == ':' ? rx_open(x) : 0;
+}
+
+/* {n}, {n,} or {n,m} at s (RE2's grammar), its length, or 0 if not one. */
+static size_t rx_repeat(const char *s, unsigned *lo, unsigned *hi, bool *big)
+{
+	size_t k = 1;
+	unsigned a = 0, b;
+	*big = false;
+	if (!is_digit(s[k]))
+		return 0;
+	while (is_digit(s[k])) {
+		a = a > 100000 ? a : a * 10 + (unsigned)(s[k] - '0');
+		k++;
+	}
+	b = a;
+	if (s[k] == ',') {
+		k++;
+		b = UINT32_MAX;
+		if (is_digit(s[k])) {
+			b = 0;
+			while (is_digit(s[k])) {
+				b = b > 100000 ? b : b * 10 + (unsigned)(s[k] - '0');
+				k++;
+			}
+		}
+	}
+	if (s[k] != '}')
+		return 0;
+	*lo = a;
+	*hi = b;
+	*big = a > PD_QUERY_MAX_REPEAT || (b != UINT32_MAX && (b > PD_QUERY_MAX_REPEAT || b < a));
+	return k + 1;
+}
+
+static int re2_translate(struct rx *x)
+{
+	const char *s = x->s;
+	int rep = 0; /* the previous token: 0 not a repetition, 1 a repetition, 2 one made lazy by '?' */
+	while (s[x->i]) {
+		char c = s[x->i];
+		unsigned lo, hi;
+		bool big;
+		size_t rl = c == '{' ? rx_repeat(s + x->i, &lo, &hi, &big) : 0;
+		bool is_rep = c == '*' || c == '+' || c == '?' || rl;
+		if (is_rep) {
+			if (rep) {
+				if (c == '?' && rep == 1) { /* lazy: the same whole-value matches */
+					rep = 2;
+					rx_putc(x, '?');
+					x->i++;
 					continue;
 				}
-				e++;
+				if (c == '+' && rep == 1)
+					return rx_fail(x, UNSUP "possessive quantifier (a repetition followed by '+', "
+								"e.g. a++ or a{2}+)");
+				return rx_fail(x, " does not compile: invalid nested repetition operator: %.*s (group it: "
+						  "(a*)*)",
+					       (int)(rl ? rl : 1), s + x->i);
 			}
-			c = *e ? e : e - 1;
-			total[d] = sat(total[d] + last[d]);
-			last[d] = 2;
+			if (rl && big)
+				return rx_fail(x, " does not compile: invalid repeat count %.*s (at most %d)", (int)rl, s + x->i,
+					       PD_QUERY_MAX_REPEAT);
+			if (rl) {
+				unsigned m = hi == UINT32_MAX ? lo : hi;
+				if (m && (uint64_t)x->last * m > PD_QUERY_MAX_REPEAT)
+					return rx_fail(x, " does not compile: invalid repeat count %.*s (nested counts "
+							  "multiply to over %d)",
+						       (int)rl, s + x->i, PD_QUERY_MAX_REPEAT);
+				rx_atom(x, m ? x->last * m : 1);
+			}
+			rep = 1;
+			rx_put(x, s + x->i, rl ? rl : 1);
+			x->i += rl ? rl : 1;
 			continue;
 		}
-		case '\\':
-			if (c[1] >= '1' && c[1] <= '9')
-				return 2;
-			if (c[1])
-				c++;
-			/* fall through */
+		rep = 0;
+		int rc = 0;
+		if (c != '(' && c != ')' && c != '|')
+			rx_atom(x, 1);
+		switch (c) {
+		case ')':
+			rx_putc(x, ')');
+			x->i++;
+			if (x->d) { /* else unbalanced: PCRE2 says so */
+				unsigned g = x->gmax[x->d--];
+				rx_atom(x, g ? g : 1);
+			}
+			break;
+		case '\\': rc = rx_escape(x, false); break;
+		case '[': rc = rx_class(x); break;
+		case '(': rc = rx_group(x); break;
+		case '{':
+		case ']':
+		case '}':
+			rx_putc(x, '\\');
+			rx_putc(x, c);
+			x->i++;
+			break;
 		default:
-			total[d] = sat(total[d] + last[d]);
-			last[d] = 1;
-			continue;
+			rx_putc(x, c);
+			x->i++;
 		}
-		/* a repetition of the last item */
-		if (last[d] == 0)
-			last[d] = 1;
-		last[d] = sat(last[d] * mult + 1);
+		if (rc)
+			return rc;
 	}
-	while (d > 0) { /* unclosed groups: regcomp refuses them */
-		d--;
-		last[d] = sat(total[d + 1] + last[d + 1] + 1);
+	x->o[x->n] = 0;
+	return 0;
+}
+
+struct pd_regex {
+	pcre2_code *code;
+	pcre2_match_context *mctx;
+	atomic_bool limited; /* a match hit a bound: every later match is PD_ELIMIT */
+};
+
+void pd_regex_free(struct pd_regex *re)
+{
+	if (!re)
+		return;
+	pcre2_code_free(re->code);
+	pcre2_match_context_free(re->mctx);
+	free(re);
+}
+
+int pd_regex_compile(const char *re, struct pd_regex **out, char *why, size_t nwhy)
+{
+	*out = NULL;
+	if (nwhy)
+		why[0] = 0;
+	size_t len = strlen(re);
+	if (len > PD_QUERY_MAX_REGEX) {
+		snprintf(why, nwhy, ": regex of %zu bytes: over the limit of %d", len, PD_QUERY_MAX_REGEX);
+		return PD_ELIMIT;
 	}
-	return sat(total[0] + last[0]) > PD_QUERY_MAX_RE_SIZE ? 1 : 0;
+	int rc = PD_ENOMEM;
+	pcre2_compile_context *cc = NULL;
+	struct pd_regex *r = calloc(1, sizeof *r);
+	struct rx x = {.s = re, .o = malloc(24 * len + 64), .why = why, .nwhy = nwhy};
+	if (!r || !x.o)
+		goto out;
+	if ((rc = re2_translate(&x)))
+		goto out;
+	rc = PD_ENOMEM;
+	if (!(cc = pcre2_compile_context_create(NULL)) || pcre2_set_newline(cc, PCRE2_NEWLINE_LF))
+		goto out;
+	int ec;
+	PCRE2_SIZE eo;
+	r->code = pcre2_compile((PCRE2_SPTR)x.o, x.n,
+				PCRE2_UTF | PCRE2_DOTALL | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOLLAR_ENDONLY |
+					PCRE2_ALT_CIRCUMFLEX | PCRE2_NO_AUTO_CAPTURE | PCRE2_NEVER_BACKSLASH_C,
+				&ec, &eo, cc);
+	if (!r->code) {
+		if (ec == PCRE2_ERROR_NOMEMORY)
+			goto out;
+		char msg[160];
+		if (pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof msg) < 0)
+			snprintf(msg, sizeof msg, "PCRE2 error %d", ec);
+		snprintf(why, nwhy, " does not compile: %s", msg);
+		rc = PD_EINVAL;
+		goto out;
+	}
+	(void)pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE); /* else the interpreter */
+	if (!(r->mctx = pcre2_match_context_create(NULL)) || pcre2_set_match_limit(r->mctx, PD_QUERY_RE_MATCH_LIMIT) ||
+	    pcre2_set_depth_limit(r->mctx, PD_QUERY_RE_DEPTH_LIMIT) ||
+	    pcre2_set_heap_limit(r->mctx, PD_QUERY_RE_HEAP_LIMIT_KB))
+		goto out;
+	atomic_init(&r->limited, false);
+	*out = r;
+	r = NULL;
+	rc = 0;
+out:
+	if (rc == PD_ENOMEM)
+		snprintf(why, nwhy, ": out of memory");
+	pcre2_compile_context_free(cc);
+	pd_regex_free(r);
+	free(x.o);
+	return rc;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 (strict: no overlong
+ * forms, no surrogates, nothing over U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t k;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (n < k || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t j = 2; j < k; j++)
+		if ((s[j] & 0xc0) != 0x80)
+			return 0;
+	return k;
+}
+
+static int rx_run(const struct pd_regex *re, const char *s, size_t len, uint32_t opts, pcre2_match_data *md)
+{
+	int r = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, opts, md, re->mctx);
+	if (r == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter's bounds are the heap and depth limits */
+		r = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, opts | PCRE2_NO_JIT, md, re->mctx);
+	return r;
+}
+
+int pd_regex_match(const struct pd_regex *re, const char *s, size_t len)
+{
+	/* the flag is the one mutable field (re is malloc'd, never const itself) */
+	atomic_bool *limited = &((struct pd_regex *)re)->limited;
+	if (atomic_load_explicit(limited, memory_order_relaxed))
+		return PD_ELIMIT;
+	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+	if (!md)
+		return PD_ENOMEM;
+	char *fixed = NULL;
+	int r = rx_run(re, s, len, 0, md);
+	if (r <= PCRE2_ERROR_UTF8_ERR1 && r >= PCRE2_ERROR_UTF8_ERR21) {
+		/* invalid UTF-8: as Go reads it, each bad byte is U+FFFD */
+		if (len > (SIZE_MAX - 1) / 3 || !(fixed = malloc(3 * len + 1))) {
+			pcre2_match_data_free(md);
+			return PD_ENOMEM;
+		}
+		size_t o = 0;
+		for (size_t i = 0; i < len;) {
+			size_t k = utf8_len((const unsigned char *)s + i, len - i);
+			if (k) {
+				memcpy(fixed + o, s + i, k);
+				o += k, i += k;
+			} else {
+				memcpy(fixed + o, "\xef\xbf\xbd", 3);
+				o += 3, i++;
+			}
+		}
+		r = rx_run(re, fixed, o, PCRE2_NO_UTF_CHECK, md); /* validated just above */
+		free(fixed);
+	}
+	pcre2_match_data_free(md);
+	if (r >= 0)
+		return 1;
+	if (r == PCRE2_ERROR_NOMATCH)
+		return 0;
+	if (r == PCRE2_ERROR_NOMEMORY)
+		return PD_ENOMEM;
+	/* match, depth, heap or JIT stack limit (nothing else can fail here) */
+	atomic_store_explicit(limited, true, memory_order_relaxed);
+	return PD_ELIMIT;
+}
+
+bool pd_regex_limited(const struct pd_regex *re)
+{
+	return re && atomic_load_explicit(&((struct pd_regex *)re)->limited, memory_order_relaxed);
 }
 
 static int compile_re(struct ps *p, size_t at, struct pd_matcher *m)
 {
-	size_t len = strlen(m->value);
-	if (len > PD_QUERY_MAX_REGEX)
-		return perr(p, at, PD_ELIMIT, "regex of %zu bytes: over the limit of %d", len, PD_QUERY_MAX_REGEX);
-	int chk = re_check(m->value);
-	if (chk == 2)
-		return perr(p, at, PD_EINVAL, "regex \"%.100s\": back-references (\\1..\\9) are not supported", m->value);
-	if (chk == 3)
-		return perr(p, at, PD_EINVAL,
-			    "regex \"%.100s\": invalid nested repetition operator (e.g. a** or a+*; group it: (a*)*)",
-			    m->value);
-	if (chk)
-		return perr(p, at, PD_EINVAL,
-			    "regex \"%.100s\" is too complex: its repetitions (+, {m,n}) expand to more than %d "
-			    "states",
-			    m->value, PD_QUERY_MAX_RE_SIZE);
-	regex_t t;
-	int r = regcomp(&t, m->value, REG_EXTENDED | REG_NOSUB);
-	if (r) {
-		char why[160];
-		regerror(r, &t, why, sizeof why);
-		return perr(p, at, PD_EINVAL, "regex \"%.100s\" does not compile: %s", m->value, why);
-	}
-	regfree(&t);
-	char *a = malloc(len + 5);
-	if (!a)
+	char why[300];
+	int rc = pd_regex_compile(m->value, &m->re, why, sizeof why);
+	if (rc == PD_ENOMEM)
 		return pd_errf(p->err, PD_ENOMEM, "out of memory");
-	a[0] = '^';
-	a[1] = '(';
-	memcpy(a + 2, m->value, len);
-	memcpy(a + 2 + len, ")$", 3);
-	r = regcomp(&m->re, a, REG_EXTENDED | REG_NOSUB);
-	free(a);
-	if (r) {
-		char why[160];
-		regerror(r, &m->re, why, sizeof why);
-		return perr(p, at, PD_EINVAL, "regex \"%.100s\" does not compile: %s", m->value, why);
-	}
+	if (rc == PD_ELIMIT)
+		return perr(p, at, PD_ELIMIT, "regex of %zu bytes: over the limit of %d", strlen(m->value),
+			    PD_QUERY_MAX_REGEX);
+	if (rc)
+		return perr(p, at, PD_EINVAL, "regex \"%.100s\"%s", m->value, why);
 	m->has_re = true;
 	return 0;
 }
@@ -388,8 +842,7 @@ static void matcher_free(struct pd_matcher *m)
 {
 	free(m->name);
 	free(m->value);
-	if (m->has_re)
-		regfree(&m->re);
+	pd_regex_free(m->re);
 	memset(m, 0, sizeof *m);
 }
 
@@ -549,8 +1002,10 @@ static bool match1(const struct pd_matcher *m, const char *v)
 	switch (m->op) {
 	case PD_MATCH_EQ: return strcmp(v, m->value) == 0;
 	case PD_MATCH_NE: return strcmp(v, m->value) != 0;
-	case PD_MATCH_RE: return regexec(&m->re, v, 0, NULL, 0) == 0;
-	default: return regexec(&m->re, v, 0, NULL, 0) != 0;
+	/* a regex that hit a match bound reads as matching nothing; the
+	 * selection fails afterwards (pd_selector_check) */
+	case PD_MATCH_RE: return pd_regex_match(m->re, v, strlen(v)) == 1;
+	default: return pd_regex_match(m->re, v, strlen(v)) == 0;
 	}
 }
 
@@ -580,6 +1035,19 @@ bool pd_selector_match_service(const struct pd_selector *sel, const char *servic
 		if (!strcmp(sel->m[i].name, "service") && !match1(&sel->m[i], service))
 			return false;
 	return true;
+}
+
+int pd_selector_check(const struct pd_selector *sel, struct pd_err *err)
+{
+	for (size_t i = 0; i < sel->n; i++)
+		if (pd_regex_limited(sel->m[i].re))
+			return pd_errf(err, PD_EINVAL,
+				       "bad query: regex \"%.100s\" of label \"%.100s\" hit the match limit (%d steps, "
+				       "depth %d, %d KiB) on a value: simplify it (nested repetitions like (a+)+ backtrack "
+				       "exponentially)",
+				       sel->m[i].value, sel->m[i].name, PD_QUERY_RE_MATCH_LIMIT, PD_QUERY_RE_DEPTH_LIMIT,
+				       PD_QUERY_RE_HEAP_LIMIT_KB);
+	return 0;
 }
 
 const char *pd_selector_service(const struct pd_selector *sel)
@@ -687,11 +1155,16 @@ struct each_ctx {
 	int rc; /* fn's non-zero return */
 };
 
+/* each_one's return when a regex hit its match bound (not one of fn's) */
+#define EACH_LIMITED 1
+
 static int each_one(void *ctx, const struct pd_profile_meta *m)
 {
 	struct each_ctx *c = ctx;
-	if (!pd_selector_match(c->sel, m))
-		return 0;
+	if (!pd_selector_match(c->sel, m)) {
+		struct pd_err e;
+		return pd_selector_check(c->sel, &e) ? EACH_LIMITED : 0;
+	}
 	return c->rc = c->fn(c->ctx, m);
 }
 
@@ -728,11 +1201,15 @@ int pd_query_each(struct pd_store *st, const struct pd_selector *sel, int64_t fr
 		}
 	struct each_ctx ec = {sel, fn, ctx, 0};
 	for (size_t i = 0; i < nsvc && !rc; i++) {
-		if (!pd_selector_match_service(sel, svcs[i]))
+		if (!pd_selector_match_service(sel, svcs[i])) {
+			rc = pd_selector_check(sel, err);
 			continue;
+		}
 		struct pd_store_query q = {svcs[i], sel->type, kv, nkv, from_ns, to_ns, 0};
 		ec.rc = 0;
 		rc = pd_store_find(st, &q, each_one, &ec, err);
+		if (rc && !ec.rc && pd_selector_check(sel, err))
+			rc = PD_EINVAL;
 	}
 out:
 	for (size_t i = 0; svcs && i < nsvc; i++)

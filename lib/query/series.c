@@ -74,22 +74,14 @@ static bool sfn_eq(void *ctx, uint32_t i)
 	return f->v[i].name.len == f->key.len && !memcmp(f->v[i].name.ptr, f->key.ptr, f->key.len);
 }
 
-static bool fn_re_match(const regex_t *re, struct pd_str s)
+static bool fn_re_match(const struct pd_regex *re, struct pd_str s)
 {
-	char buf[512];
-	char *c = s.len < sizeof buf ? buf : malloc((size_t)s.len + 1);
-	if (!c)
-		return false;
-	memcpy(c, s.ptr, s.len);
-	c[s.len] = 0;
-	bool m = regexec(re, c, 0, NULL, 0) == 0;
-	if (c != buf)
-		free(c);
-	return m;
+	/* a regex that hit its match bound matches nothing (pd_regex_match) */
+	return pd_regex_match(re, s.ptr, s.len) == 1;
 }
 
 /* The slot of name (created, and matched against re, if new); UINT32_MAX on OOM. */
-static uint32_t sfn_get(struct sfns *f, struct pd_str name, const regex_t *re)
+static uint32_t sfn_get(struct sfns *f, struct pd_str name, const struct pd_regex *re)
 {
 	uint64_t h = pd_hash(name.ptr, name.len, 5);
 	f->key = name;
@@ -103,7 +95,7 @@ static uint32_t sfn_get(struct sfns *f, struct pd_str name, const regex_t *re)
 	return (uint32_t)f->n++;
 }
 
-int pd_series_step(const struct pd_profile *p, uint32_t si, const regex_t *re, bool by_function, int64_t *total,
+int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_regex *re, bool by_function, int64_t *total,
 		   pd_series_row_fn fn, void *ctx, struct pd_err *err)
 {
 	*total = 0;
@@ -1277,7 +1269,7 @@ out:
 
 /* ---- the function regex ------------------------------------------------------------ */
 
-int pd_series_compile_re(const char *param, const char *re_text, struct pd_selector *holder, const regex_t **re,
+int pd_series_compile_re(const char *param, const char *re_text, struct pd_selector *holder, const struct pd_regex **re,
 			 struct pd_err *err)
 {
 	*re = NULL;
@@ -1309,7 +1301,7 @@ int pd_series_compile_re(const char *param, const char *re_text, struct pd_selec
 			       why ? why : e.msg);
 	}
 	PD_ASSERT(holder->n == 1 && holder->m[0].has_re);
-	*re = &holder->m[0].re;
+	*re = holder->m[0].re;
 	return 0;
 }
 

@@ -46,7 +46,7 @@
  * A non-zero return of fn stops and is returned.
  */
 typedef int (*pd_series_row_fn)(void *ctx, struct pd_str function, int64_t flat, int64_t cum);
-int pd_series_step(const struct pd_profile *p, uint32_t si, const regex_t *re, bool by_function, int64_t *total,
+int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_regex *re, bool by_function, int64_t *total,
 		   pd_series_row_fn fn, void *ctx, struct pd_err *err) PD_WUR;
 
 /* What to compute. */
@@ -55,7 +55,7 @@ struct pd_series_spec {
 	const char *const *by;           /* grouping label names ("service" = the service); may be empty */
 	size_t nby;
 	bool by_function;        /* one series per function (that re matches) */
-	const regex_t *re;       /* NULL: every function (by_function) or the profile total */
+	const struct pd_regex *re;       /* NULL: every function (by_function) or the profile total */
 	bool cum;                /* function values: cum instead of flat */
 	const char *sample_index; /* pprof -sample_index (name or number); NULL = the profiles' default */
 	size_t top;              /* 0 = every series (more than max_series: PD_EINVAL); else the top n by sum
@@ -144,12 +144,12 @@ int pd_series_compute_range(struct pd_store *st, const struct pd_selector *sel, 
 			    size_t max_raw, struct pd_series_set *out, bool *done, struct pd_err *err) PD_WUR;
 
 /*
- * Compile a function regex as selectors do (POSIX ERE, anchored: ^(re)$,
- * same size and back-reference checks). *holder owns the compiled regex,
+ * Compile a function regex as selectors do (RE2 syntax on PCRE2, fully
+ * anchored, the same refusals and match bounds). *holder owns the compiled regex,
  * returned in *re; free it with pd_selector_free. PD_EINVAL/PD_ELIMIT
  * 'bad "<param>" "<re>": regex ... does not compile: ...'.
  */
-int pd_series_compile_re(const char *param, const char *re_text, struct pd_selector *holder, const regex_t **re,
+int pd_series_compile_re(const char *param, const char *re_text, struct pd_selector *holder, const struct pd_regex **re,
 			 struct pd_err *err) PD_WUR;
 
 /* ---- text forms ------------------------------------------------------------------ */

@@ -320,7 +320,7 @@ grep -q '^{"code":200,"body":\["env","service","version"\]}$' "$T/b" && ok "enve
 expect_err "malformed selector: 400 pointing at the column" 400 "bad query \"cpu{service=\"auth\" version=\"1\"}\": at 19: expected ',' or '}' after a matcher, got 'v'" \
 	top 'query=cpu{service="auth" version="1"}'
 expect_err "unknown type: 400 naming it and the valid ones" 400 'unknown profile type "cpux" (valid: cpu, heap' top 'query=cpux{}'
-expect_err "regex that does not compile: 400 with regcomp's reason" 400 'bad query "cpu{version=~"1.("}": at 13: regex "1.(" does not compile: Unmatched (' \
+expect_err "regex that does not compile: 400 with PCRE2's reason" 400 'bad query "cpu{version=~"1.("}": at 13: regex "1.(" does not compile: missing closing parenthesis' \
 	top 'query=cpu{version=~"1.("}'
 expect_err "from > to: 400" 400 '"from" after "to"' top query=cpu from=now to=now-1h
 expect_err "range over --max-query-range: 400" 400 'range over the limit' top query=cpu from=now-49h to=now

@@ -10,7 +10,12 @@
  *   - a parsed selector's canonical text (pd_selector_format) parses again
  *     and formats to the same text, and both selectors agree on every
  *     profile (the formatter escapes exactly what the parser unescapes);
- *   - a selector never matches a profile of another type.
+ *   - a selector never matches a profile of another type;
+ *   - the selector line compiled as a regex on its own (pd_regex_compile:
+ *     the RE2-to-PCRE2 translation sees arbitrary bytes) either compiles
+ *     or fails with PD_EINVAL/PD_ELIMIT and a message, and matching it
+ *     against every profile line gives 1, 0 or PD_ELIMIT (bounded work);
+ *     once PD_ELIMIT, it stays so.
  */
 #include "../../lib/query/query.h"
 
@@ -38,6 +43,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rest = nl + 1;
 	}
 	size_t qlen = strlen(buf);
+	/* the first line as a bare regex */
+	struct pd_regex *re = NULL;
+	char why[300];
+	int rrc = pd_regex_compile(buf, &re, why, sizeof why);
+	PD_ASSERT(rrc == 0 || rrc == PD_EINVAL || rrc == PD_ELIMIT || rrc == PD_ENOMEM);
+	PD_ASSERT(rrc == 0 ? re != NULL : re == NULL && why[0]);
+	if (re && rest) {
+		const char *v = rest;
+		for (int k = 0; k < MAXP && v; k++) {
+			const char *e = strchr(v, '\n');
+			size_t n = e ? (size_t)(e - v) : strlen(v);
+			bool was = pd_regex_limited(re);
+			int m = pd_regex_match(re, v, n);
+			PD_ASSERT(m == 1 || m == 0 || m == PD_ELIMIT || m == PD_ENOMEM);
+			PD_ASSERT(!was || m == PD_ELIMIT);
+			v = e ? e + 1 : NULL;
+		}
+	}
+	pd_regex_free(re);
 	struct pd_selector sel;
 	struct pd_err err;
 	int rc = pd_selector_parse(buf, &sel, &err);
@@ -99,6 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			PD_ASSERT(strcmp(sel.type, m.type) == 0);
 		if (r1)
 			PD_ASSERT(pd_selector_match_service(&sel, m.service));
+		if (pd_selector_check(&sel, &err)) /* a regex hit its bound */
+			PD_ASSERT(strstr(err.msg, "hit the match limit"));
 		rest = e ? e + 1 : NULL;
 	}
 	if (two)

@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SEC 1000000000LL
@@ -112,6 +113,7 @@ static void test_parse_escapes(void **state)
 static void test_parse_rejects(void **state)
 {
 	(void)state;
+	struct pd_selector ok;
 	parse_bad("", PD_EINVAL, "at 0: empty query");
 	parse_bad("   ", PD_EINVAL, "at 3: empty query");
 	parse_bad("foo", PD_EINVAL, "at 0: unknown profile type \"foo\" (valid: cpu, heap");
@@ -138,18 +140,25 @@ static void test_parse_rejects(void **state)
 	parse_bad("cpu{\"\"=\"x\"}", PD_EINVAL, "at 4: empty label name");
 	parse_bad("cpu{a=~\"a)|(b\"}", PD_EINVAL, "does not compile");
 	parse_bad("cpu{a=~\"x\\\\\"}", PD_EINVAL, "does not compile"); /* regex x\ */
-	parse_bad("cpu{a=~\"(a{100}){100}\"}", PD_EINVAL, "is too complex");
-	parse_bad("cpu{a=~\"(a{1,999}){20}\"}", PD_EINVAL, "is too complex");
-	parse_bad("cpu{a=~\"(((((a{9}){9}){9}){9}){9})\"}", PD_EINVAL, "is too complex");
-	parse_bad("cpu{a=~\"a+++++++++++++++++\"}", PD_EINVAL, "invalid nested repetition operator");
-	parse_bad("cpu{a=~\"a.*++\"}", PD_EINVAL, "invalid nested repetition operator");
+	/* as RE2 (Go's repeatIsValid): nested {n,m} counts multiply to at most 1000 */
+	parse_bad("cpu{a=~\"(a{100}){100}\"}", PD_EINVAL, "invalid repeat count {100} (nested counts multiply");
+	parse_bad("cpu{a=~\"(a{1,999}){20}\"}", PD_EINVAL, "invalid repeat count");
+	parse_bad("cpu{a=~\"(((((a{9}){9}){9}){9}){9})\"}", PD_EINVAL, "invalid repeat count");
+	parse_bad("cpu{a=~\"a{1001}\"}", PD_EINVAL, "invalid repeat count {1001} (at most 1000)");
+	parse_bad("cpu{a=~\"a{3,2}\"}", PD_EINVAL, "invalid repeat count");
+	parse_bad("cpu{a=~\"a+++++++++++++++++\"}", PD_EINVAL, "unsupported in RE2/Prometheus selector syntax: possessive");
+	parse_bad("cpu{a=~\"a**\"}", PD_EINVAL, "invalid nested repetition operator");
+	parse_bad("cpu{a=~\"a.*++\"}", PD_EINVAL, "possessive quantifier");
 	parse_bad("cpu{a=~\"a*??\"}", PD_EINVAL, "invalid nested repetition operator");
 	parse_bad("cpu{a=~\"a{2}*\"}", PD_EINVAL, "invalid nested repetition operator");
-	parse_bad("cpu{a=~\"((a{1,20}){1,20}){1,20}\"}", PD_EINVAL, "is too complex");
-	parse_bad("cpu{a=~\"((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)\"}", PD_EINVAL, "is too complex");
-	parse_bad("cpu{a=~\"(a)\\\\1\"}", PD_EINVAL, "back-references");
+	parse_bad("cpu{a=~\"((a{1,20}){1,20}){1,20}\"}", PD_EINVAL, "invalid repeat count");
+	parse_bad("cpu{a=~\"(a)\\\\1\"}", PD_EINVAL,
+		  "regex \"(a)\\1\": unsupported in RE2/Prometheus selector syntax: back-reference \\1");
+	/* + and * do not count: deep nesting is fine (the match is bounded) */
+	ok = parse_ok("cpu{a=~\"((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)\"}");
+	pd_selector_free(&ok);
 	/* long but linear regexes are fine */
-	struct pd_selector ok = parse_ok("cpu{a=~\"a+b+c+d+e+f+g+h+i+j+k+l+m+n+o+p+q+r+s+t+u+v+w+x+y+z+[a-z]{1,64}x{500}\"}");
+	ok = parse_ok("cpu{a=~\"a+b+c+d+e+f+g+h+i+j+k+l+m+n+o+p+q+r+s+t+u+v+w+x+y+z+[a-z]{1,64}x{500}\"}");
 	pd_selector_free(&ok);
 	ok = parse_ok("cpu{a=~\"a*?b+?(c|d)??[*+?{]+\\\\*+(x*)*\"}"); /* lazy, bracketed and escaped operators */
 	pd_selector_free(&ok);
@@ -239,6 +248,241 @@ static void test_match(void **state)
 
 /* ---- a store with several services ---------------------------------------------------- */
 
+
+/* ---- RE2 syntax (PCRE2 underneath) --------------------------------------------------- */
+
+/* pd_regex_match of re on v (NUL-terminated); a regex that does not compile fails the test. */
+static int rmatch(const char *re, const char *v, size_t vlen)
+{
+	struct pd_regex *r;
+	char why[300];
+	if (pd_regex_compile(re, &r, why, sizeof why))
+		fail_msg("compile(%s)%s", re, why);
+	int m = pd_regex_match(r, v, vlen);
+	pd_regex_free(r);
+	return m;
+}
+#define RM(re, v) rmatch(re, v, strlen(v))
+
+/* re is refused with a message containing want. */
+static void re_bad(const char *re, const char *want)
+{
+	struct pd_regex *r = NULL;
+	char why[300];
+	int rc = pd_regex_compile(re, &r, why, sizeof why);
+	if (rc == 0) {
+		pd_regex_free(r);
+		fail_msg("compile(%s) accepted", re);
+	}
+	if (rc != PD_EINVAL || !strstr(why, want))
+		fail_msg("compile(%s): rc %d '%s', want '%s'", re, rc, why, want);
+	assert_null(r);
+}
+
+static void test_re2_syntax(void **state)
+{
+	(void)state;
+	/* what POSIX ERE got wrong: \d, (?i), \w */
+	assert_int_equal(RM("1\\.\\d", "1.2"), 1);
+	assert_int_equal(RM("1\\.\\d", "1.d"), 0);
+	assert_int_equal(RM("1\\.\\d", "1x2"), 0);
+	assert_int_equal(RM("(?i)AUTH", "auth"), 1);
+	assert_int_equal(RM("(?i)AUTH", "AuTh"), 1);
+	assert_int_equal(RM("(?i:a)B", "Ab"), 0); /* the flag's scope */
+	assert_int_equal(RM("\\w+", "ab_19Z"), 1);
+	assert_int_equal(RM("\\w+", "ab-1"), 0);
+	assert_int_equal(RM("\\w+", "h\xc3\xa9llo"), 0); /* \w is ASCII in RE2 */
+	assert_int_equal(RM("[[:alpha:]]+", "abcXYZ"), 1);
+	assert_int_equal(RM("[[:alpha:]]+", "abc1"), 0);
+	assert_int_equal(RM("[^[:space:]x]+", "ab"), 1);
+	assert_int_equal(RM("\\pL+", "h\xc3\xa9llo"), 1);
+	assert_int_equal(RM("\\p{Greek}+", "\xce\xb1\xce\xb2\xce\xb3"), 1);
+	assert_int_equal(RM("\\PL", "1"), 1);
+	/* fully anchored: a|b is ^(?:a|b)$ */
+	assert_int_equal(RM("a|b", "a"), 1);
+	assert_int_equal(RM("a|b", "b"), 1);
+	assert_int_equal(RM("a|b", "ab"), 0);
+	assert_int_equal(RM("a", "ba"), 0);
+	assert_int_equal(RM("a", "a\n"), 0); /* $ is the very end */
+	assert_int_equal(RM("a$", "a\n"), 0);
+	assert_int_equal(RM("(?m)a$\\n", "a\n"), 1);
+	assert_int_equal(RM("", ""), 1);
+	assert_int_equal(RM("", "x"), 0);
+	/* '.' and newlines: Prometheus compiles ^(?s:re)$, so . matches \n unless (?-s) */
+	assert_int_equal(RM(".*", "a\nb"), 1);
+	assert_int_equal(RM("a.b", "a\nb"), 1);
+	assert_int_equal(RM("(?-s).*", "a\nb"), 0);
+	assert_int_equal(RM("(?-s:a.)b", "a\nb"), 0);
+	assert_int_equal(RM("[^a]", "\n"), 1);
+	/* Unicode: one code point per '.', case folding beyond ASCII */
+	assert_int_equal(RM("h.llo", "h\xc3\xa9llo"), 1);
+	assert_int_equal(RM(".{5}", "h\xc3\xa9llo"), 1);
+	assert_int_equal(RM("(?i)\xc3\x89T\xc3\x89", "\xc3\xa9t\xc3\xa9"), 1);
+	assert_int_equal(RM("[\xce\xb1-\xcf\x89]+", "\xce\xbb\xce\xbc"), 1);
+	assert_int_equal(RM("\\x{3bb}", "\xce\xbb"), 1);
+	/* an invalid UTF-8 value reads as U+FFFD per bad byte, as in Go */
+	assert_int_equal(RM(".", "\xff"), 1);
+	assert_int_equal(RM("a\\x{fffd}\\x{fffd}b", "a\xff\xc3" "b"), 1);
+	assert_int_equal(RM("a.b", "a\xed\xa0\x80" "b"), 0); /* a surrogate: 3 bad bytes */
+	/* escapes RE2 reads differently from PCRE2 */
+	assert_int_equal(RM("a\\sb", "a\vb"), 0); /* RE2's \s has no \v */
+	assert_int_equal(RM("a\\sb", "a\tb"), 1);
+	assert_int_equal(RM("a\\Sb", "a\vb"), 1);
+	assert_int_equal(RM("a[\\S]b", "a\vb"), 1);
+	assert_int_equal(RM("a[\\S]b", "a b"), 0);
+	assert_int_equal(RM("a[\\s]b", "a\vb"), 0);
+	assert_int_equal(RM("\\v", "\v"), 1);  /* the vertical tab only */
+	assert_int_equal(RM("\\v", "\n"), 0);
+	assert_int_equal(RM("\\101\\0", "A"), 0);
+	assert_int_equal(rmatch("\\101\\0", "A\0", 2), 1); /* octal */
+	assert_int_equal(RM("\\12", "\n"), 1);
+	assert_int_equal(RM("\\Q.*+\\E", ".*+"), 1);
+	assert_int_equal(RM("\\Q.*+\\E", "ab"), 0);
+	assert_int_equal(RM("a{,2}", "a{,2}"), 1); /* not a repetition in RE2: literal */
+	assert_int_equal(RM("a{2", "a{2"), 1);
+	assert_int_equal(RM("a{2}", "aa"), 1);
+	assert_int_equal(RM("[]a]+", "]a"), 1);
+	assert_int_equal(RM("[[.a.]]", "[.a.]"), 0); /* [ and . and a, then ]: one char then ']' */
+	assert_int_equal(RM("[[.a.]]", "a]"), 1);
+	assert_int_equal(RM("(?P<v>1)\\.(?<minor>\\d+)(?P<9x>)", "1.22"), 1); /* names never matter */
+	assert_int_equal(RM("(?U)a+", "aaa"), 1);
+	assert_int_equal(RM("a*?b+?", "aab"), 1);
+	assert_int_equal(RM("\\bfoo\\b", "foo"), 1);
+	assert_int_equal(RM("\\Afoo\\z", "foo"), 1);
+
+	/* what PCRE2 would accept with a meaning RE2 does not have */
+	const char *const unsup[][2] = {
+		{"(a)\\1", "back-reference \\1"},
+		{"(a)\\9", "back-reference \\9"},
+		{"(?P<n>a)(?P=n)", "back-reference (?P=n"},
+		{"(a)\\g1", "back-reference"},
+		{"(?<n>a)\\k<n>", "back-reference"},
+		{"(?=a)a", "lookahead (?="},
+		{"(?!b)a", "negative lookahead (?!"},
+		{"(?<=a)b", "lookbehind (?<="},
+		{"(?<!a)b", "lookbehind (?<!"},
+		{"(?>a+)b", "atomic group (?>"},
+		{"a++", "possessive quantifier"},
+		{"a*+b", "possessive quantifier"},
+		{"a{2}+", "possessive quantifier"},
+		{"\\C", "\\C (one code unit)"},
+		{"(?R)", "recursion (?R)"},
+		{"(a)(?1)", "recursion"},
+		{"(?&n)", "recursion"},
+		{"(?P>n)", "recursion (?P>name)"},
+		{"(?(1)a|b)", "conditional group"},
+		{"(?|a)", "branch reset"},
+		{"(?#x)a", "comment"},
+		{"(*UTF)a", "(*...) verbs"},
+		{"(*LIMIT_MATCH=9)a", "(*...) verbs"},
+		{"(?C1)a", "callout"},
+		{"a\\Kb", "match start reset"},
+		{"\\Ga", "\\G anchor"},
+		{"a\\Z", "\\Z"},
+		{"\\R", "\\R"},
+		{"\\X", "\\X"},
+		{"\\h", "horizontal-space"},
+		{"\\N", "\\N"},
+		{"\\ca", "\\c control"},
+		{"\\e", "\\e escape"},
+		{"(?x) a", "flag 'x'"},
+		{"(?J)a", "flag 'J'"},
+		{"(?^)a", "flag '^'"},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(unsup); i++) {
+		char want[200];
+		snprintf(want, sizeof want, ": unsupported in RE2/Prometheus selector syntax: %s", unsup[i][1]);
+		re_bad(unsup[i][0], want);
+	}
+	/* what RE2 refuses */
+	re_bad("\\y", "does not compile: invalid escape sequence \\y");
+	re_bad("[\\b]", "does not compile: invalid escape sequence \\b in a character class");
+	re_bad("\\x4", "does not compile: invalid escape sequence \\x");
+	re_bad("a\\", "trailing backslash");
+	re_bad("(", "does not compile: missing closing parenthesis");
+	re_bad("a)", "does not compile");
+	re_bad("[a", "missing closing ]");
+	re_bad("[[:foo:]]", "invalid character class range [:foo:]");
+	re_bad("*a", "does not compile");
+	re_bad("(?i-)a", "invalid or unsupported Perl syntax");
+	re_bad("\xff", "does not compile: UTF-8 error");
+	re_bad("a{1001}", "invalid repeat count");
+	re_bad("\\x{d800}", "is a surrogate");
+	re_bad("(a{10}){101}", "nested counts multiply to over 1000");
+	struct pd_regex *r;
+	char why[300];
+	assert_int_equal(pd_regex_compile("(a{10}){100}", &r, why, sizeof why), 0);
+	pd_regex_free(r);
+	assert_int_equal(pd_regex_compile("((a{10}){100})*", &r, why, sizeof why), 0);
+	pd_regex_free(r);
+
+	/* through the selector parser: the message of the 400 */
+	parse_bad("cpu{v=~\"(a)\\\\1\"}", PD_EINVAL,
+		  "at 7: regex \"(a)\\1\": unsupported in RE2/Prometheus selector syntax: back-reference \\1");
+	parse_bad("cpu{v=~'(?=x)'}", PD_EINVAL, "unsupported in RE2/Prometheus selector syntax: lookahead");
+	struct pd_kv l[] = {{"version", "1.2"}, {"team", "Auth"}};
+	struct pd_profile_meta a = meta("auth", "cpu", l, 2);
+	assert_true(matches("cpu{version=~\"1\\\\.\\\\d\"}", &a));
+	assert_true(matches("cpu{team=~\"(?i)AUTH\"}", &a));
+	assert_false(matches("cpu{team=~\"AUTH\"}", &a));
+	assert_true(matches("cpu{team!~\"(?i)search\"}", &a));
+	assert_true(matches("cpu{service=~`\\w+`}", &a));
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * SEC + t.tv_nsec;
+}
+
+/* A catastrophic regex ends within the match bound, and the selection says so. */
+static void test_re2_limits(void **state)
+{
+	(void)state;
+	char v[4096 + 2];
+	memset(v, 'a', 4096);
+	v[4096] = 'b';
+	v[4097] = 0;
+	const char *const evil[] = {"(a+)+$", "(a|aa)+", "(a*)*c", "(?:a|a)*c", "((a+)+)+x"};
+	for (size_t i = 0; i < ARRAY_LEN(evil); i++) {
+		struct pd_regex *r;
+		char why[300];
+		assert_int_equal(pd_regex_compile(evil[i], &r, why, sizeof why), 0);
+		int64_t t0 = mono_ns();
+		int m = pd_regex_match(r, v, strlen(v));
+		int64_t dt = mono_ns() - t0;
+		if (m != 0 && m != PD_ELIMIT)
+			fail_msg("%s: %d", evil[i], m);
+		if (dt > 2 * SEC)
+			fail_msg("%s took %.1f s", evil[i], (double)dt / 1e9);
+		if (m == PD_ELIMIT) {
+			assert_true(pd_regex_limited(r));
+			assert_int_equal(pd_regex_match(r, "aa", 2), PD_ELIMIT); /* stays limited: no more work */
+		}
+		pd_regex_free(r);
+	}
+	/* (a+)+$ on a^4096 b is over the bound; a short value still matches */
+	assert_int_equal(rmatch("(a+)+$", "aaaa", 4), 1);
+	assert_int_equal(rmatch("(a+)+$", v, strlen(v)), PD_ELIMIT);
+	/* long values of a linear regex are fine */
+	assert_int_equal(rmatch("(?:a|b)*b", v, strlen(v)), 1);
+	assert_int_equal(rmatch(".*b", v, strlen(v)), 1);
+	/* through a selector: no match, then pd_selector_check names the regex */
+	struct pd_kv l[] = {{"pod", v}};
+	struct pd_profile_meta m = meta("auth", "cpu", l, 1);
+	struct pd_selector s = parse_ok("cpu{pod=~\"(a+)+$\"}");
+	struct pd_err err = {0};
+	assert_int_equal(pd_selector_check(&s, &err), 0);
+	assert_false(pd_selector_match(&s, &m));
+	assert_int_equal(pd_selector_check(&s, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "regex \"(a+)+$\" of label \"pod\" hit the match limit"));
+	pd_selector_free(&s);
+	s = parse_ok("cpu{pod!~\"(a+)+$\"}"); /* !~ does not turn a hit bound into a match */
+	assert_false(pd_selector_match(&s, &m));
+	assert_int_equal(pd_selector_check(&s, &err), PD_EINVAL);
+	pd_selector_free(&s);
+}
 static char tmpdir[256];
 
 TU_TMPDIR_FIXTURES(tmpdir, "query")
@@ -661,6 +905,8 @@ int main(void)
 		cmocka_unit_test(test_parse_escapes),
 		cmocka_unit_test(test_parse_rejects),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_re2_syntax),
+		cmocka_unit_test(test_re2_limits),
 		cmocka_unit_test_setup_teardown(test_select, setup, teardown),
 		cmocka_unit_test(test_flame),
 		cmocka_unit_test(test_fleet_top),

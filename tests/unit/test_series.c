@@ -253,7 +253,7 @@ static void test_compile_re(void **state)
 	assert_int_equal(pd_series_compile_re("function", "(a)\\1", &h, &re, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "unsupported in RE2/Prometheus selector syntax: back-reference"));
 	assert_int_equal(pd_series_compile_re("function", "(((a{99}){99}){99}){99}", &h, &re, &err), PD_EINVAL);
-	assert_non_null(strstr(err.msg, "regular expression is too large"));
+	assert_non_null(strstr(err.msg, "invalid repeat count"));
 	/* quotes and backslashes reach the regex unchanged */
 	assert_int_equal(pd_series_compile_re("function", "a\"b\\.c", &h, &re, &err), 0);
 	assert_int_equal(pd_regex_match(re, "a\"b.c", 5), 1);
