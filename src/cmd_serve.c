@@ -92,6 +92,9 @@ static const char usage_text[] =
 	"                                stay open. Without it anyone who reaches the port may\n"
 	"                                upload and delete (a warning says so at start)\n"
 	"      --metrics-open            /metrics without a token (default: read scope)\n"
+	"      --allowed-origins LIST    web origins (https://ui.example,...) whose pages may\n"
+	"                                POST or DELETE here; others are refused (403): a page\n"
+	"                                of another site must not change the store\n"
 	"  -q, --quiet                   no request log (errors are still logged)\n"
 	"  -h, --help                    this help\n"
 	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
@@ -284,7 +287,7 @@ int cmd_serve(int argc, char **argv)
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -298,6 +301,7 @@ int cmd_serve(int argc, char **argv)
 		{"max-ingest-memory", required_argument, 0, O_INMEM},
 		{"tokens", required_argument, 0, O_TOKENS},
 		{"metrics-open", no_argument, 0, O_METRICS_OPEN},
+		{"allowed-origins", required_argument, 0, O_ORIGINS},
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
@@ -364,6 +368,7 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_TOKENS: cfg.tokens_path = optarg; break;
 		case O_METRICS_OPEN: cfg.metrics_open = true; break;
+		case O_ORIGINS: cfg.allowed_origins = optarg; break;
 		case O_UPMEM:
 			if (cli_parse_size(optarg, &lim.max_memory) || lim.max_memory < (1u << 20))
 				return cli_usage_error("serve", "--max-upload-memory: bad size '%s' (at least 1MiB, e.g. 64MiB)",

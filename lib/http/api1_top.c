@@ -309,6 +309,8 @@ static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, 
 		if (rc)
 			pd_err_prefix(err, "service \"%s\"", name);
 	}
+	if (!rc) /* a service regex that hit its match limit skipped services: say so */
+		rc = pd_selector_check(&q->sel, err);
 	if (rc == PD_ELIMIT)
 		rc = pd_errf(err, PD_ELIMIT,
 			     "more than %zu profiles to merge outside hourly rollups: over the limit of profiles per query "

@@ -140,6 +140,10 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r, int status
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "X-Request-Id", r->rid);
+	/* no answer is ever to be sniffed into something else, or framed */
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
+		MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ok;
@@ -721,6 +725,67 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 
 /* ---- authorisation ------------------------------------------------------------------- */
 
+static void quote_key(const char *key, char *out, size_t n);
+
+/* Whether origin ("scheme://host[:port]") is in the comma-separated list. */
+static bool origin_listed(const char *list, const char *origin)
+{
+	size_t on = strlen(origin);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		while (n && p[0] == ' ')
+			p++, n--;
+		while (n && p[n - 1] == ' ')
+			n--;
+		if ((n == on && !strncasecmp(p, origin, n)) || (n == 1 && *p == '*'))
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/* NULL if the request may change things, else why not: a POST or DELETE
+ * from a page of another origin than ours (the Host header's) or those of
+ * --allowed-origins; without tokens also a body a cross-origin form can
+ * send without a preflight (text/plain, multipart/form-data), which no
+ * profile client uses. Requests without Origin (every non-browser client)
+ * pass. */
+static const char *cross_origin(struct MHD_Connection *c, struct req *r, const char *method)
+{
+	static _Thread_local char msg[400];
+	if (strcmp(method, "POST") && strcmp(method, "DELETE") && strcmp(method, "PUT") && strcmp(method, "PATCH"))
+		return NULL;
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (origin && strcmp(origin, "null")) {
+		const char *h = strstr(origin, "://");
+		bool same = h && host && !strcasecmp(h + 3, host);
+		if (!same && !origin_listed(r->s->cfg.allowed_origins, origin)) {
+			char q[200];
+			quote_key(origin, q, sizeof q);
+			snprintf(msg, sizeof msg,
+				 "forbidden: a %s from a page of another origin (%s) is refused: add it to --allowed-origins "
+				 "to allow it",
+				 method, q);
+			return msg;
+		}
+	} else if (origin) { /* "null": sandboxed frames, file:// pages, redirects */
+		snprintf(msg, sizeof msg, "forbidden: a %s from a page of an opaque origin (\"null\") is refused", method);
+		return msg;
+	}
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!r->s->cfg.tokens_path && ct &&
+	    (!strncasecmp(ct, "text/plain", 10) || !strncasecmp(ct, "multipart/form-data", 19))) {
+		snprintf(msg, sizeof msg,
+			 "unsupported media type: a profile is sent as application/octet-stream (or with no type), not %.60s "
+			 "(what a cross-origin web form sends)",
+			 ct);
+		return msg;
+	}
+	return NULL;
+}
+
 /* Whether path is p, trailing slashes ignored (as dispatch does). */
 static bool path_is(const char *path, const char *p)
 {
@@ -828,7 +893,7 @@ int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err)
 /* Request checks before any route: the parameters (NUL bytes, UTF-8) and
  * the framing (one Content-Length, not with chunking; sizes). */
 struct argcheck {
-	char msg[200];
+	char msg[300];
 };
 
 static void quote_key(const char *key, char *out, size_t n)
@@ -846,7 +911,7 @@ static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char 
 {
 	(void)kind;
 	struct argcheck *a = cls;
-	char k[200];
+	char k[100];
 	size_t bad;
 	quote_key(key ? key : "", k, sizeof k);
 	if (key && strlen(key) != key_size)
@@ -1014,6 +1079,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
 			r->bad_framing = true;
 			return reply_error(c, r, 431, msg);
+		}
+		/* a browser page of another origin may not change anything here
+		 * (a cross-origin form or fetch POST needs no preflight) */
+		const char *why_origin = cross_origin(c, r, method);
+		if (why_origin) {
+			r->bad_framing = true;
+			return reply_error(c, r, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
 		}
 		/* credentials before the body is read: a client without them uploads nothing */
 		int st = authorize(c, r, url, method);

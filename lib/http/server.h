@@ -43,6 +43,7 @@ struct pd_server_config {
 	size_t max_ingest_memory; /* bytes held by uploads and pprof answers at once; over it = 503 */
 	const char *tokens_path;  /* --tokens FILE (lib/http/auth.h); NULL = no authentication */
 	bool metrics_open;        /* /metrics without a token (default: read scope) */
+	const char *allowed_origins; /* comma-separated Origins that may POST/DELETE besides our own */
 	const char *version, *commit, *build_time;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */

@@ -209,6 +209,33 @@ start_server plain
 check "without --tokens: one warning at start" grep -q 'level=warn msg="no --tokens: anyone who can reach' "$SLOG"
 req GET /api/0/services ""
 expect "without --tokens: open as before" 404 "$CODE"
+# ---- 6. browsers ---------------------------------------------------------------------------
+check "every answer says nosniff" grep -qi '^x-content-type-options: nosniff' "$T/h"
+check "API answers carry a CSP that allows nothing" grep -qi "^content-security-policy: default-src 'none'" "$T/h"
+req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: http://evil.example' --data-binary @"$C/cpu.pb.gz"
+expect "cross-origin POST (Origin: http://evil.example): 403" 403 "$CODE"
+check "... saying why and which flag allows it" grep -q 'another origin (http://evil.example).*--allowed-origins' "$T/b"
+req DELETE "/api/0/profiles/$ID" "" -H 'Origin: http://evil.example'
+expect "cross-origin DELETE: 403" 403 "$CODE"
+req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: null' --data-binary @"$C/cpu.pb.gz"
+expect "POST from an opaque origin (null): 403" 403 "$CODE"
+req POST "/api/0/profiles?service=web&type=cpu" "" -H "Origin: $SURL" --data-binary @"$C/cpu.pb.gz"
+expect "same-origin POST: 200" 200 "$CODE"
+req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Content-Type: text/plain' --data-binary @"$C/cpu.pb.gz"
+expect "text/plain upload (a cross-origin form's) without tokens: 415" 415 "$CODE"
+req POST "/api/0/profiles?service=web&type=cpu" "" --data-binary @"$C/cpu.pb.gz"
+expect "curl --data-binary (x-www-form-urlencoded) still works" 200 "$CODE"
+req GET "/api/0/services" "" -H 'Origin: http://evil.example'
+expect "cross-origin GET (reads, no state change): not refused" 200 "$CODE"
+req GET "/api/0/profiles?service=web&from=now-1h&to=now%2B1m" ""
+expect "only the two allowed uploads were stored" 2 "$(jq '.body | length' "$T/b")"
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+start_server origins --allowed-origins 'https://ui.example, http://other.example'
+req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: http://other.example' --data-binary @"$C/cpu.pb.gz"
+expect "--allowed-origins: a listed origin may POST" 200 "$CODE"
+req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: http://evil.example' --data-binary @"$C/cpu.pb.gz"
+expect "--allowed-origins: others still may not" 403 "$CODE"
 kill "$SPID"
 wait "$SPID" 2>/dev/null
 printf '%s read\n' "$A" >"$T/t2"
