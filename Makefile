@@ -10,7 +10,7 @@
 #   make install         PREFIX/bin/profd and the kubectl plugin link kubectl-profd
 
 CC      ?= cc
-PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 libpcre2-8
+PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
 ifeq ($(CI),true)

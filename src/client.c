@@ -87,6 +87,8 @@ int client_opt(struct client *c, int opt, const char *arg)
 	switch (opt) {
 	case CO_COLLECTOR: c->collector_flag = arg; return 0;
 	case CO_TOKEN_FILE: c->token_file = arg; return 0;
+	case CO_CACERT: c->cacert = arg; return 0;
+	case CO_INSECURE: c->insecure = true; return 0;
 	case CO_TIMEOUT:
 		if (pd_api_parse_duration(arg, strlen(arg), &c->timeout_ns, &err))
 			return cli_usage_error(c->cmd, "--timeout: %s", err.msg);
@@ -178,6 +180,7 @@ int client_ready(struct client *c, bool range)
 		cli_cmd_error(c->cmd, "%s", err.msg);
 		return EXIT_INPUT;
 	}
+	pd_client_set_tls(c->http, c->cacert, c->insecure);
 	free(token);
 	return 0;
 }
@@ -197,6 +200,10 @@ int client_net_fail(const struct client *c, const struct pd_client_resp *r, cons
 		break;
 	case PD_CLIENT_TIMEOUT: hint = "; try a larger --timeout or a shorter --from/--to range"; break;
 	case PD_CLIENT_TOO_LARGE: hint = "; narrow the --from/--to range or the labels"; break;
+	case PD_CLIENT_NETWORK:
+		if (!strncmp(c->collector, "https://", 8))
+			hint = "; for an https:// collector, --cacert FILE names the CA that signed its certificate";
+		break;
 	default: break;
 	}
 	cli_cmd_error(c->cmd, "%s%s", err->msg, hint);

@@ -32,6 +32,8 @@ enum {
 	CO_QUIET,
 	CO_RAW,
 	CO_TOKEN_FILE,
+	CO_CACERT,
+	CO_INSECURE,
 };
 
 #define CLIENT_OPTS                                                                                      \
@@ -39,7 +41,8 @@ enum {
 	{"service", required_argument, 0, CO_SERVICE}, {"type", required_argument, 0, CO_TYPE},                \
 	{"from", required_argument, 0, CO_FROM}, {"to", required_argument, 0, CO_TO},                          \
 	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'},                         \
-	{"token-file", required_argument, 0, CO_TOKEN_FILE}
+	{"token-file", required_argument, 0, CO_TOKEN_FILE}, {"cacert", required_argument, 0, CO_CACERT},      \
+	{"insecure", no_argument, 0, CO_INSECURE}
 
 /* Help text lines for the flags every collector command has (descriptions
  * in column 26, as every option list of these commands; COLLECTOR ends
@@ -50,6 +53,9 @@ enum {
 	"      --timeout DUR       per request (default 60s)\n"                                                \
 	"      --token-file FILE   send the token in FILE (default $PROFD_TOKEN) to a\n"                       \
 	"                          collector run with --tokens\n"                                              \
+	"      --cacert FILE       verify an https:// collector against this PEM CA\n"                         \
+	"                          (default: the system's CAs)\n"                                              \
+	"      --insecure          do not verify its certificate (tests only)\n"                               \
 	"  -h, --help              this help\n"
 #define CLIENT_HELP_RANGE                                                                                \
 	"      --from TIME         start of the time range, inclusive (default -1h)\n"                         \
@@ -65,6 +71,8 @@ struct client {
 	const char *cmd;             /* "get profiles": messages and --help hints */
 	const char *collector_flag;  /* --collector as given */
 	const char *token_file;      /* --token-file as given */
+	const char *cacert;          /* --cacert */
+	bool insecure;               /* --insecure */
 	char *collector;             /* resolved base URL (malloc'd) */
 	int64_t timeout_ns;
 	const char *service;

@@ -142,6 +142,8 @@ int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {{"collector", required_argument, 0, CO_COLLECTOR},
 					     {"token-file", required_argument, 0, CO_TOKEN_FILE},
+					     {"cacert", required_argument, 0, CO_CACERT},
+					     {"insecure", no_argument, 0, CO_INSECURE},
 					     {"timeout", required_argument, 0, CO_TIMEOUT},
 					     {"from", required_argument, 0, CO_FROM},
 					     {"to", required_argument, 0, CO_TO},

@@ -115,6 +115,8 @@ static const char usage_text[] =
 	"                            " PD_SCRAPE_COLLECTOR ")\n"
 	"      --token-file FILE     the collector's token (default $PROFD_TOKEN), for a\n"
 	"                            collector run with --tokens (write scope)\n"
+	"      --collector-cacert FILE  PEM CA of an https:// collector (default: the system's)\n"
+	"      --collector-insecure  do not verify the collector's certificate (tests only)\n"
 	"      --queue-size SIZE     memory for profiles waiting for the collector (default\n"
 	"                            64MiB); when full the oldest are dropped (counted)\n"
 	"      --flush-timeout DUR   how long to keep delivering at exit (default 10s)\n"
@@ -342,11 +344,13 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
 		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
-		O_CPUCONC, O_TOKEN_FILE
+		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
 		{"token-file", required_argument, 0, O_TOKEN_FILE},
+		{"collector-cacert", required_argument, 0, O_CCACERT},
+		{"collector-insecure", no_argument, 0, O_CINSECURE},
 		{"target", required_argument, 0, O_TARGET},
 		{"service", required_argument, 0, O_SERVICE},
 		{"label", required_argument, 0, 'L'},
@@ -416,6 +420,8 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			sc->pod_labels_arg = optarg;
 			sc->kube = true;
 			break;
+		case O_CCACERT: cfg->cacert = optarg; break;
+		case O_CINSECURE: cfg->insecure = true; break;
 		case O_TOKEN_FILE:
 			if (in_serve) {
 				cli_usage_error(cmdname, "--token-file: not with serve --scrape: profiles go straight to the store");

@@ -92,6 +92,11 @@ static const char usage_text[] =
 	"                                stay open. Without it anyone who reaches the port may\n"
 	"                                upload and delete (a warning says so at start)\n"
 	"      --metrics-open            /metrics without a token (default: read scope)\n"
+	"      --tls-cert FILE           serve HTTPS (TLS 1.2 and 1.3) with this PEM certificate\n"
+	"                                chain (the server's first); re-read on SIGHUP\n"
+	"      --tls-key FILE            its PEM private key (unencrypted; mode 600)\n"
+	"      --tls-client-ca FILE      also require a client certificate signed by this PEM CA\n"
+	"                                (403 otherwise); with --tls-cert\n"
 	"      --allowed-origins LIST    web origins (https://ui.example,...) whose pages may\n"
 	"                                POST or DELETE here; others are refused (403): a page\n"
 	"                                of another site must not change the store\n"
@@ -215,6 +220,12 @@ static void reload(struct pd_server *srv)
 			 err.msg);
 	else if (n)
 		log_line("level=info msg=\"SIGHUP: tokens reloaded\" tokens=%zu", n);
+	char desc[400];
+	if (pd_server_reload_tls(srv, desc, sizeof desc, &err))
+		log_line("level=error msg=\"SIGHUP: TLS certificate not reloaded, the one in force is kept\" error=\"%s\"",
+			 err.msg);
+	else if (desc[0] && strcmp(desc, "none"))
+		log_line("level=info msg=\"SIGHUP: TLS certificate reloaded\" %s", desc);
 }
 
 /* One rollup pass: the store's missing or stale rollups of hours that
@@ -287,7 +298,7 @@ int cmd_serve(int argc, char **argv)
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -302,6 +313,9 @@ int cmd_serve(int argc, char **argv)
 		{"tokens", required_argument, 0, O_TOKENS},
 		{"metrics-open", no_argument, 0, O_METRICS_OPEN},
 		{"allowed-origins", required_argument, 0, O_ORIGINS},
+		{"tls-cert", required_argument, 0, O_TLS_CERT},
+		{"tls-key", required_argument, 0, O_TLS_KEY},
+		{"tls-client-ca", required_argument, 0, O_TLS_CA},
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
@@ -369,6 +383,9 @@ int cmd_serve(int argc, char **argv)
 		case O_TOKENS: cfg.tokens_path = optarg; break;
 		case O_METRICS_OPEN: cfg.metrics_open = true; break;
 		case O_ORIGINS: cfg.allowed_origins = optarg; break;
+		case O_TLS_CERT: cfg.tls_cert = optarg; break;
+		case O_TLS_KEY: cfg.tls_key = optarg; break;
+		case O_TLS_CA: cfg.tls_client_ca = optarg; break;
 		case O_UPMEM:
 			if (cli_parse_size(optarg, &lim.max_memory) || lim.max_memory < (1u << 20))
 				return cli_usage_error("serve", "--max-upload-memory: bad size '%s' (at least 1MiB, e.g. 64MiB)",
@@ -477,6 +494,14 @@ int cmd_serve(int argc, char **argv)
 	if (pd_server_check_addr(cfg.addr, &err)) {
 		scrape_cmd_free(sc);
 		return cli_usage_error("serve", "--addr: %s", err.msg);
+	}
+	if (!cfg.tls_cert != !cfg.tls_key) {
+		scrape_cmd_free(sc);
+		return cli_usage_error("serve", "--tls-cert and --tls-key go together");
+	}
+	if (cfg.tls_client_ca && !cfg.tls_cert) {
+		scrape_cmd_free(sc);
+		return cli_usage_error("serve", "--tls-client-ca needs --tls-cert and --tls-key");
 	}
 	if (lim.max_memory > cfg.max_ingest_memory) {
 		scrape_cmd_free(sc);

@@ -9,7 +9,7 @@ set -e
 # Prometheus daemon on the machine, so only promtool is taken out of the package (below).
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libdeflate-dev zlib1g-dev libxxhash-dev libzstd-dev libjansson-dev libcmocka-dev
- libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libyaml-dev libpcre2-dev
+ libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libyaml-dev libpcre2-dev openssl
  golang-go golang-github-google-pprof-dev curl time procps ca-certificates python3-yaml jq
  golang-github-influxdata-influxdb1-client-dev"
 SUDO=""

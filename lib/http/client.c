@@ -24,6 +24,8 @@ struct pd_client {
 	char *ua;
 	int64_t timeout_ns;
 	struct curl_slist *post_hdrs, *get_hdrs; /* get_hdrs: NULL unless a token is set */
+	const char *cacert; /* borrowed */
+	bool insecure;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -105,6 +107,12 @@ void pd_client_free(struct pd_client *c)
 
 const char *pd_client_base(const struct pd_client *c) { return c->base; }
 
+void pd_client_set_tls(struct pd_client *c, const char *cacert, bool insecure)
+{
+	c->cacert = cacert;
+	c->insecure = insecure;
+}
+
 int pd_client_set_token(struct pd_client *c, const char *token, struct pd_err *err)
 {
 	if (!token)
@@ -179,6 +187,12 @@ static int perform(struct pd_client *c, const char *path_query, const void *body
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	if (c->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+	if (c->insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 	if (max_body)
 		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
 	if (body) {

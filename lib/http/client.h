@@ -41,6 +41,9 @@ struct pd_client;
 int pd_client_new(const char *base, int64_t timeout_ns, const char *user_agent, struct pd_client **out,
 		  struct pd_err *err) PD_WUR;
 void pd_client_free(struct pd_client *c);
+/* HTTPS: verify the collector against the PEM CA file cacert (NULL: the
+ * system's CAs); insecure = verify nothing (only when a user asks). */
+void pd_client_set_tls(struct pd_client *c, const char *cacert, bool insecure);
 /* Send "Authorization: Bearer TOKEN" with every request (NULL: none). */
 int pd_client_set_token(struct pd_client *c, const char *token, struct pd_err *err) PD_WUR;
 const char *pd_client_base(const struct pd_client *c);

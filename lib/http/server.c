@@ -20,6 +20,7 @@
 #include "params.h"
 #include "api1.h"
 #include "auth.h"
+#include "tls.h"
 #include "../util/gz.h"
 
 #include <arpa/inet.h>
@@ -48,6 +49,7 @@ struct pd_server {
 	pthread_mutex_t log_mu;
 	_Atomic size_t mem; /* bytes reserved by requests (struct req.reserved, gzstream.reserved) */
 	pthread_rwlock_t auth_mu; /* tokens: read by requests, swapped by a reload */
+	char *client_ca;          /* --tls-client-ca's PEM, NUL-terminated, for MHD */
 	struct pd_tokens *tokens; /* NULL = open */
 };
 
@@ -868,6 +870,15 @@ static enum MHD_Result reply_auth(struct MHD_Connection *c, struct req *r, int s
 	return queue(c, r, status, resp);
 }
 
+int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err)
+{
+	if (!s->cfg.tls_cert)
+		return 0;
+	int rc = pd_tls_load(s->cfg.tls_cert, s->cfg.tls_key, err);
+	pd_tls_describe(desc, n);
+	return rc;
+}
+
 int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err)
 {
 	*n = 0;
@@ -1079,6 +1090,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
 			r->bad_framing = true;
 			return reply_error(c, r, 431, msg);
+		}
+		/* --tls-client-ca: a client certificate it signed, or nothing */
+		if (s->client_ca) {
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+			char cwhy[300];
+			if (!ci || !ci->tls_session || pd_tls_verify_client(ci->tls_session, cwhy, sizeof cwhy)) {
+				if (!ci || !ci->tls_session)
+					snprintf(cwhy, sizeof cwhy, "no TLS session");
+				char msg[340];
+				snprintf(msg, sizeof msg, "forbidden: %s", cwhy);
+				r->bad_framing = true;
+				return reply_error(c, r, 403, msg);
+			}
 		}
 		/* a browser page of another origin may not change anything here
 		 * (a cross-origin form or fetch POST needs no preflight) */
@@ -1327,6 +1351,23 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 		free(s);
 		return rc;
 	}
+	if (cfg->tls_cert && (rc = pd_tls_load(cfg->tls_cert, cfg->tls_key, err))) {
+		pd_tokens_free(s->tokens);
+		free(s);
+		return rc;
+	}
+	if (cfg->tls_client_ca) {
+		struct pd_buf ca = PD_BUF_INIT(4u << 20);
+		if ((rc = pd_buf_read_file(&ca, cfg->tls_client_ca, err)) || (rc = pd_buf_append(&ca, "", 1))) {
+			pd_err_prefix(err, "--tls-client-ca");
+			pd_buf_free(&ca);
+			pd_tls_free_all();
+			pd_tokens_free(s->tokens);
+			free(s);
+			return rc;
+		}
+		s->client_ca = (char *)ca.ptr;
+	}
 	pd_metrics_init(&s->m);
 	pthread_mutex_init(&s->log_mu, NULL);
 	pthread_rwlock_init(&s->auth_mu, NULL);
@@ -1336,7 +1377,18 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 		flags |= any ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	uint16_t port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 						 : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
+	if (cfg->tls_cert) {
+		flags |= MHD_USE_TLS;
+		int k = 0;
+		tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)pd_tls_retrieve};
+		tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)PD_TLS_PRIORITIES};
+		if (s->client_ca)
+			tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
+		tls[k] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	}
 	s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+				MHD_OPTION_ARRAY, tls,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
@@ -1352,6 +1404,8 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 		pthread_mutex_destroy(&s->log_mu);
 		pthread_rwlock_destroy(&s->auth_mu);
 		pd_tokens_free(s->tokens);
+		pd_tls_free_all();
+		free(s->client_ca);
 		free(s);
 		return pd_errf(err, PD_EIO, "cannot listen on %s: %s", cfg->addr,
 			       e ? strerror(e) : "libmicrohttpd refused to start");
@@ -1385,6 +1439,9 @@ unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s)
 	pthread_mutex_destroy(&s->log_mu);
 	pthread_rwlock_destroy(&s->auth_mu);
 	pd_tokens_free(s->tokens);
+	if (s->cfg.tls_cert)
+		pd_tls_free_all();
+	free(s->client_ca);
 	free(s);
 	return left;
 }

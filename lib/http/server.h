@@ -44,6 +44,8 @@ struct pd_server_config {
 	const char *tokens_path;  /* --tokens FILE (lib/http/auth.h); NULL = no authentication */
 	bool metrics_open;        /* /metrics without a token (default: read scope) */
 	const char *allowed_origins; /* comma-separated Origins that may POST/DELETE besides our own */
+	const char *tls_cert, *tls_key; /* PEM files: serve HTTPS (TLS 1.2+); NULL = plain HTTP */
+	const char *tls_client_ca;      /* PEM CA file: require client certificates it signed */
 	const char *version, *commit, *build_time;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */
@@ -68,6 +70,10 @@ unsigned pd_server_port(const struct pd_server *s);
 /* Re-read the tokens file (SIGHUP). On error the tokens in force are kept
  * and err says why; *n = the tokens now in force. */
 int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err) PD_WUR;
+/* Re-read --tls-cert and --tls-key (SIGHUP): new handshakes use them; on
+ * error the pair in force is kept. desc gets the new certificate's subject
+ * and expiry. 0 without TLS. */
+int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err) PD_WUR;
 void pd_server_set_ready(struct pd_server *s, bool ready);
 struct pd_metrics *pd_server_metrics(struct pd_server *s);
 /* Stop accepting, wait up to timeout_s for in-flight requests, stop, free.

@@ -366,6 +366,8 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 struct pd_scrape_config {
 	const char *collector;    /* base URL of the collector (API v0) */
 	const char *token;        /* sent as Authorization: Bearer to the collector; NULL = none */
+	const char *cacert;       /* PEM CA of an https:// collector; NULL = the system's */
+	bool insecure;            /* do not verify the collector's certificate */
 	struct pd_store *store;   /* if set: store directly instead of posting (collector unused) */
 	int64_t retention_ns;     /* with store: the collector's --retention (0 = forever); profiles
 				   * older than the window are refused like POST refuses them */

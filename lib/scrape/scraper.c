@@ -1344,6 +1344,12 @@ static void start_posts(struct pd_scraper *s, int64_t now)
 		x->hdrs = x->hdrs ? curl_slist_append(x->hdrs, "Expect:") : NULL;
 		if (x->hdrs && s->auth)
 			x->hdrs = curl_slist_append(x->hdrs, s->auth);
+		if (s->c.cacert)
+			curl_easy_setopt(x->h, CURLOPT_CAINFO, s->c.cacert);
+		if (s->c.insecure) {
+			curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYPEER, 0L);
+			curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYHOST, 0L);
+		}
 		curl_easy_setopt(x->h, CURLOPT_POST, 1L);
 		curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, it->body);
 		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);

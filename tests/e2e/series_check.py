@@ -512,7 +512,7 @@ def run_bad(url, man):
         ("/api/1/series", {"query": "cpu", "from": "now-2000h"}, 400, r'range over the limit.*--max-query-range'),
         ("/api/1/series", {"query": "cpu", "function": "main.(foo"}, 400,
          r'bad "function" "main\.\(foo": regex "main\.\(foo" does not compile'),
-        ("/api/1/series", {"query": "cpu", "function": "a(b)\\1"}, 400, r'bad "function".*back-references'),
+        ("/api/1/series", {"query": "cpu", "function": "a(b)\\1"}, 400, r'bad "function".*unsupported in RE2/Prometheus selector syntax: back-reference'),
         ("/api/1/series", {"query": "cpu", "from": "now-24h", "step": "1s"}, 400,
          r'86401 steps of 1s .*over the limit of 11000 points per series; use a larger "step"'),
         ("/api/1/series", {"query": "cpu", "step": "fast"}, 400, r'bad "step" "fast"'),
