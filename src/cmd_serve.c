@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,13 @@ static const char usage_text[] =
 	"      --max-query-range DUR     longest from..to of an API v1 query (default 744h =\n"
 	"                                31 days); over it = 400\n"
 	"      --timeout DUR             drop a connection idle this long (default 60s)\n"
-	"      --max-connections N       concurrent connections (default 256)\n"
+	"      --max-connections N       concurrent connections, all clients (default 1024); the\n"
+	"                                server is event-driven: an idle or slow client holds a\n"
+	"                                socket, not a thread\n"
+	"      --max-connections-per-ip N  of one client address (default 64; 0 = no cap)\n"
+	"      --threads N               worker threads (default 16)\n"
+	"      --max-concurrent-merges N merges (and API v1 top, series, diff) at once; more =\n"
+	"                                503 with Retry-After (default 4; 0 = no cap)\n"
 	"      --gzip-level N            compression of served profiles, 1-12 (default 1)\n"
 	"      --shutdown-timeout DUR    on SIGTERM/SIGINT, wait this long for requests in\n"
 	"                                flight (default " DEFAULT_SHUTDOWN_TIMEOUT ")\n"
@@ -298,7 +305,7 @@ int cmd_serve(int argc, char **argv)
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -319,6 +326,9 @@ int cmd_serve(int argc, char **argv)
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
+		{"max-connections-per-ip", required_argument, 0, O_PER_IP},
+		{"threads", required_argument, 0, O_THREADS},
+		{"max-concurrent-merges", required_argument, 0, O_MERGES},
 		{"gzip-level", required_argument, 0, O_GZ},
 		{"shutdown-timeout", required_argument, 0, O_SHUT},
 		{"max-query-range", required_argument, 0, O_QRANGE},
@@ -384,6 +394,21 @@ int cmd_serve(int argc, char **argv)
 		case O_METRICS_OPEN: cfg.metrics_open = true; break;
 		case O_ORIGINS: cfg.allowed_origins = optarg; break;
 		case O_TLS_CERT: cfg.tls_cert = optarg; break;
+		case O_PER_IP:
+			if ((v = cli_parse_count(optarg)) < 0 || v > 65536)
+				return cli_usage_error("serve", "--max-connections-per-ip: want 0..65536, got '%s'", optarg);
+			cfg.max_per_ip = (unsigned)v;
+			break;
+		case O_THREADS:
+			if ((v = cli_parse_count(optarg)) < 1 || v > 1024)
+				return cli_usage_error("serve", "--threads: want 1..1024, got '%s'", optarg);
+			cfg.threads = (unsigned)v;
+			break;
+		case O_MERGES:
+			if ((v = cli_parse_count(optarg)) < 0 || v > 4096)
+				return cli_usage_error("serve", "--max-concurrent-merges: want 0..4096, got '%s'", optarg);
+			cfg.max_merges = (unsigned)v;
+			break;
 		case O_TLS_KEY: cfg.tls_key = optarg; break;
 		case O_TLS_CA: cfg.tls_client_ca = optarg; break;
 		case O_UPMEM:
@@ -507,6 +532,12 @@ int cmd_serve(int argc, char **argv)
 		scrape_cmd_free(sc);
 		return cli_usage_error("serve", "--max-upload-memory (%zu MiB) is over --max-ingest-memory (%zu MiB)",
 				       lim.max_memory >> 20, cfg.max_ingest_memory >> 20);
+	}
+	/* sockets and day files: take the descriptors the hard limit allows */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	struct pd_store *st;
 	if (pd_store_open_sqlite(dir, &lim, &st, &err)) {

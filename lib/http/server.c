@@ -49,6 +49,7 @@ struct pd_server {
 	pthread_mutex_t log_mu;
 	_Atomic size_t mem; /* bytes reserved by requests (struct req.reserved, gzstream.reserved) */
 	pthread_rwlock_t auth_mu; /* tokens: read by requests, swapped by a reload */
+	atomic_uint merges;       /* merge-like requests running (cfg.max_merges) */
 	char *client_ca;          /* --tls-client-ca's PEM, NUL-terminated, for MHD */
 	struct pd_tokens *tokens; /* NULL = open */
 };
@@ -122,6 +123,9 @@ void pd_server_config_default(struct pd_server_config *c)
 	c->max_merge = PD_SERVE_MAX_MERGE;
 	c->timeout_s = PD_SERVE_TIMEOUT_S;
 	c->max_connections = PD_SERVE_MAX_CONNECTIONS;
+	c->max_per_ip = PD_SERVE_MAX_PER_IP;
+	c->threads = PD_SERVE_THREADS;
+	c->max_merges = PD_SERVE_MAX_MERGES;
 	c->gzip_level = PD_SERVE_GZIP_LEVEL;
 	c->max_ingest_memory = PD_SERVE_MAX_INGEST_MEMORY;
 	c->version = "dev";
@@ -901,6 +905,47 @@ int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err)
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+/* Merges (and what merges: API v1's merge, top, series, diff) take CPU and
+ * memory for as long as they run: at most cfg.max_merges at once, the
+ * others get a 503 with Retry-After at once rather than a slot in a queue
+ * that would hold their connection and memory. */
+static bool merge_take(struct pd_server *s)
+{
+	unsigned cap = s->cfg.max_merges;
+	if (!cap)
+		return true;
+	if (atomic_fetch_add(&s->merges, 1) >= cap) {
+		atomic_fetch_sub(&s->merges, 1);
+		return false;
+	}
+	return true;
+}
+
+static void merge_give(struct pd_server *s)
+{
+	if (s->cfg.max_merges)
+		atomic_fetch_sub(&s->merges, 1);
+}
+
+static enum MHD_Result too_many_merges(struct MHD_Connection *c, struct req *r)
+{
+	char msg[160];
+	snprintf(msg, sizeof msg, "%u merges are running, the limit (--max-concurrent-merges): try again",
+		 r->s->cfg.max_merges);
+	return reply_error(c, r, 503, msg);
+}
+
+static bool api1_merges(const char *path)
+{
+	static const char *const heavy[] = {"merge", "top", "series", "diff"};
+	for (size_t i = 0; i < sizeof heavy / sizeof *heavy; i++) {
+		size_t n = strlen(heavy[i]);
+		if (!strncmp(path, heavy[i], n) && (path[n] == 0 || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /* Request checks before any route: the parameters (NUL bytes, UTF-8) and
  * the framing (one Content-Length, not with chunking; sizes). */
 struct argcheck {
@@ -991,7 +1036,13 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	}
 	if (!strcmp(path, "/api/0/profiles/merge")) {
 		r->route = PD_RT_MERGE;
-		return get ? h_merge(c, r) : method_not_allowed(c, r, "GET, HEAD");
+		if (!get)
+			return method_not_allowed(c, r, "GET, HEAD");
+		if (!merge_take(r->s))
+			return too_many_merges(c, r);
+		enum MHD_Result ok = h_merge(c, r);
+		merge_give(r->s);
+		return ok;
 	}
 	if (!strncmp(path, "/api/0/profiles/", 16)) {
 		const char *spec = path + 16;
@@ -999,6 +1050,13 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 		if (strchr(spec, '/')) {
 			r->route = PD_RT_OTHER;
 			return reply_error(c, r, 404, "nothing found");
+		}
+		if (get && r->route == PD_RT_MERGE) {
+			if (!merge_take(r->s))
+				return too_many_merges(c, r);
+			enum MHD_Result ok = h_get_ids(c, r, spec);
+			merge_give(r->s);
+			return ok;
 		}
 		if (get)
 			return h_get_ids(c, r, spec);
@@ -1016,7 +1074,13 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	}
 	if (!strncmp(path, "/api/1/", 7)) {
 		r->route = PD_RT_API1;
-		return h_api1(c, r, path + 7, method);
+		if (!api1_merges(path + 7))
+			return h_api1(c, r, path + 7, method);
+		if (!merge_take(r->s))
+			return too_many_merges(c, r);
+		enum MHD_Result ok = h_api1(c, r, path + 7, method);
+		merge_give(r->s);
+		return ok;
 	}
 	if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
 		r->route = PD_RT_HEALTH;
@@ -1371,8 +1435,10 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 	pd_metrics_init(&s->m);
 	pthread_mutex_init(&s->log_mu, NULL);
 	pthread_rwlock_init(&s->auth_mu, NULL);
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-			 MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	/* event-driven: one epoll set served by a pool of workers, so idle or
+	 * slow clients cost a socket each, not a thread (a thread per connection
+	 * let 256 idle sockets take the collector offline) */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
 		flags |= any ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	uint16_t port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
@@ -1395,6 +1461,8 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_ip,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cfg->threads ? cfg->threads : PD_SERVE_THREADS),
 				/* a URL with an 8 KiB parameter must reach us (our 413), not MHD's 414;
 				 * MHD zeroes the pool between requests, so no bigger than needed */
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10),

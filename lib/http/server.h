@@ -22,7 +22,10 @@
 #define PD_SERVE_MAX_BODY        (32u << 20) /* bytes of one upload, as sent */
 #define PD_SERVE_MAX_MERGE       10000       /* profiles in one merge */
 #define PD_SERVE_TIMEOUT_S       60          /* idle seconds before a connection is dropped */
-#define PD_SERVE_MAX_CONNECTIONS 256
+#define PD_SERVE_MAX_CONNECTIONS 1024        /* all clients; an idle one costs a socket, no thread */
+#define PD_SERVE_MAX_PER_IP      64          /* --max-connections-per-ip */
+#define PD_SERVE_THREADS         16          /* --threads: workers of the epoll pool */
+#define PD_SERVE_MAX_MERGES      4           /* --max-concurrent-merges; over it = 503 */
 #define PD_SERVE_GZIP_LEVEL      1           /* libdeflate level of pprof responses */
 #define PD_SERVE_MAX_UPLOAD_MEMORY ((size_t)64 << 20)  /* what decoding + storing one upload may take */
 #define PD_SERVE_MAX_INGEST_MEMORY ((size_t)1 << 30)   /* uploads' bodies + decodes + pprof answers in flight */
@@ -35,6 +38,9 @@ struct pd_server_config {
 	size_t max_merge;         /* profiles per merge; over it = 413 */
 	unsigned timeout_s;       /* connection idle timeout */
 	unsigned max_connections;
+	unsigned max_per_ip;      /* connections of one client address; 0 = no cap */
+	unsigned threads;         /* worker threads (epoll pool) */
+	unsigned max_merges;      /* merges, tops, series and diffs at once; over it = 503 */
 	int64_t retention_ns;     /* 0 = keep forever; older profiles are invisible and refused */
 	int gzip_level;           /* 1..12 */
 	int64_t max_query_range_ns; /* API v1: most to - from; 0 = PD_API1_MAX_RANGE_NS (31 days) */
