@@ -361,6 +361,7 @@ int pd_scrape_store_ingest(struct pd_store *st, const struct pd_scrape_item *it,
 #define PD_SCRAPE_POSTS          4             /* posts in flight */
 #define PD_SCRAPE_QUEUE_BYTES    (64u << 20)   /* --queue-size */
 #define PD_SCRAPE_MAX_BODY       (64u << 20)   /* --max-body: one fetched profile */
+#define PD_SCRAPE_MAX_MEMORY     ((size_t)64 << 20) /* decoding one fetched profile (pd_pprof_limits.max_memory) */
 #define PD_SCRAPE_CPU_TRIES      3             /* --once: cpu attempts when "already in use" */
 
 struct pd_scrape_config {

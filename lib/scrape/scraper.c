@@ -377,6 +377,9 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	pd_queue_init(&s->q, c->queue_bytes);
 	pd_pprof_limits_default(&s->lim);
 	s->lim.max_compressed = c->max_body;
+	/* a fetch may not cost more memory than an upload to the collector does
+	 * (a 16 M-sample target cost 1.5 GB before the sample cap refused it) */
+	s->lim.max_memory = PD_SCRAPE_MAX_MEMORY;
 	s->start_real = real_ns();
 	s->curl_due = -1;
 	s->cpu_limit = c->cpu_concurrency ? c->cpu_concurrency : pd_scrape_cpu_slots(0, c->concurrency);
@@ -1174,8 +1177,10 @@ static void start_fetch(struct pd_scraper *s, struct job *j, int64_t now)
 		unref(s, ts);
 		return;
 	}
-	curl_easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(x->h, CURLOPT_MAXREDIRS, 3L);
+	/* no redirect is followed: a target that redirects elsewhere (the
+	 * collector's own API, a metadata service) must not get that answer
+	 * stored; a 3xx is reported with where it pointed */
+	curl_easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 0L);
 	/* curl walks its whole DNS cache after every transfer (prune), and keys it
 	 * by host:port: 1,000 targets were 1,000 entries walked 14,000 times a
 	 * minute. A target is scraped once an interval and its requests share one
@@ -1249,6 +1254,13 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 			r = PD_SR_NETWORK;
 			sfmt(msg, sizeof msg, "%s", e);
 		}
+	} else if (status >= 300 && status < 400) {
+		char *loc = NULL;
+		curl_easy_getinfo(x->h, CURLINFO_REDIRECT_URL, &loc);
+		r = PD_SR_HTTP_4XX;
+		sfmt(msg, sizeof msg, "HTTP %ld from %s: a redirect%s%.200s, not followed (point the target at the pprof "
+				      "endpoint itself)",
+		     status, x->url, loc ? " to " : "", loc ? loc : "");
 	} else if (status != 200) {
 		char line[200];
 		first_line(x->body.ptr, x->body.len, line, sizeof line);
