@@ -35,6 +35,7 @@ long cli_parse_count(const char *s);
 int cli_parse_size(const char *s, size_t *out);
 
 int cmd_pprof(int argc, char **argv);
+int cmd_store(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_scrape(int argc, char **argv);
 int cmd_capture(int argc, char **argv);

@@ -76,6 +76,14 @@ static const char usage_text[] =
 	"      --max-ingest-memory SIZE  most memory all uploads (bodies, decodes) and pprof\n"
 	"                                answers being sent may hold at once (default 1GiB);\n"
 	"                                over it = 503 with Retry-After\n"
+	"      --max-open-partitions N   day files kept open at most when idle (default 64, or\n"
+	"                                fewer if the descriptor limit is low: a third of it,\n"
+	"                                each takes ~6); the least recently used idle one is\n"
+	"                                closed first, one in use never\n"
+	"      --max-future-skew DUR     refuse (400) a profile whose time (created_at or the\n"
+	"                                profile's own) is more than this ahead of the\n"
+	"                                collector's clock (default 1h; 0 = no bound): each day\n"
+	"                                is a file, and made-up future dates would pile them up\n"
 	"      --max-merge-profiles N    most profiles in one merge or API v1 query (default\n"
 	"                                10000); over it = 413 naming the limit, never a\n"
 	"                                silent truncation\n"
@@ -290,7 +298,10 @@ int cmd_serve(int argc, char **argv)
 	cfg.log = stderr;
 	cfg.errlog = stderr;
 	const char *dir = DEFAULT_DATA_DIR;
-	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0;
+	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0, skew = 0;
+	long max_open = 64;
+	bool max_open_set = false;
+	parse_dur("max-future-skew", "1h", &skew);
 	parse_dur("retention", DEFAULT_RETENTION, &retention);
 	parse_dur("rollup-interval", DEFAULT_ROLLUP_INTERVAL, &rollup_every);
 	parse_dur("retention-interval", DEFAULT_RETENTION_INTERVAL, &interval);
@@ -305,7 +316,7 @@ int cmd_serve(int argc, char **argv)
 	bool ex_flags = false;
 
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -324,6 +335,8 @@ int cmd_serve(int argc, char **argv)
 		{"tls-key", required_argument, 0, O_TLS_KEY},
 		{"tls-client-ca", required_argument, 0, O_TLS_CA},
 		{"max-merge-profiles", required_argument, 0, O_MERGE},
+		{"max-open-partitions", required_argument, 0, O_MAXOPEN},
+		{"max-future-skew", required_argument, 0, O_SKEW},
 		{"timeout", required_argument, 0, O_TMO},
 		{"max-connections", required_argument, 0, O_CONN},
 		{"max-connections-per-ip", required_argument, 0, O_PER_IP},
@@ -421,6 +434,15 @@ int cmd_serve(int argc, char **argv)
 				return cli_usage_error("serve", "--max-ingest-memory: bad size '%s' (at least 1MiB, e.g. 1GiB)",
 						       optarg);
 			break;
+		case O_MAXOPEN:
+			max_open_set = true;
+			if ((max_open = cli_parse_count(optarg)) < 2)
+				return cli_usage_error("serve", "--max-open-partitions: want an integer >= 2, got '%s'", optarg);
+			break;
+		case O_SKEW:
+			if (parse_dur("max-future-skew", optarg, &skew))
+				return EXIT_USAGE;
+			break;
 		case O_MERGE:
 			if ((v = cli_parse_count(optarg)) <= 0)
 				return cli_usage_error("serve", "--max-merge-profiles: want a positive integer, got '%s'",
@@ -483,6 +505,7 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	cfg.timeout_s = (unsigned)(timeout / 1000000000LL);
 	cfg.retention_ns = retention;
+	cfg.max_future_skew_ns = skew;
 	if (ex_flags && !ex.url)
 		return cli_usage_error("serve", "--export-every/--export-top/--export-query/--export-delay need --export-influx URL");
 	if (ex.url) {
@@ -545,6 +568,12 @@ int cmd_serve(int argc, char **argv)
 		scrape_cmd_free(sc);
 		return EXIT_INPUT;
 	}
+	/* without --max-open-partitions: at most a third of the descriptors
+	 * for day files (~6 each), the rest for sockets */
+	if (!max_open_set && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)(rl.rlim_cur / 18) < max_open)
+		max_open = rl.rlim_cur / 18 < 2 ? 2 : (long)(rl.rlim_cur / 18);
+	pd_store_sqlite_set_max_open(st, (size_t)max_open);
 	size_t dropped0 = run_retention(st, NULL, retention); /* before serving: no expired data is ever served */
 	/* the scraper starts before the server, so that /metrics never sees it half made */
 	if (sc) {

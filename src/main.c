@@ -31,6 +31,7 @@ static const struct pd_cmd commands[] = {
 	{"top", cmd_top, "the hottest functions of a service or of the whole fleet"},
 	{"diff", cmd_diff, "what changed between two selections (e.g. two versions), per function"},
 	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
+	{"store", cmd_store, "a data directory, offline: check (verify every day file)"},
 	{"version", cmd_version, "print the version"},
 };
 

@@ -298,6 +298,7 @@ void pd_api1_handle(const struct pd_api1_config *cfg, const char *method, const 
 	q.arg = arg;
 	if ((rc = parse_common(&q, rt->flags, &err)))
 		goto out;
+	out->ranged = true, out->from_ns = q.from_ns, out->to_ns = q.to_ns; /* damaged days in it: partial */
 	rc = rt->fn(&q, out, &err);
 out:
 	pd_selector_free(&q.sel);

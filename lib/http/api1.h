@@ -67,6 +67,8 @@ struct pd_api1_resp {
 	size_t merged;              /* profiles merged (for /metrics), 0 if none */
 	const char *allow;          /* 405: the Allow header */
 	char error[600];            /* status != 200: the message */
+	bool ranged;                /* [from_ns, to_ns] is what the answer covers (damaged days in it: partial) */
+	int64_t from_ns, to_ns;
 };
 
 /* Run one request: method "GET"/"HEAD" (others: 405), path after

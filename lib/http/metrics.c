@@ -129,6 +129,11 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 		put(&o, "profd_store_profiles %llu\n", (unsigned long long)st->profiles);
 		head(&o, "profd_store_disk_bytes", "gauge", "Bytes on disk used by the store (all partitions).");
 		put(&o, "profd_store_disk_bytes %llu\n", (unsigned long long)st->disk_bytes);
+		head(&o, "profd_store_quarantined_partitions", "gauge",
+		     "Damaged day files the store skips (logged; listed by /readyz; `profd store check`).");
+		put(&o, "profd_store_quarantined_partitions %llu\n", (unsigned long long)st->quarantined);
+		head(&o, "profd_store_open_partitions", "gauge", "Day files open now (--max-open-partitions when idle).");
+		put(&o, "profd_store_open_partitions %llu\n", (unsigned long long)st->open_partitions);
 	}
 	head(&o, "profd_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
 	for (int r = 0; r < PD_RT_N; r++)

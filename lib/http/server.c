@@ -75,7 +75,23 @@ struct req {
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
 	char who[64];         /* the name of the request's token, for the log */
 	struct pd_server *s;
+	/* the time range the answer covers: damaged days in it that the store
+	 * skipped make it partial (X-Profd-Partial, "partial" in JSON) */
+	bool ranged, partial_done;
+	int64_t range_from, range_to;
+	struct pd_store_skipped skipped;
 };
+
+/* The damaged days the answer's range skipped (once, at reply time: the
+ * query may have found new damage). */
+static const struct pd_store_skipped *partial_of(struct req *r)
+{
+	if (r->ranged && !r->partial_done && r->s && r->s->st) {
+		pd_store_skipped_in(r->s->st, r->range_from, r->range_to, &r->skipped);
+		r->partial_done = true;
+	}
+	return &r->skipped;
+}
 
 /* Take n bytes of the server's memory budget for r; false (nothing taken)
  * if that would pass --max-ingest-memory. */
@@ -146,6 +162,15 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r, int status
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "X-Request-Id", r->rid);
+	const struct pd_store_skipped *sk = status == 200 ? partial_of(r) : NULL;
+	if (sk && sk->partial) { /* X-Profd-Partial: 2026-11-30, 2026-12-01 */
+		char h[PD_STORE_MAX_SKIPPED * 12 + 8] = "", d[16];
+		for (size_t i = 0; i < sk->n && i < PD_STORE_MAX_SKIPPED; i++) {
+			pd_store_day_name(sk->days[i], d);
+			snprintf(h + strlen(h), sizeof h - strlen(h), "%s%s", i ? ", " : "", d);
+		}
+		MHD_add_response_header(resp, "X-Profd-Partial", h);
+	}
 	/* no answer is ever to be sniffed into something else, or framed */
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
@@ -209,6 +234,22 @@ static enum MHD_Result reply_body(struct MHD_Connection *c, struct req *r, json_
 	json_decref(body);
 	if (!s)
 		return reply_error(c, r, 500, "encoding the JSON answer failed");
+	const struct pd_store_skipped *sk = partial_of(r);
+	char *e = sk->partial ? strrchr(s, '}') : NULL;
+	if (e) { /* {"code":200,"body":...,"partial":true,"skipped_days":["2026-11-30"]} */
+		struct pd_buf b = PD_BUF_INIT(0);
+		char d[16];
+		int bad = pd_buf_append(&b, s, (size_t)(e - s)) || pd_buf_appendf(&b, ",\"partial\":true,\"skipped_days\":[");
+		for (size_t i = 0; !bad && i < sk->n && i < PD_STORE_MAX_SKIPPED; i++) {
+			pd_store_day_name(sk->days[i], d);
+			bad = pd_buf_appendf(&b, "%s\"%s\"", i ? "," : "", d);
+		}
+		bad = bad || pd_buf_appendf(&b, "]%s", e) || pd_buf_append(&b, "", 1);
+		free(s);
+		s = bad ? NULL : (char *)b.ptr;
+		if (bad)
+			pd_buf_free(&b);
+	}
 	return reply_owned(c, r, 200, s, "application/json");
 }
 
@@ -371,6 +412,7 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 			       .nlabels = p.nlabels,
 			       .created_ns = p.has_created_at ? p.created_at_ns : 0,
 			       .min_created_ns = cut == INT64_MIN ? 0 : cut,
+			       .max_created_ns = s->cfg.max_future_skew_ns ? now + s->cfg.max_future_skew_ns : 0,
 			       .reserve = req_reserve,
 			       .reserve_ctx = r};
 	struct pd_profile_meta meta;
@@ -446,8 +488,9 @@ static int run_query(struct MHD_Connection *c, struct req *r, struct pd_api_quer
 	struct pd_store_query sq = {q->service, pd_api_type_name(q->type), kv, q->nlabels, from, q->to_ns, limit};
 	if (from > q->to_ns) /* the whole window is past retention */
 		rc = 0;
-	else if ((rc = pd_store_find(r->s->st, &sq, found_add, f, err)) == PD_ENOMEM)
+	else if ((rc = pd_store_find_partial(r->s->st, &sq, found_add, f, &r->skipped, err)) == PD_ENOMEM)
 		pd_errf(err, PD_ENOMEM, "out of memory");
+	r->ranged = from <= q->to_ns, r->range_from = from, r->range_to = q->to_ns;
 	free(kv);
 	return rc;
 }
@@ -480,6 +523,14 @@ static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, 
 	struct pd_profile *p = NULL;
 	struct pd_err err;
 	int rc = n == 1 ? pd_store_get(r->s->st, ids[0], &p, &err) : pd_store_merge(r->s->st, ids, n, &p, &err);
+	for (size_t i = 0; n > 1 && i < n; i++) { /* a damaged day's ids are left out of a merge: say so */
+		int64_t t = pd_xid_time(ids[i]);
+		if (t >= 0 && (!r->ranged || t < r->range_from))
+			r->range_from = t;
+		if (t >= 0 && (!r->ranged || t > r->range_to))
+			r->range_to = t;
+		r->ranged = r->ranged || t >= 0;
+	}
 	if (rc)
 		return reply_err(c, r, rc, &err);
 	enum MHD_Result ok = reply_pprof(c, r, p, filename);
@@ -653,6 +704,7 @@ static enum MHD_Result h_services(struct MHD_Connection *c, struct req *r)
 	int rc = pd_store_services(r->s->st, &v, &n, &err);
 	if (rc)
 		return reply_err(c, r, rc, &err);
+	r->ranged = true, r->range_from = INT64_MIN, r->range_to = INT64_MAX; /* damaged days: partial */
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++) {
 		if (arr && json_array_append_new(arr, json_string_nocheck(v[i]))) {
@@ -707,6 +759,7 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 	struct pd_api1_resp resp;
 	int64_t t0 = now_ns();
 	pd_api1_handle(&cfg, method, path, qget, c, t0, &resp);
+	r->ranged = resp.ranged, r->range_from = resp.from_ns, r->range_to = resp.to_ns; /* partial if damaged days */
 	enum MHD_Result ok;
 	if (resp.status == 405)
 		ok = method_not_allowed(c, r, resp.allow);
@@ -1088,6 +1141,25 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 			return method_not_allowed(c, r, "GET, HEAD");
 		if (path[1] == 'r' && !atomic_load(&r->s->ready))
 			return reply_text(c, r, 503, "not ready\n");
+		if (path[1] == 'r' && r->s->st) { /* the store's detail: cannot write (disk full), damaged days */
+			struct pd_store_health h;
+			pd_store_health(r->s->st, &h);
+			if (h.cannot_write || h.nquarantined) {
+				struct pd_buf b = PD_BUF_INIT(0);
+				int bad = h.cannot_write ? pd_buf_appendf(&b, "not ready: cannot write: %s\n", h.write_error)
+							 : pd_buf_appendf(&b, "ok\n");
+				for (size_t i = 0; !bad && i < h.nquarantined && i < PD_STORE_MAX_QUARANTINED; i++)
+					bad = pd_buf_appendf(&b, "quarantined: %s: %s\n", h.quarantined[i].file,
+							     h.quarantined[i].reason);
+				if (!bad && h.nquarantined > PD_STORE_MAX_QUARANTINED)
+					bad = pd_buf_appendf(&b, "quarantined: %zu more\n", h.nquarantined - PD_STORE_MAX_QUARANTINED);
+				char *t = bad || pd_buf_append(&b, "", 1) ? NULL : (char *)b.ptr;
+				if (!t)
+					pd_buf_free(&b);
+				return t ? reply_owned(c, r, h.cannot_write ? 503 : 200, t, "text/plain; charset=utf-8")
+					 : reply_error(c, r, 500, "out of memory");
+			}
+		}
 		return reply_text(c, r, 200, "ok\n");
 	}
 	if (!strcmp(path, "/metrics")) {

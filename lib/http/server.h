@@ -42,6 +42,7 @@ struct pd_server_config {
 	unsigned threads;         /* worker threads (epoll pool) */
 	unsigned max_merges;      /* merges, tops, series and diffs at once; over it = 503 */
 	int64_t retention_ns;     /* 0 = keep forever; older profiles are invisible and refused */
+	int64_t max_future_skew_ns; /* refuse profiles timed further ahead of now (400); 0 = no bound */
 	int gzip_level;           /* 1..12 */
 	int64_t max_query_range_ns; /* API v1: most to - from; 0 = PD_API1_MAX_RANGE_NS (31 days) */
 	FILE *log;                /* request log (one line per request); NULL = none */

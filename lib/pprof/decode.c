@@ -17,6 +17,7 @@
  */
 #include "pprof.h"
 #include "wire.h"
+#include "legacy.h"
 #include "../util/gz.h"
 
 #include <stdio.h>
@@ -437,7 +438,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 			if (!packed && f.wt != WT_VARINT)
 				return want_wt(d, &f, WT_VARINT, msg, f.num == 1 ? "location_id" : "value");
 			size_t c = packed ? count_packed(f.data, f.len) : 1;
-			const uint8_t *vp = f.data, *ve = f.data + f.len;
+			const uint8_t *vp = f.data, *ve = f.data ? f.data + f.len : NULL; /* unpacked: no payload */
 			if (f.num == 1) {
 				if (nlocs + c > d->lim.max_stack_depth)
 					return pd_errf(d->err, PD_ELIMIT,
@@ -901,8 +902,13 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = decode_raw(&d, raw, rawlen)))
+	if ((rc = decode_raw(&d, raw, rawlen))) {
+		/* Not protobuf (refused by pass 1): Go's legacy formats, or a message
+		 * saying what the bytes are (legacy.c). */
+		if ((rc == PD_EINVAL || rc == PD_ELIMIT) && rawlen && !d.nstrings)
+			rc = pd_legacy_fallback(raw, rawlen, &d.lim, on_header, on_sample, ctx, out, err);
 		goto out;
+	}
 	*out = p;
 	p = NULL;
 out:

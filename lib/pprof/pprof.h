@@ -87,6 +87,10 @@ struct pd_profile {
 	int64_t time_nanos, duration_nanos, period;
 	struct pd_vtype period_type;
 	void *owned; /* decompressed input, freed with the profile */
+	/* Profiles parsed from a legacy text format (legacy.h): the Go type
+	 * their header names when the model cannot tell ("mutex" for `--- mutex:`,
+	 * "block" for `--- contention:`), else NULL. Static string. */
+	const char *go_type_hint;
 };
 
 /* Caps on what a decode may produce. Anything over a cap is PD_ELIMIT with a
@@ -133,7 +137,10 @@ struct pd_pprof_limits {
 void pd_pprof_limits_default(struct pd_pprof_limits *l);
 
 /*
- * Decode a profile: gzip (sniffed by magic 1f 8b) or raw profile.proto.
+ * Decode a profile: gzip (sniffed by magic 1f 8b) or raw profile.proto, or
+ * (as profile.Parse does when the protobuf decode fails) one of the legacy
+ * formats of legacy.h; anything else is refused with a message saying what
+ * it looks like (an HTML page, JSON, text, binary data).
  * The input is copied or decompressed into memory the profile owns, so it
  * may be freed right after. lim may be NULL (defaults). On error *out is
  * NULL and err says what and where ("sample #12: location id 99 not

@@ -498,6 +498,8 @@ const char *pd_profile_go_type(const struct pd_profile *p)
 	const char *k = pd_profile_kind(p);
 	if (strcmp(k, "block/mutex"))
 		return strcmp(k, "unknown") ? k : NULL;
+	if (p->go_type_hint) /* a legacy `--- mutex:` / `--- contention:` header */
+		return p->go_type_hint;
 	size_t unlock = 0, other = 0;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];

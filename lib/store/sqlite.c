@@ -83,11 +83,11 @@
  * used, so passes do not retry it.
  */
 #define _GNU_SOURCE
-#include "store_int.h"
+#include "codec.h"
 #include "../pprof/agg.h"
-#include "../pprof/wire.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -98,6 +98,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL /* the one-shot hashes of small keys inline: no call, no dispatch */
@@ -109,8 +110,7 @@ static const char *const ktable[NKINDS] = {"strings", "functions", "mappings", "
 
 #define DAY_NS (86400LL * 1000000000LL)
 #define HOUR_NS PD_ROLLUP_NS
-#define MAX_BLOCK (256u << 20)
-#define ZSTD_LEVEL 3
+#define MAX_BLOCK PD_STORE_MAX_BLOCK
 
 /* 128-bit content hash -> seq, open addressing with linear probing. A slot
  * holds the whole key next to the value, so a lookup touches one cache
@@ -167,6 +167,11 @@ struct part {
 	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
 	bool rtx;     /* db inside a read transaction (see part_read) */
 	atomic_int refs; /* queued jobs: retention does not drop the partition */
+	/* the open-partition LRU (under the store mutex) */
+	struct sq *s;
+	uint64_t last_use; /* tick of its last part_get */
+	uint64_t op;       /* the operation (s->opno) holding it, never closed meanwhile */
+	bool bad;          /* quarantined: closed once idle, never used again */
 };
 
 /* A rollup to write: (service, type, hour) built from generation gen. */
@@ -213,40 +218,204 @@ struct sq {
 	pthread_mutex_t zmu;
 	ZSTD_CCtx *zfree[16];
 	int nzfree;
+	/* open partitions: at most max_open kept when idle (LRU) */
+	size_t max_open;
+	uint64_t tick, opno;
+	/* damaged partitions (under mu): skipped by queries, refused to writes */
+	struct quar *quar;
+	size_t nquar, cquar;
+	/* the last commit failed for lack of space (message under mu) */
+	atomic_bool nospace;
+	char nospace_msg[512];
+	/* a ballast file (<dir>/.reserve): given back when the disk fills, so
+	 * that the WAL can be checkpointed and truncated and deletions can be
+	 * written (in WAL mode a full disk otherwise leaves no room to free
+	 * any); made again once there is room */
+	char *reserve_path;
+	size_t reserve_bytes;
+	atomic_bool reserve_held;
+};
+
+/* A quarantined day: what was wrong, and the file as it was then (a file
+ * removed or replaced since is tried again). */
+struct quar {
+	int64_t day;
+	char reason[256];
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
 };
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int sqerr(struct pd_err *err, sqlite3 *db, const char *what)
+/* A failed SQLite call as a PD_E* code: a full disk is PD_ENOSPC (507),
+ * running out of file descriptors PD_EBUSY (503), the rest PD_EIO. */
+static int sqcode(sqlite3 *db)
 {
-	return pd_errf(err, PD_EIO, "store: %s: %s", what, db ? sqlite3_errmsg(db) : "cannot open");
+	int e = db ? sqlite3_errcode(db) & 0xff : SQLITE_CANTOPEN;
+	int se = db ? sqlite3_system_errno(db) : errno;
+	if (e == SQLITE_FULL || ((e == SQLITE_IOERR || e == SQLITE_CANTOPEN) && se == ENOSPC))
+		return PD_ENOSPC;
+	if ((e == SQLITE_CANTOPEN || e == SQLITE_IOERR) && (se == EMFILE || se == ENFILE))
+		return PD_EBUSY;
+	return PD_EIO;
 }
 
-static void day_path(const struct sq *s, int64_t day, char *buf, size_t n)
+#define EMFILE_HINT "too many open files (raise the process's limit, ulimit -n, or lower --max-open-partitions)"
+
+static int sqerr(struct pd_err *err, sqlite3 *db, const char *what)
+{
+	int c = sqcode(db);
+	const char *m = db ? sqlite3_errmsg(db) : "cannot open";
+	if (c == PD_ENOSPC)
+		return pd_errf(err, c, "store: %s: the disk is full: %s", what, m);
+	if (c == PD_EBUSY)
+		return pd_errf(err, c, "store: %s: " EMFILE_HINT, what);
+	return pd_errf(err, PD_EIO, "store: %s: %s", what, m);
+}
+
+static bool sqcorrupt(sqlite3 *db)
+{
+	int e = sqlite3_errcode(db) & 0xff;
+	return e == SQLITE_CORRUPT || e == SQLITE_NOTADB;
+}
+
+/* "profd-20261130.db" */
+static void day_file(int64_t day, char *buf, size_t n)
 {
 	time_t t = (time_t)(day * 86400);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	snprintf(buf, n, "%s/profd-%04d%02d%02d.db", s->dir, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+	snprintf(buf, n, "profd-%04d%02d%02d.db", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+static void day_path(const struct sq *s, int64_t day, char *buf, size_t n)
+{
+	char f[64];
+	day_file(day, f, sizeof f);
+	snprintf(buf, n, "%s/%s", s->dir, f);
+}
+
+/* ---- disk full ------------------------------------------------------------- */
+
+/* Make the ballast file if the file system has room for it and more. */
+static void reserve_make(struct sq *s)
+{
+	struct statvfs vs;
+	if (!s->reserve_path || atomic_load(&s->reserve_held) || statvfs(s->dir, &vs))
+		return;
+	uint64_t total = (uint64_t)vs.f_blocks * vs.f_frsize, avail = (uint64_t)vs.f_bavail * vs.f_frsize;
+	size_t want = total / 16 < (4u << 20) ? (size_t)(total / 16) : (4u << 20);
+	if (want < 65536 || avail < 3 * (uint64_t)want)
+		return;
+	int fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	bool ok = posix_fallocate(fd, 0, (off_t)want) == 0 && fsync(fd) == 0;
+	close(fd);
+	if (!ok) {
+		unlink(s->reserve_path);
+		return;
+	}
+	s->reserve_bytes = want;
+	atomic_store(&s->reserve_held, true);
+}
+
+/* The disk filled during a commit of pt (committer, outside mu): give the
+ * ballast back and move the WAL into the database (truncating it), so that
+ * the space is usable: by deletions first, and by writes once the
+ * failing client retries. */
+static void nospace_relief(struct sq *s, struct part *pt)
+{
+	if (atomic_exchange(&s->reserve_held, false))
+		unlink(s->reserve_path);
+	sqlite3_exec(pt->wdb, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+}
+
+/* ---- quarantine ------------------------------------------------------------ */
+
+static struct quar *quar_find(struct sq *s, int64_t day)
+{
+	for (size_t i = 0; i < s->nquar; i++)
+		if (s->quar[i].day == day)
+			return &s->quar[i];
+	return NULL;
+}
+
+static void quar_drop(struct sq *s, struct quar *q) { *q = s->quar[--s->nquar]; }
+
+/* Is day's quarantine still about the file that is there? A file removed
+ * (by an operator, or retention) or replaced ends it. Under mu. */
+static bool quar_current(struct sq *s, struct quar *q)
+{
+	char path[4096];
+	struct stat sb;
+	day_path(s, q->day, path, sizeof path);
+	bool exists = stat(path, &sb) == 0;
+	if (exists == q->exists && (!exists || (sb.st_dev == q->dev && sb.st_ino == q->ino && sb.st_size == q->size &&
+						sb.st_mtim.tv_sec == q->mtime.tv_sec &&
+						sb.st_mtim.tv_nsec == q->mtime.tv_nsec)))
+		return true;
+	quar_drop(s, q);
+	return false;
+}
+
+/* Quarantine day (under mu): logged once, counted; an open partition of it
+ * is marked bad (closed once idle). */
+static void quarantine(struct sq *s, int64_t day, const char *reason)
+{
+	for (size_t i = 0; i < s->nparts; i++)
+		if (s->parts[i]->day == day)
+			s->parts[i]->bad = true;
+	if (quar_find(s, day) || pd_grow((void **)&s->quar, &s->cquar, s->nquar + 1, sizeof *s->quar))
+		return;
+	struct quar *q = &s->quar[s->nquar++];
+	memset(q, 0, sizeof *q);
+	q->day = day;
+	snprintf(q->reason, sizeof q->reason, "%s", reason);
+	char path[4096];
+	struct stat sb;
+	day_path(s, day, path, sizeof path);
+	if ((q->exists = stat(path, &sb) == 0)) {
+		q->dev = sb.st_dev;
+		q->ino = sb.st_ino;
+		q->size = sb.st_size;
+		q->mtime = sb.st_mtim;
+	}
+	char msg[4600];
+	snprintf(msg, sizeof msg,
+		 "%s is damaged: %s; the day is quarantined: queries skip it (answers say \"partial\"), "
+		 "writes to it are refused; see `profd store check --data-dir %s`",
+		 path, reason, s->dir);
+	pd_log_line(stderr, "error", "store", msg);
+}
+
+/* Damage found in partition pt (a checksum, a decode, SQLite's own
+ * checks): quarantine it and fail with a message naming the file. */
+static int damaged(struct part *pt, struct pd_err *err, const char *fmt, ...) PD_PRINTF(3, 4);
+static int damaged(struct part *pt, struct pd_err *err, const char *fmt, ...)
+{
+	char what[600], f[64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	day_file(pt->day, f, sizeof f);
+	quarantine(pt->s, pt->day, what);
+	return pd_errf(err, PD_EIO, "store: %s: %s (damaged day file: quarantined)", f, what);
+}
+
+/* A failed query statement on pt: damage (quarantined) or sqerr. */
+static int qerr(struct part *pt, sqlite3 *db, const char *what, struct pd_err *err)
+{
+	if (sqcorrupt(db))
+		return damaged(pt, err, "%s: %s", what, sqlite3_errmsg(db));
+	return sqerr(err, db, what);
 }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
-
-static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static int64_t unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
-#define PV(p, v) ((p) = pd_put_varint((p), (uint64_t)(v))) /* into room reserved beforehand (10 bytes a varint) */
-
-struct rd {
-	const uint8_t *p, *end;
-	bool bad;
-};
-static uint64_t get_v(struct rd *r)
-{
-	uint64_t v = 0;
-	if (!r->bad && pd_varint(&r->p, r->end, &v))
-		r->bad = true;
-	return r->bad ? 0 : v;
-}
 
 static ZSTD_CCtx *cctx_get(struct sq *s)
 {
@@ -463,10 +632,69 @@ static void part_read_end(struct part *p)
 	}
 }
 
+static void part_close(struct part *p);
+
+/* Every operation on partitions runs between store_lock and store_unlock:
+ * a partition part_get returned during the operation (p->op == s->opno)
+ * stays open until it ends (or part_done releases it), so the LRU never
+ * closes one the operation still points at. */
+static void store_lock(struct sq *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->opno++;
+}
+
+/* Idle: no operation holds it, no queued job (commit, rollup, removal)
+ * refers to it. Symbols still pending in an idle partition are orphans of
+ * an ingest that failed before its commit (a job holds refs from its
+ * resolve to the end of its commit, and a commit takes every pending
+ * symbol): no profile refers to them, closing loses nothing. */
+static bool part_idle(const struct sq *s, const struct part *p)
+{
+	return atomic_load(&p->refs) == 0 && p->op != s->opno;
+}
+
+/* Close idle partitions, damaged ones first, then the least recently
+ * used, until at most keep are open. Under mu. */
+static void parts_trim(struct sq *s, size_t keep)
+{
+	for (size_t i = 0; i < s->nparts;) {
+		struct part *p = s->parts[i];
+		if (p->bad && part_idle(s, p)) {
+			s->parts[i] = s->parts[--s->nparts];
+			part_close(p);
+		} else {
+			i++;
+		}
+	}
+	while (s->nparts > keep) {
+		size_t best = SIZE_MAX;
+		for (size_t i = 0; i < s->nparts; i++)
+			if (part_idle(s, s->parts[i]) && (best == SIZE_MAX || s->parts[i]->last_use < s->parts[best]->last_use))
+				best = i;
+		if (best == SIZE_MAX)
+			return; /* all in use: over the cap until they are released */
+		struct part *p = s->parts[best];
+		s->parts[best] = s->parts[--s->nparts];
+		part_close(p);
+	}
+}
+
+/* The operation is done with p (it may be closed from now on). */
+static void part_done(struct part *p)
+{
+	if (!p)
+		return;
+	part_read_end(p);
+	p->op = 0;
+}
+
 static void store_unlock(struct sq *s)
 {
 	for (size_t i = 0; i < s->nparts; i++)
 		part_read_end(s->parts[i]);
+	s->opno++; /* the operation holds nothing any more */
+	parts_trim(s, s->max_open);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -501,11 +729,12 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct pd_err *
 	return 0;
 }
 
-static int open_db(const char *path, sqlite3 **db, struct pd_err *err)
+static int open_db(const char *path, bool create, sqlite3 **db, struct pd_err *err)
 {
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK)
-		return pd_errf(err, PD_EIO, "store: %s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+	errno = 0;
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK)
+		return sqerr(err, *db, path);
 	sqlite3_busy_timeout(*db, 5000);
 	return 0;
 }
@@ -514,26 +743,64 @@ static int open_db(const char *path, sqlite3 **db, struct pd_err *err)
 static int part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err)
 {
 	*out = NULL;
+	s->tick++;
+	char path[4096], f[64];
+	day_path(s, day, path, sizeof path);
+	day_file(day, f, sizeof f);
+	struct quar *qr = quar_find(s, day);
+	if (qr && quar_current(s, qr))
+		return pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, qr->reason);
 	for (size_t i = 0; i < s->nparts; i++)
 		if (s->parts[i]->day == day) {
-			*out = s->parts[i];
+			struct part *p = s->parts[i];
+			if (p->bad) /* its quarantine ended (the file was replaced): reopen once idle */
+				return pd_errf(err, PD_EIO, "store: %s was damaged and is still in use: try again", f);
+			p->last_use = s->tick;
+			p->op = s->opno;
+			*out = p;
 			return 0;
 		}
-	char path[4096];
-	day_path(s, day, path, sizeof path);
-	if (!create && access(path, F_OK) != 0)
+	struct stat sb;
+	bool existed = stat(path, &sb) == 0;
+	if (!create && !existed)
 		return 0;
+	if (existed && sb.st_size == 0) {
+		/* SQLite would take an empty file for an empty database: a day
+		 * truncated to nothing would silently vanish (and be written
+		 * over). A new partition is never empty once created (its
+		 * schema is written before any profile). */
+		quarantine(s, day, "zero-length file");
+		return pd_errf(err, PD_EIO, "store: %s is damaged (zero-length file): quarantined, see `profd store check`",
+			       f);
+	}
+	parts_trim(s, s->max_open > 1 ? s->max_open - 1 : 1);
 	struct part *p = calloc(1, sizeof *p);
 	if (!p)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	p->day = day;
+	p->s = s;
 	atomic_init(&p->refs, 0);
 	int rc = 0;
-	if ((rc = open_db(path, &p->wdb, err)))
+	if ((rc = open_db(path, true, &p->wdb, err)) == PD_EBUSY && s->nparts) {
+		/* out of descriptors: close every idle partition, then once more */
+		sqlite3_close(p->wdb);
+		p->wdb = NULL;
+		parts_trim(s, 0);
+		rc = open_db(path, true, &p->wdb, err);
+	}
+	if (rc)
 		goto fail;
 	char *msg = NULL;
 	if (sqlite3_exec(p->wdb, schema, NULL, NULL, &msg) != SQLITE_OK) {
-		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, msg ? msg : "schema");
+		if (existed && sqcorrupt(p->wdb)) {
+			quarantine(s, day, msg ? msg : "not a database");
+			rc = pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f,
+				     msg ? msg : "not a database");
+		} else {
+			char what[4200];
+			snprintf(what, sizeof what, "%s: opening", path);
+			rc = sqerr(err, p->wdb, what);
+		}
 		sqlite3_free(msg);
 		goto fail;
 	}
@@ -543,7 +810,8 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 	int version = sqlite3_step(uv) == SQLITE_ROW ? sqlite3_column_int(uv, 0) : -1;
 	sqlite3_finalize(uv);
 	if (version < 0) {
-		rc = sqerr(err, p->wdb, "user_version");
+		rc = existed && sqcorrupt(p->wdb) ? damaged(p, err, "user_version: %s", sqlite3_errmsg(p->wdb))
+						   : sqerr(err, p->wdb, "user_version");
 		goto fail;
 	}
 	if (version < 1 && sqlite3_exec(p->wdb, migrate_v1, NULL, NULL, &msg) != SQLITE_OK) {
@@ -552,7 +820,7 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 		sqlite3_exec(p->wdb, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
-	if ((rc = open_db(path, &p->db, err)))
+	if ((rc = open_db(path, false, &p->db, err)))
 		goto fail;
 	sqlite3_exec(p->db, "PRAGMA query_only=1", NULL, NULL, NULL);
 	for (int k = 0; k < NKINDS; k++) {
@@ -579,7 +847,8 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 		int64_t max = r == SQLITE_ROW ? sqlite3_column_int64(mx, 0) : 0;
 		sqlite3_finalize(mx);
 		if (r != SQLITE_ROW) {
-			rc = sqerr(err, p->db, "max(seq)");
+			rc = existed && sqcorrupt(p->db) ? damaged(p, err, "max(seq): %s", sqlite3_errmsg(p->db))
+							 : sqerr(err, p->db, "max(seq)");
 			goto fail;
 		}
 		p->next[k] = max + 1;
@@ -638,11 +907,25 @@ static int part_get(struct sq *s, int64_t day, bool create, struct part **out, s
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto fail;
 	}
+	p->last_use = s->tick;
+	p->op = s->opno;
 	s->parts[s->nparts++] = p;
 	*out = p;
 	return 0;
 fail:
 	part_close(p);
+	if (!existed) { /* nothing of it is worth keeping: no half-created day file (disk full) */
+		char aux[4200];
+		unlink(path);
+		snprintf(aux, sizeof aux, "%s-wal", path);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", path);
+		unlink(aux);
+	}
+	if (rc == PD_ENOSPC) {
+		atomic_store(&s->nospace, true);
+		snprintf(s->nospace_msg, sizeof s->nospace_msg, "%s", err->msg);
+	}
 	return rc;
 }
 
@@ -652,9 +935,12 @@ static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struc
 	sqlite3_stmt *g = p->get[k];
 	sqlite3_reset(g);
 	sqlite3_bind_int64(g, 1, seq);
-	if (sqlite3_step(g) != SQLITE_ROW) {
+	int r = sqlite3_step(g);
+	if (r != SQLITE_ROW) {
 		sqlite3_reset(g);
-		return pd_errf(err, PD_EIO, "store: %s #%lld missing (corrupt partition?)", ktable[k], (long long)seq);
+		if (r != SQLITE_DONE && !sqcorrupt(p->db))
+			return sqerr(err, p->db, "symbol");
+		return damaged(p, err, "%s #%lld missing", ktable[k], (long long)seq);
 	}
 	buf->len = 0;
 	int rc = pd_buf_append(buf, sqlite3_column_blob(g, 0), (size_t)sqlite3_column_bytes(g, 0));
@@ -857,10 +1143,10 @@ static int res_fn(struct ing *g, uint32_t i)
 	uint8_t *b = tmp_room(g, 40), *e = b;
 	if (!b)
 		return nomem(g);
-	PV(e, g->ss[f->name]);
-	PV(e, g->ss[f->system_name]);
-	PV(e, g->ss[f->filename]);
-	PV(e, zz(f->start_line));
+	PD_PV(e, g->ss[f->name]);
+	PD_PV(e, g->ss[f->system_name]);
+	PD_PV(e, g->ss[f->filename]);
+	PD_PV(e, pd_zz(f->start_line));
 	return sym_new(g, K_FN, g->fh[i], b, (size_t)(e - b), (size_t)(e - b), &g->fs[i]);
 }
 
@@ -883,15 +1169,15 @@ static int res_map(struct ing *g, uint32_t i)
 	uint8_t *b = tmp_room(g, 80), *e = b;
 	if (!b)
 		return nomem(g);
-	PV(e, size);
-	PV(e, m->offset);
-	PV(e, g->ss[file]);
+	PD_PV(e, size);
+	PD_PV(e, m->offset);
+	PD_PV(e, g->ss[file]);
 	size_t key = (size_t)(e - b);
-	PV(e, m->start);
-	PV(e, m->limit);
-	PV(e, g->ss[m->filename]);
-	PV(e, g->ss[m->build_id]);
-	PV(e, flags);
+	PD_PV(e, m->start);
+	PD_PV(e, m->limit);
+	PD_PV(e, g->ss[m->filename]);
+	PD_PV(e, g->ss[m->build_id]);
+	PD_PV(e, flags);
 	return sym_new(g, K_MAP, g->mh[i], b, (size_t)(e - b), key, &g->ms[i]);
 }
 
@@ -916,15 +1202,15 @@ static int res_loc(struct ing *g, uint32_t i)
 	uint8_t *b = tmp_room(g, 40 + 30 * (size_t)l->nlines), *e = b;
 	if (!b)
 		return nomem(g);
-	PV(e, l->mapping == PD_NONE ? 0 : g->ms[l->mapping]);
-	PV(e, rel);
-	PV(e, l->is_folded);
-	PV(e, l->nlines);
+	PD_PV(e, l->mapping == PD_NONE ? 0 : g->ms[l->mapping]);
+	PD_PV(e, rel);
+	PD_PV(e, l->is_folded);
+	PD_PV(e, l->nlines);
 	for (uint32_t j = 0; j < l->nlines; j++) {
 		const struct pd_line *ln = &l->lines[j];
-		PV(e, g->fs[ln->function]);
-		PV(e, zz(ln->line));
-		PV(e, zz(ln->column));
+		PD_PV(e, g->fs[ln->function]);
+		PD_PV(e, pd_zz(ln->line));
+		PD_PV(e, pd_zz(ln->column));
 	}
 	return sym_new(g, K_LOC, g->lh[i], b, (size_t)(e - b), (size_t)(e - b), &g->ls[i]);
 }
@@ -940,7 +1226,7 @@ static int res_stack(struct ing *g, size_t i)
 	if (!b)
 		return nomem(g);
 	for (uint32_t j = 0; j < s->nlocs; j++)
-		PV(e, g->ls[s->locs[j]]);
+		PD_PV(e, g->ls[s->locs[j]]);
 	return sym_new(g, K_STACK, g->kh[i], b, (size_t)(e - b), (size_t)(e - b), &g->stk[i]);
 }
 
@@ -957,10 +1243,10 @@ static int res_lset(struct ing *g, size_t i)
 		return nomem(g);
 	for (uint32_t j = 0; j < s->nlabels; j++) {
 		const struct pd_label *l = &s->labels[j];
-		PV(e, g->ss[l->key]);
-		PV(e, g->ss[l->str]);
-		PV(e, zz(l->num));
-		PV(e, g->ss[l->num_unit]);
+		PD_PV(e, g->ss[l->key]);
+		PD_PV(e, g->ss[l->str]);
+		PD_PV(e, pd_zz(l->num));
+		PD_PV(e, g->ss[l->num_unit]);
 	}
 	return sym_new(g, K_LSET, g->bh[i], b, (size_t)(e - b), (size_t)(e - b), &g->lset[i]);
 }
@@ -1007,25 +1293,25 @@ static int enc_header(struct ing *g, struct pd_buf *h)
 	if (pd_buf_reserve(h, 10 * n))
 		return nomem(g);
 	uint8_t *e = h->ptr + h->len;
-	PV(e, p->nsample_types);
+	PD_PV(e, p->nsample_types);
 	for (uint32_t i = 0; i < p->nsample_types; i++) {
-		PV(e, g->ss[p->sample_types[i].type]);
-		PV(e, g->ss[p->sample_types[i].unit]);
+		PD_PV(e, g->ss[p->sample_types[i].type]);
+		PD_PV(e, g->ss[p->sample_types[i].unit]);
 	}
 	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
 			   p->default_sample_type, p->doc_url};
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
-		PV(e, g->ss[strs[i]]);
-	PV(e, zz(p->period));
-	PV(e, zz(p->time_nanos));
-	PV(e, zz(p->duration_nanos));
-	PV(e, p->ncomments);
+		PD_PV(e, g->ss[strs[i]]);
+	PD_PV(e, pd_zz(p->period));
+	PD_PV(e, pd_zz(p->time_nanos));
+	PD_PV(e, pd_zz(p->duration_nanos));
+	PD_PV(e, p->ncomments);
 	for (uint32_t i = 0; i < p->ncomments; i++)
-		PV(e, g->ss[p->comments[i]]);
+		PD_PV(e, g->ss[p->comments[i]]);
 	/* the profile's mappings in order (mapping 0 is the main binary) */
-	PV(e, p->nmappings);
+	PD_PV(e, p->nmappings);
 	for (uint32_t i = 0; i < p->nmappings; i++)
-		PV(e, g->ms[i]);
+		PD_PV(e, g->ms[i]);
 	h->len = (size_t)(e - h->ptr);
 	return 0;
 }
@@ -1127,36 +1413,28 @@ static int enc_block(struct sq *s, struct ing *g, struct pd_buf *out)
 	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
 		goto oom;
 	uint8_t *e = raw.ptr;
-	PV(e, n);
-	PV(e, nv);
+	PD_PV(e, n);
+	PD_PV(e, nv);
 	int64_t prev = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t o = order[i];
-		PV(e, g->stk[o] - prev);
-		PV(e, g->lset[o]);
+		PD_PV(e, g->stk[o] - prev);
+		PD_PV(e, g->lset[o]);
 		prev = g->stk[o];
 		const int64_t *v = p->samples[o].values;
 		for (uint32_t j = 0; j < nv; j++)
-			PV(e, zz(v[j]));
+			PD_PV(e, pd_zz(v[j]));
 	}
 	raw.len = (size_t)(e - raw.ptr);
-	size_t bound = ZSTD_compressBound(raw.len);
 	if (raw.len > MAX_BLOCK) {
 		rc = pd_errf(g->err, PD_ELIMIT, "store: sample block over %u bytes", MAX_BLOCK);
 		goto out;
 	}
-	if (pd_buf_reserve(out, bound))
-		goto oom;
 	ZSTD_CCtx *z = cctx_get(s);
 	if (!z)
 		goto oom;
-	size_t zn = ZSTD_compressCCtx(z, out->ptr + out->len, bound, raw.ptr, raw.len, ZSTD_LEVEL);
+	rc = pd_enc_zstd(z, &raw, out, g->err);
 	cctx_put(s, z);
-	if (ZSTD_isError(zn)) {
-		rc = pd_errf(g->err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(zn));
-		goto out;
-	}
-	out->len += zn;
 	goto out;
 oom:
 	rc = nomem(g);
@@ -1322,12 +1600,28 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 	if (wstep(pt->commit))
 		goto fail;
 	pendq_free(&q);
+	bool full = false;
+	for (struct job *j = batch; j; j = j->next)
+		full = full || (j->pt == pt && j->rc == PD_ENOSPC);
+	if (full) {
+		pthread_mutex_lock(&s->mu);
+		atomic_store(&s->nospace, true);
+		snprintf(s->nospace_msg, sizeof s->nospace_msg, "store: the disk is full: a profile could not be written");
+		pthread_mutex_unlock(&s->mu);
+		nospace_relief(s, pt);
+	} else if (atomic_load(&s->nospace)) {
+		atomic_store(&s->nospace, false); /* space again: writes work */
+		reserve_make(s);
+	}
 	return;
 fail:;
 	/* the transaction fails as a whole: every job of it, and the pending
 	 * symbols are lost */
 	struct pd_err e;
-	sqerr(&e, pt->wdb, what);
+	char fw[128], f[64];
+	day_file(pt->day, f, sizeof f);
+	snprintf(fw, sizeof fw, "%s: %s", f, what);
+	sqerr(&e, pt->wdb, fw);
 	if (!sqlite3_get_autocommit(pt->wdb))
 		wstep(pt->rollback);
 	for (struct job *j = batch; j; j = j->next)
@@ -1338,7 +1632,13 @@ fail:;
 	pthread_mutex_lock(&s->mu);
 	if (pt->gen == gen)
 		part_reset(pt);
+	if (e.code == PD_ENOSPC) {
+		atomic_store(&s->nospace, true);
+		snprintf(s->nospace_msg, sizeof s->nospace_msg, "%s", e.msg);
+	}
 	pthread_mutex_unlock(&s->mu);
+	if (e.code == PD_ENOSPC)
+		nospace_relief(s, pt);
 	pendq_free(&q);
 }
 
@@ -1456,6 +1756,18 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		return pd_errf(err, PD_EEXPIRED, "the profile's time %s is older than the retention window: not stored",
 			       ts);
 	}
+	if (in->max_created_ns && created > in->max_created_ns) {
+		pd_profile_free(p);
+		struct tm tm;
+		time_t sec = (time_t)(created / 1000000000);
+		char ts[40];
+		gmtime_r(&sec, &tm);
+		strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		return pd_errf(err, PD_EINVAL,
+			       "the profile's time %s (%s) is too far in the future: more than the allowed clock skew "
+			       "(--max-future-skew) ahead of the collector's clock: not stored",
+			       ts, in->created_ns ? "created_at" : "time_nanos");
+	}
 	/* 2. hash */
 	struct ing g = {.p = p, .err = err};
 	struct job j = {.in = in, .err = err, .created = created, .nsamples = (int64_t)p->nsamples,
@@ -1474,7 +1786,7 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	if ((rc = ing_hash(&g)))
 		goto out;
 	/* 3. resolve */
-	pthread_mutex_lock(&s->mu);
+	store_lock(s);
 	struct part *pt;
 	if (!(rc = part_get(s, floor_div(created, DAY_NS), true, &pt, err))) {
 		g.pt = pt;
@@ -1487,16 +1799,20 @@ static int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	store_unlock(s);
 	if (rc)
 		goto out;
-	/* 4. encode, commit */
-	if ((rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j.blk))) {
+	/* 4. encode (each blob checksummed, seeded by the profile's id), commit */
+	pd_xid_new(created, j.id);
+	if (pd_blob_begin(&j.hdr) || pd_blob_begin(&j.blk))
+		rc = nomem(&g);
+	if (rc || (rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j.blk))) {
 		atomic_fetch_sub(&pt->refs, 1);
 		goto out;
 	}
+	pd_blob_seal(&j.hdr, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_HEADER));
+	pd_blob_seal(&j.blk, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_BLOCK));
 	free(hs), free(seqs), pd_buf_free(&g.tmp);
 	hs = NULL, seqs = NULL;
 	pd_profile_free(p);
 	p = NULL;
-	pd_xid_new(created, j.id);
 	snprintf(j.typ, sizeof j.typ, "%s", type);
 	submit(s, &j);
 	if ((rc = j.rc))
@@ -1603,116 +1919,6 @@ static void remap_free(struct remap *r)
 	free(r->direct);
 }
 
-struct header {
-	int64_t *stypes; /* type seq, unit seq pairs */
-	uint32_t nst;
-	int64_t ptype, punit, drop, keep, dflt, doc;
-	int64_t period, time, duration;
-	int64_t *comments;
-	uint32_t ncomments;
-	int64_t *maps;
-	uint32_t nmaps;
-};
-
-static void header_free(struct header *h)
-{
-	free(h->stypes);
-	free(h->comments);
-	free(h->maps);
-	memset(h, 0, sizeof *h);
-}
-
-static int dec_header(const uint8_t *b, size_t n, struct header *h, struct pd_err *err)
-{
-	struct rd r = {b, b + n, false};
-	memset(h, 0, sizeof *h);
-	h->nst = (uint32_t)get_v(&r);
-	if (r.bad || h->nst > PD_DEFAULT_MAX_SAMPLE_TYPES)
-		goto bad;
-	h->stypes = malloc((2 * h->nst + 1) * sizeof *h->stypes);
-	if (!h->stypes)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < 2 * h->nst; i++)
-		h->stypes[i] = (int64_t)get_v(&r);
-	h->ptype = (int64_t)get_v(&r);
-	h->punit = (int64_t)get_v(&r);
-	h->drop = (int64_t)get_v(&r);
-	h->keep = (int64_t)get_v(&r);
-	h->dflt = (int64_t)get_v(&r);
-	h->doc = (int64_t)get_v(&r);
-	h->period = unzz(get_v(&r));
-	h->time = unzz(get_v(&r));
-	h->duration = unzz(get_v(&r));
-	h->ncomments = (uint32_t)get_v(&r);
-	if (r.bad || h->ncomments > n)
-		goto bad;
-	h->comments = malloc((h->ncomments + 1) * sizeof *h->comments);
-	if (!h->comments)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < h->ncomments; i++)
-		h->comments[i] = (int64_t)get_v(&r);
-	h->nmaps = (uint32_t)get_v(&r);
-	if (r.bad || h->nmaps > n)
-		goto bad;
-	h->maps = malloc((h->nmaps + 1) * sizeof *h->maps);
-	if (!h->maps)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < h->nmaps; i++)
-		h->maps[i] = (int64_t)get_v(&r);
-	if (!r.bad)
-		return 0;
-bad:
-	header_free(h);
-	return pd_errf(err, PD_EIO, "store: corrupt profile header");
-}
-
-/* Decompress and decode a sample block: rows of (stack, lset, nv values). */
-static int dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv,
-		     struct pd_err *err)
-{
-	unsigned long long raw = ZSTD_getFrameContentSize(z, zn);
-	if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > MAX_BLOCK)
-		return pd_errf(err, PD_EIO, "store: corrupt sample block");
-	uint8_t *b = malloc(raw + 1);
-	if (!b)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	size_t got = ZSTD_decompressDCtx(dctx, b, raw, z, zn);
-	if (ZSTD_isError(got) || got != raw) {
-		free(b);
-		return pd_errf(err, PD_EIO, "store: corrupt sample block");
-	}
-	struct rd r = {b, b + raw, false};
-	size_t n = get_v(&r);
-	uint32_t v = (uint32_t)get_v(&r);
-	if (r.bad || n > raw || v > PD_DEFAULT_MAX_SAMPLE_TYPES) {
-		free(b);
-		return pd_errf(err, PD_EIO, "store: corrupt sample block");
-	}
-	int64_t *rows = malloc((n * (2 + v) + 1) * sizeof *rows);
-	if (!rows) {
-		free(b);
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	}
-	int64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		int64_t *row = rows + i * (2 + v);
-		prev += (int64_t)get_v(&r);
-		row[0] = prev;
-		row[1] = (int64_t)get_v(&r);
-		for (uint32_t j = 0; j < v; j++)
-			row[2 + j] = unzz(get_v(&r));
-	}
-	free(b);
-	if (r.bad) {
-		free(rows);
-		return pd_errf(err, PD_EIO, "store: corrupt sample block");
-	}
-	*out = rows;
-	*nrows = n;
-	*nv = v;
-	return 0;
-}
-
 /* Builds a pd_profile out of a partition's symbols, only those used. The
  * arrays grow while symbols are discovered and move into the profile's
  * arena at the end. */
@@ -1789,11 +1995,11 @@ static int mat_fn(struct mat *m, int64_t seq, uint32_t *out)
 	int rc = sym_get(m->pt, K_FN, seq, &m->b, m->err);
 	if (rc)
 		return rc;
-	struct rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
-	int64_t name = (int64_t)get_v(&r), sys = (int64_t)get_v(&r), file = (int64_t)get_v(&r);
-	int64_t sl = unzz(get_v(&r));
+	struct pd_rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
+	int64_t name = (int64_t)pd_rd_v(&r), sys = (int64_t)pd_rd_v(&r), file = (int64_t)pd_rd_v(&r);
+	int64_t sl = pd_unzz(pd_rd_v(&r));
 	if (r.bad)
-		return pd_errf(m->err, PD_EIO, "store: corrupt function #%lld", (long long)seq);
+		return damaged(m->pt, m->err, "corrupt function #%lld", (long long)seq);
 	struct pd_function f = {*out + 1, 0, 0, 0, sl};
 	if ((rc = mat_str(m, name, &f.name)) || (rc = mat_str(m, sys, &f.system_name)) ||
 	    (rc = mat_str(m, file, &f.filename)))
@@ -1814,15 +2020,15 @@ static int mat_map(struct mat *m, int64_t seq, uint32_t *out)
 	int rc = sym_get(m->pt, K_MAP, seq, &m->b, m->err);
 	if (rc)
 		return rc;
-	struct rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
-	(void)get_v(&r); /* key: size, offset, build id or file */
-	uint64_t offset = get_v(&r);
-	(void)get_v(&r);
-	uint64_t start = get_v(&r), limit = get_v(&r);
-	int64_t file = (int64_t)get_v(&r), build = (int64_t)get_v(&r);
-	uint64_t flags = get_v(&r);
+	struct pd_rd r = {m->b.ptr, m->b.ptr + m->b.len, false};
+	(void)pd_rd_v(&r); /* key: size, offset, build id or file */
+	uint64_t offset = pd_rd_v(&r);
+	(void)pd_rd_v(&r);
+	uint64_t start = pd_rd_v(&r), limit = pd_rd_v(&r);
+	int64_t file = (int64_t)pd_rd_v(&r), build = (int64_t)pd_rd_v(&r);
+	uint64_t flags = pd_rd_v(&r);
 	if (r.bad)
-		return pd_errf(m->err, PD_EIO, "store: corrupt mapping #%lld", (long long)seq);
+		return damaged(m->pt, m->err, "corrupt mapping #%lld", (long long)seq);
 	struct pd_mapping mp = {*out + 1, start, limit, offset, 0, 0, flags & 1, flags >> 1 & 1, flags >> 2 & 1,
 				flags >> 3 & 1};
 	if ((rc = mat_str(m, file, &mp.filename)) || (rc = mat_str(m, build, &mp.build_id)))
@@ -1846,15 +2052,15 @@ static int mat_loc(struct mat *m, int64_t seq, uint32_t *out)
 	if (rc)
 		return rc;
 	size_t n = own.len;
-	struct rd r = {own.ptr, own.ptr + n, false};
-	int64_t mseq = (int64_t)get_v(&r);
-	uint64_t rel = get_v(&r);
-	bool folded = get_v(&r) != 0;
-	uint32_t nl = (uint32_t)get_v(&r);
+	struct pd_rd r = {own.ptr, own.ptr + n, false};
+	int64_t mseq = (int64_t)pd_rd_v(&r);
+	uint64_t rel = pd_rd_v(&r);
+	bool folded = pd_rd_v(&r) != 0;
+	uint32_t nl = (uint32_t)pd_rd_v(&r);
 	struct pd_location l = {*out + 1, rel, PD_NONE, 0, NULL, folded};
 	if (r.bad || nl > n) {
 		pd_buf_free(&own);
-		return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
+		return damaged(m->pt, m->err, "corrupt location #%lld", (long long)seq);
 	}
 	if (mseq && (rc = mat_map(m, mseq, &l.mapping))) {
 		pd_buf_free(&own);
@@ -1867,12 +2073,12 @@ static int mat_loc(struct mat *m, int64_t seq, uint32_t *out)
 		return NOMEM(m);
 	}
 	for (uint32_t j = 0; j < nl; j++) {
-		int64_t f = (int64_t)get_v(&r);
-		l.lines[j].line = unzz(get_v(&r));
-		l.lines[j].column = unzz(get_v(&r));
+		int64_t f = (int64_t)pd_rd_v(&r);
+		l.lines[j].line = pd_unzz(pd_rd_v(&r));
+		l.lines[j].column = pd_unzz(pd_rd_v(&r));
 		if (r.bad) {
 			pd_buf_free(&own);
-			return pd_errf(m->err, PD_EIO, "store: corrupt location #%lld", (long long)seq);
+			return damaged(m->pt, m->err, "corrupt location #%lld", (long long)seq);
 		}
 		if ((rc = mat_fn(m, f, &l.lines[j].function))) {
 			pd_buf_free(&own);
@@ -1899,11 +2105,11 @@ static int mat_stack(struct mat *m, int64_t seq, uint32_t *out)
 	if (rc)
 		return rc;
 	size_t n = own.len;
-	struct rd r = {own.ptr, own.ptr + n, false};
+	struct pd_rd r = {own.ptr, own.ptr + n, false};
 	uint32_t *ids = pd_arena_alloc(m->p->arena, (n + 1) * sizeof *ids);
 	uint32_t k = 0;
 	while (ids && r.p < r.end && !r.bad) {
-		int64_t ls = (int64_t)get_v(&r);
+		int64_t ls = (int64_t)pd_rd_v(&r);
 		if (!r.bad && (rc = mat_loc(m, ls, &ids[k++]))) {
 			pd_buf_free(&own);
 			return rc;
@@ -1913,7 +2119,7 @@ static int mat_stack(struct mat *m, int64_t seq, uint32_t *out)
 	if (!ids)
 		return NOMEM(m);
 	if (r.bad)
-		return pd_errf(m->err, PD_EIO, "store: corrupt stack #%lld", (long long)seq);
+		return damaged(m->pt, m->err, "corrupt stack #%lld", (long long)seq);
 	if (pd_grow((void **)&m->stacks, &m->cstk, m->rstk.n, sizeof *m->stacks))
 		return NOMEM(m);
 	m->stacks[*out].locs = ids;
@@ -1944,12 +2150,12 @@ static int mat_lset(struct mat *m, int64_t seq, uint32_t *out)
 		pd_buf_free(&own);
 		return NOMEM(m);
 	}
-	struct rd r = {own.ptr, own.ptr + n, false};
+	struct pd_rd r = {own.ptr, own.ptr + n, false};
 	uint32_t k = 0;
 	while (r.p < r.end && !r.bad) {
-		int64_t key = (int64_t)get_v(&r), str = (int64_t)get_v(&r);
-		int64_t num = unzz(get_v(&r));
-		int64_t unit = (int64_t)get_v(&r);
+		int64_t key = (int64_t)pd_rd_v(&r), str = (int64_t)pd_rd_v(&r);
+		int64_t num = pd_unzz(pd_rd_v(&r));
+		int64_t unit = (int64_t)pd_rd_v(&r);
 		if (r.bad)
 			break;
 		l[k].num = num;
@@ -1962,19 +2168,31 @@ static int mat_lset(struct mat *m, int64_t seq, uint32_t *out)
 	}
 	pd_buf_free(&own);
 	if (r.bad)
-		return pd_errf(m->err, PD_EIO, "store: corrupt label set #%lld", (long long)seq);
+		return damaged(m->pt, m->err, "corrupt label set #%lld", (long long)seq);
 	m->lsets[*out].l = l;
 	m->lsets[*out].n = k;
 	return 0;
 }
 
 /* Header fields into the profile (strings through the partition). */
-static int mat_header(struct mat *m, const struct header *h)
+static int mat_header(struct mat *m, const struct pd_shdr *h)
 {
 	struct pd_profile *p = m->p;
 	int rc;
 	uint32_t e; /* "" first: string 0 must be empty */
-	if ((rc = mat_str(m, h->drop == 0 ? 0 : h->drop, &e)))
+	/* The header's seq of "": a string field that is empty (doc_url and
+	 * default_sample_type are in Go's profiles, drop_frames is not in
+	 * legacy ones, which carry pprof's drop_frames regexps). */
+	int64_t empty = h->drop, cand[] = {h->drop, h->doc, h->dflt, h->keep};
+	for (size_t i = 0; i < sizeof cand / sizeof *cand; i++) {
+		if ((rc = sym_get(m->pt, K_STR, cand[i], &m->b, m->err)))
+			return rc;
+		if (m->b.len == 0) {
+			empty = cand[i];
+			break;
+		}
+	}
+	if ((rc = mat_str(m, empty, &e)))
 		return rc;
 	p->sample_types = pd_arena_alloc(p->arena, (h->nst + 1) * sizeof *p->sample_types);
 	p->comments = pd_arena_alloc(p->arena, (h->ncomments + 1) * sizeof *p->comments);
@@ -2034,7 +2252,7 @@ static int mat_finish(struct mat *m, struct pd_profile **out)
 }
 
 /* Start a profile of partition pt with header h and room for nrows samples. */
-static int mat_start(struct mat *m, struct part *pt, const struct header *h, size_t nrows, struct pd_err *err)
+static int mat_start(struct mat *m, struct part *pt, const struct pd_shdr *h, size_t nrows, struct pd_err *err)
 {
 	int rc = mat_init(m, pt, err);
 	if (!rc)
@@ -2063,14 +2281,17 @@ static int mat_sample(struct mat *m, int64_t stack, int64_t lset, const int64_t 
 
 /* ---- queries ------------------------------------------------------------------------ */
 
-/* Partitions whose day intersects [from, to], ascending; opens existing files. */
-static int parts_in(struct sq *s, int64_t from, int64_t to, struct part ***out, size_t *n, struct pd_err *err)
+/* The days of the partition files whose day intersects [from, to],
+ * ascending, from the directory alone (nothing opened: an operation over
+ * many days opens them one at a time, within the LRU's bound). */
+static int days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n, struct pd_err *err)
 {
 	*out = NULL;
 	*n = 0;
 	DIR *d = opendir(s->dir);
 	if (!d)
-		return pd_errf(err, PD_EIO, "store: %s: %s", s->dir, strerror(errno));
+		return errno == EMFILE || errno == ENFILE ? pd_errf(err, PD_EBUSY, "store: %s: " EMFILE_HINT, s->dir)
+							  : pd_errf(err, PD_EIO, "store: %s: %s", s->dir, strerror(errno));
 	int64_t *days = NULL;
 	size_t nd = 0, cd = 0;
 	struct dirent *e;
@@ -2091,27 +2312,45 @@ static int parts_in(struct sq *s, int64_t from, int64_t to, struct part ***out, 
 		days[nd++] = day;
 	}
 	closedir(d);
-	/* ascending */
 	for (size_t i = 1; i < nd; i++)
-		for (size_t j = i; j > 0 && days[j - 1] > days[j]; j--) {
-			int64_t t = days[j];
-			days[j] = days[j - 1];
-			days[j - 1] = t;
+		for (size_t k = i; k > 0 && days[k - 1] > days[k]; k--) {
+			int64_t t = days[k];
+			days[k] = days[k - 1];
+			days[k - 1] = t;
 		}
-	struct part **ps = rc ? NULL : calloc(nd + 1, sizeof *ps);
-	if (!rc && !ps)
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < nd && !rc; i++)
-		if (!(rc = part_get(s, days[i], false, &ps[*n], err)) && ps[*n])
-			(*n)++;
-	free(days);
 	if (rc) {
-		free(ps);
-		*n = 0;
+		free(days);
 		return rc;
 	}
-	*out = ps;
+	*out = days;
+	*n = nd;
 	return 0;
+}
+
+/* The partition of an existing day, for a query: a damaged one is skipped
+ * (0, *pt = NULL, the day added to sk), a missing file too. */
+static int part_q(struct sq *s, int64_t day, struct part **pt, struct pd_store_skipped *sk, struct pd_err *err)
+{
+	int rc = part_get(s, day, false, pt, err);
+	if (rc && quar_find(s, day)) {
+		if (sk)
+			pd_store_skipped_add(sk, day);
+		*pt = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+/* After an error while reading pt in a query: skip it (0) if the error was
+ * damage (pt quarantined), else the error. */
+static int part_skip(struct part *pt, int rc, struct pd_store_skipped *sk)
+{
+	if (rc && pt && pt->bad) {
+		if (sk)
+			pd_store_skipped_add(sk, pt->day);
+		return 0;
+	}
+	return rc;
 }
 
 void pd_meta_clear(struct pd_profile_meta *m)
@@ -2146,7 +2385,7 @@ static int load_labels(struct part *pt, int64_t pk, struct pd_profile_meta *m)
 }
 
 struct hit {
-	struct part *pt;
+	int64_t day;
 	int64_t pk, created;
 	char xid[PD_STORE_ID_LEN + 1];
 	char service[128], type[16];
@@ -2162,22 +2401,22 @@ static int cmp_hit(const void *a, const void *b)
 }
 
 static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
-		   struct pd_err *err)
+		   struct pd_store_skipped *skipped, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	if (!q->service || !*q->service)
 		return pd_errf(err, PD_EINVAL, "missing \"service\"");
 	if (q->from_ns > q->to_ns)
 		return pd_errf(err, PD_EINVAL, "\"from\" is after \"to\"");
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np;
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd;
 	struct hit *hits = NULL;
 	size_t nh = 0, ch = 0;
-	int rc = parts_in(s, q->from_ns, q->to_ns, &ps, &np, err);
+	struct pd_buf sql = PD_BUF_INIT(0);
+	int rc = days_in(s, q->from_ns, q->to_ns, &days, &nd, err);
 	if (rc)
 		goto out;
-	struct pd_buf sql = PD_BUF_INIT(0);
 	const char *base_sql = "SELECT p.pk, p.xid, p.service, p.type, p.created, length(p.block) + length(p.header)"
 			       " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
 			       " AND (?4 IS NULL OR p.type = ?4)";
@@ -2190,12 +2429,16 @@ static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_met
 	}
 	if (!rc && pd_buf_append(&sql, "", 1))
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < np && !rc; i++) {
+	for (size_t i = 0; i < nd && !rc; i++) {
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, skipped, err)) || !pt)
+			continue;
 		sqlite3_stmt *st;
-		part_read(ps[i]);
-		if (sqlite3_prepare_v2(ps[i]->db, (const char *)sql.ptr, -1, &st, NULL) != SQLITE_OK) {
-			rc = sqerr(err, ps[i]->db, "query");
-			break;
+		part_read(pt);
+		if (sqlite3_prepare_v2(pt->db, (const char *)sql.ptr, -1, &st, NULL) != SQLITE_OK) {
+			rc = part_skip(pt, qerr(pt, pt->db, "query", err), skipped);
+			part_done(pt);
+			continue;
 		}
 		sqlite3_bind_text(st, 1, q->service, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, q->from_ns);
@@ -2206,6 +2449,7 @@ static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_met
 			sqlite3_bind_text(st, 5 + 2 * (int)l, q->labels[l].key, -1, SQLITE_STATIC);
 			sqlite3_bind_text(st, 6 + 2 * (int)l, q->labels[l].value, -1, SQLITE_STATIC);
 		}
+		size_t nh0 = nh;
 		int r;
 		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 			if (pd_grow((void **)&hits, &ch, nh + 1, sizeof *hits)) {
@@ -2213,7 +2457,7 @@ static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_met
 				break;
 			}
 			struct hit *h = &hits[nh++];
-			h->pt = ps[i];
+			h->day = pt->day;
 			h->pk = sqlite3_column_int64(st, 0);
 			snprintf(h->xid, sizeof h->xid, "%s", (const char *)sqlite3_column_text(st, 1));
 			snprintf(h->service, sizeof h->service, "%s", (const char *)sqlite3_column_text(st, 2));
@@ -2221,22 +2465,32 @@ static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_met
 			h->created = sqlite3_column_int64(st, 4);
 			h->bytes = (size_t)sqlite3_column_int64(st, 5);
 		}
-		if (!rc && r != SQLITE_DONE)
-			rc = sqerr(err, ps[i]->db, "query");
+		if (!rc && r != SQLITE_DONE) {
+			rc = part_skip(pt, qerr(pt, pt->db, "query", err), skipped);
+			nh = nh0; /* none of a damaged day */
+		}
 		sqlite3_finalize(st);
+		part_done(pt);
 	}
-	pd_buf_free(&sql);
 	if (nh)
 		qsort(hits, nh, sizeof *hits, cmp_hit);
 	size_t first = q->limit && nh > q->limit ? nh - q->limit : 0; /* the newest `limit` */
+	struct part *pt = NULL;
 	for (size_t i = first; i < nh && !rc; i++) {
+		if (!pt || pt->day != hits[i].day) { /* ascending time: each day once */
+			part_done(pt);
+			if ((rc = part_q(s, hits[i].day, &pt, skipped, err)))
+				break;
+			if (!pt)
+				continue; /* damaged meanwhile: skipped */
+		}
 		struct pd_profile_meta m = {0};
 		memcpy(m.id, hits[i].xid, sizeof m.id);
 		memcpy(m.service, hits[i].service, sizeof m.service);
 		memcpy(m.type, hits[i].type, sizeof m.type);
 		m.created_ns = hits[i].created;
 		m.stored_bytes = hits[i].bytes;
-		if (load_labels(hits[i].pt, hits[i].pk, &m))
+		if (load_labels(pt, hits[i].pk, &m))
 			rc = pd_errf(err, PD_EIO, "store: reading labels");
 		if (!rc)
 			rc = fn(ctx, &m);
@@ -2244,7 +2498,8 @@ static int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_met
 	}
 out:
 	store_unlock(s);
-	free(ps);
+	pd_buf_free(&sql);
+	free(days);
 	free(hits);
 	return rc;
 }
@@ -2264,15 +2519,53 @@ static int locate(struct sq *s, const char *id, struct part **pt, struct pd_err 
 	sqlite3_stmt *g = (*pt)->get_prof;
 	sqlite3_reset(g);
 	sqlite3_bind_text(g, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(g) != SQLITE_ROW) {
+	int r = sqlite3_step(g);
+	if (r != SQLITE_ROW) {
 		sqlite3_reset(g);
+		if (r != SQLITE_DONE)
+			return qerr(*pt, (*pt)->db, "profile", err);
 		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	}
 	return 0; /* the row stays on get_prof until reset */
 }
 
+/* The payload of column col of st, a blob of row `row` checked against
+ * seed: a mismatch is damage (pt quarantined), never a wrong answer. */
+static int blob_col(struct part *pt, sqlite3_stmt *st, int col, uint64_t seed, const char *row, const char *what,
+		    const uint8_t **p, size_t *n, struct pd_err *err)
+{
+	bool checked;
+	struct pd_err e;
+	if (pd_blob_open(sqlite3_column_blob(st, col), (size_t)sqlite3_column_bytes(st, col), seed, p, n, &checked, &e))
+		return damaged(pt, err, "%s: %s: %s", row, what, e.msg);
+	return 0;
+}
+
+/* Decode a profile's (or rollup's) header and block columns of st, row
+ * `row`, seeds from key (its xid) or, key NULL, the rollup's identity. */
+static int dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bcol, const char *row,
+		   uint64_t hseed, uint64_t bseed, struct pd_shdr *h, int64_t **rows, size_t *nrows, uint32_t *nv,
+		   struct pd_err *err)
+{
+	const uint8_t *hp, *bp;
+	size_t hn, bn;
+	int rc;
+	*rows = NULL;
+	memset(h, 0, sizeof *h);
+	if ((rc = blob_col(pt, st, hcol, hseed, row, "header", &hp, &hn, err)) ||
+	    (rc = blob_col(pt, st, bcol, bseed, row, "sample block", &bp, &bn, err)))
+		return rc;
+	if ((rc = pd_dec_header(hp, hn, h, err)))
+		return rc == PD_EIO ? damaged(pt, err, "%s: %s", row, err->msg) : rc;
+	if ((rc = pd_dec_block(s->dctx, bp, bn, rows, nrows, nv, err))) {
+		pd_shdr_free(h);
+		return rc == PD_EIO ? damaged(pt, err, "%s: %s", row, err->msg) : rc;
+	}
+	return 0;
+}
+
 /* Header and sample rows of stored profile id. */
-static int load_profile(struct sq *s, const char *id, struct part **pt, struct header *h, int64_t **rows,
+static int load_profile(struct sq *s, const char *id, struct part **pt, struct pd_shdr *h, int64_t **rows,
 			size_t *nrows, uint32_t *nv, struct pd_err *err)
 {
 	*rows = NULL;
@@ -2281,10 +2574,10 @@ static int load_profile(struct sq *s, const char *id, struct part **pt, struct h
 	if (rc)
 		return rc;
 	sqlite3_stmt *g = (*pt)->get_prof;
-	rc = dec_header(sqlite3_column_blob(g, 4), (size_t)sqlite3_column_bytes(g, 4), h, err);
-	if (!rc && (rc = dec_block(s->dctx, sqlite3_column_blob(g, 5), (size_t)sqlite3_column_bytes(g, 5), rows, nrows, nv,
-				   err)))
-		header_free(h);
+	char row[64];
+	snprintf(row, sizeof row, "profile %s", id);
+	rc = dec_row(s, *pt, g, 4, 5, row, pd_blob_seed(id, strlen(id), PD_BLOB_HEADER),
+		     pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK), h, rows, nrows, nv, err);
 	sqlite3_reset(g);
 	return rc;
 }
@@ -2293,11 +2586,11 @@ static int sq_get(struct pd_store *base, const char *id, struct pd_profile **out
 {
 	struct sq *s = (struct sq *)base;
 	*out = NULL;
-	pthread_mutex_lock(&s->mu);
+	store_lock(s);
 	struct part *pt = NULL;
 	struct mat m;
 	memset(&m, 0, sizeof m); /* so mat_free is safe on every path */
-	struct header h;
+	struct pd_shdr h;
 	int64_t *rows;
 	size_t nrows = 0;
 	uint32_t nv = 0;
@@ -2312,7 +2605,7 @@ static int sq_get(struct pd_store *base, const char *id, struct pd_profile **out
 		rc = mat_finish(&m, out);
 	mat_free(&m);
 	store_unlock(s);
-	header_free(&h);
+	pd_shdr_free(&h);
 	free(rows);
 	return rc;
 }
@@ -2326,7 +2619,7 @@ struct pmerge {
 	struct remap stk, ls;
 	struct pd_agg agg;
 	bool have;
-	struct header h; /* combined */
+	struct pd_shdr h; /* combined */
 	int64_t *stypes0; /* the first profile's sample type seqs, to check the others against */
 	/* per dense stack index: the aggregate row (+1) of its first label set,
 	 * so the common case (a stack recurs with the same labels) skips the
@@ -2343,14 +2636,14 @@ static void pmerge_free(struct pmerge *pm)
 	free(pm->ls1);
 	if (pm->have)
 		pd_agg_free(&pm->agg);
-	header_free(&pm->h);
+	pd_shdr_free(&pm->h);
 	free(pm->stypes0);
 }
 
 /* Add one stored profile's rows (or, keep_zero, a rollup's: their rows are
  * sums of non-zero rows, kept even when they sum to zero, as the merge of
  * the profiles keeps them) to pm; h is consumed. */
-static int pm_add(struct pmerge *pm, const char *id, struct header *h, const int64_t *rows, size_t nrows,
+static int pm_add(struct pmerge *pm, const char *id, struct pd_shdr *h, const int64_t *rows, size_t nrows,
 		  uint32_t nv, bool keep_zero, struct pd_err *err)
 {
 	int64_t time = h->time, duration = h->duration, period = h->period;
@@ -2495,25 +2788,42 @@ static int sq_merge(struct pd_store *base, const char *const *ids, size_t n, str
 	*out = NULL;
 	if (n == 0)
 		return pd_errf(err, PD_EINVAL, "no profiles to merge");
-	pthread_mutex_lock(&s->mu);
+	store_lock(s);
 	struct pmerge *pms = NULL;
-	size_t npm = 0, cpm = 0;
+	size_t npm = 0, cpm = 0, skipped = 0;
 	int rc = 0;
+	struct pd_err first; /* the first damaged profile's error */
 	for (size_t i = 0; i < n && !rc; i++) {
-		struct part *pt;
-		struct header h;
+		struct part *pt = NULL;
+		struct pd_shdr h;
 		int64_t *rows;
 		size_t nrows;
 		uint32_t nv;
-		if ((rc = load_profile(s, ids[i], &pt, &h, &rows, &nrows, &nv, err)))
+		if ((rc = load_profile(s, ids[i], &pt, &h, &rows, &nrows, &nv, err))) {
+			/* a damaged day is left out (the caller sees it in
+			 * pd_store_skipped_in), unless nothing else is left */
+			int64_t t = pd_xid_time(ids[i]);
+			if ((pt && pt->bad) || (t >= 0 && quar_find(s, floor_div(t, DAY_NS)))) {
+				if (!skipped++)
+					first = *err;
+				for (size_t k = 0; k < npm; k++)
+					if (pt && pms[k].pt == pt) {
+						pmerge_free(&pms[k]);
+						memset(&pms[k], 0, sizeof pms[k]);
+						pms[k].pt = pt; /* stays, empty: its later ids fail the same way */
+					}
+				rc = 0;
+				continue;
+			}
 			break;
+		}
 		size_t k = 0;
 		while (k < npm && pms[k].pt != pt)
 			k++;
 		if (k == npm) {
 			if (pd_grow((void **)&pms, &cpm, npm + 1, sizeof *pms)) {
 				rc = pd_errf(err, PD_ENOMEM, "out of memory");
-				header_free(&h);
+				pd_shdr_free(&h);
 				free(rows);
 				break;
 			}
@@ -2521,11 +2831,15 @@ static int sq_merge(struct pd_store *base, const char *const *ids, size_t n, str
 			pms[npm++].pt = pt;
 		}
 		rc = pm_add(&pms[k], ids[i], &h, rows, nrows, nv, false, err);
-		header_free(&h);
+		pd_shdr_free(&h);
 		free(rows);
 	}
 	if (!rc)
 		rc = pms_finish(pms, npm, out, err);
+	if (!rc && !*out && skipped) {
+		*err = first;
+		rc = first.code;
+	}
 	for (size_t k = 0; k < npm; k++)
 		pmerge_free(&pms[k]);
 	free(pms);
@@ -2537,47 +2851,25 @@ static int sq_merge(struct pd_store *base, const char *const *ids, size_t n, str
 
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-/* A header blob (dec_header's layout) of a combined header. */
-static int enc_hdr(const struct header *h, struct pd_buf *out, struct pd_err *err)
-{
-	size_t n = 13 + 2 * (size_t)h->nst + h->ncomments + h->nmaps;
-	if (pd_buf_reserve(out, 10 * n))
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	uint8_t *e = out->ptr + out->len;
-	PV(e, h->nst);
-	for (uint32_t i = 0; i < 2 * h->nst; i++)
-		PV(e, h->stypes[i]);
-	int64_t strs[] = {h->ptype, h->punit, h->drop, h->keep, h->dflt, h->doc};
-	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
-		PV(e, strs[i]);
-	PV(e, zz(h->period));
-	PV(e, zz(h->time));
-	PV(e, zz(h->duration));
-	PV(e, h->ncomments);
-	for (uint32_t i = 0; i < h->ncomments; i++)
-		PV(e, h->comments[i]);
-	PV(e, h->nmaps);
-	for (uint32_t i = 0; i < h->nmaps; i++)
-		PV(e, h->maps[i]);
-	out->len = (size_t)(e - out->ptr);
-	return 0;
-}
-
 /* zstd of raw appended to out. */
 static int zput(struct sq *s, const struct pd_buf *raw, struct pd_buf *out, struct pd_err *err)
 {
-	if (raw->len > MAX_BLOCK)
-		return pd_errf(err, PD_ELIMIT, "store: rollup block over %u bytes", MAX_BLOCK);
-	size_t bound = ZSTD_compressBound(raw->len);
-	ZSTD_CCtx *z = NULL;
-	if (pd_buf_reserve(out, bound) || !(z = cctx_get(s)))
+	ZSTD_CCtx *z = cctx_get(s);
+	if (!z)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
-	size_t zn = ZSTD_compressCCtx(z, out->ptr + out->len, bound, raw->ptr, raw->len, ZSTD_LEVEL);
+	int rc = pd_enc_zstd(z, raw, out, err);
 	cctx_put(s, z);
-	if (ZSTD_isError(zn))
-		return pd_errf(err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(zn));
-	out->len += zn;
-	return 0;
+	return rc;
+}
+
+static int enc_fns(struct sq *s, const struct pd_fn_totals *t, struct pd_buf *out, struct pd_err *err)
+{
+	ZSTD_CCtx *z = cctx_get(s);
+	if (!z)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	int rc = pd_enc_fns(z, t, out, err);
+	cctx_put(s, z);
+	return rc;
 }
 
 /* A sample block (dec_block's layout) of an aggregate's rows. */
@@ -2596,131 +2888,22 @@ static int enc_agg(struct sq *s, const struct pmerge *pm, struct pd_buf *out, st
 		r[i] = (struct row){pm->stk.keys[pm->agg.rows[i].stack], pm->ls.keys[pm->agg.rows[i].labels], (uint32_t)i};
 	qsort(r, n, sizeof *r, cmp_row);
 	uint8_t *e = raw.ptr;
-	PV(e, n);
-	PV(e, nv);
+	PD_PV(e, n);
+	PD_PV(e, nv);
 	int64_t prev = 0;
 	for (size_t i = 0; i < n; i++) {
-		PV(e, r[i].stack - prev);
-		PV(e, r[i].lset);
+		PD_PV(e, r[i].stack - prev);
+		PD_PV(e, r[i].lset);
 		prev = r[i].stack;
 		const int64_t *v = pd_agg_values(&pm->agg, r[i].i);
 		for (uint32_t j = 0; j < nv; j++)
-			PV(e, zz(v[j]));
+			PD_PV(e, pd_zz(v[j]));
 	}
 	raw.len = (size_t)(e - raw.ptr);
 	rc = zput(s, &raw, out, err);
 out:
 	free(r);
 	pd_buf_free(&raw);
-	return rc;
-}
-
-/* A function table blob: zstd of
- *   nv; per sample type: type, unit; default type; per type: total;
- *   n; per function: name, per type: flat, cum
- * (strings as length + bytes, integers zig-zag varints). */
-static int enc_fns(struct sq *s, const struct pd_fn_totals *t, struct pd_buf *out, struct pd_err *err)
-{
-	size_t room = 40 + 30 * (size_t)t->nv + t->dflt.len;
-	for (uint32_t j = 0; j < t->nv; j++)
-		room += t->types[j].len + t->units[j].len;
-	for (size_t i = 0; i < t->n; i++)
-		room += 10 + t->names[i].len + 20 * (size_t)t->nv;
-	struct pd_buf raw = PD_BUF_INIT(0);
-	if (pd_buf_reserve(&raw, room))
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	uint8_t *e = raw.ptr;
-#define PS(str) (PV(e, (str).len), memcpy(e, (str).ptr, (str).len), e += (str).len)
-	PV(e, t->nv);
-	for (uint32_t j = 0; j < t->nv; j++) {
-		PS(t->types[j]);
-		PS(t->units[j]);
-	}
-	PS(t->dflt);
-	for (uint32_t j = 0; j < t->nv; j++)
-		PV(e, zz(t->total[j]));
-	PV(e, t->n);
-	for (size_t i = 0; i < t->n; i++) {
-		PS(t->names[i]);
-		for (uint32_t j = 0; j < t->nv; j++) {
-			PV(e, zz(t->flat[i * t->nv + j]));
-			PV(e, zz(t->cum[i * t->nv + j]));
-		}
-	}
-#undef PS
-	raw.len = (size_t)(e - raw.ptr);
-	int rc = zput(s, &raw, out, err);
-	pd_buf_free(&raw);
-	return rc;
-}
-
-static struct pd_str get_s(struct rd *r)
-{
-	uint64_t n = get_v(r);
-	if (r->bad || n > (uint64_t)(r->end - r->p)) {
-		r->bad = true;
-		return (struct pd_str){"", 0};
-	}
-	struct pd_str v = {(const char *)r->p, (size_t)n};
-	r->p += n;
-	return v;
-}
-
-/* Add a function table blob to a. */
-static int dec_fns(struct sq *s, const void *z, size_t zn, struct pd_fnt_acc *a, const char *what, struct pd_err *err)
-{
-	unsigned long long raw = ZSTD_getFrameContentSize(z, zn);
-	if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > MAX_BLOCK)
-		return pd_errf(err, PD_EIO, "store: corrupt rollup function table");
-	uint8_t *b = malloc(raw + 1);
-	struct pd_str *tu = NULL;
-	int64_t *v = NULL;
-	int rc = 0;
-	if (!b)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	size_t got = ZSTD_decompressDCtx(s->dctx, b, raw, z, zn);
-	if (ZSTD_isError(got) || got != raw) {
-		free(b);
-		return pd_errf(err, PD_EIO, "store: corrupt rollup function table");
-	}
-	struct rd r = {b, b + raw, false};
-	uint32_t nv = (uint32_t)get_v(&r);
-	if (r.bad || nv > PD_DEFAULT_MAX_SAMPLE_TYPES)
-		goto bad;
-	if (!(tu = calloc(2 * (size_t)nv + 1, sizeof *tu)) || !(v = calloc(2 * (size_t)nv + 1, sizeof *v))) {
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t j = 0; j < nv; j++) {
-		tu[j] = get_s(&r);
-		tu[nv + j] = get_s(&r);
-	}
-	struct pd_str dflt = get_s(&r);
-	for (uint32_t j = 0; j < nv; j++)
-		v[j] = unzz(get_v(&r));
-	if (r.bad)
-		goto bad;
-	if ((rc = pd_fnt_types(a, nv, tu, tu + nv, dflt, what, err)))
-		goto out;
-	pd_fnt_add_total(a, v);
-	uint64_t n = get_v(&r);
-	for (uint64_t i = 0; i < n && !r.bad && !rc; i++) {
-		struct pd_str name = get_s(&r);
-		for (uint32_t j = 0; j < nv; j++) {
-			v[j] = unzz(get_v(&r));
-			v[nv + j] = unzz(get_v(&r));
-		}
-		if (!r.bad)
-			rc = pd_fnt_add(a, name, v, v + nv, err);
-	}
-	if (!r.bad)
-		goto out;
-bad:
-	rc = pd_errf(err, PD_EIO, "store: corrupt rollup function table");
-out:
-	free(b);
-	free(tu);
-	free(v);
 	return rc;
 }
 
@@ -2745,23 +2928,23 @@ static int pm_add_range(struct sq *s, struct pmerge *pm, const char *svc, const 
 				     max, svc);
 			break;
 		}
-		struct header h;
+		struct pd_shdr h;
 		int64_t *rows = NULL;
 		size_t nrows;
 		uint32_t nv;
-		char id[PD_STORE_ID_LEN + 1];
+		char id[PD_STORE_ID_LEN + 1], row[64];
 		snprintf(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0));
-		if (!(rc = dec_header(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), &h, err))) {
-			if (!(rc = dec_block(s->dctx, sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2), &rows,
-					     &nrows, &nv, err)))
-				rc = pm_add(pm, id, &h, rows, nrows, nv, false, err);
-			header_free(&h);
+		snprintf(row, sizeof row, "profile %s", id);
+		if (!(rc = dec_row(s, pm->pt, st, 1, 2, row, pd_blob_seed(id, strlen(id), PD_BLOB_HEADER),
+				   pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK), &h, &rows, &nrows, &nv, err))) {
+			rc = pm_add(pm, id, &h, rows, nrows, nv, false, err);
+			pd_shdr_free(&h);
 			free(rows);
 		}
 		(*n)++;
 	}
 	if (!rc && r != SQLITE_DONE)
-		rc = sqerr(err, pm->pt->db, "range");
+		rc = qerr(pm->pt, pm->pt->db, "range", err);
 	sqlite3_reset(st);
 	return rc;
 }
@@ -2787,12 +2970,12 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 	struct pd_profile *p = NULL;
 	struct pd_fn_totals ft = {0};
 	size_t n = 0;
-	pthread_mutex_lock(&s->mu);
+	store_lock(s);
 	struct part *pt;
-	int rc = part_get(s, day, false, &pt, err);
+	int rc = part_q(s, day, &pt, NULL, err);
 	if (rc || !pt) {
 		store_unlock(s);
-		return rc; /* dropped by retention meanwhile */
+		return rc; /* dropped by retention meanwhile, or damaged: no rollup */
 	}
 	pm.pt = pt;
 	part_read(pt);
@@ -2818,16 +3001,26 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 		rc = pm_profile(&pm, &p, err);
 	if (!rc)
 		atomic_fetch_add(&pt->refs, 1); /* retention keeps pt until the commit */
+	bool skip = rc && pt->bad; /* damaged: quarantined, the pass goes on */
 	store_unlock(s);
-	if (rc)
+	if (skip)
+		rc = 0;
+	if (rc || skip)
 		goto out;
 	r.profiles = unusable ? -1 : (int64_t)n;
 	/* no profile left in the hour (all removed): an empty rollup, so the
 	 * hour counts as answered */
-	if (pm.have && ((rc = enc_hdr(&pm.h, &r.hdr, err)) || (rc = enc_agg(s, &pm, &r.blk, err)) ||
-			(rc = pd_fn_totals_of(p, &ft, err)) || (rc = enc_fns(s, &ft, &r.fns, err)))) {
-		atomic_fetch_sub(&pt->refs, 1);
-		goto out;
+	if (pm.have) {
+		if (pd_blob_begin(&r.hdr) || pd_blob_begin(&r.blk) || pd_blob_begin(&r.fns))
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		if (rc || (rc = pd_enc_header(&pm.h, &r.hdr, err)) || (rc = enc_agg(s, &pm, &r.blk, err)) ||
+		    (rc = pd_fn_totals_of(p, &ft, err)) || (rc = enc_fns(s, &ft, &r.fns, err))) {
+			atomic_fetch_sub(&pt->refs, 1);
+			goto out;
+		}
+		pd_blob_seal(&r.hdr, 0, pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_HEADER));
+		pd_blob_seal(&r.blk, 0, pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_BLOCK));
+		pd_blob_seal(&r.fns, 0, pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_FNS));
 	}
 	struct job j = {.pt = pt, .ru = &r, .err = err, .created = hour * HOUR_NS};
 	submit(s, &j);
@@ -2855,13 +3048,16 @@ static int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, si
 	int64_t end = floor_div(cutoff, HOUR_NS); /* hours before this one are over */
 	struct stale *v = NULL;
 	size_t n = 0, cap = 0;
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np;
-	int rc = parts_in(s, INT64_MIN, cutoff, &ps, &np, err);
-	for (size_t i = 0; i < np && !rc && (!max_hours || n < max_hours); i++) {
-		sqlite3_stmt *st = ps[i]->stale_get;
-		part_read(ps[i]);
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0;
+	int rc = days_in(s, INT64_MIN, cutoff, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc && (!max_hours || n < max_hours); i++) {
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, NULL, err)) || !pt)
+			continue;
+		sqlite3_stmt *st = pt->stale_get;
+		part_read(pt);
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, end);
 		int r = SQLITE_DONE;
@@ -2870,16 +3066,17 @@ static int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, si
 				rc = pd_errf(err, PD_ENOMEM, "out of memory");
 				break;
 			}
-			v[n].day = ps[i]->day;
+			v[n].day = pt->day;
 			snprintf(v[n].service, sizeof v[n].service, "%s", (const char *)sqlite3_column_text(st, 0));
 			snprintf(v[n].type, sizeof v[n].type, "%s", (const char *)sqlite3_column_text(st, 1));
 			v[n++].hour = sqlite3_column_int64(st, 2);
 		}
 		if (!rc && r != SQLITE_DONE && r != SQLITE_ROW)
-			rc = sqerr(err, ps[i]->db, "stale rollups");
+			rc = part_skip(pt, qerr(pt, pt->db, "stale rollups", err), NULL);
 		sqlite3_reset(st);
+		part_done(pt);
 	}
-	free(ps);
+	free(days);
 	store_unlock(s);
 	/* one hour at a time: the store mutex is free in between */
 	for (size_t i = 0; i < n && !rc; i++)
@@ -2916,26 +3113,32 @@ static int pm_add_span(struct sq *s, struct pmerge *pm, struct pd_fnt_acc *acc, 
 			info->profiles += (size_t)np;
 			if (np <= 0)
 				continue;
-			struct header h;
+			struct pd_shdr h;
 			int64_t *rows = NULL;
 			size_t nrows;
 			uint32_t nv;
 			char id[64];
 			hour_name(hour, id, sizeof id);
 			if (acc) {
-				rc = dec_fns(s, sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2), acc, id, err);
+				const uint8_t *fp;
+				size_t fn;
+				if ((rc = blob_col(pm->pt, st, 2, pd_blob_rollup_seed(q->service, q->type, hour, PD_BLOB_FNS), id,
+						   "function table", &fp, &fn, err)))
+					break;
+				if ((rc = pd_dec_fns(s->dctx, fp, fn, acc, id, err)) == PD_EIO)
+					rc = damaged(pm->pt, err, "%s: %s", id, err->msg);
 				continue;
 			}
-			if ((rc = dec_header(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2), &h, err)))
+			if ((rc = dec_row(s, pm->pt, st, 2, 3, id, pd_blob_rollup_seed(q->service, q->type, hour, PD_BLOB_HEADER),
+					  pd_blob_rollup_seed(q->service, q->type, hour, PD_BLOB_BLOCK), &h, &rows, &nrows, &nv,
+					  err)))
 				break;
-			if (!(rc = dec_block(s->dctx, sqlite3_column_blob(st, 3), (size_t)sqlite3_column_bytes(st, 3), &rows,
-					     &nrows, &nv, err)))
-				rc = pm_add(pm, id, &h, rows, nrows, nv, true, err);
-			header_free(&h);
+			rc = pm_add(pm, id, &h, rows, nrows, nv, true, err);
+			pd_shdr_free(&h);
 			free(rows);
 		}
 		if (!rc && r != SQLITE_DONE)
-			rc = sqerr(err, pm->pt->db, "rollups");
+			rc = qerr(pm->pt, pm->pt->db, "rollups", err);
 		sqlite3_reset(st);
 	}
 	if (!rc && t <= hi)
@@ -2943,45 +3146,107 @@ static int pm_add_span(struct sq *s, struct pmerge *pm, struct pd_fnt_acc *acc, 
 	return rc;
 }
 
+/* The bounds of partition pt within q: [lo, hi] and the whole hours
+ * [h0, h1] in it (none with no_rollups). */
+static void span_of(const struct part *pt, const struct pd_merge_range *q, int64_t *lo, int64_t *hi, int64_t *h0,
+		    int64_t *h1)
+{
+	*lo = q->from_ns > pt->day * DAY_NS ? q->from_ns : pt->day * DAY_NS;
+	*hi = q->to_ns < (pt->day + 1) * DAY_NS - 1 ? q->to_ns : (pt->day + 1) * DAY_NS - 1;
+	*h0 = ceil_div(*lo, HOUR_NS);
+	*h1 = floor_div(*hi - HOUR_NS + 1, HOUR_NS);
+	if (q->no_rollups)
+		*h1 = *h0 - 1;
+}
+
+/*
+ * Range merge, one partition at a time: each partition's aggregate is
+ * built, then (once a second partition has rows) materialised into the
+ * cross-partition merger and freed, so a merge over many days holds one
+ * partition open at a time. A damaged partition is skipped whole (what it
+ * added is dropped) and named in info->skipped. A single partition's
+ * aggregate is materialised directly (no re-interning).
+ */
 static int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct pd_profile **out,
 			  struct pd_merge_info *info, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	*out = NULL;
 	memset(info, 0, sizeof *info);
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np;
-	struct pmerge *pms = NULL;
-	int rc = parts_in(s, q->from_ns, q->to_ns, &ps, &np, err);
-	if (!rc && np && !(pms = calloc(np, sizeof *pms)))
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < np && !rc; i++) {
-		struct part *pt = ps[i];
-		pms[i].pt = pt;
-		int64_t lo = q->from_ns > pt->day * DAY_NS ? q->from_ns : pt->day * DAY_NS;
-		int64_t hi = q->to_ns < (pt->day + 1) * DAY_NS - 1 ? q->to_ns : (pt->day + 1) * DAY_NS - 1;
-		/* the hours wholly inside [lo, hi] */
-		int64_t h0 = ceil_div(lo, HOUR_NS), h1 = floor_div(hi - HOUR_NS + 1, HOUR_NS);
-		if (q->no_rollups)
-			h1 = h0 - 1;
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0;
+	struct pmerge held; /* the one partition aggregate not yet in mg */
+	memset(&held, 0, sizeof held);
+	struct pd_merger *mg = NULL;
+	int rc = days_in(s, q->from_ns, q->to_ns, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc; i++) {
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, &info->skipped, err)) || !pt)
+			continue;
+		struct pmerge pm;
+		memset(&pm, 0, sizeof pm);
+		pm.pt = pt;
+		int64_t lo, hi, h0, h1;
+		span_of(pt, q, &lo, &hi, &h0, &h1);
+		struct pd_merge_info pi = {0};
 		part_read(pt);
-		rc = pm_add_span(s, &pms[i], NULL, q, lo, hi, h0, h1, info, err);
+		rc = pm_add_span(s, &pm, NULL, q, lo, hi, h0, h1, &pi, err);
+		if (rc && (rc = part_skip(pt, rc, &info->skipped)) == 0) { /* damaged: none of it */
+			pmerge_free(&pm);
+			part_done(pt);
+			continue;
+		}
+		info->raw += pi.raw;
+		info->profiles += pi.profiles;
+		info->rollup_hours += pi.rollup_hours;
+		if (rc || !pm.have) {
+			pmerge_free(&pm);
+			part_done(pt);
+			continue;
+		}
+		if (held.have) { /* a second partition with rows: the held one goes to the merger */
+			struct pd_profile *part = NULL;
+			if (!mg && !(mg = pd_merger_new()))
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			if (!rc && (rc = pm_profile(&held, &part, err)))
+				rc = part_skip(held.pt, rc, &info->skipped); /* damaged symbols: skipped */
+			else if (!rc)
+				rc = pd_merger_add_partial(mg, part, err);
+			pd_profile_free(part);
+			part_done(held.pt);
+			pmerge_free(&held);
+		}
+		held = pm;
 	}
 	info->profiles += info->raw;
-	if (!rc)
-		rc = pms_finish(pms, np, out, err);
-	for (size_t i = 0; pms && i < np; i++)
-		pmerge_free(&pms[i]);
-	free(pms);
-	free(ps);
+	if (!rc && held.have) {
+		struct pd_profile *part = NULL;
+		if (!mg) {
+			rc = pm_profile(&held, out, err);
+		} else if (!(rc = pm_profile(&held, &part, err))) {
+			rc = pd_merger_add_partial(mg, part, err);
+		}
+		pd_profile_free(part);
+		if (rc && held.pt->bad) { /* damaged symbols: skip it */
+			rc = part_skip(held.pt, rc, &info->skipped);
+			pd_profile_free(*out);
+			*out = NULL;
+		}
+	}
+	if (!rc && mg && !*out)
+		rc = pd_merger_finish(mg, out, err);
+	pd_merger_free(mg);
+	pmerge_free(&held);
+	free(days);
 	store_unlock(s);
-	if (rc) {
+	struct pd_store_skipped sk = info->skipped;
+	if (rc || !*out) {
 		memset(info, 0, sizeof *info);
+		if (!rc)
+			info->skipped = sk;
 		return rc;
 	}
-	if (!*out)
-		memset(info, 0, sizeof *info);
 	return 0;
 }
 
@@ -2990,40 +3255,66 @@ static int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, s
 {
 	struct sq *s = (struct sq *)base;
 	struct pd_fnt_acc acc;
+	memset(info, 0, sizeof *info);
 	int rc = pd_fnt_init(&acc, err);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&s->mu);
-	struct part **ps = NULL;
-	size_t np = 0;
-	rc = parts_in(s, q->from_ns, q->to_ns, &ps, &np, err);
-	for (size_t i = 0; i < np && !rc; i++) {
-		struct part *pt = ps[i];
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0;
+	rc = days_in(s, q->from_ns, q->to_ns, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc; i++) {
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, &info->skipped, err)) || !pt)
+			continue;
+		/* the partition's totals on their own first, so that a damaged
+		 * partition adds nothing */
+		struct pd_fnt_acc pa;
+		if ((rc = pd_fnt_init(&pa, err)))
+			break;
 		struct pmerge pm;
 		memset(&pm, 0, sizeof pm);
 		pm.pt = pt;
-		int64_t lo = q->from_ns > pt->day * DAY_NS ? q->from_ns : pt->day * DAY_NS;
-		int64_t hi = q->to_ns < (pt->day + 1) * DAY_NS - 1 ? q->to_ns : (pt->day + 1) * DAY_NS - 1;
-		int64_t h0 = ceil_div(lo, HOUR_NS), h1 = floor_div(hi - HOUR_NS + 1, HOUR_NS);
-		if (q->no_rollups)
-			h1 = h0 - 1;
+		int64_t lo, hi, h0, h1;
+		span_of(pt, q, &lo, &hi, &h0, &h1);
+		struct pd_merge_info pi = {0};
 		part_read(pt);
-		rc = pm_add_span(s, &pm, &acc, q, lo, hi, h0, h1, info, err);
+		rc = pm_add_span(s, &pm, &pa, q, lo, hi, h0, h1, &pi, err);
 		/* the profiles outside rolled-up hours: merged, then their totals */
 		struct pd_profile *p = NULL;
 		if (!rc && pm.have && !(rc = pm_profile(&pm, &p, err)))
-			rc = pd_fnt_add_profile(&acc, p, "a profile", err);
+			rc = pd_fnt_add_profile(&pa, p, "a profile", err);
 		pd_profile_free(p);
 		pmerge_free(&pm);
+		if (rc && (rc = part_skip(pt, rc, &info->skipped)) == 0) {
+			pd_fnt_free(&pa);
+			part_done(pt);
+			continue;
+		}
+		if (!rc) {
+			struct pd_fn_totals t;
+			pd_fnt_finish(&pa, &t);
+			rc = pd_fnt_add_totals(&acc, &t, "a partition", err);
+			pd_fn_totals_free(&t);
+			info->raw += pi.raw;
+			info->profiles += pi.profiles;
+			info->rollup_hours += pi.rollup_hours;
+		}
+		pd_fnt_free(&pa);
+		part_done(pt);
 	}
-	free(ps);
+	free(days);
 	store_unlock(s);
 	info->profiles += info->raw;
 	if (!rc && info->profiles)
 		pd_fnt_finish(&acc, out);
 	pd_fnt_free(&acc);
-	if (rc || !info->profiles)
+	if (rc || !info->profiles) {
+		struct pd_store_skipped sk = info->skipped;
 		memset(info, 0, sizeof *info);
+		if (!rc)
+			info->skipped = sk;
+	}
 	return rc;
 }
 
@@ -3032,7 +3323,7 @@ static int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, s
 static int sq_remove(struct pd_store *base, const char *id, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
-	pthread_mutex_lock(&s->mu);
+	store_lock(s);
 	struct part *pt = NULL;
 	int rc = locate(s, id, &pt, err);
 	struct job j = {.pt = pt, .err = err};
@@ -3055,24 +3346,33 @@ static int sq_remove(struct pd_store *base, const char *id, struct pd_err *err)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Services of every partition, one partition open at a time (a day file
+ * per day of a long retention must not mean that many open at once). */
 static int sq_services(struct pd_store *base, char ***out, size_t *n, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	*out = NULL;
 	*n = 0;
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np, cap = 0;
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0, cap = 0;
 	char **v = NULL;
 	size_t nv = 0;
-	int rc = parts_in(s, INT64_MIN, INT64_MAX, &ps, &np, err);
-	for (size_t i = 0; i < np && !rc; i++) {
+	int rc = days_in(s, INT64_MIN, INT64_MAX, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc; i++) {
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, NULL, err)) || !pt)
+			continue;
 		sqlite3_stmt *st;
-		if (sqlite3_prepare_v2(ps[i]->db, "SELECT DISTINCT service FROM profiles", -1, &st, NULL) != SQLITE_OK) {
-			rc = sqerr(err, ps[i]->db, "services");
-			break;
+		part_read(pt);
+		if (sqlite3_prepare_v2(pt->db, "SELECT DISTINCT service FROM profiles", -1, &st, NULL) != SQLITE_OK) {
+			rc = part_skip(pt, qerr(pt, pt->db, "services", err), NULL);
+			part_done(pt);
+			continue;
 		}
-		while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+		size_t nv0 = nv;
+		int r;
+		while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
 			const char *svc = (const char *)sqlite3_column_text(st, 0);
 			bool seen = false;
 			for (size_t j = 0; j < nv && !seen; j++)
@@ -3084,9 +3384,15 @@ static int sq_services(struct pd_store *base, char ***out, size_t *n, struct pd_
 			else
 				nv++;
 		}
+		if (!rc && r != SQLITE_DONE) {
+			rc = part_skip(pt, qerr(pt, pt->db, "services", err), NULL);
+			while (nv > nv0) /* none of a damaged day */
+				free(v[--nv]);
+		}
 		sqlite3_finalize(st);
+		part_done(pt);
 	}
-	free(ps);
+	free(days);
 	store_unlock(s);
 	if (rc) {
 		for (size_t j = 0; j < nv; j++)
@@ -3101,29 +3407,33 @@ static int sq_services(struct pd_store *base, char ***out, size_t *n, struct pd_
 	return 0;
 }
 
+/* Drops day files from the directory listing: damaged ones too (nothing to
+ * open), never one with queued work. */
 static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	*dropped = 0;
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np;
-	/* every partition that ends before the cutoff */
-	int rc = parts_in(s, INT64_MIN, cutoff - DAY_NS, &ps, &np, err);
-	for (size_t i = 0; i < np && !rc; i++) {
-		struct part *pt = ps[i];
-		if ((pt->day + 1) * DAY_NS > cutoff)
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0;
+	int rc = days_in(s, INT64_MIN, cutoff - DAY_NS, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc; i++) {
+		int64_t day = days[i];
+		if ((day + 1) * DAY_NS > cutoff)
 			continue;
-		if (atomic_load(&pt->refs) > 0)
+		struct part *pt = NULL;
+		size_t at = 0;
+		for (size_t j = 0; j < s->nparts && !pt; j++)
+			if (s->parts[j]->day == day)
+				pt = s->parts[at = j];
+		if (pt && atomic_load(&pt->refs) > 0)
 			continue; /* a commit is pending: dropped next time */
 		char path[4096], aux[4200];
-		day_path(s, pt->day, path, sizeof path);
-		for (size_t j = 0; j < s->nparts; j++)
-			if (s->parts[j] == pt) {
-				s->parts[j] = s->parts[--s->nparts];
-				break;
-			}
-		part_close(pt);
+		day_path(s, day, path, sizeof path);
+		if (pt) {
+			s->parts[at] = s->parts[--s->nparts];
+			part_close(pt);
+		}
 		if (unlink(path) && errno != ENOENT) {
 			rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
 			break;
@@ -3132,9 +3442,12 @@ static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 		unlink(aux);
 		snprintf(aux, sizeof aux, "%s-shm", path);
 		unlink(aux);
+		struct quar *q = quar_find(s, day);
+		if (q)
+			quar_drop(s, q);
 		(*dropped)++;
 	}
-	free(ps);
+	free(days);
 	store_unlock(s);
 	return rc;
 }
@@ -3143,43 +3456,101 @@ static int sq_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 {
 	struct sq *s = (struct sq *)base;
 	memset(st, 0, sizeof *st);
-	pthread_mutex_lock(&s->mu);
-	struct part **ps;
-	size_t np;
-	int rc = parts_in(s, INT64_MIN, INT64_MAX, &ps, &np, err);
-	for (size_t i = 0; i < np && !rc; i++) {
+	store_lock(s);
+	int64_t *days = NULL;
+	size_t nd = 0;
+	int rc = days_in(s, INT64_MIN, INT64_MAX, &days, &nd, err);
+	for (size_t i = 0; i < nd && !rc; i++) {
 		char path[4096], aux[4200];
 		struct stat sb;
-		day_path(s, ps[i]->day, path, sizeof path);
+		day_path(s, days[i], path, sizeof path);
 		if (!stat(path, &sb))
 			st->disk_bytes += (uint64_t)sb.st_size;
 		snprintf(aux, sizeof aux, "%s-wal", path);
 		if (!stat(aux, &sb))
 			st->disk_bytes += (uint64_t)sb.st_size;
+		st->partitions++;
+		struct part *pt;
+		if ((rc = part_q(s, days[i], &pt, NULL, err)) || !pt)
+			continue;
+		part_read(pt);
 		sqlite3_stmt *q;
-		if (sqlite3_prepare_v2(ps[i]->db, "SELECT count(*) FROM profiles", -1, &q, NULL) != SQLITE_OK) {
-			rc = sqerr(err, ps[i]->db, "stats");
-			break;
+		if (sqlite3_prepare_v2(pt->db, "SELECT count(*) FROM profiles", -1, &q, NULL) != SQLITE_OK) {
+			rc = part_skip(pt, qerr(pt, pt->db, "stats", err), NULL);
+			part_done(pt);
+			continue;
 		}
 		if (sqlite3_step(q) == SQLITE_ROW)
 			st->profiles += (uint64_t)sqlite3_column_int64(q, 0);
 		sqlite3_finalize(q);
-		if (sqlite3_prepare_v2(ps[i]->db,
+		if (sqlite3_prepare_v2(pt->db,
 				       "SELECT count(*) FROM rollups r LEFT JOIN hour_gen g ON g.service = r.service"
 				       " AND g.type = r.type AND g.hour = r.hour WHERE r.gen = coalesce(g.gen, 0)"
 				       " AND r.profiles >= 0",
 				       -1, &q, NULL) != SQLITE_OK) {
-			rc = sqerr(err, ps[i]->db, "stats");
-			break;
+			rc = part_skip(pt, qerr(pt, pt->db, "stats", err), NULL);
+			part_done(pt);
+			continue;
 		}
 		if (sqlite3_step(q) == SQLITE_ROW)
 			st->rollups += (uint64_t)sqlite3_column_int64(q, 0);
 		sqlite3_finalize(q);
-		st->partitions++;
+		part_done(pt);
 	}
-	free(ps);
+	free(days);
+	for (size_t i = 0; i < s->nquar;)
+		if (quar_current(s, &s->quar[i]))
+			i++;
+	st->quarantined = s->nquar;
 	store_unlock(s);
+	pthread_mutex_lock(&s->mu);
+	st->open_partitions = s->nparts;
+	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+static void sq_health(struct pd_store *base, struct pd_store_health *out)
+{
+	struct sq *s = (struct sq *)base;
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nquar;)
+		if (quar_current(s, &s->quar[i]))
+			i++;
+	out->nquarantined = s->nquar;
+	for (size_t i = 0; i < s->nquar && i < PD_STORE_MAX_QUARANTINED; i++) {
+		out->quarantined[i].day = s->quar[i].day;
+		day_file(s->quar[i].day, out->quarantined[i].file, sizeof out->quarantined[i].file);
+		snprintf(out->quarantined[i].reason, sizeof out->quarantined[i].reason, "%s", s->quar[i].reason);
+	}
+	out->cannot_write = atomic_load(&s->nospace);
+	if (out->cannot_write)
+		snprintf(out->write_error, sizeof out->write_error, "%s", s->nospace_msg);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void sq_skipped_in(struct pd_store *base, int64_t from, int64_t to, struct pd_store_skipped *out)
+{
+	struct sq *s = (struct sq *)base;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nquar;) {
+		struct quar *q = &s->quar[i];
+		if (!quar_current(s, q))
+			continue;
+		if ((q->day + 1) * DAY_NS - 1 >= from && q->day * DAY_NS <= to)
+			pd_store_skipped_add(out, q->day);
+		i++;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+void pd_store_sqlite_set_max_open(struct pd_store *base, size_t n)
+{
+	struct sq *s = (struct sq *)base;
+	pthread_mutex_lock(&s->mu);
+	s->max_open = n < 2 ? 2 : n;
+	parts_trim(s, s->max_open);
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void sq_close(struct pd_store *base)
@@ -3196,13 +3567,16 @@ static void sq_close(struct pd_store *base)
 	pthread_mutex_destroy(&s->qmu);
 	pthread_mutex_destroy(&s->zmu);
 	pthread_cond_destroy(&s->qcv);
+	free(s->quar);
+	free(s->reserve_path);
 	free(s->dir);
 	free(s);
 }
 
 static const struct pd_store_ops sqlite_ops = {
-	"sqlite",    sq_ingest, sq_find,  sq_get,   sq_merge,	    sq_remove,
-	sq_services, sq_retain, sq_stats, sq_close, sq_merge_range, sq_rollup, sq_fn_totals,
+	"sqlite",    sq_ingest, sq_find,  sq_get,   sq_merge,	    sq_remove,	  sq_services,
+	sq_retain,   sq_stats,	sq_close, sq_merge_range, sq_rollup, sq_fn_totals, sq_health,
+	sq_skipped_in,
 };
 
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,
@@ -3248,6 +3622,15 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 	pthread_mutex_init(&s->zmu, NULL);
 	pthread_cond_init(&s->qcv, NULL);
 	s->qtail = &s->qhead;
+	s->max_open = 64;
+	atomic_init(&s->nospace, false);
+	atomic_init(&s->reserve_held, false);
+	char rp[4096];
+	snprintf(rp, sizeof rp, "%s/.reserve", dir);
+	if ((s->reserve_path = strdup(rp))) {
+		unlink(rp); /* a previous run's: sized again for this file system */
+		reserve_make(s);
+	}
 	*out = &s->base;
 	return 0;
 }

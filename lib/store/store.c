@@ -8,8 +8,10 @@
 #include "store_int.h"
 #include "../pprof/report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ids {
 	char (*v)[PD_STORE_ID_LEN + 1];
@@ -33,7 +35,7 @@ static int merge_range_fallback(struct pd_store *s, const struct pd_merge_range 
 	struct ids ids = {NULL, 0, 0, q->max_raw};
 	struct pd_store_query fq = {q->service, q->type, NULL, 0, q->from_ns, q->to_ns, 0};
 	const char **v = NULL;
-	int rc = pd_store_find(s, &fq, add_id, &ids, err);
+	int rc = pd_store_find_partial(s, &fq, add_id, &ids, &info->skipped, err);
 	if (rc == PD_ELIMIT)
 		rc = pd_errf(err, PD_ELIMIT, "more than %zu profiles of \"%s\" match: over the limit of profiles per query",
 			     q->max_raw, q->service);
@@ -78,6 +80,53 @@ int pd_store_merge_range(struct pd_store *s, const struct pd_merge_range *q, str
 	if (s->ops->merge_range)
 		return s->ops->merge_range(s, q, out, info, err);
 	return merge_range_fallback(s, q, out, info, err);
+}
+
+/* ---- damaged partitions ---------------------------------------------------------- */
+
+void pd_store_skipped_add(struct pd_store_skipped *sk, int64_t day)
+{
+	size_t have = sk->n < PD_STORE_MAX_SKIPPED ? sk->n : PD_STORE_MAX_SKIPPED;
+	size_t i = 0;
+	while (i < have && sk->days[i] < day)
+		i++;
+	if (i < have && sk->days[i] == day)
+		return;
+	sk->partial = true;
+	if (i < PD_STORE_MAX_SKIPPED) {
+		size_t move = (have < PD_STORE_MAX_SKIPPED ? have : PD_STORE_MAX_SKIPPED - 1) - i;
+		memmove(&sk->days[i + 1], &sk->days[i], move * sizeof *sk->days);
+		sk->days[i] = day;
+	}
+	sk->n++;
+}
+
+void pd_store_skipped_merge(struct pd_store_skipped *dst, const struct pd_store_skipped *src)
+{
+	for (size_t i = 0; i < src->n && i < PD_STORE_MAX_SKIPPED; i++)
+		pd_store_skipped_add(dst, src->days[i]);
+}
+
+void pd_store_day_name(int64_t day, char out[16])
+{
+	time_t t = (time_t)(day * 86400);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	if (!strftime(out, 16, "%Y-%m-%d", &tm))
+		out[0] = 0;
+}
+
+void pd_store_health(struct pd_store *s, struct pd_store_health *out)
+{
+	memset(out, 0, sizeof *out);
+	if (s->ops->health)
+		s->ops->health(s, out);
+}
+
+void pd_store_skipped_in(struct pd_store *s, int64_t from_ns, int64_t to_ns, struct pd_store_skipped *out)
+{
+	if (s->ops->skipped_in)
+		s->ops->skipped_in(s, from_ns, to_ns, out);
 }
 
 int pd_store_rollup(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, size_t *built, struct pd_err *err)
@@ -289,5 +338,18 @@ int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struc
 	if (!rc && p)
 		rc = pd_fn_totals_of(p, out, err);
 	pd_profile_free(p);
+	return rc;
+}
+
+int pd_fnt_add_totals(struct pd_fnt_acc *a, const struct pd_fn_totals *t, const char *what, struct pd_err *err)
+{
+	if (!t->nv)
+		return 0;
+	int rc = pd_fnt_types(a, t->nv, t->types, t->units, t->dflt, what, err);
+	if (rc)
+		return rc;
+	pd_fnt_add_total(a, t->total);
+	for (size_t i = 0; i < t->n && !rc; i++)
+		rc = pd_fnt_add(a, t->names[i], t->flat + i * t->nv, t->cum + i * t->nv, err);
 	return rc;
 }

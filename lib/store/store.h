@@ -58,6 +58,10 @@ struct pd_ingest {
 	/* refuse (PD_EEXPIRED, nothing written) a profile created before this;
 	 * 0 = no bound. The retention window's start. */
 	int64_t min_created_ns;
+	/* refuse (PD_EINVAL, nothing written) a profile created after this
+	 * (a clock far ahead, or a made-up date: each day is a file); 0 = no
+	 * bound. Now + --max-future-skew. */
+	int64_t max_created_ns;
 	/* Optional shared memory budget for the decode (struct
 	 * pd_pprof_limits.reserve): PD_EBUSY when it is exhausted. */
 	int (*reserve)(void *ctx, size_t bytes);
@@ -67,6 +71,20 @@ struct pd_ingest {
  * (content hashes, ids, sort keys), counted in the per-upload memory cap. */
 #define PD_INGEST_BYTES_PER_SAMPLE 96
 #define PD_INGEST_BYTES_PER_SYMBOL 24
+
+/* Days a query skipped because their partition is damaged (quarantined:
+ * see pd_store_health): the answer is partial. Filled by the store when
+ * the caller passes one (NULL: not reported). */
+#define PD_STORE_MAX_SKIPPED 32
+struct pd_store_skipped {
+	bool partial;                       /* some day was skipped */
+	size_t n;                           /* days skipped (may be > the array) */
+	int64_t days[PD_STORE_MAX_SKIPPED]; /* days since the epoch, ascending, the first n */
+};
+void pd_store_skipped_add(struct pd_store_skipped *sk, int64_t day);
+void pd_store_skipped_merge(struct pd_store_skipped *dst, const struct pd_store_skipped *src);
+/* "2026-11-30" (11 bytes with the NUL). */
+void pd_store_day_name(int64_t day, char out[16]);
 
 /* Which profiles: service (required), type (NULL = any), every label must
  * match exactly (AND), created in [from_ns, to_ns]; limit 0 = all, else the
@@ -86,6 +104,21 @@ struct pd_store_stats {
 	uint64_t profiles;   /* profiles stored */
 	uint64_t disk_bytes; /* bytes on disk, all partitions (journal included) */
 	uint64_t rollups;    /* valid (service, type, hour) rollups */
+	uint64_t quarantined; /* damaged partitions skipped by queries (pd_store_health) */
+	uint64_t open_partitions; /* partitions open now (at most --max-open-partitions when idle) */
+};
+
+/* What /readyz and /metrics say about the store's files. */
+#define PD_STORE_MAX_QUARANTINED 16
+struct pd_store_health {
+	bool cannot_write;     /* the last commit failed for lack of disk space; cleared by the next one that works */
+	char write_error[512]; /* its message */
+	size_t nquarantined;   /* damaged partitions (may be > the array) */
+	struct {
+		int64_t day;
+		char file[64];     /* its file name in the data dir */
+		char reason[256];
+	} quarantined[PD_STORE_MAX_QUARANTINED];
 };
 
 #define PD_ROLLUP_NS (3600LL * 1000000000LL) /* a rollup covers one UTC hour */
@@ -129,6 +162,7 @@ struct pd_merge_info {
 	size_t profiles;     /* profiles the result covers */
 	size_t raw;          /* of which merged from their sample blocks */
 	size_t rollup_hours; /* hours answered by a rollup (> 0: "rollups were used") */
+	struct pd_store_skipped skipped; /* damaged days left out: the answer is partial */
 };
 
 /* Called per matching profile; non-zero stops the iteration and is returned. */
@@ -140,7 +174,9 @@ struct pd_store_ops {
 	const char *name;
 	int (*ingest)(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
 		      struct pd_profile_meta *out, struct pd_err *err);
-	int (*find)(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx, struct pd_err *err);
+	/* skipped (optional, NULL): the damaged days it could not search. */
+	int (*find)(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
+		    struct pd_store_skipped *skipped, struct pd_err *err);
 	/* Rebuild one stored profile (reads like the uploaded one in go tool pprof). */
 	int (*get)(struct pd_store *s, const char *id, struct pd_profile **out, struct pd_err *err);
 	/* Merge stored profiles by id, aggregating sample blocks (PD_EINCOMPAT
@@ -165,6 +201,11 @@ struct pd_store_ops {
 	 * out->n = 0, nv = 0 and info->profiles = 0 if nothing. */
 	int (*fn_totals)(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
 			 struct pd_merge_info *info, struct pd_err *err);
+	/* Optional: damaged (quarantined) partitions, the write state. */
+	void (*health)(struct pd_store *s, struct pd_store_health *out);
+	/* Optional: the quarantined days that intersect [from_ns, to_ns] into
+	 * *out (added): what a query over that range skipped. */
+	void (*skipped_in)(struct pd_store *s, int64_t from_ns, int64_t to_ns, struct pd_store_skipped *out);
 };
 
 struct pd_store {
@@ -175,6 +216,21 @@ struct pd_store {
  * A successful ingest is on disk (synchronous=FULL commit). */
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,
 			 struct pd_err *err) PD_WUR;
+/* Partitions kept open at most when idle (LRU; default 64, at least 2):
+ * each costs ~5 file descriptors. One in use (a query, a queued commit)
+ * is never closed. */
+void pd_store_sqlite_set_max_open(struct pd_store *s, size_t n);
+
+/* Offline check of a data directory (`profd store check`): every day
+ * file's SQLite integrity_check, every blob's checksum, every header,
+ * block and function table decoded. report() is called per damaged thing
+ * (file = its name in dir). 0 and *damaged = files with damage. */
+struct pd_store_check {
+	size_t files, damaged_files, profiles, rollups, symbols, problems;
+	size_t unchecked; /* blobs written before checksums (decoded only) */
+};
+int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *file, const char *what), void *ctx,
+		       struct pd_store_check *out, struct pd_err *err) PD_WUR;
 
 /* Thin wrappers over the ops. */
 static inline int pd_store_ingest(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
@@ -185,7 +241,13 @@ static inline int pd_store_ingest(struct pd_store *s, const struct pd_ingest *in
 static inline int pd_store_find(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
 				struct pd_err *err)
 {
-	return s->ops->find(s, q, fn, ctx, err);
+	return s->ops->find(s, q, fn, ctx, NULL, err);
+}
+/* The same, and the damaged days that were skipped added to *skipped. */
+static inline int pd_store_find_partial(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
+					struct pd_store_skipped *skipped, struct pd_err *err)
+{
+	return s->ops->find(s, q, fn, ctx, skipped, err);
 }
 static inline int pd_store_get(struct pd_store *s, const char *id, struct pd_profile **out, struct pd_err *err)
 {
@@ -231,6 +293,11 @@ int pd_store_merge_range(struct pd_store *s, const struct pd_merge_range *q, str
  * 0, out->nv = 0, out->n = 0, info->profiles = 0. */
 int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
 		       struct pd_merge_info *info, struct pd_err *err) PD_WUR;
+/* Damaged partitions and the write state (zeroed if the backend does not
+ * tell). */
+void pd_store_health(struct pd_store *s, struct pd_store_health *out);
+/* The damaged days a query over [from_ns, to_ns] skipped, added to *out. */
+void pd_store_skipped_in(struct pd_store *s, int64_t from_ns, int64_t to_ns, struct pd_store_skipped *out);
 /* Build the rollups of hours ended by cutoff_ns (see the op); 0 and
  * *built = 0 in a backend without rollups. */
 int pd_store_rollup(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, size_t *built,

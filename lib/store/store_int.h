@@ -28,6 +28,8 @@ int pd_fnt_add(struct pd_fnt_acc *a, struct pd_str name, const int64_t *flat, co
 void pd_fnt_add_total(struct pd_fnt_acc *a, const int64_t *total);
 /* Add one profile's totals: pd_top_compute for every sample index. */
 int pd_fnt_add_profile(struct pd_fnt_acc *a, const struct pd_profile *p, const char *what, struct pd_err *err) PD_WUR;
+/* Add finished totals t (another accumulator's) to a. */
+int pd_fnt_add_totals(struct pd_fnt_acc *a, const struct pd_fn_totals *t, const char *what, struct pd_err *err) PD_WUR;
 /* Move the totals to out (the accumulator is then empty). */
 void pd_fnt_finish(struct pd_fnt_acc *a, struct pd_fn_totals *out);
 

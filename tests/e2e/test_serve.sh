@@ -679,7 +679,8 @@ gzip -c "$T/empty.pb" >"$T/empty.pb.gz"
 if "$ORACLE" check "$T/empty.pb" >/dev/null 2>&1; then ok "setup: the sample-less profile is valid pprof (oracle)"; else fail "setup: the sample-less profile is valid pprof (oracle)" "rejected"; fi
 bad_post "POST random bytes: 400 malformed profile" 400 'malformed profile' malformed "$Q" --data-binary "@$T/random.bin"
 bad_post "POST a truncated gzip: 400 malformed profile" 400 'malformed profile' malformed "$Q" --data-binary "@$T/trunc.gz"
-bad_post "POST a legacy text profile: 400 malformed profile" 400 'malformed profile' malformed "$Q" \
+bad_post "POST a legacy contention text profile as cpu: 400 naming its type" 400 \
+	'declared type \"cpu\" but the profile is a block/mutex profile' bad_request "$Q" \
 	--data-binary $'--- contention:\ncycles/second=1000\n1 1 @ 0x1 0x2\n'
 bad_post "POST an empty body: 400" 400 'empty' empty "$Q" --data-binary ''
 bad_post "POST without a body: 400" 400 'empty' empty "$Q"

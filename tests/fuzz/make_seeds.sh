@@ -13,3 +13,11 @@ for t in cpu heap allocs block mutex goroutine threadcreate; do
 done
 cp "$tmp/threadcreate.pb.gz" "$out/seed-threadcreate.pb.gz"
 ls -l "$out"
+
+# storeblob: real blobs of a store (headers, sample blocks, rollup tables),
+# written by the store's unit test (`make BUILD=... $BUILD/tests/test_store` first)
+sb=tests/fuzz/corpus/storeblob
+mkdir -p "$sb"
+rm -f "$sb"/seed-*
+PD_WRITE_SEEDS=$PWD/$sb "$BUILD/tests/test_store" >/dev/null
+ls -l "$sb"

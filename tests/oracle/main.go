@@ -4,6 +4,7 @@
 //
 //	oracle merge OUT FILE...   profile.Parse each FILE, profile.Merge, Write (gzip) to OUT
 //	oracle check FILE...       profile.Parse (+CheckValid); print p.String(); exit 1 on error
+//	oracle convert IN OUT      profile.Parse IN (any format Parse reads, e.g. legacy text), Write (gzip) to OUT
 package main
 
 import (
@@ -50,6 +51,25 @@ func main() {
 			os.Exit(1)
 		}
 		if err := m.Write(out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := out.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "convert":
+		if len(os.Args) != 4 {
+			fmt.Fprintln(os.Stderr, "usage: oracle convert IN OUT")
+			os.Exit(2)
+		}
+		p := parse(os.Args[2])
+		out, err := os.Create(os.Args[3])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := p.Write(out); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -1057,6 +1057,425 @@ static void test_rollup_crash(void **state)
 	}
 }
 
+
+/* ---- damaged files, open partitions, limits (SQLite backend: these tests
+ * reach behind the interface into the day files, with the sqlite3 API) ---- */
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include "../../lib/store/codec.h"
+
+static void day_file_path(int64_t t, char *buf, size_t n)
+{
+	time_t sec = (time_t)(t / 1000000000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	snprintf(buf, n, "%s/profd-%04d%02d%02d.db", tmpdir, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+/* Run sql on the day file of time t (the store closed). */
+static void day_sql(int64_t t, const char *sql)
+{
+	char path[512];
+	day_file_path(t, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+/* XOR byte `off` of blob column col of the rows of table matching where. */
+static void flip_blob(int64_t t, const char *table, const char *col, const char *where, size_t off)
+{
+	char path[512], sql[512];
+	day_file_path(t, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	snprintf(sql, sizeof sql, "SELECT rowid, %s FROM %s WHERE %s", col, table, where);
+	sqlite3_stmt *st, *up;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	snprintf(sql, sizeof sql, "UPDATE %s SET %s = ?1 WHERE rowid = ?2", table, col);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &up, NULL), SQLITE_OK);
+	int rows = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(st, 1);
+		assert_true(n > off);
+		uint8_t *b = malloc(n);
+		memcpy(b, sqlite3_column_blob(st, 1), n);
+		b[off] ^= 0x5a;
+		sqlite3_bind_blob(up, 1, b, (int)n, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(up, 2, sqlite3_column_int64(st, 0));
+		assert_int_equal(sqlite3_step(up), SQLITE_DONE);
+		sqlite3_reset(up);
+		free(b);
+		rows++;
+	}
+	assert_true(rows > 0);
+	sqlite3_finalize(st);
+	sqlite3_finalize(up);
+	sqlite3_close(db);
+}
+
+static int ingest_at(struct pd_store *st, const char *svc, int64_t t, int seed, struct pd_profile_meta *m,
+		     struct pd_err *err)
+{
+	struct pd_buf b = make_profile(t, false, seed);
+	struct pd_ingest in = {.service = svc, .type = "cpu"};
+	int rc = pd_store_ingest(st, &in, b.ptr, b.len, m, err);
+	pd_buf_free(&b);
+	return rc;
+}
+
+static size_t open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	size_t n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A flipped byte in a stored block, or blocks swapped between two rows (a
+ * damaged b-tree pointing a row at another's cell), is an error naming the
+ * file and the profile, never another profile's values; the day is then
+ * quarantined and range queries skip it and say so. Rows written without
+ * a checksum (before this format) still read. */
+static void test_checksums(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m[4];
+	struct pd_err err;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ingest_at(st, "svc", T0 + 3600000000000LL * (i + 1), 10 + i, &m[i], &err), 0);
+	assert_int_equal(ingest_at(st, "svc", T0 + DAY + 3600000000000LL, 20, &m[3], &err), 0);
+	for (int i = 0; i < 4; i++)
+		pd_meta_clear(&m[i]);
+	pd_store_close(st);
+	/* swap the sample blocks of profiles 0 and 2; flip a byte in 1's header */
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+		 "CREATE TEMP TABLE b AS SELECT xid, block FROM profiles;"
+		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE xid = '%s';"
+		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE xid = '%s';",
+		 m[2].id, m[0].id, m[0].id, m[2].id);
+	day_sql(T0, sql);
+	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
+	flip_blob(T0, "profiles", "header", sql, 12);
+	st = open_store();
+	struct pd_profile *p = NULL;
+	int rc = pd_store_get(st, m[0].id, &p, &err);
+	assert_int_equal(rc, PD_EIO);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "profd-20251129.db"));
+	assert_non_null(strstr(err.msg, m[0].id));
+	assert_non_null(strstr(err.msg, "checksum mismatch"));
+	/* the day is quarantined now: every read of it fails, clearly */
+	assert_int_equal(pd_store_get(st, m[2].id, &p, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "profd-20251129.db"));
+	struct pd_store_health h;
+	pd_store_health(st, &h);
+	assert_int_equal(h.nquarantined, 1);
+	assert_string_equal(h.quarantined[0].file, "profd-20251129.db");
+	struct pd_store_stats ss;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.quarantined, 1);
+	/* the other day answers; a range over both says which day it skipped */
+	assert_int_equal(pd_store_get(st, m[3].id, &p, &err), 0);
+	pd_profile_free(p);
+	struct pd_merge_range q = {"svc", "cpu", T0, T0 + 2 * DAY - 1, 0, true};
+	struct pd_merge_info info;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), 0);
+	assert_non_null(p);
+	assert_int_equal(info.profiles, 1);
+	assert_true(info.skipped.partial);
+	assert_int_equal(info.skipped.n, 1);
+	assert_int_equal(info.skipped.days[0], T0 / DAY);
+	pd_profile_free(p);
+	struct pd_fn_totals ft;
+	assert_int_equal(pd_store_fn_totals(st, &q, &ft, &info, &err), 0);
+	assert_int_equal(info.profiles, 1);
+	assert_true(info.skipped.partial);
+	pd_fn_totals_free(&ft);
+	pd_store_close(st);
+}
+
+static void count_report(void *ctx, const char *file, const char *what)
+{
+	(void)what;
+	size_t *n = ctx;
+	if (strstr(file, "profd-"))
+		(*n)++;
+}
+
+/* With PD_WRITE_SEEDS=DIR: the blobs of the day file of T0 as seeds of
+ * tests/fuzz/fuzz_storeblob.c (byte 0 = decoder, then the payload; framed
+ * blobs as they are stored, byte 0 = 3, byte 1 = decoder, seed 0 frames
+ * made again so the frame check passes). */
+static void write_seeds(void)
+{
+	const char *dir = getenv("PD_WRITE_SEEDS");
+	if (!dir)
+		return;
+	char path[512];
+	day_file_path(T0, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	static const char *const q[] = {"SELECT header, 0 FROM profiles", "SELECT block, 1 FROM profiles",
+					"SELECT header, 0 FROM rollups WHERE profiles > 0",
+					"SELECT block, 1 FROM rollups WHERE profiles > 0",
+					"SELECT fns, 2 FROM rollups WHERE profiles > 0"};
+	int k = 0;
+	for (size_t i = 0; i < ARRAY_LEN(q); i++) {
+		sqlite3_stmt *st;
+		assert_int_equal(sqlite3_prepare_v2(db, q[i], -1, &st, NULL), SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const uint8_t *b = sqlite3_column_blob(st, 0);
+			size_t n = (size_t)sqlite3_column_bytes(st, 0);
+			int which = sqlite3_column_int(st, 1);
+			assert_true(n > PD_BLOB_FRAME && b[0] == PD_BLOB_MAGIC);
+			char f[600];
+			/* the payload alone */
+			snprintf(f, sizeof f, "%s/seed-%02d", dir, k++);
+			FILE *o = fopen(f, "wb");
+			assert_non_null(o);
+			fputc(which, o);
+			fwrite(b + PD_BLOB_FRAME, 1, n - PD_BLOB_FRAME, o);
+			fclose(o);
+			/* framed with seed 0 */
+			struct pd_buf fb = PD_BUF_INIT(0);
+			assert_int_equal(pd_blob_begin(&fb), 0);
+			assert_int_equal(pd_buf_append(&fb, b + PD_BLOB_FRAME, n - PD_BLOB_FRAME), 0);
+			pd_blob_seal(&fb, 0, 0);
+			snprintf(f, sizeof f, "%s/seed-%02d", dir, k++);
+			o = fopen(f, "wb");
+			assert_non_null(o);
+			fputc(3, o);
+			fputc(which, o);
+			fwrite(fb.ptr, 1, fb.len, o);
+			fclose(o);
+			pd_buf_free(&fb);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+}
+
+static void test_check_and_legacy(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m[2];
+	struct pd_err err;
+	assert_int_equal(ingest_at(st, "svc", T0 + 3600000000000LL, 1, &m[0], &err), 0);
+	assert_int_equal(ingest_at(st, "svc", T0 + 7200000000000LL, 2, &m[1], &err), 0);
+	size_t built = 0;
+	assert_int_equal(pd_store_rollup(st, T0 + DAY, 0, &built, &err), 0);
+	assert_true(built >= 2);
+	struct pd_profile *want;
+	assert_int_equal(pd_store_get(st, m[0].id, &want, &err), 0);
+	char *cw = canon(want);
+	pd_profile_free(want);
+	pd_store_close(st);
+	write_seeds();
+	size_t n = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ck.files, 1);
+	assert_int_equal(ck.damaged_files, 0);
+	assert_int_equal(ck.profiles, 2);
+	assert_int_equal(ck.unchecked, 0);
+	/* a row as written before checksums (no frame) still reads, unchecked */
+	char sql[512];
+	snprintf(sql, sizeof sql, "UPDATE profiles SET header = substr(header, 10), block = substr(block, 10) WHERE xid = '%s';",
+		 m[0].id);
+	day_sql(T0, sql);
+	st = open_store();
+	struct pd_profile *got;
+	assert_int_equal(pd_store_get(st, m[0].id, &got, &err), 0);
+	char *cg = canon(got);
+	assert_string_equal(cw, cg);
+	free(cg);
+	pd_profile_free(got);
+	pd_store_close(st);
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(ck.damaged_files, 0);
+	assert_int_equal(ck.unchecked, 2);
+	/* a damaged rollup block and a damaged profile block: both named */
+	flip_blob(T0, "rollups", "block", "profiles > 0", 20);
+	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
+	flip_blob(T0, "profiles", "block", sql, 11);
+	n = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(ck.damaged_files, 1);
+	assert_true(n >= 2);
+	pd_meta_clear(&m[0]);
+	pd_meta_clear(&m[1]);
+	free(cw);
+}
+
+/* Zero-length, garbage and page-1-damaged day files are quarantined; the
+ * other days answer, every query says which days it skipped, and nothing
+ * writes over a damaged file. */
+static void test_quarantine_files(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	struct pd_err err;
+	for (int d = 0; d < 4; d++) {
+		char svc[16];
+		snprintf(svc, sizeof svc, "svc%d", d);
+		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
+		pd_meta_clear(&m);
+	}
+	pd_store_close(st);
+	char path[512];
+	day_file_path(T0, path, sizeof path); /* day 0: zero-length */
+	assert_int_equal(truncate(path, 0), 0);
+	day_file_path(T0 + DAY, path, sizeof path); /* day 1: garbage */
+	int fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	uint8_t junk[8192];
+	for (size_t i = 0; i < sizeof junk; i++)
+		junk[i] = (uint8_t)rnd();
+	assert_int_equal(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+	close(fd);
+	day_file_path(T0 + 2 * DAY, path, sizeof path); /* day 2: page 1 (the schema) damaged */
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	memset(junk, 0xff, 3000);
+	assert_int_equal(pwrite(fd, junk, 3000, 100), 3000);
+	close(fd);
+
+	st = open_store();
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0], "svc3");
+	free(v[0]);
+	free(v);
+	struct pd_store_skipped sk = {0};
+	pd_store_skipped_in(st, INT64_MIN, INT64_MAX, &sk);
+	assert_int_equal(sk.n, 3);
+	for (int d = 0; d < 3; d++)
+		assert_int_equal(sk.days[d], T0 / DAY + d);
+	struct ids ids = {0};
+	struct pd_store_query q = {"svc3", NULL, NULL, 0, T0, T0 + 4 * DAY, 0};
+	struct pd_store_skipped fsk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &fsk, &err), 0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(fsk.n, 3);
+	struct pd_store_health h;
+	pd_store_health(st, &h);
+	assert_int_equal(h.nquarantined, 3);
+	assert_false(h.cannot_write);
+	/* a write to a damaged day is refused; the file is left as it is */
+	assert_int_equal(ingest_at(st, "svc0", T0 + 7200000000000LL, 9, &m, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "profd-20251129.db"));
+	struct stat sb;
+	day_file_path(T0, path, sizeof path);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+	struct pd_merge_range mq = {"svc3", "cpu", T0, T0 + 4 * DAY - 1, 0, false};
+	struct pd_merge_info info;
+	struct pd_profile *p;
+	assert_int_equal(pd_store_merge_range(st, &mq, &p, &info, &err), 0);
+	assert_non_null(p);
+	assert_int_equal(info.skipped.n, 3);
+	pd_profile_free(p);
+	/* the file removed (by an operator): the day is usable again */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(ingest_at(st, "svc0", T0 + 7200000000000LL, 9, &m, &err), 0);
+	pd_meta_clear(&m);
+	pd_store_health(st, &h);
+	assert_int_equal(h.nquarantined, 2);
+	pd_store_close(st);
+	size_t nrep = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
+	assert_int_equal(ck.files, 4);
+	assert_int_equal(ck.damaged_files, 2);
+}
+
+/* Open day files are bounded (LRU): many days cost a bounded number of
+ * file descriptors, and listing services does not open them all at once. */
+static void test_open_partitions_bounded(void **state)
+{
+	(void)state;
+	size_t fd00 = open_fds();
+	struct pd_store *st = open_store();
+	pd_store_sqlite_set_max_open(st, 4);
+	size_t fd0 = open_fds();
+	struct pd_err err;
+	struct pd_profile_meta m;
+	char first[PD_STORE_ID_LEN + 1] = "";
+	for (int d = 0; d < 30; d++) {
+		assert_int_equal(ingest_at(st, "svc", T0 + d * DAY + 1000000000LL, d, &m, &err), 0);
+		if (!d)
+			memcpy(first, m.id, sizeof first);
+		pd_meta_clear(&m);
+		assert_true(open_fds() <= fd0 + 4 * 6);
+	}
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(v[0]);
+	free(v);
+	assert_true(open_fds() <= fd0 + 4 * 6);
+	struct ids ids = find(st, "svc", "cpu", NULL, 0, T0, T0 + 40 * DAY, 0);
+	assert_int_equal(ids.n, 30);
+	struct pd_merge_range q = {"svc", "cpu", T0, T0 + 30 * DAY, 0, true};
+	struct pd_merge_info info;
+	struct pd_profile *p;
+	assert_int_equal(pd_store_merge_range(st, &q, &p, &info, &err), 0);
+	assert_int_equal(info.profiles, 30);
+	assert_false(info.skipped.partial);
+	pd_profile_free(p);
+	assert_true(open_fds() <= fd0 + 4 * 6);
+	struct pd_store_stats ss;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.partitions, 30);
+	assert_int_equal(ss.profiles, 30);
+	assert_true(ss.open_partitions <= 4);
+	assert_int_equal(pd_store_get(st, first, &p, &err), 0); /* a closed day reopens */
+	pd_profile_free(p);
+	pd_store_close(st);
+	assert_int_equal(open_fds(), fd00);
+}
+
+/* Profile times too far ahead of now are refused before any file exists. */
+static void test_future_skew(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, hour = 3600000000000LL;
+	struct pd_buf b = make_profile(now, false, 1);
+	struct pd_ingest in = {.service = "svc", .type = "cpu", .created_ns = now + 30 * 24 * hour,
+			       .max_created_ns = now + hour};
+	struct pd_profile_meta m;
+	struct pd_err err;
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "future"));
+	struct pd_store_stats ss;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.partitions, 0);
+	in.created_ns = now + hour / 2;
+	assert_int_equal(pd_store_ingest(st, &in, b.ptr, b.len, &m, &err), 0);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+	pd_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1076,6 +1495,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rollup_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksums, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check_and_legacy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,223 @@
+/*
+ * check.c — `profd store check`: verify a data directory offline. Each
+ * day file is opened read-only on its own (not through the store: a
+ * damaged file must not stop the others), then: SQLite's integrity_check,
+ * every profile's and rollup's blobs against their checksums and through
+ * their decoders (codec.c), every symbol table readable. Reports one line
+ * per damaged thing through a callback; the caller prints and counts.
+ */
+#include "codec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct chk {
+	void (*report)(void *ctx, const char *file, const char *what);
+	void *ctx;
+	const char *file;
+	struct pd_store_check *out;
+	size_t problems; /* in this file */
+	ZSTD_DCtx *dctx;
+};
+
+static void say(struct chk *c, const char *fmt, ...) PD_PRINTF(2, 3);
+static void say(struct chk *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	c->problems++;
+	c->out->problems++;
+	c->report(c->ctx, c->file, msg);
+}
+
+/* One blob: frame, then its decoder. */
+static void blob(struct chk *c, const char *row, const char *what, const void *b, size_t n, uint64_t seed,
+		 enum pd_blob_role role)
+{
+	const uint8_t *p;
+	size_t pn;
+	bool checked;
+	struct pd_err e;
+	if (pd_blob_open(b, n, seed, &p, &pn, &checked, &e)) {
+		say(c, "%s: %s: %s", row, what, e.msg);
+		return;
+	}
+	if (!checked)
+		c->out->unchecked++;
+	int rc = 0;
+	if (role == PD_BLOB_HEADER) {
+		struct pd_shdr h;
+		if (!(rc = pd_dec_header(p, pn, &h, &e)))
+			pd_shdr_free(&h);
+	} else if (role == PD_BLOB_BLOCK) {
+		int64_t *rows;
+		size_t nr;
+		uint32_t nv;
+		if (!(rc = pd_dec_block(c->dctx, p, pn, &rows, &nr, &nv, &e)))
+			free(rows);
+	} else {
+		struct pd_fnt_acc a;
+		if (!(rc = pd_fnt_init(&a, &e))) {
+			rc = pd_dec_fns(c->dctx, p, pn, &a, row, &e);
+			pd_fnt_free(&a);
+		}
+	}
+	if (rc)
+		say(c, "%s: %s: %s", row, what, e.msg);
+}
+
+static void check_file(struct chk *c, const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb)) {
+		say(c, "cannot stat: %s", strerror(errno));
+		return;
+	}
+	if (sb.st_size == 0) {
+		say(c, "zero-length file (the day's data is gone)");
+		return;
+	}
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		say(c, "cannot open: %s", db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(20)", -1, &st, NULL) != SQLITE_OK) {
+		say(c, "not a profd day file: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *m = (const char *)sqlite3_column_text(st, 0);
+		if (m && strcmp(m, "ok"))
+			say(c, "integrity_check: %s", m);
+	}
+	if (r != SQLITE_DONE)
+		say(c, "integrity_check: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	st = NULL;
+	/* profiles */
+	if (sqlite3_prepare_v2(db, "SELECT xid, header, block FROM profiles", -1, &st, NULL) != SQLITE_OK) {
+		say(c, "profiles: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *xid = (const char *)sqlite3_column_text(st, 0);
+		char row[64];
+		snprintf(row, sizeof row, "profile %s", xid ? xid : "?");
+		size_t xn = xid ? strlen(xid) : 0;
+		blob(c, row, "header", sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+		     pd_blob_seed(xid ? xid : "", xn, PD_BLOB_HEADER), PD_BLOB_HEADER);
+		blob(c, row, "sample block", sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
+		     pd_blob_seed(xid ? xid : "", xn, PD_BLOB_BLOCK), PD_BLOB_BLOCK);
+		c->out->profiles++;
+	}
+	if (r != SQLITE_DONE)
+		say(c, "profiles: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	st = NULL;
+	/* rollups (a marker or an empty hour has empty blobs) */
+	if (sqlite3_prepare_v2(db, "SELECT service, type, hour, profiles, header, block, fns FROM rollups", -1, &st,
+			       NULL) != SQLITE_OK) {
+		say(c, "rollups: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *svc = (const char *)sqlite3_column_text(st, 0), *typ = (const char *)sqlite3_column_text(st, 1);
+		int64_t hour = sqlite3_column_int64(st, 2), np = sqlite3_column_int64(st, 3);
+		svc = svc ? svc : "";
+		typ = typ ? typ : "";
+		char row[256];
+		snprintf(row, sizeof row, "rollup %s/%s hour %lld", svc, typ, (long long)hour);
+		c->out->rollups++;
+		if (np <= 0)
+			continue;
+		blob(c, row, "header", sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4),
+		     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_HEADER), PD_BLOB_HEADER);
+		blob(c, row, "sample block", sqlite3_column_blob(st, 5), (size_t)sqlite3_column_bytes(st, 5),
+		     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_BLOCK), PD_BLOB_BLOCK);
+		if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+			blob(c, row, "function table", sqlite3_column_blob(st, 6), (size_t)sqlite3_column_bytes(st, 6),
+			     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_FNS), PD_BLOB_FNS);
+	}
+	if (r != SQLITE_DONE)
+		say(c, "rollups: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	st = NULL;
+	/* symbols: every row readable */
+	static const char *const tables[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
+	for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "SELECT seq, length(c) FROM %s", tables[i]);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+			say(c, "%s: %s", tables[i], sqlite3_errmsg(db));
+			continue;
+		}
+		while ((r = sqlite3_step(st)) == SQLITE_ROW)
+			c->out->symbols++;
+		if (r != SQLITE_DONE)
+			say(c, "%s: %s", tables[i], sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *file, const char *what), void *ctx,
+		       struct pd_store_check *out, struct pd_err *err)
+{
+	memset(out, 0, sizeof *out);
+	DIR *d = opendir(dir);
+	if (!d)
+		return pd_errf(err, PD_EIO, "store: %s: %s", dir, strerror(errno));
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "profd-", 6) || l < 9 || strcmp(e->d_name + l - 3, ".db"))
+			continue;
+		if (pd_grow((void **)&names, &cap, n + 1, sizeof *names) || !(names[n] = strdup(e->d_name))) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof *names, cmp_name);
+	struct chk c = {report, ctx, NULL, out, 0, ZSTD_createDCtx()};
+	if (!rc && !c.dctx)
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		c.file = names[i];
+		c.problems = 0;
+		check_file(&c, path);
+		out->files++;
+		if (c.problems)
+			out->damaged_files++;
+	}
+	ZSTD_freeDCtx(c.dctx);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}

@@ -1,0 +1,107 @@
+/*
+ * fuzz_storeblob.c — libFuzzer driver for the store's own decoders
+ * (lib/store/codec.c): the checksum frame, the header blob, the sample
+ * block, the rollup function table — what a damaged day file feeds them.
+ *
+ * Input: byte 0 picks the decoder (% 4: header, sample block, function
+ * table, a framed blob of any of them: frame checked with seed 0, then
+ * byte 1 picks the decoder of the payload); the rest is the stored bytes.
+ * Properties beyond "no crash, no leak, no UB":
+ *   - a decoded header re-encodes (pd_enc_header) to bytes that decode to
+ *     the same header;
+ *   - a decoded block has nv <= the sample type cap and its rows fit;
+ *   - every failure is PD_EIO (corrupt) or PD_ENOMEM with a message, or,
+ *     for the function table, PD_EINCOMPAT is impossible (one table into
+ *     an empty accumulator).
+ * Seeds (tests/fuzz/corpus/storeblob) are real blobs of a store, written
+ * by tests/unit/test_store.c when PD_WRITE_SEEDS=DIR is set
+ * (tests/fuzz/make_seeds.sh storeblob).
+ */
+#include "../../lib/store/codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_err(int rc, const struct pd_err *err)
+{
+	if (rc != PD_EIO && rc != PD_ENOMEM)
+		abort();
+	if (!err->msg[0])
+		abort();
+}
+
+static void decode(int which, const uint8_t *p, size_t n)
+{
+	static ZSTD_DCtx *dctx;
+	if (!dctx && !(dctx = ZSTD_createDCtx()))
+		return;
+	struct pd_err err = {0};
+	int rc;
+	if (which == 0) {
+		struct pd_shdr h, h2;
+		if ((rc = pd_dec_header(p, n, &h, &err))) {
+			check_err(rc, &err);
+			return;
+		}
+		struct pd_buf b = PD_BUF_INIT(0);
+		if (pd_enc_header(&h, &b, &err) == 0) {
+			if (pd_dec_header(b.ptr, b.len, &h2, &err))
+				abort();
+			if (h2.nst != h.nst || h2.ncomments != h.ncomments || h2.nmaps != h.nmaps || h2.period != h.period ||
+			    h2.time != h.time || h2.duration != h.duration || h2.dflt != h.dflt ||
+			    memcmp(h2.stypes, h.stypes, 2 * h.nst * sizeof *h.stypes) ||
+			    memcmp(h2.maps, h.maps, h.nmaps * sizeof *h.maps))
+				abort();
+			pd_shdr_free(&h2);
+		}
+		pd_buf_free(&b);
+		pd_shdr_free(&h);
+	} else if (which == 1) {
+		int64_t *rows = NULL;
+		size_t nr = 0;
+		uint32_t nv = 0;
+		if ((rc = pd_dec_block(dctx, p, n, &rows, &nr, &nv, &err))) {
+			check_err(rc, &err);
+			return;
+		}
+		if (nv > PD_DEFAULT_MAX_SAMPLE_TYPES)
+			abort();
+		volatile int64_t sum = 0;
+		for (size_t i = 0; i < nr * (2 + (size_t)nv); i++)
+			sum += rows[i];
+		free(rows);
+	} else {
+		struct pd_fnt_acc a;
+		if (pd_fnt_init(&a, &err))
+			return;
+		if ((rc = pd_dec_fns(dctx, p, n, &a, "fuzz", &err)))
+			check_err(rc, &err);
+		pd_fnt_free(&a);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size > (1u << 20))
+		return 0;
+	int which = data[0] % 4;
+	if (which < 3) {
+		decode(which, data + 1, size - 1);
+		return 0;
+	}
+	if (size < 2)
+		return 0;
+	const uint8_t *p;
+	size_t n;
+	bool checked;
+	struct pd_err err = {0};
+	if (pd_blob_open(data + 2, size - 2, 0, &p, &n, &checked, &err)) {
+		if (!err.msg[0])
+			abort();
+		return 0;
+	}
+	decode(data[1] % 3, p, n);
+	return 0;
+}

@@ -1,0 +1,340 @@
+/*
+ * test_legacy.c — the legacy profile parsers (lib/pprof/legacy.c) and the
+ * decoder's fallback to them: each format's sample types, units, periods,
+ * values (with Go's scaling), locations and mappings as profile.Parse makes
+ * them (the e2e test test_legacy.sh compares whole files with Go itself),
+ * hostile inputs, and the messages for bytes that are not profiles.
+ */
+#include "testutil.h"
+#include "../../lib/pprof/legacy.h"
+
+#include <math.h>
+
+static struct pd_profile *parse_ok(const char *text, size_t len)
+{
+	struct pd_profile *p = NULL;
+	struct pd_err err = {0};
+	int rc = pd_pprof_decode((const uint8_t *)text, len, NULL, &p, &err);
+	if (rc)
+		fail_msg("decode failed: %s", err.msg);
+	return p;
+}
+#define PARSE(s) parse_ok((s), strlen(s))
+
+/* decode must fail with code; the message must contain want */
+static void parse_fails(const char *text, size_t len, const struct pd_pprof_limits *lim, int code, const char *want)
+{
+	struct pd_profile *p = NULL;
+	struct pd_err err = {0};
+	int rc = pd_pprof_decode((const uint8_t *)text, len, lim, &p, &err);
+	if (rc != code || !strstr(err.msg, want))
+		fail_msg("want %d \"%s\", got %d \"%s\"", code, want, rc, err.msg);
+	assert_null(p);
+	/* never a protobuf field error for something that is not protobuf */
+	if (strstr(want, "field") == NULL)
+		assert_null(strstr(err.msg, "wire type"));
+}
+
+static void assert_type(const struct pd_profile *p, uint32_t i, const char *type, const char *unit)
+{
+	assert_string_equal(tu_str(p, p->sample_types[i].type), type);
+	assert_string_equal(tu_str(p, p->sample_types[i].unit), unit);
+}
+
+static int64_t scaled(int64_t v, int64_t count, int64_t size, int64_t rate)
+{
+	double avg = (double)size / (double)count;
+	return (int64_t)((double)v * (1 / (1 - exp(-avg / (double)rate))));
+}
+
+static void test_go_heap(void **state)
+{
+	(void)state;
+	const char *t = "heap profile: 3: 6144 [10: 20480] @ heap/1048576\n"
+			"1: 2048 [5: 10240] @ 0x4a1b2d 0x4a1c01\n"
+			"#\t0x4a1b2c\tmain.foo+0x2c\t/src/main.go:12\n"
+			"\n"
+			"0: 0 [3: 6144] @ 0x4a1d01 0x4a1c01\n"
+			"\n"
+			"# runtime.MemStats\n# Alloc = 123456\n";
+	struct pd_profile *p = PARSE(t);
+	assert_int_equal(p->nsample_types, 4);
+	assert_type(p, 0, "alloc_objects", "count");
+	assert_type(p, 1, "alloc_space", "bytes");
+	assert_type(p, 2, "inuse_objects", "count");
+	assert_type(p, 3, "inuse_space", "bytes");
+	assert_string_equal(tu_str(p, p->period_type.type), "space");
+	assert_string_equal(tu_str(p, p->period_type.unit), "bytes");
+	assert_int_equal(p->period, 524288); /* heap/N: N is 2*MemProfileRate */
+	assert_int_equal(p->nsamples, 2);
+	const struct pd_sample *s = &p->samples[0];
+	assert_int_equal(s->values[0], scaled(5, 5, 10240, 524288));
+	assert_int_equal(s->values[1], scaled(10240, 5, 10240, 524288));
+	assert_int_equal(s->values[2], scaled(1, 1, 2048, 524288));
+	assert_int_equal(s->values[3], scaled(2048, 1, 2048, 524288));
+	assert_int_equal(s->nlabels, 1);
+	assert_string_equal(tu_str(p, s->labels[0].key), "bytes");
+	assert_int_equal(s->labels[0].num, 2048);
+	assert_int_equal(p->samples[1].values[2], 0);
+	/* addresses -1, shared locations, the # lines ignored (Go does) */
+	assert_int_equal(p->nlocations, 3);
+	assert_int_equal(p->locations[s->locs[0]].address, 0x4a1b2c);
+	assert_int_equal(p->locations[s->locs[1]].address, 0x4a1c00);
+	assert_int_equal(p->samples[1].locs[1], s->locs[1]);
+	assert_int_equal(p->nfunctions, 0);
+	/* no memory map: one fake mapping covering everything */
+	assert_int_equal(p->nmappings, 1);
+	assert_int_equal(p->mappings[0].start, 0);
+	assert_int_equal(p->mappings[0].limit, UINT64_MAX);
+	assert_int_equal(p->locations[0].mapping, 0);
+	assert_true(strstr(tu_str(p, p->drop_frames), "runtime\\..*") != NULL);
+	assert_string_equal(pd_profile_kind(p), "heap");
+	assert_string_equal(pd_profile_go_type(p), "heap");
+	pd_profile_free(p);
+
+	/* in-use = allocated: two types, as Go */
+	p = PARSE("heap profile: 1: 64 [1: 64] @ heapprofile\n1: 64 [1: 64] @ 0x10\n");
+	assert_int_equal(p->nsample_types, 2);
+	assert_type(p, 0, "objects", "count");
+	assert_type(p, 1, "space", "bytes");
+	assert_int_equal(p->period, 1);
+	assert_int_equal(p->samples[0].values[1], 64); /* heapprofile: not scaled */
+	pd_profile_free(p);
+}
+
+static void test_go_contention(void **state)
+{
+	(void)state;
+	struct pd_profile *p = PARSE("--- contention:\ncycles/second=2000000000\n"
+				     "3000 2 @ 0x44a0e1 0x46ef01\n#\t0x44a0e0\tsync.(*Mutex).Lock+0x40\n");
+	assert_int_equal(p->nsample_types, 2);
+	assert_type(p, 0, "contentions", "count");
+	assert_type(p, 1, "delay", "nanoseconds");
+	assert_string_equal(tu_str(p, p->period_type.type), "contentions");
+	assert_int_equal(p->period, 1);
+	assert_int_equal(p->samples[0].values[0], 2);
+	assert_int_equal(p->samples[0].values[1], 1500); /* cycles at 2 GHz */
+	assert_string_equal(pd_profile_go_type(p), "block");
+	const char *t;
+	struct pd_err err;
+	assert_int_equal(pd_profile_check_type(p, NULL, &t, &err), 0);
+	assert_string_equal(t, "block");
+	pd_profile_free(p);
+	p = PARSE("--- mutex:\ncycles/second=1000000000\nsampling period=5\n100 3 @ 0x44a2a1\n");
+	assert_int_equal(p->period, 5);
+	assert_int_equal(p->samples[0].values[0], 15);
+	assert_int_equal(p->samples[0].values[1], 500);
+	assert_string_equal(pd_profile_go_type(p), "mutex");
+	pd_profile_free(p);
+	/* base-0 numbers as Go's strconv: 0x, octal */
+	p = PARSE("--- contention:\ncycles/second=0x3b9aca00\nsampling period=010\nms since reset=2\n10 1 @ 0x10\n");
+	assert_int_equal(p->period, 8);
+	assert_int_equal(p->duration_nanos, 2000000);
+	assert_int_equal(p->samples[0].values[1], 80);
+	pd_profile_free(p);
+	/* "123 @": the regexp's backtracking splits the digits as Go's does */
+	p = PARSE("--- contention:\n123 @ 0x10\n");
+	assert_int_equal(p->samples[0].values[0], 3);
+	assert_int_equal(p->samples[0].values[1], 12);
+	pd_profile_free(p);
+}
+
+static void test_go_count(void **state)
+{
+	(void)state;
+	struct pd_profile *p = PARSE("goroutine profile: total 4\n3 @ 0x43a5c6 0x40743b\n"
+				     "#\t0x43a5c5\truntime.gopark+0xe5\n\n010 @ 0x40743b\n");
+	assert_type(p, 0, "goroutine", "count");
+	assert_string_equal(tu_str(p, p->period_type.type), "goroutine");
+	assert_int_equal(p->period, 1);
+	assert_int_equal(p->nsamples, 2);
+	assert_int_equal(p->samples[1].values[0], 8); /* ParseInt(s, 0, 64): octal */
+	assert_int_equal(p->nlocations, 2);
+	assert_string_equal(pd_profile_go_type(p), "goroutine");
+	assert_true(strstr(tu_str(p, p->drop_frames), "ProfileData::Add") != NULL);
+	pd_profile_free(p);
+	p = PARSE("threadcreate profile: total 1\n1 @ 0x43c2e1\n");
+	assert_string_equal(pd_profile_go_type(p), "threadcreate");
+	pd_profile_free(p);
+	/* Go 1.19's threadcreate?debug=1 "N @" without addresses: Go refuses it */
+	const char *t = "threadcreate profile: total 10\n9 @\n#\t0x0\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "threadcreate profile, line 2: malformed");
+}
+
+/* A legacy binary CPU profile: 64-bit little-endian or 32-bit big-endian words. */
+static void put_word(struct tb *b, uint64_t v, int size, bool big)
+{
+	for (int i = 0; i < size; i++) {
+		int sh = big ? 8 * (size - 1 - i) : 8 * i;
+		uint8_t c = (uint8_t)(v >> sh);
+		tb_raw(b, &c, 1);
+	}
+}
+
+static void cpu_profile(struct tb *b, int size, bool big, const char *maps)
+{
+	uint64_t w[] = {0, 3, 0, 10000, 0, /* header: period 10000 us */
+			5, 2, 0x401000, 0x402001, 7, 1, 0x401000, 0, 1, 0};
+	tb_init(b);
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+		put_word(b, w[i], size, big);
+	tb_raw(b, maps, strlen(maps));
+}
+
+static void test_binary_cpu(void **state)
+{
+	(void)state;
+	const char *maps = "00400000-00500000 r-xp 00000000 fc:01 123 /bin/app\n"
+			   "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 [heap]\n";
+	for (int f = 0; f < 2; f++) {
+		struct tb b;
+		cpu_profile(&b, f ? 4 : 8, f == 1, maps);
+		struct pd_profile *p = parse_ok((const char *)b.p, b.len);
+		assert_int_equal(p->nsample_types, 2);
+		assert_type(p, 0, "samples", "count");
+		assert_type(p, 1, "cpu", "nanoseconds");
+		assert_int_equal(p->period, 10000000);
+		assert_int_equal(p->nsamples, 2);
+		assert_int_equal(p->samples[0].values[0], 5);
+		assert_int_equal(p->samples[0].values[1], 50000000);
+		assert_int_equal(p->samples[0].nlocs, 2);
+		/* leaf kept, callers -1 */
+		assert_int_equal(p->locations[p->samples[0].locs[0]].address, 0x401000);
+		assert_int_equal(p->locations[p->samples[0].locs[1]].address, 0x402000);
+		assert_int_equal(p->nmappings, 1); /* the rw-p line is not executable */
+		assert_string_equal(tu_str(p, p->mappings[0].filename), "/bin/app");
+		assert_int_equal(p->mappings[0].start, 0x400000);
+		assert_int_equal(p->locations[0].mapping, 0);
+		assert_string_equal(pd_profile_go_type(p), "cpu");
+		pd_profile_free(p);
+		tb_free(&b);
+	}
+	/* truncated: refused with the offset */
+	struct tb b;
+	tb_init(&b);
+	uint64_t w[] = {0, 3, 0, 100, 0, 1, 1000};
+	for (size_t i = 0; i < 7; i++)
+		put_word(&b, w[i], 8, false);
+	parse_fails((const char *)b.p, b.len, NULL, PD_EINVAL, "legacy CPU profile, offset 40: truncated");
+	tb_free(&b);
+}
+
+static void test_hostile(void **state)
+{
+	(void)state;
+	const char *t;
+	/* numbers over int64 / uint64 */
+	t = "heap profile: 1: 1 [1: 1] @ heap/2\n99999999999999999999: 1 [1: 1] @ 0x10\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "heap profile, line 2: malformed sample");
+	t = "heap profile: 1: 1 [1: 1] @ heap/2\n1: 1 [1: 1] @ 0x1ffffffffffffffff\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "line 2: malformed sample: failed to parse 0x1ffffffffffffffff");
+	t = "goroutine profile: total 1\n99999999999999999999 @ 0x10\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "goroutine profile, line 2: malformed count");
+	t = "heap profile: 1: 1 [1: 1] @ heap/2\n0: 5 [1: 1] @ 0x10\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "inuse count was 0 but inuse bytes was 5");
+	/* MinInt64 / -1 and huge scaled values: Go's wrapping and float rules, no UB */
+	struct pd_profile *p =
+		PARSE("heap profile: 1: 1 [1: 1] @ heap_v2/1\n-1: -9223372036854775808 [1: 9223372036854775807] @ 0x10\n");
+	assert_int_equal(p->samples[0].labels[0].num, INT64_MIN);
+	pd_profile_free(p);
+	p = PARSE("--- contention:\ncycles/second=1\nsampling period=9223372036854775807\n"
+		  "9223372036854775807 9223372036854775807 @ 0x10\n");
+	assert_int_equal(p->samples[0].values[1], INT64_MIN); /* int64(+Inf-ish float) on amd64 */
+	pd_profile_free(p);
+	/* 10^6 frames on a line: over the 64 KiB line Go's scanner takes */
+	size_t n = 1000000;
+	char *big = malloc(40 + n * 6);
+	assert_non_null(big);
+	size_t o = (size_t)sprintf(big, "goroutine profile: total 1\n1 @");
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)sprintf(big + o, " 0x%x", (unsigned)(i & 0xff) + 16);
+	parse_fails(big, o, NULL, PD_EINVAL, "line 2: longer than 65535 bytes");
+	/* under the line limit, over a stack depth cap */
+	struct pd_pprof_limits lim = {0};
+	lim.max_stack_depth = 100;
+	size_t o2 = (size_t)sprintf(big, "goroutine profile: total 1\n1 @");
+	for (size_t i = 0; i < 1000; i++)
+		o2 += (size_t)sprintf(big + o2, " 0x%x", (unsigned)i + 16);
+	parse_fails(big, o2, &lim, PD_ELIMIT, "stack depth limit");
+	/* sample, location and memory caps */
+	o = (size_t)sprintf(big, "goroutine profile: total 1\n");
+	for (size_t i = 0; i < 2000; i++)
+		o += (size_t)sprintf(big + o, "1 @ 0x%zx\n", i + 16);
+	memset(&lim, 0, sizeof lim);
+	lim.max_samples = 1000;
+	parse_fails(big, o, &lim, PD_ELIMIT, "more than 1000 samples");
+	memset(&lim, 0, sizeof lim);
+	lim.max_locations = 1000;
+	parse_fails(big, o, &lim, PD_ELIMIT, "more than 1000 locations");
+	memset(&lim, 0, sizeof lim);
+	lim.max_memory = 100000;
+	parse_fails(big, o, &lim, PD_ELIMIT, "memory");
+	free(big);
+	/* missing header: not a profile, and said so */
+	t = "1: 2048 [5: 10240] @ 0x4a1b2d\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "text that is not a profile (first line: \"1: 2048");
+	/* a bad sample line after a good header: the line number */
+	t = "--- mutex:\ncycles/second=1\n\nxyz @ 0x10\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "contention profile, line 4: not a contention sample");
+	/* memory map $attr expansion is bounded */
+	o = (size_t)sprintf(big = malloc(200000), "heap profile: 1: 1 [1: 1] @ heap/2\n--- Memory map: ---\na=");
+	memset(big + o, 'x', 60000);
+	o += 60000;
+	o += (size_t)sprintf(big + o, "\n");
+	for (int i = 0; i < 30; i++)
+		o += (size_t)sprintf(big + o, "$a");
+	parse_fails(big, o, NULL, PD_ELIMIT, "after $attr substitution");
+	free(big);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	const char *t = "<!DOCTYPE html>\n<html><body>login</body></html>";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "an HTML page");
+	t = "  {\"error\": \"unauthorized\"}";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "is JSON");
+	t = "goroutine 1 [running]:\nmain.main()\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "goroutine dump (debug=2");
+	static const uint8_t bin[] = {0xff, 0xfe, 0x00, 0x01, 0x02};
+	parse_fails((const char *)bin, sizeof bin, NULL, PD_EINVAL, "5 bytes of binary data that is neither protobuf");
+	t = "--- heapz 1 ---\nformat = java\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
+	/* protobuf keeps decoding, and a damaged one keeps its protobuf error */
+	struct tb b;
+	tb_init(&b);
+	tu_minimal(&b);
+	struct pd_profile *p = parse_ok((const char *)b.p, b.len);
+	pd_profile_free(p);
+	parse_fails((const char *)b.p, b.len - 1, NULL, PD_EINVAL, "offset");
+	tb_free(&b);
+}
+
+static void test_stream_and_merge(void **state)
+{
+	(void)state;
+	const char *t = "goroutine profile: total 4\n3 @ 0x10 0x20\n1 @ 0x20\n";
+	struct pd_merger *m = pd_merger_new();
+	struct pd_err err;
+	assert_int_equal(pd_merger_add_encoded(m, (const uint8_t *)t, strlen(t), NULL, &err), 0);
+	assert_int_equal(pd_merger_add_encoded(m, (const uint8_t *)t, strlen(t), NULL, &err), 0);
+	struct pd_profile *p = NULL;
+	assert_int_equal(pd_merger_finish(m, &p, &err), 0);
+	assert_int_equal(p->nsamples, 2);
+	assert_int_equal(p->samples[0].values[0], 6);
+	pd_profile_free(p);
+	pd_merger_free(m);
+	/* the parser alone */
+	assert_int_equal(pd_legacy_parse((const uint8_t *)"hello", 5, NULL, &p, &err), PD_LEGACY_UNRECOGNIZED);
+	assert_null(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_go_heap),	       cmocka_unit_test(test_go_contention), cmocka_unit_test(test_go_count),
+		cmocka_unit_test(test_binary_cpu),     cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_stream_and_merge),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
