@@ -180,9 +180,10 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r, int status
 	return ok;
 }
 
-/* Takes ownership of the malloc'd NUL-terminated text. */
-static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int status, char *text,
-				   const char *ctype)
+/* Takes ownership of the malloc'd NUL-terminated text; hname (may be NULL):
+ * one more header (Allow, Retry-After, WWW-Authenticate). */
+static enum MHD_Result reply_owned_hdr(struct MHD_Connection *c, struct req *r, int status, char *text,
+				       const char *ctype, const char *hname, const char *hvalue)
 {
 	if (!text)
 		return MHD_NO;
@@ -193,8 +194,16 @@ static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int 
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (hname)
+		MHD_add_response_header(resp, hname, hvalue);
 	set_status(r, status, n);
 	return queue(c, r, status, resp);
+}
+
+static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int status, char *text,
+				   const char *ctype)
+{
+	return reply_owned_hdr(c, r, status, text, ctype, NULL, NULL);
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *msg)
@@ -203,21 +212,8 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int 
 		snprintf(r->err_detail, sizeof r->err_detail, "%s", msg);
 	if (status == 500) /* an internal error's detail is for the log, not the client */
 		msg = "internal server error";
-	if (status != 503)
-		return reply_owned(c, r, status, pd_api_error_json(status, msg), "application/json");
-	char *t = pd_api_error_json(status, msg);
-	if (!t)
-		return MHD_NO;
-	size_t n = strlen(t);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(t);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	set_status(r, status, n);
-	return queue(c, r, status, resp);
+	return reply_owned_hdr(c, r, status, pd_api_error_json(status, msg), "application/json",
+			       status == 503 ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, "1");
 }
 
 static enum MHD_Result reply_err(struct MHD_Connection *c, struct req *r, int rc, const struct pd_err *err)
@@ -261,19 +257,8 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, struct req *r, int s
 
 static enum MHD_Result method_not_allowed(struct MHD_Connection *c, struct req *r, const char *allow)
 {
-	char *t = pd_api_error_json(405, "method not allowed");
-	if (!t)
-		return MHD_NO;
-	size_t n = strlen(t);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(t);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-	set_status(r, 405, n);
-	return queue(c, r, 405, resp);
+	return reply_owned_hdr(c, r, 405, pd_api_error_json(405, "method not allowed"), "application/json",
+			       MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 /* A pprof answer: the encoded protobuf, gzip'd one part at a time as MHD asks. */
@@ -911,20 +896,9 @@ static enum MHD_Result reply_auth(struct MHD_Connection *c, struct req *r, int s
 				 : "");
 	r->err_detail[0] = 0;
 	(void)method;
-	char *t = pd_api_error_json(status, msg);
-	if (!t)
-		return MHD_NO;
-	size_t n = strlen(t);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(t);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (status == 401)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"profd\", Basic realm=\"profd\"");
-	set_status(r, status, n);
-	return queue(c, r, status, resp);
+	return reply_owned_hdr(c, r, status, pd_api_error_json(status, msg), "application/json",
+			       status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL,
+			       "Bearer realm=\"profd\", Basic realm=\"profd\"");
 }
 
 int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err)

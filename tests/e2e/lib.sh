@@ -80,6 +80,19 @@ wait_line() {
 	echo "$v"
 }
 
+# serve_port LOG PID: the port `profd serve` (PID) says in LOG it listens on,
+# waiting up to 10 s; empty if it exited or never said
+serve_port() {
+	local log=$1 pid=$2 port='' i
+	for ((i = 0; i < 200; i++)); do
+		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$log" | head -1)
+		[ -n "$port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "$port"
+}
+
 # kill_started: stop this shell's background jobs (TERM, then KILL)
 kill_started() {
 	local p

@@ -20,17 +20,12 @@ ABUSE=$ROOT/tests/e2e/abuse.py
 SECS=${ABUSE_SECONDS:-3}
 
 start_server() { # NAME ARGS...: sets SPID PORT URL SLOG
-	local name=$1 port='' i
+	local name=$1 port=''
 	shift
 	SLOG=$T/srv-$name.log
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" --retention 0 "$@" 2>"$SLOG" &
 	SPID=$!
-	for ((i = 0; i < 200; i++)); do
-		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$SLOG" | head -1)
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
+	port=$(serve_port "$SLOG" "$SPID")
 	[ -n "$port" ] || { fail "setup: start $name" "$(head -c 400 "$SLOG")"; exit 0; }
 	PORT=$port
 	URL=http://127.0.0.1:$port

@@ -25,17 +25,12 @@ umask 077
 printf '# test tokens\n%s read dashboards\n%s write agents\n%s read,write,admin ops\n' "$R" "$W" "$A" >"$TF"
 
 start_server() { # NAME ARGS...: sets SPID SURL SLOG
-	local name=$1 port='' i
+	local name=$1 port=''
 	shift
 	SLOG=$T/srv-$name.log
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" "$@" 2>"$SLOG" &
 	SPID=$!
-	for ((i = 0; i < 200; i++)); do
-		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$SLOG" | head -1)
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
+	port=$(serve_port "$SLOG" "$SPID")
 	[ -n "$port" ] || { fail "setup: start $name" "$(head -c 400 "$SLOG")"; exit 0; }
 	SURL=http://127.0.0.1:$port
 	SHOST=127.0.0.1:$port

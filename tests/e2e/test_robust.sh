@@ -21,17 +21,12 @@ need_cmds 0 curl python3 jq
 
 # start_server NAME DIR ARGS...: profd serve on a free port; sets SPID, SURL, SLOG
 start_server() {
-	local name=$1 dir=$2 port='' i
+	local name=$1 dir=$2 port=''
 	shift 2
 	SLOG=$T/srv-$name.log
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$dir" "$@" 2>"$SLOG" &
 	SPID=$!
-	for ((i = 0; i < 200; i++)); do
-		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$SLOG" | head -1)
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
+	port=$(serve_port "$SLOG" "$SPID")
 	[ -n "$port" ] || { fail "setup: start $name" "$(head -c 400 "$SLOG")"; exit 0; }
 	SURL=http://127.0.0.1:$port
 	SPORT=$port
@@ -186,30 +181,7 @@ raw "headers of 40 KB: 431 JSON" 431 "$T/req5"
 get "the server still answers" 200 "/api/0/services"
 
 # ---- 4. memory -----------------------------------------------------------------------------------
-python3 - "$T/tiny.pb.gz" <<'EOF'
-import gzip, sys
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-strings = [b"", b"samples", b"count", b"main.f", b"main.go"]
-sample = field(2, b"\x08\x01\x10\x01")          # location_id 1, value 1
-body = field(1, b"\x08\x01\x10\x02")             # sample_type samples/count
-body += sample * (8 << 20)                        # 8 M samples
-body += field(4, b"\x08\x01\x22\x04\x08\x01\x10\x01")  # location 1: line {function 1, line 1}
-body += field(5, b"\x08\x01\x10\x03\x28\x01")          # function 1: name 3
-for s in strings:
-    body += field(6, s)
-with gzip.open(sys.argv[1], "wb", compresslevel=9) as f:
-    f.write(body)
-EOF
+python3 "$ROOT/tests/tools/tiny_samples.py" "$T/tiny.pb.gz"
 tsz=$(stat -c %s "$T/tiny.pb.gz")
 t0=$(date +%s%N)
 post "8 M tiny samples in $tsz bytes of gzip: 413 (memory)" 413 "service=bomb&type=cpu" "$T/tiny.pb.gz" 'memory'

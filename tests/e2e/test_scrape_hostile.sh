@@ -20,26 +20,7 @@ SPID=$!
 CPORT=$(wait_line "$SLOG" '.*listening on port \([0-9][0-9]*\).*')
 [ -n "$CPORT" ] || { fail "setup: collector" "$(head -c 300 "$SLOG")"; exit 0; }
 
-python3 - "$T/bomb.pb.gz" <<'EOF'
-import gzip, sys
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-body = field(1, b"\x08\x01\x10\x02") + field(2, b"\x08\x01\x10\x01") * (8 << 20)
-body += field(4, b"\x08\x01\x22\x04\x08\x01\x10\x01") + field(5, b"\x08\x01\x10\x03\x28\x01")
-for s in [b"", b"samples", b"count", b"main.f", b"main.go"]:
-    body += field(6, s)
-with gzip.open(sys.argv[1], "wb", compresslevel=9) as f:
-    f.write(body)
-EOF
+python3 "$ROOT/tests/tools/tiny_samples.py" "$T/bomb.pb.gz"
 # the hostile target: /redirect/debug/pprof/* -> the collector; /bomb/debug/pprof/* -> the bomb
 python3 - "$CPORT" "$T/bomb.pb.gz" >"$T/target.log" 2>&1 <<'EOF' &
 import http.server, sys

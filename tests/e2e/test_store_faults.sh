@@ -35,18 +35,13 @@ fi
 # start_server NAME DIR ARGS...: profd serve on a free port (stderr in
 # $T/srv-NAME.log); sets SPID, SURL. Prefix with PRE (e.g. prlimit ...).
 start_server() {
-	local name=$1 dir=$2 port='' i
+	local name=$1 dir=$2 port=''
 	shift 2
 	SLOG=$T/srv-$name.log
 	: >"$SLOG"
 	$PRE "$PROFD" serve -q --addr 127.0.0.1:0 --data-dir "$dir" --rollup-interval 0 "$@" 2>"$SLOG" &
 	SPID=$!
-	for ((i = 0; i < 200; i++)); do
-		port=$(sed -n 's/.*listening on port \([0-9][0-9]*\).*/\1/p' "$SLOG" | head -1)
-		[ -n "$port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.05
-	done
+	port=$(serve_port "$SLOG" "$SPID")
 	[ -n "$port" ] || { SURL=http://127.0.0.1:1; return 1; }
 	SURL=http://127.0.0.1:$port
 }
