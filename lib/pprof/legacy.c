@@ -1127,7 +1127,7 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 		memcpy(s->values, ls->v, b->nvals * sizeof *s->values);
 		s->nlabels = 0;
 		s->labels = NULL;
-		if (ls->has_bytes) {
+		if (ls->has_bytes && ls->bytes != 0) { /* profile.proto cannot carry a numeric 0: Go's round trip drops it too */
 			s->labels = aalloc(b, sizeof *s->labels, &rc);
 			if (!s->labels)
 				goto out;

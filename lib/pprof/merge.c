@@ -307,7 +307,7 @@ static bool loc_eq(void *ctx, uint32_t v)
 	if (a->normaddr != b->normaddr || a->mapping != b->mapping || a->is_folded != b->is_folded ||
 	    a->nlines != b->nlines)
 		return false;
-	const struct pd_line *la = k->m->lines.v + a->lines, *ls = k->s->lines;
+	const struct pd_line *la = k->m->lines.v ? k->m->lines.v + a->lines : NULL, *ls = k->s->lines;
 	for (uint32_t i = 0; i < a->nlines; i++)
 		if (la[i].line != ls[i].line || la[i].column != ls[i].column ||
 		    !fn_same(k->m, k->src, la[i].function, ls[i].function))
@@ -342,13 +342,13 @@ static uint32_t map_location(struct pd_merger *m, const struct pd_profile *src, 
 	uint32_t v = pd_hidx_find(&m->locs_idx, h, loc_eq, &k);
 	if (v != UINT32_MAX) {
 		/* equal location: its lines' functions are the source's */
-		const struct pd_line *la = m->lines.v + m->locs.v[v].lines;
+		const struct pd_line *la = m->lines.v ? m->lines.v + m->locs.v[v].lines : NULL;
 		for (uint32_t j = 0; j < s->nlines; j++)
 			m->m_func[s->lines[j].function] = la[j].function;
 	} else {
 		if (VEC_RESERVE(m->lines, s->nlines) || VEC_RESERVE(m->locs, 1))
 			return PD_NONE;
-		struct pd_line *nl = m->lines.v + m->lines.n;
+		struct pd_line *nl = m->lines.v ? m->lines.v + m->lines.n : NULL; /* no lines yet: nothing to point at */
 		for (uint32_t j = 0; j < s->nlines; j++) {
 			nl[j].function = map_function(m, src, s->lines[j].function);
 			if (nl[j].function == PD_NONE)
