@@ -1686,6 +1686,9 @@ static int parse_thread(struct lb *b, struct scan *sc)
 		/* parseThreadSample: addresses of every line up to the next "---" */
 		bool same = false;
 		b->nhex = 0;
+		/* as in Go, a sample that meets the end of input yields "" (not the
+		 * header again, which would loop for ever) */
+		line = S("");
 		while (sc_next(sc)) {
 			line = trim(sc->t.ptr, sc->t.len);
 			if (!line.len)
