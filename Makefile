@@ -138,23 +138,37 @@ bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_f
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
+# The library is compiled once with coverage instrumentation (fuzzer-no-link)
+# and linked into every driver; the drivers then run one per core at a time.
 FUZZ_SECONDS ?= 30
+FUZZ_DIR   := build-fuzz
+FUZZ_FLAGS := -g -O1 $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS)
+FUZZ_OBJ   := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/%.c=%)
+NPROC      := $(shell nproc 2>/dev/null || echo 1)
+
 fuzz:
 	@tools/deps.sh
-	@$(MAKE) --no-print-directory fuzz-run
+	@$(MAKE) --no-print-directory -j$(NPROC) -Otarget fuzz-run
 
-fuzz-run:
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS) \
-	    $$f $(LIB_SRC) -o build-fuzz/$$n $(PKG_LIBS) -lm || exit 1; \
-	  mkdir -p build-fuzz/corpus-$$n; \
-	  echo "fuzz: $$n for $(FUZZ_SECONDS) s (log: build-fuzz/$$n.log)"; \
-	  if build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	       -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} >build-fuzz/$$n.log 2>&1; then \
-	    grep -E "^Done|stat::number_of_executed_units" build-fuzz/$$n.log | tail -1 | sed "s/^/fuzz: $$n: /"; \
-	  else tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED (reproducer in build-fuzz/)"; exit 1; fi; \
-	done
+fuzz-run: $(FUZZ_NAMES:%=$(FUZZ_DIR)/%.run)
+.PRECIOUS: $(FUZZ_DIR)/fuzz_% $(FUZZ_DIR)/obj/%.o
+
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard lib/*/*.h)
+	@mkdir -p $(dir $@)
+	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_OBJ) -o $@ $(PKG_LIBS) -lpthread -lm
+
+# one time-boxed run (never up to date: .run is not a file that is made)
+$(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
+	@mkdir -p $(FUZZ_DIR)/corpus-$*
+	@echo "fuzz: $* for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/$*.log)"
+	@if $(FUZZ_DIR)/$* -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	     -artifact_prefix=$(FUZZ_DIR)/$*- $(FUZZ_DIR)/corpus-$* tests/fuzz/corpus/$(*:fuzz_%=%) >$(FUZZ_DIR)/$*.log 2>&1; then \
+	  grep -E "^Done|stat::number_of_executed_units" $(FUZZ_DIR)/$*.log | tail -1 | sed "s/^/fuzz: $*: /"; \
+	else tail -40 $(FUZZ_DIR)/$*.log; echo "fuzz: $* FAILED (reproducer: $(FUZZ_DIR)/$*-*)"; exit 1; fi
 
 deps:
 	tools/deps.sh

@@ -48,13 +48,45 @@ if want replay; then
 fi
 
 if want e2e; then
-	echo "== end-to-end tests"
+	# The scripts are independent (each has its own temp dir and free ports)
+	# and mostly wait on real processes, so E2E_JOBS of them run at once
+	# (default: cores + 1). Each one's output is printed whole when it ends,
+	# with its time; the longest known ones start first so the tail is short.
+	jobs_max=${E2E_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 1))}
+	echo "== end-to-end tests ($jobs_max at a time)"
+	outdir=$(mktemp -d)
+	trap 'rm -f "$log"; rm -rf "$outdir"' EXIT
+	first="test_scrape_kube test_abuse test_deploy test_capture test_serve_scrape test_api1 test_scrape test_robust"
+	scripts=()
+	for n in $first; do [ -f "tests/e2e/$n.sh" ] && scripts+=("tests/e2e/$n.sh"); done
 	for s in tests/e2e/test_*.sh; do
 		[ -f "$s" ] || continue
-		echo "# $s"
-		bash "$s" 2>&1 | tee "$log"
-		p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
+		n=${s##*/}
+		case " $first " in *" ${n%.sh} "*) continue ;; esac
+		scripts+=("$s")
+	done
+	declare -A started=() script_of=()
+	report() { # pid: print and count the finished script's output
+		local pid=$1 s=${script_of[$1]} p f
+		local out="$outdir/${s##*/}.log"
+		echo "# $s ($((SECONDS - started[$1])) s)"
+		cat "$out"
+		p=$(grep -c '^ok - ' "$out"); f=$(grep -c '^not ok - ' "$out")
 		passed=$((passed + p)); failed=$((failed + f))
+	}
+	running=0
+	for s in "${scripts[@]}"; do
+		if [ "$running" -ge "$jobs_max" ]; then
+			wait -n -p done_pid
+			report "$done_pid"; running=$((running - 1))
+		fi
+		bash "$s" >"$outdir/${s##*/}.log" 2>&1 &
+		started[$!]=$SECONDS script_of[$!]=$s
+		running=$((running + 1))
+	done
+	while [ "$running" -gt 0 ]; do
+		wait -n -p done_pid
+		report "$done_pid"; running=$((running - 1))
 	done
 fi
 
