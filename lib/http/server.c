@@ -360,6 +360,35 @@ static struct pd_kv *to_kv(const struct pd_api_label *l, size_t n)
 	return kv;
 }
 
+/* The metric an ingest refusal counts under. Typed, never read from the
+ * message; times out of range, bad service names and an ambiguous type
+ * count as malformed, as they always have. */
+static int refusal_metric(enum pd_refusal why)
+{
+	switch (why) {
+	case PD_REFUSE_EMPTY:
+		return PD_REJ_EMPTY;
+	case PD_REFUSE_TYPE_MISMATCH:
+		return PD_REJ_BAD_REQUEST;
+	case PD_REFUSE_TOO_LARGE:
+		return PD_REJ_TOO_LARGE;
+	case PD_REFUSE_TOO_OLD:
+		return PD_REJ_TOO_OLD;
+	case PD_REFUSE_BUSY:
+		return PD_REJ_BUSY;
+	case PD_REFUSE_SERVICE:
+	case PD_REFUSE_UNKNOWN_TYPE:
+	case PD_REFUSE_MALFORMED:
+	case PD_REFUSE_AMBIGUOUS_TYPE:
+	case PD_REFUSE_TIME_RANGE:
+	case PD_REFUSE_TOO_NEW:
+		return PD_REJ_MALFORMED;
+	case PD_REFUSE_NONE:
+		break;
+	}
+	return PD_REJ_INTERNAL;
+}
+
 static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 {
 	struct pd_server *s = r->s;
@@ -401,21 +430,15 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 			       .reserve = req_reserve,
 			       .reserve_ctx = r};
 	struct pd_profile_meta meta;
-	rc = kv ? pd_store_ingest(s->st, &in, r->body.ptr, r->body.len, &meta, &err)
+	enum pd_refusal why = PD_REFUSE_NONE;
+	rc = kv ? pd_store_ingest_why(s->st, &in, r->body.ptr, r->body.len, &meta, &why, &err)
 		: pd_errf(&err, PD_ENOMEM, "out of memory");
 	free(kv);
 	pd_api_post_free(&p);
 	pd_buf_free(&r->body);
 	if (rc) {
-		int reason = rc == PD_ELIMIT			  ? PD_REJ_TOO_LARGE
-			     : rc == PD_EEXPIRED		  ? PD_REJ_TOO_OLD
-			     : rc == PD_EBUSY			  ? PD_REJ_BUSY
-			     : rc != PD_EINVAL			  ? PD_REJ_INTERNAL
-			     : strstr(err.msg, "profile is empty") ? PD_REJ_EMPTY
-			     : strstr(err.msg, "declared type")	  ? PD_REJ_BAD_REQUEST
-								  : PD_REJ_MALFORMED;
-		atomic_fetch_add(&m->rejected[reason], 1);
-		if (rc == PD_EEXPIRED) {
+		atomic_fetch_add(&m->rejected[refusal_metric(why)], 1);
+		if (why == PD_REFUSE_TOO_OLD) {
 			char msg[sizeof err.msg + 64];
 			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", err.msg,
 				 (long long)(s->cfg.retention_ns / 3600000000000LL));

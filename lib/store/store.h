@@ -72,6 +72,25 @@ struct pd_ingest {
 #define PD_INGEST_BYTES_PER_SAMPLE 96
 #define PD_INGEST_BYTES_PER_SYMBOL 24
 
+/* Why an ingest refused a profile: set with the error (pd_store_ingest_why),
+ * so that callers decide on it, never on the message. The code that comes
+ * with each is in parentheses. */
+enum pd_refusal {
+	PD_REFUSE_NONE = 0,       /* stored; or failed, not for what the profile is (I/O, memory, disk full) */
+	PD_REFUSE_SERVICE,        /* in->service missing or too long (PD_EINVAL) */
+	PD_REFUSE_UNKNOWN_TYPE,   /* in->type is not a profile type (PD_EINVAL) */
+	PD_REFUSE_MALFORMED,      /* not a (gzipped) pprof profile (PD_EINVAL) */
+	PD_REFUSE_TOO_LARGE,      /* over a decoder cap, or a block or symbol over the store's (PD_ELIMIT) */
+	PD_REFUSE_EMPTY,          /* no samples (PD_EINVAL) */
+	PD_REFUSE_TYPE_MISMATCH,  /* the declared type is not what the profile is (PD_EINVAL) */
+	PD_REFUSE_AMBIGUOUS_TYPE, /* no type declared, none inferred (block or mutex?) (PD_EINVAL) */
+	PD_REFUSE_TIME_RANGE,     /* its time is outside what an id holds (1970..2106) (PD_EINVAL) */
+	PD_REFUSE_TOO_OLD,        /* created before in->min_created_ns (PD_EEXPIRED) */
+	PD_REFUSE_TOO_NEW,        /* created after in->max_created_ns (PD_EINVAL) */
+	PD_REFUSE_BUSY,           /* the memory budget (in->reserve) or the store's file descriptors are
+				   * exhausted for now: try again (PD_EBUSY) */
+};
+
 /* Days a query skipped because their partition is damaged (quarantined:
  * see pd_store_health): the answer is partial. Filled by the store when
  * the caller passes one (NULL: not reported). */
@@ -172,8 +191,9 @@ struct pd_store;
 
 struct pd_store_ops {
 	const char *name;
+	/* why (may be NULL): set on every return (PD_REFUSE_NONE on success). */
 	int (*ingest)(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
-		      struct pd_profile_meta *out, struct pd_err *err);
+		      struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err);
 	/* skipped (optional, NULL): the damaged days it could not search. */
 	int (*find)(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
 		    struct pd_store_skipped *skipped, struct pd_err *err);
@@ -236,7 +256,15 @@ int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *fi
 static inline int pd_store_ingest(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
 				  struct pd_profile_meta *out, struct pd_err *err)
 {
-	return s->ops->ingest(s, in, data, len, out, err);
+	return s->ops->ingest(s, in, data, len, out, NULL, err);
+}
+/* The same, and why a refused profile was refused in *why (enum
+ * pd_refusal; PD_REFUSE_NONE when stored or when the store failed). */
+static inline int pd_store_ingest_why(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data,
+				      size_t len, struct pd_profile_meta *out, enum pd_refusal *why,
+				      struct pd_err *err)
+{
+	return s->ops->ingest(s, in, data, len, out, why, err);
 }
 static inline int pd_store_find(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
 				struct pd_err *err)

@@ -1,0 +1,254 @@
+/*
+ * sqlite_commit.c — the SQLite backend's group commit (see sqlite.c): the
+ * queue of jobs (ingests, removals, rollups), the committer that writes a
+ * batch in one transaction per partition, and what a failed commit undoes.
+ */
+#define _GNU_SOURCE
+#include "sqlite_int.h"
+
+#include <stdio.h>
+
+/* ---- group commit ------------------------------------------------------------------ */
+
+static int wstep(sqlite3_stmt *st)
+{
+	int r = sqlite3_step(st);
+	sqlite3_reset(st);
+	return r == SQLITE_DONE || r == SQLITE_ROW ? SQLITE_OK : r;
+}
+
+/* A rollup job: written only if the hour's generation is still the one
+ * it was built from (else r->written stays false; not an error). */
+static int rollup_apply(struct part *pt, struct job *j)
+{
+	struct rjob *r = j->ru;
+	sqlite3_stmt *g = pt->gen_wget;
+	sqlite3_bind_text(g, 1, r->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(g, 2, r->type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(g, 3, r->hour);
+	int step = sqlite3_step(g);
+	int64_t gen = step == SQLITE_ROW ? sqlite3_column_int64(g, 0) : 0;
+	sqlite3_reset(g);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return sq_err(j->err, pt->wdb, "rollup generation");
+	if (gen != r->gen)
+		return 0;
+	sqlite3_stmt *st = pt->ins_rollup;
+	sqlite3_bind_text(st, 1, r->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, r->hour);
+	sqlite3_bind_int64(st, 4, r->gen);
+	sqlite3_bind_int64(st, 5, r->profiles);
+	sqlite3_bind_blob(st, 6, r->hdr.ptr ? (const void *)r->hdr.ptr : "", (int)r->hdr.len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, r->blk.ptr ? (const void *)r->blk.ptr : "", (int)r->blk.len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, r->fns.ptr ? (const void *)r->fns.ptr : "", (int)r->fns.len, SQLITE_STATIC);
+	int rc = wstep(st);
+	sqlite3_clear_bindings(st);
+	if (rc)
+		return sq_err(j->err, pt->wdb, "insert rollup");
+	r->written = true;
+	return 0;
+}
+
+/* One job's rows, inside the batch's transaction. */
+static int job_apply(struct part *pt, struct job *j)
+{
+	sqlite3_stmt *st;
+	if (j->ru)
+		return rollup_apply(pt, j);
+	if (!j->in) {
+		sqlite3_bind_int64(pt->del_labels, 1, j->pk);
+		sqlite3_bind_int64(pt->del_prof, 1, j->pk);
+		if (wstep(pt->del_labels) || wstep(pt->del_prof))
+			return sq_err(j->err, pt->wdb, "delete");
+		return 0;
+	}
+	st = pt->ins_prof;
+	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, j->typ, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, j->created);
+	sqlite3_bind_blob(st, 5, j->hdr.ptr ? (const void *)j->hdr.ptr : "", (int)j->hdr.len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 6, j->blk.ptr ? (const void *)j->blk.ptr : "", (int)j->blk.len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, j->nsamples);
+	int r = wstep(st);
+	sqlite3_clear_bindings(st);
+	if (r)
+		return sq_err(j->err, pt->wdb, "insert profile");
+	int64_t pk = sqlite3_last_insert_rowid(pt->wdb);
+	for (size_t i = 0; i < j->in->nlabels; i++) {
+		st = pt->ins_label;
+		sqlite3_bind_int64(st, 1, pk);
+		sqlite3_bind_text(st, 2, j->in->labels[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, j->in->labels[i].value, -1, SQLITE_STATIC);
+		if (wstep(st))
+			return sq_err(j->err, pt->wdb, "insert label");
+	}
+	return 0;
+}
+
+/* Commit the jobs of batch that are for partition pt: one transaction
+ * with every pending symbol of pt, each job in a savepoint. */
+static void commit_part(struct sq *s, struct part *pt, struct job *batch)
+{
+	pthread_mutex_lock(&s->mu);
+	struct pendq q = pt->pend; /* ours now: symbols resolved from here on are for the next commit */
+	memset(&pt->pend, 0, sizeof pt->pend);
+	uint64_t gen = pt->gen;
+	size_t live = 0;
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt)
+			continue;
+		j->handled = true;
+		if (j->in && j->gen != gen)
+			j->rc = pd_errf(j->err, PD_EIO, "store: not stored: an earlier commit failed; retry");
+		else
+			live++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!live && !q.n) {
+		sq_pendq_free(&q);
+		return;
+	}
+	const char *what = "begin";
+	if (wstep(pt->begin))
+		goto fail;
+	what = "insert symbol";
+	for (size_t i = 0; i < q.n; i++) {
+		const struct pend *e = &q.v[i];
+		sqlite3_stmt *st = pt->ins[e->k];
+		sqlite3_bind_int64(st, 1, e->seq);
+		sqlite3_bind_int64(st, 2, (int64_t)e->probe);
+		/* a NULL pointer would bind SQL NULL: the empty stack is a zero-length blob */
+		sqlite3_bind_blob(st, 3, e->len ? (const void *)(q.bytes.ptr + e->off) : "", (int)e->len, SQLITE_STATIC);
+		if (wstep(st))
+			goto fail;
+	}
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt || (j->in && j->gen != gen))
+			continue;
+		/* a job of one statement needs no savepoint: a statement that
+		 * fails is undone alone */
+		bool sp = !j->ru && (!j->in || j->in->nlabels);
+		if (sp && wstep(pt->savepoint)) {
+			what = "savepoint";
+			goto fail;
+		}
+		j->rc = job_apply(pt, j);
+		if (sqlite3_get_autocommit(pt->wdb)) { /* SQLite rolled it all back (I/O error, disk full) */
+			what = "transaction";
+			goto fail;
+		}
+		if (sp && j->rc && wstep(pt->rollback_to)) {
+			what = "rollback to savepoint";
+			goto fail;
+		}
+		if (sp && wstep(pt->release)) {
+			what = "release savepoint";
+			goto fail;
+		}
+	}
+	/* the hours whose profiles changed: their rollups are stale now */
+	what = "hour generation";
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt || j->ru || j->rc)
+			continue;
+		sqlite3_stmt *st = pt->gen_bump;
+		sqlite3_bind_text(st, 1, j->in ? j->in->service : j->svc, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, j->typ, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, floor_div(j->created, HOUR_NS));
+		if (wstep(st))
+			goto fail;
+	}
+	what = "commit";
+	if (wstep(pt->commit))
+		goto fail;
+	sq_pendq_free(&q);
+	bool full = false;
+	for (struct job *j = batch; j; j = j->next)
+		full = full || (j->pt == pt && j->rc == PD_ENOSPC);
+	if (full) {
+		pthread_mutex_lock(&s->mu);
+		atomic_store(&s->nospace, true);
+		snprintf(s->nospace_msg, sizeof s->nospace_msg, "store: the disk is full: a profile could not be written");
+		pthread_mutex_unlock(&s->mu);
+		sq_nospace_relief(s, pt);
+	} else if (atomic_load(&s->nospace)) {
+		atomic_store(&s->nospace, false); /* space again: writes work */
+		sq_reserve_make(s);
+	}
+	return;
+fail:;
+	/* the transaction fails as a whole: every job of it, and the pending
+	 * symbols are lost */
+	struct pd_err e;
+	char fw[128], f[64];
+	sq_day_file(pt->day, f, sizeof f);
+	snprintf(fw, sizeof fw, "%s: %s", f, what);
+	sq_err(&e, pt->wdb, fw);
+	if (!sqlite3_get_autocommit(pt->wdb))
+		wstep(pt->rollback);
+	for (struct job *j = batch; j; j = j->next)
+		if (j->pt == pt && (!j->in || j->gen == gen)) {
+			*j->err = e;
+			j->rc = e.code;
+		}
+	pthread_mutex_lock(&s->mu);
+	if (pt->gen == gen)
+		sq_part_reset(pt);
+	if (e.code == PD_ENOSPC) {
+		atomic_store(&s->nospace, true);
+		snprintf(s->nospace_msg, sizeof s->nospace_msg, "%s", e.msg);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (e.code == PD_ENOSPC)
+		sq_nospace_relief(s, pt);
+	sq_pendq_free(&q);
+}
+
+static void commit_batch(struct sq *s, struct job *batch)
+{
+	for (struct job *j = batch; j; j = j->next)
+		j->handled = false;
+	for (struct job *j = batch; j; j = j->next)
+		if (!j->handled)
+			commit_part(s, j->pt, batch);
+	for (struct job *j = batch; j; j = j->next)
+		atomic_fetch_sub(&j->pt->refs, 1);
+}
+
+/* Queue job j (its partition referenced: refs) and return once it is
+ * committed or has failed (j->rc). The first caller that finds no commit
+ * at work becomes the committer: it commits everything queued (its own job
+ * included) and wakes the others; the jobs that arrive meanwhile queue up
+ * for the next batch. (A commit delay — the committer waiting a little for
+ * more jobs — made no difference beyond the noise of bench/serve.sh.) */
+void sq_submit(struct sq *s, struct job *j)
+{
+	pthread_mutex_lock(&s->qmu);
+	j->next = NULL;
+	j->done = false;
+	*s->qtail = j;
+	s->qtail = &j->next;
+	while (!j->done) {
+		if (s->committing) {
+			pthread_cond_wait(&s->qcv, &s->qmu);
+			continue;
+		}
+		s->committing = true;
+		struct job *batch = s->qhead;
+		s->qhead = NULL;
+		s->qtail = &s->qhead;
+		pthread_mutex_unlock(&s->qmu);
+		commit_batch(s, batch);
+		pthread_mutex_lock(&s->qmu);
+		for (struct job *b = batch, *next; b; b = next) {
+			next = b->next; /* b may be gone once done is seen */
+			b->done = true;
+		}
+		s->committing = false;
+		pthread_cond_broadcast(&s->qcv);
+	}
+	pthread_mutex_unlock(&s->qmu);
+}
+

@@ -1,0 +1,588 @@
+/*
+ * sqlite_ingest.c — the SQLite backend's ingest (steps 3 and 4 at the top
+ * of sqlite.c) of a profile the store core prepared (prepare.h): resolve
+ * its content hashes to the partition's seqs through the caches (new
+ * symbols become pending), encode the header and the sample block, and
+ * hand the job to the group commit.
+ */
+#define _GNU_SOURCE
+#include "sqlite_int.h"
+
+#include <stdio.h>
+
+/* ---- caches: lookups and inserts ------------------------------------------- */
+
+static inline int64_t cache_find(const struct cache *c, struct pd_h128 h)
+{
+	for (size_t i = (size_t)h.lo & c->mask;; i = (i + 1) & c->mask) {
+		const struct cslot *s = &c->s[i];
+		if (!s->seq)
+			return 0;
+		if (s->lo == h.lo && s->hi == h.hi)
+			return s->seq;
+	}
+}
+
+static inline void cache_prefetch(const struct cache *c, struct pd_h128 h)
+{
+	__builtin_prefetch(&c->s[(size_t)h.lo & c->mask]);
+}
+
+static void cslot_put(struct cslot *s, size_t mask, struct cslot v)
+{
+	size_t i = (size_t)v.lo & mask;
+	while (s[i].seq)
+		i = (i + 1) & mask;
+	s[i] = v;
+}
+
+/* Room for one more entry (load <= 3/4), so that cache_put cannot fail. */
+static int cache_reserve(struct cache *c)
+{
+	if ((c->n + 1) * 4 <= (c->mask + 1) * 3)
+		return 0;
+	size_t cap = (c->mask + 1) * 2;
+	struct cslot *ns = calloc(cap, sizeof *ns);
+	if (!ns)
+		return PD_ENOMEM;
+	for (size_t i = 0; i <= c->mask; i++)
+		if (c->s[i].seq)
+			cslot_put(ns, cap - 1, c->s[i]);
+	free(c->s);
+	c->s = ns;
+	c->mask = cap - 1;
+	return 0;
+}
+
+static void cache_put(struct cache *c, struct pd_h128 h, int64_t seq)
+{
+	cslot_put(c->s, c->mask, (struct cslot){h.lo, h.hi, seq});
+	c->n++;
+}
+
+static bool uset_has(const struct uset *u, uint64_t v)
+{
+	if (!v)
+		return u->zero;
+	for (size_t i = (size_t)v & u->mask;; i = (i + 1) & u->mask) {
+		if (u->v[i] == v)
+			return true;
+		if (!u->v[i])
+			return false;
+	}
+}
+
+static void uset_put1(uint64_t *t, size_t mask, uint64_t v)
+{
+	size_t i = (size_t)v & mask;
+	while (t[i])
+		i = (i + 1) & mask;
+	t[i] = v;
+}
+
+static int uset_reserve(struct uset *u)
+{
+	if ((u->n + 1) * 4 <= (u->mask + 1) * 3)
+		return 0;
+	size_t cap = (u->mask + 1) * 2;
+	uint64_t *nv = calloc(cap, sizeof *nv);
+	if (!nv)
+		return PD_ENOMEM;
+	for (size_t i = 0; i <= u->mask; i++)
+		if (u->v[i])
+			uset_put1(nv, cap - 1, u->v[i]);
+	free(u->v);
+	u->v = nv;
+	u->mask = cap - 1;
+	return 0;
+}
+
+static void uset_put(struct uset *u, uint64_t v)
+{
+	if (!v) {
+		u->zero = true;
+		return;
+	}
+	uset_put1(u->v, u->mask, v);
+	u->n++;
+}
+
+/* ---- ingest: resolve, encode ------------------------------------------------------ */
+
+/* One ingest of a prepared profile (prepare.h: decoded, checked, content
+ * hashes) into partition pt. */
+struct ing {
+	struct part *pt;
+	const struct pd_profile *p;
+	struct pd_err *err;
+	/* content hashes (the prepared profile's): per string, function,
+	 * mapping, location; per sample its stack (kh) and label set (bh) */
+	const struct pd_h128 *sh, *fh, *mh, *lh, *kh, *bh;
+	/* seqs, 0 = not resolved yet; per sample: stack, label set (0 = none) */
+	int64_t *ss, *fs, *ms, *ls, *stk, *lset;
+	struct pd_buf tmp; /* content being encoded */
+};
+
+static int nomem(struct ing *g) { return pd_errf(g->err, PD_ENOMEM, "out of memory"); }
+
+/* g->tmp emptied with room for n bytes (never NULL unless out of memory) */
+static inline uint8_t *tmp_room(struct ing *g, size_t n)
+{
+	g->tmp.len = 0;
+	if (PD_LIKELY(n < g->tmp.cap))
+		return g->tmp.ptr;
+	return pd_buf_reserve(&g->tmp, n + 1) ? NULL : g->tmp.ptr;
+}
+
+/*
+ * A symbol of kind k with hash h that the cache does not know, with stored
+ * content c[0..n) (the first `key` bytes decide identity; mappings keep
+ * first-seen fields after their key): its seq, from the table if it is
+ * there, else a new pending one. Under the store mutex.
+ */
+static int sym_new(struct ing *g, int k, struct pd_h128 h, const uint8_t *c, size_t n, size_t key, int64_t *seq)
+{
+	struct part *p = g->pt;
+	struct pendq *q = &p->pend;
+	/* room first: past here nothing fails half-way */
+	if (n > UINT32_MAX)
+		return pd_errf(g->err, PD_ELIMIT, "store: a %s symbol of %zu bytes", sq_ktable[k], n);
+	if (cache_reserve(&p->cache[k]) || uset_reserve(&p->used[k]) ||
+	    pd_grow((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v) || pd_buf_reserve(&q->bytes, n))
+		return nomem(g);
+	uint64_t probe = h.lo;
+	for (int tries = 0; tries < 64; tries++, probe = pd_hash_u64(probe + 1)) {
+		if (!p->fresh[k]) {
+			sq_part_read(p);
+			sqlite3_stmt *f = p->find[k];
+			sqlite3_reset(f);
+			sqlite3_bind_int64(f, 1, (int64_t)probe);
+			int r = sqlite3_step(f);
+			if (r == SQLITE_ROW) {
+				const void *oc = sqlite3_column_blob(f, 1);
+				size_t on = (size_t)sqlite3_column_bytes(f, 1);
+				bool same = on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) &&
+					    (key != n || on == n);
+				int64_t os = sqlite3_column_int64(f, 0);
+				sqlite3_reset(f);
+				if (same) {
+					*seq = os;
+					cache_put(&p->cache[k], h, os);
+					return 0;
+				}
+				continue; /* a collision: probe the next hash */
+			}
+			sqlite3_reset(f);
+			if (r != SQLITE_DONE)
+				return sq_err(g->err, p->db, "symbol lookup");
+		}
+		/* not in the table; a symbol created here but not committed yet
+		 * would have been in the cache (a different hash took this h) */
+		if (uset_has(&p->used[k], probe))
+			continue;
+		*seq = p->next[k]++;
+		q->v[q->n++] = (struct pend){*seq, probe, q->bytes.len, (uint32_t)n, (uint8_t)k};
+		if (n)
+			memcpy(q->bytes.ptr + q->bytes.len, c, n);
+		q->bytes.len += n;
+		uset_put(&p->used[k], probe);
+		cache_put(&p->cache[k], h, *seq);
+		return 0;
+	}
+	return pd_errf(g->err, PD_EIO, "store: 64 hash collisions in a row in %s (corrupt partition?)", sq_ktable[k]);
+}
+
+/* Step 3, top down: a symbol found in the cache ends the descent. */
+static int res_str(struct ing *g, uint32_t i)
+{
+	if (g->ss[i])
+		return 0;
+	if ((g->ss[i] = cache_find(&g->pt->cache[K_STR], g->sh[i])))
+		return 0;
+	struct pd_str s = g->p->strings[i];
+	return sym_new(g, K_STR, g->sh[i], (const uint8_t *)s.ptr, s.len, s.len, &g->ss[i]);
+}
+
+static int res_fn(struct ing *g, uint32_t i)
+{
+	if (g->fs[i])
+		return 0;
+	if ((g->fs[i] = cache_find(&g->pt->cache[K_FN], g->fh[i])))
+		return 0;
+	const struct pd_function *f = &g->p->functions[i];
+	int rc;
+	if ((rc = res_str(g, f->name)) || (rc = res_str(g, f->system_name)) || (rc = res_str(g, f->filename)))
+		return rc;
+	uint8_t *b = tmp_room(g, 40), *e = b;
+	if (!b)
+		return nomem(g);
+	PD_PV(e, g->ss[f->name]);
+	PD_PV(e, g->ss[f->system_name]);
+	PD_PV(e, g->ss[f->filename]);
+	PD_PV(e, pd_zz(f->start_line));
+	return sym_new(g, K_FN, g->fh[i], b, (size_t)(e - b), (size_t)(e - b), &g->fs[i]);
+}
+
+static int res_map(struct ing *g, uint32_t i)
+{
+	if (g->ms[i])
+		return 0;
+	if ((g->ms[i] = cache_find(&g->pt->cache[K_MAP], g->mh[i])))
+		return 0;
+	const struct pd_mapping *m = &g->p->mappings[i];
+	int rc;
+	if ((rc = res_str(g, m->filename)) || (rc = res_str(g, m->build_id)))
+		return rc;
+	/* identity = pprof's merge key, as in its content hash (prepare.h) */
+	uint64_t size = pd_mapping_key_size(m);
+	uint32_t file = pd_mapping_key_file(m);
+	uint64_t flags = (uint64_t)m->has_functions | (uint64_t)m->has_filenames << 1 |
+			 (uint64_t)m->has_line_numbers << 2 | (uint64_t)m->has_inline_frames << 3;
+	uint8_t *b = tmp_room(g, 80), *e = b;
+	if (!b)
+		return nomem(g);
+	PD_PV(e, size);
+	PD_PV(e, m->offset);
+	PD_PV(e, g->ss[file]);
+	size_t key = (size_t)(e - b);
+	PD_PV(e, m->start);
+	PD_PV(e, m->limit);
+	PD_PV(e, g->ss[m->filename]);
+	PD_PV(e, g->ss[m->build_id]);
+	PD_PV(e, flags);
+	return sym_new(g, K_MAP, g->mh[i], b, (size_t)(e - b), key, &g->ms[i]);
+}
+
+static int res_loc(struct ing *g, uint32_t i)
+{
+	if (g->ls[i])
+		return 0;
+	if ((g->ls[i] = cache_find(&g->pt->cache[K_LOC], g->lh[i])))
+		return 0;
+	const struct pd_location *l = &g->p->locations[i];
+	int rc;
+	uint64_t rel = l->address;
+	if (l->mapping != PD_NONE) {
+		if ((rc = res_map(g, l->mapping)))
+			return rc;
+		rel = l->address - g->p->mappings[l->mapping].start;
+	}
+	/* children first: they use g->tmp too */
+	for (uint32_t j = 0; j < l->nlines; j++)
+		if ((rc = res_fn(g, l->lines[j].function)))
+			return rc;
+	uint8_t *b = tmp_room(g, 40 + 30 * (size_t)l->nlines), *e = b;
+	if (!b)
+		return nomem(g);
+	PD_PV(e, l->mapping == PD_NONE ? 0 : g->ms[l->mapping]);
+	PD_PV(e, rel);
+	PD_PV(e, l->is_folded);
+	PD_PV(e, l->nlines);
+	for (uint32_t j = 0; j < l->nlines; j++) {
+		const struct pd_line *ln = &l->lines[j];
+		PD_PV(e, g->fs[ln->function]);
+		PD_PV(e, pd_zz(ln->line));
+		PD_PV(e, pd_zz(ln->column));
+	}
+	return sym_new(g, K_LOC, g->lh[i], b, (size_t)(e - b), (size_t)(e - b), &g->ls[i]);
+}
+
+static int res_stack(struct ing *g, size_t i)
+{
+	const struct pd_sample *s = &g->p->samples[i];
+	int rc;
+	for (uint32_t j = 0; j < s->nlocs; j++) /* children first: they use g->tmp too */
+		if ((rc = res_loc(g, s->locs[j])))
+			return rc;
+	uint8_t *b = tmp_room(g, 10 * (size_t)s->nlocs), *e = b;
+	if (!b)
+		return nomem(g);
+	for (uint32_t j = 0; j < s->nlocs; j++)
+		PD_PV(e, g->ls[s->locs[j]]);
+	return sym_new(g, K_STACK, g->kh[i], b, (size_t)(e - b), (size_t)(e - b), &g->stk[i]);
+}
+
+static int res_lset(struct ing *g, size_t i)
+{
+	const struct pd_sample *s = &g->p->samples[i];
+	int rc;
+	for (uint32_t j = 0; j < s->nlabels; j++)
+		if ((rc = res_str(g, s->labels[j].key)) || (rc = res_str(g, s->labels[j].str)) ||
+		    (rc = res_str(g, s->labels[j].num_unit)))
+			return rc;
+	uint8_t *b = tmp_room(g, 40 * (size_t)s->nlabels), *e = b;
+	if (!b)
+		return nomem(g);
+	for (uint32_t j = 0; j < s->nlabels; j++) {
+		const struct pd_label *l = &s->labels[j];
+		PD_PV(e, g->ss[l->key]);
+		PD_PV(e, g->ss[l->str]);
+		PD_PV(e, pd_zz(l->num));
+		PD_PV(e, g->ss[l->num_unit]);
+	}
+	return sym_new(g, K_LSET, g->bh[i], b, (size_t)(e - b), (size_t)(e - b), &g->lset[i]);
+}
+
+static int ing_resolve(struct ing *g)
+{
+	const struct pd_profile *p = g->p;
+	const struct cache *cs = &g->pt->cache[K_STACK], *cl = &g->pt->cache[K_LSET];
+	enum { AHEAD = 8 }; /* prefetch the cache slots of the stacks AHEAD samples on */
+	int rc;
+	for (size_t i = 0; i < AHEAD && i < p->nsamples; i++)
+		cache_prefetch(cs, g->kh[i]);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		if (i + AHEAD < p->nsamples)
+			cache_prefetch(cs, g->kh[i + AHEAD]);
+		if (!(g->stk[i] = cache_find(cs, g->kh[i])) && (rc = res_stack(g, i)))
+			return rc;
+		if (p->samples[i].nlabels && !(g->lset[i] = cache_find(cl, g->bh[i])) && (rc = res_lset(g, i)))
+			return rc;
+	}
+	/* the header's strings and mappings */
+	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
+			   p->default_sample_type, p->doc_url};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		if ((rc = res_str(g, strs[i])))
+			return rc;
+	for (uint32_t i = 0; i < p->nsample_types; i++)
+		if ((rc = res_str(g, p->sample_types[i].type)) || (rc = res_str(g, p->sample_types[i].unit)))
+			return rc;
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		if ((rc = res_str(g, p->comments[i])))
+			return rc;
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		if ((rc = res_map(g, i)))
+			return rc;
+	return 0;
+}
+
+/* Step 4: header blob, everything of the profile that is not a sample. */
+static int enc_header(struct ing *g, struct pd_buf *h)
+{
+	const struct pd_profile *p = g->p;
+	size_t n = 13 + 2 * (size_t)p->nsample_types + p->ncomments + p->nmappings;
+	if (pd_buf_reserve(h, 10 * n))
+		return nomem(g);
+	uint8_t *e = h->ptr + h->len;
+	PD_PV(e, p->nsample_types);
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		PD_PV(e, g->ss[p->sample_types[i].type]);
+		PD_PV(e, g->ss[p->sample_types[i].unit]);
+	}
+	uint32_t strs[] = {p->period_type.type, p->period_type.unit, p->drop_frames, p->keep_frames,
+			   p->default_sample_type, p->doc_url};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		PD_PV(e, g->ss[strs[i]]);
+	PD_PV(e, pd_zz(p->period));
+	PD_PV(e, pd_zz(p->time_nanos));
+	PD_PV(e, pd_zz(p->duration_nanos));
+	PD_PV(e, p->ncomments);
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		PD_PV(e, g->ss[p->comments[i]]);
+	/* the profile's mappings in order (mapping 0 is the main binary) */
+	PD_PV(e, p->nmappings);
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		PD_PV(e, g->ms[i]);
+	h->len = (size_t)(e - h->ptr);
+	return 0;
+}
+
+int sq_cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->lset < y->lset ? -1 : x->lset > y->lset;
+}
+
+struct skey {
+	uint64_t k; /* stack << 32 | label set */
+	uint64_t i; /* sample index */
+};
+
+/* Stable LSD radix sort of a[0..n) on k (tmp: room for n), skipping the
+ * bytes that are the same in every key. */
+static void sort_keys(struct skey *a, struct skey *tmp, size_t n)
+{
+	if (n < 48) {
+		for (size_t i = 1; i < n; i++) {
+			struct skey x = a[i];
+			size_t j = i;
+			for (; j > 0 && a[j - 1].k > x.k; j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+		return;
+	}
+	uint32_t cnt[8][256];
+	memset(cnt, 0, sizeof cnt);
+	for (size_t i = 0; i < n; i++)
+		for (int d = 0; d < 8; d++)
+			cnt[d][(a[i].k >> (8 * d)) & 0xff]++;
+	struct skey *src = a, *dst = tmp;
+	for (int d = 0; d < 8; d++) {
+		uint32_t *c = cnt[d];
+		if (c[(a[0].k >> (8 * d)) & 0xff] == n)
+			continue; /* one value in this byte */
+		uint32_t sum = 0;
+		for (int b = 0; b < 256; b++) {
+			uint32_t t = c[b];
+			c[b] = sum;
+			sum += t;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[c[(src[i].k >> (8 * d)) & 0xff]++] = src[i];
+		struct skey *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof *a);
+}
+
+/* Step 4: the sample block: rows (stack, label set, values) sorted by
+ * stack and label set, stacks delta-encoded, varints, zstd. */
+static int enc_block(struct sq *s, struct ing *g, struct pd_buf *out)
+{
+	const struct pd_profile *p = g->p;
+	size_t n = p->nsamples;
+	uint32_t nv = p->nsample_types;
+	uint32_t *order = malloc((n + 1) * sizeof *order);
+	struct pd_buf raw = PD_BUF_INIT(0);
+	int rc = 0;
+	if (!order || n > UINT32_MAX)
+		goto oom;
+	bool fits = true; /* both seqs < 2^32: sort 64-bit keys */
+	for (size_t i = 0; i < n && fits; i++)
+		fits = (uint64_t)g->stk[i] >> 32 == 0 && (uint64_t)g->lset[i] >> 32 == 0;
+	if (fits) {
+		struct skey *k = malloc(2 * n * sizeof *k + 1);
+		if (!k)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			k[i] = (struct skey){(uint64_t)g->stk[i] << 32 | (uint64_t)g->lset[i], i};
+		sort_keys(k, k + n, n);
+		for (size_t i = 0; i < n; i++)
+			order[i] = (uint32_t)k[i].i;
+		free(k);
+	} else {
+		struct row *r = malloc(n * sizeof *r + 1);
+		if (!r)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			r[i] = (struct row){g->stk[i], g->lset[i], (uint32_t)i};
+		qsort(r, n, sizeof *r, sq_cmp_row);
+		for (size_t i = 0; i < n; i++)
+			order[i] = r[i].i;
+		free(r);
+	}
+	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
+		goto oom;
+	uint8_t *e = raw.ptr;
+	PD_PV(e, n);
+	PD_PV(e, nv);
+	int64_t prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t o = order[i];
+		PD_PV(e, g->stk[o] - prev);
+		PD_PV(e, g->lset[o]);
+		prev = g->stk[o];
+		const int64_t *v = p->samples[o].values;
+		for (uint32_t j = 0; j < nv; j++)
+			PD_PV(e, pd_zz(v[j]));
+	}
+	raw.len = (size_t)(e - raw.ptr);
+	if (raw.len > MAX_BLOCK) {
+		rc = pd_errf(g->err, PD_ELIMIT, "store: sample block over %u bytes", MAX_BLOCK);
+		goto out;
+	}
+	ZSTD_CCtx *z = sq_cctx_get(s);
+	if (!z)
+		goto oom;
+	rc = pd_enc_zstd(z, &raw, out, g->err);
+	sq_cctx_put(s, z);
+	goto out;
+oom:
+	rc = nomem(g);
+out:
+	free(order);
+	pd_buf_free(&raw);
+	return rc;
+}
+
+/* Ingest, in the four steps of the top of the file: the first two (decode
+ * and check, hash) are the store core's (pd_prepare), the other two ours. */
+int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
+		     struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err)
+{
+	struct sq *s = (struct sq *)base;
+	enum pd_refusal unused;
+	if (!why)
+		why = &unused;
+	memset(out, 0, sizeof *out);
+	/* 1, 2. decode and check, hash */
+	struct pd_prepared pp;
+	int rc = pd_prepare(in, data, len, &s->lim, &pp, why, err);
+	if (rc)
+		return rc;
+	const struct pd_profile *p = pp.p;
+	int64_t created = pp.created_ns;
+	struct ing g = {.p = p, .err = err, .sh = pp.sh, .fh = pp.fh, .mh = pp.mh, .lh = pp.lh, .kh = pp.kh,
+			.bh = pp.bh};
+	struct job j = {.in = in, .err = err, .created = created, .nsamples = (int64_t)p->nsamples,
+			.hdr = PD_BUF_INIT(0), .blk = PD_BUF_INIT(MAX_BLOCK)};
+	size_t nh = (size_t)p->nstrings + p->nfunctions + p->nmappings + p->nlocations + 2 * p->nsamples;
+	int64_t *seqs = calloc(nh + 1, sizeof *seqs);
+	if (!seqs) {
+		rc = nomem(&g);
+		goto out;
+	}
+	g.ss = seqs, g.fs = g.ss + p->nstrings, g.ms = g.fs + p->nfunctions, g.ls = g.ms + p->nmappings;
+	g.stk = g.ls + p->nlocations, g.lset = g.stk + p->nsamples;
+	/* 3. resolve */
+	sq_store_lock(s);
+	struct part *pt;
+	if (!(rc = sq_part_get(s, floor_div(created, DAY_NS), true, &pt, err))) {
+		g.pt = pt;
+		if (!(rc = ing_resolve(&g))) {
+			atomic_fetch_add(&pt->refs, 1);
+			j.pt = pt;
+			j.gen = pt->gen;
+		}
+	}
+	sq_store_unlock(s);
+	if (rc)
+		goto out;
+	/* 4. encode (each blob checksummed, seeded by the profile's id), commit */
+	pd_xid_new(created, j.id);
+	if (pd_blob_begin(&j.hdr) || pd_blob_begin(&j.blk))
+		rc = nomem(&g);
+	if (rc || (rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j.blk))) {
+		atomic_fetch_sub(&pt->refs, 1);
+		goto out;
+	}
+	pd_blob_seal(&j.hdr, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_HEADER));
+	pd_blob_seal(&j.blk, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_BLOCK));
+	free(seqs), pd_buf_free(&g.tmp);
+	seqs = NULL;
+	pd_prepared_drop_profile(&pp); /* not needed while waiting for the commit */
+	snprintf(j.typ, sizeof j.typ, "%s", pp.type);
+	sq_submit(s, &j);
+	if ((rc = j.rc))
+		goto out;
+	pd_prepared_meta(&pp, j.id, j.hdr.len + j.blk.len, out);
+out:
+	/* the store's own limits and resources */
+	if (rc == PD_ELIMIT)
+		*why = PD_REFUSE_TOO_LARGE;
+	else if (rc == PD_EBUSY)
+		*why = PD_REFUSE_BUSY;
+	free(seqs);
+	pd_buf_free(&g.tmp);
+	pd_buf_free(&j.hdr);
+	pd_buf_free(&j.blk);
+	pd_prepared_free(&pp);
+	return rc;
+}
+

@@ -1,0 +1,375 @@
+/*
+ * sqlite_int.h — private to the SQLite backend (sqlite*.c; the design is
+ * at the top of sqlite.c): its structures (the store, a partition, a job
+ * of the group commit, the caches), the remap and the materialiser that
+ * reading, merges and rollups share, and what one file of the backend
+ * calls in another (prefixed sq_). Not for the rest of lib/store, which
+ * sees the backend through struct pd_store_ops only.
+ *
+ *   sqlite.c         design; open, close, remove, services, retention, stats, health
+ *   sqlite_part.c    errors, disk full, quarantine, partition state, opening day files, the LRU
+ *   sqlite_ingest.c  ingest of a prepared profile: resolve through the caches, encode
+ *   sqlite_commit.c  the group commit (the one writer of every partition)
+ *   sqlite_read.c    symbols to profiles (materialisation)
+ *   sqlite_query.c   find, get, reading stored rows
+ *   sqlite_merge.c   merge by ids: per-partition aggregates
+ *   sqlite_rollup.c  rollups, range merges, per-function totals
+ */
+#ifndef PD_STORE_SQLITE_INT_H
+#define PD_STORE_SQLITE_INT_H
+
+#include "codec.h"
+#include "prepare.h"
+#include "../pprof/agg.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <zstd.h>
+
+/* the symbol tables, one per kind of symbol (prepare.h) */
+enum { K_STR = PD_SYM_STR, K_FN = PD_SYM_FN, K_MAP = PD_SYM_MAP, K_LOC = PD_SYM_LOC, K_STACK = PD_SYM_STACK,
+       K_LSET = PD_SYM_LSET, NKINDS = PD_SYM_NKINDS };
+extern const char *const sq_ktable[NKINDS]; /* their names */
+
+#define DAY_NS (86400LL * 1000000000LL)
+#define HOUR_NS PD_ROLLUP_NS
+#define MAX_BLOCK PD_STORE_MAX_BLOCK
+
+#define EMFILE_HINT "too many open files (raise the process's limit, ulimit -n, or lower --max-open-partitions)"
+
+static inline int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
+
+/* 128-bit content hash -> seq, open addressing with linear probing. A slot
+ * holds the whole key next to the value, so a lookup touches one cache
+ * line. seq 0 marks an empty slot (seqs are rowids, from 1). */
+struct cslot {
+	uint64_t lo, hi;
+	int64_t seq;
+};
+struct cache {
+	struct cslot *s;
+	size_t mask, n;
+};
+
+/* A set of probe values (h) taken by the symbols this process created in a
+ * partition (pending, being committed or committed). 0 is the empty slot. */
+struct uset {
+	uint64_t *v;
+	size_t mask, n;
+	bool zero; /* 0 is in the set */
+};
+
+/* A symbol row to insert at the next commit of its partition. */
+struct pend {
+	int64_t seq;
+	uint64_t probe; /* its h */
+	size_t off;     /* content: bytes[off, off + len) */
+	uint32_t len;
+	uint8_t k;
+};
+struct pendq {
+	struct pend *v;
+	size_t n, cap;
+	struct pd_buf bytes;
+};
+
+struct part {
+	int64_t day; /* days since the epoch */
+	/* reads and ingest lookups (under the store mutex) */
+	sqlite3 *db;
+	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels;
+	/* writes (the committer only) */
+	sqlite3 *wdb;
+	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels;
+	sqlite3_stmt *begin, *commit, *rollback, *savepoint, *release, *rollback_to;
+	/* rollups: reads (db), writes (wdb, the committer) */
+	sqlite3_stmt *gen_get, *range_get, *rollups_get, *rollups_fget, *stale_get;
+	sqlite3_stmt *gen_bump, *gen_wget, *ins_rollup;
+	/* under the store mutex */
+	struct cache cache[NKINDS];
+	struct uset used[NKINDS];
+	int64_t next[NKINDS]; /* the seq of the next new symbol */
+	bool fresh[NKINDS];   /* every row of the table is in the cache: a miss is a new symbol */
+	struct pendq pend;
+	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
+	bool rtx;     /* db inside a read transaction (see sq_part_read) */
+	atomic_int refs; /* queued jobs: retention does not drop the partition */
+	/* the open-partition LRU (under the store mutex) */
+	struct sq *s;
+	uint64_t last_use; /* tick of its last sq_part_get */
+	uint64_t op;       /* the operation (s->opno) holding it, never closed meanwhile */
+	bool bad;          /* quarantined: closed once idle, never used again */
+};
+
+/* A rollup to write: (service, type, hour) built from generation gen. */
+struct rjob {
+	const char *service, *type;
+	int64_t hour, gen, profiles;
+	struct pd_buf hdr, blk, fns;
+	bool written; /* false after the commit: the hour changed meanwhile */
+};
+
+/* One ingest (in != NULL), removal (pk) or rollup (ru) waiting for its
+ * commit. */
+struct job {
+	struct job *next;
+	struct part *pt;
+	uint64_t gen;
+	const struct pd_ingest *in;
+	struct rjob *ru;
+	char svc[128], typ[16]; /* removal: the profile's service and type; ingest: the type stored */
+	char id[PD_STORE_ID_LEN + 1];
+	int64_t created, nsamples;
+	struct pd_buf hdr, blk;
+	int64_t pk;
+	struct pd_err *err;
+	int rc;
+	bool handled, done;
+};
+
+struct sq {
+	struct pd_store base;
+	char *dir;
+	struct pd_pprof_limits lim;
+	pthread_mutex_t mu; /* partitions, caches, pending symbols, every db */
+	struct part **parts;
+	size_t nparts, cap;
+	ZSTD_DCtx *dctx; /* reused: ZSTD_decompress would allocate one per block */
+	int lock_fd;     /* flock'd <dir>/.lock: one process per data dir */
+	/* group commit: the queue, and whether a committer is at work */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv; /* a batch is done */
+	struct job *qhead, **qtail;
+	bool committing;
+	/* compression contexts, reused (ZSTD_compress allocates one per call) */
+	pthread_mutex_t zmu;
+	ZSTD_CCtx *zfree[16];
+	int nzfree;
+	/* open partitions: at most max_open kept when idle (LRU) */
+	size_t max_open;
+	uint64_t tick, opno;
+	/* damaged partitions (under mu): skipped by queries, refused to writes */
+	struct quar *quar;
+	size_t nquar, cquar;
+	/* the last commit failed for lack of space (message under mu) */
+	atomic_bool nospace;
+	char nospace_msg[512];
+	/* a ballast file (<dir>/.reserve): given back when the disk fills, so
+	 * that the WAL can be checkpointed and truncated and deletions can be
+	 * written (in WAL mode a full disk otherwise leaves no room to free
+	 * any); made again once there is room */
+	char *reserve_path;
+	size_t reserve_bytes;
+	atomic_bool reserve_held;
+};
+
+/* A quarantined day: what was wrong, and the file as it was then (a file
+ * removed or replaced since is tried again). */
+struct quar {
+	int64_t day;
+	char reason[256];
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+/* int64 -> dense index. Symbol seqs are small dense integers (SQLite
+ * rowids from 1), so they index an array directly; anything else (never
+ * seen in practice) goes through a hash index. */
+#define REMAP_DIRECT_MAX (1 << 26)
+struct remap {
+	struct pd_hidx idx;
+	int64_t *keys;
+	size_t n, cap;
+	uint32_t *direct; /* direct[k] = index + 1, 0 = absent */
+	size_t dcap;
+};
+
+struct rkey {
+	const struct remap *r;
+	int64_t k;
+};
+
+static inline bool remap_eq(void *ctx, uint32_t v)
+{
+	const struct rkey *k = ctx;
+	return k->r->keys[v] == k->k;
+}
+
+static inline int remap_new(struct remap *r, int64_t k, uint32_t *idx)
+{
+	if (r->n >= UINT32_MAX - 1 || pd_grow((void **)&r->keys, &r->cap, r->n + 1, sizeof *r->keys))
+		return PD_ENOMEM;
+	r->keys[r->n] = k;
+	*idx = (uint32_t)r->n++;
+	return 0;
+}
+
+/* Index of key k; *added = true if it is new (then index == n - 1). */
+static inline int remap_get(struct remap *r, int64_t k, uint32_t *idx, bool *added)
+{
+	if (PD_LIKELY(k >= 0 && k < REMAP_DIRECT_MAX)) {
+		if (PD_UNLIKELY((size_t)k >= r->dcap)) {
+			size_t nc = r->dcap ? r->dcap : 1024;
+			while (nc <= (size_t)k)
+				nc *= 2;
+			uint32_t *d = realloc(r->direct, nc * sizeof *d);
+			if (!d)
+				return PD_ENOMEM;
+			memset(d + r->dcap, 0, (nc - r->dcap) * sizeof *d);
+			r->direct = d;
+			r->dcap = nc;
+		}
+		uint32_t v = r->direct[k];
+		*added = v == 0;
+		if (v) {
+			*idx = v - 1;
+			return 0;
+		}
+		if (remap_new(r, k, idx))
+			return PD_ENOMEM;
+		r->direct[k] = *idx + 1;
+		return 0;
+	}
+	struct rkey rk = {r, k};
+	uint64_t h = pd_hash_u64((uint64_t)k);
+	uint32_t v = pd_hidx_find(&r->idx, h, remap_eq, &rk);
+	*added = v == UINT32_MAX;
+	if (*added) {
+		if (remap_new(r, k, &v) || pd_hidx_insert(&r->idx, h, v))
+			return PD_ENOMEM;
+	}
+	*idx = v;
+	return 0;
+}
+
+static inline void remap_free(struct remap *r)
+{
+	pd_hidx_free(&r->idx);
+	free(r->keys);
+	free(r->direct);
+}
+
+/* Builds a pd_profile out of a partition's symbols, only those used. The
+ * arrays grow while symbols are discovered and move into the profile's
+ * arena at the end. */
+struct mat {
+	struct part *pt;
+	struct pd_err *err;
+	struct pd_profile *p;
+	struct remap rs, rf, rm, rl, rstk, rls;
+	struct pd_str *strs;
+	struct pd_function *fns;
+	struct pd_mapping *maps;
+	struct pd_location *locs;
+	struct {
+		uint32_t *locs, n;
+	} *stacks;
+	struct {
+		struct pd_label *l;
+		uint32_t n;
+	} *lsets;
+	size_t cs, cf, cm, cl, cstk, cls;
+	struct pd_buf b;
+};
+
+/* A row of a sample block being encoded (sq_cmp_row: by stack, then label set). */
+struct row {
+	int64_t stack, lset;
+	uint32_t i; /* sample index */
+};
+
+/* One partition's share of a merge: rows aggregated on (stack, label set)
+ * seqs, headers combined as pprof's Merge does. */
+struct pmerge {
+	struct part *pt;
+	struct remap stk, ls;
+	struct pd_agg agg;
+	bool have;
+	struct pd_shdr h; /* combined */
+	int64_t *stypes0; /* the first profile's sample type seqs, to check the others against */
+	/* per dense stack index: the aggregate row (+1) of its first label set,
+	 * so the common case (a stack recurs with the same labels) skips the
+	 * aggregation hash (measured: ~20% of a merge) */
+	uint32_t *row1, *ls1;
+	size_t cap1;
+};
+
+
+/* ---- sqlite_part.c ---- */
+int sq_err(struct pd_err *err, sqlite3 *db, const char *what);
+bool sq_corrupt(sqlite3 *db);
+void sq_day_file(int64_t day, char *buf, size_t n);
+void sq_day_path(const struct sq *s, int64_t day, char *buf, size_t n);
+void sq_reserve_make(struct sq *s);
+void sq_nospace_relief(struct sq *s, struct part *pt);
+struct quar *sq_quar_find(struct sq *s, int64_t day);
+void sq_quar_drop(struct sq *s, struct quar *q);
+bool sq_quar_current(struct sq *s, struct quar *q);
+int sq_damaged(struct part *pt, struct pd_err *err, const char *fmt, ...) PD_PRINTF(3, 4);
+int sq_qerr(struct part *pt, sqlite3 *db, const char *what, struct pd_err *err);
+ZSTD_CCtx *sq_cctx_get(struct sq *s);
+void sq_cctx_put(struct sq *s, ZSTD_CCtx *c);
+void sq_pendq_free(struct pendq *q);
+void sq_part_reset(struct part *pt);
+void sq_part_read(struct part *p);
+void sq_store_lock(struct sq *s);
+void sq_store_unlock(struct sq *s);
+void sq_parts_trim(struct sq *s, size_t keep);
+void sq_part_done(struct part *p);
+void sq_part_close(struct part *p);
+int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err);
+
+/* ---- sqlite_ingest.c ---- */
+int sq_cmp_row(const void *a, const void *b);
+int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
+	      struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err);
+
+/* ---- sqlite_commit.c ---- */
+void sq_submit(struct sq *s, struct job *j);
+
+/* ---- sqlite_read.c ---- */
+int sq_mat_start(struct mat *m, struct part *pt, const struct pd_shdr *h, size_t nrows, struct pd_err *err);
+int sq_mat_sample(struct mat *m, int64_t stack, int64_t lset, const int64_t *vals, uint32_t nv);
+int sq_mat_finish(struct mat *m, struct pd_profile **out);
+void sq_mat_free(struct mat *m);
+
+/* ---- sqlite_query.c ---- */
+int sq_days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n, struct pd_err *err);
+int sq_part_q(struct sq *s, int64_t day, struct part **pt, struct pd_store_skipped *sk, struct pd_err *err);
+int sq_part_skip(struct part *pt, int rc, struct pd_store_skipped *sk);
+int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err);
+int sq_blob_col(struct part *pt, sqlite3_stmt *st, int col, uint64_t seed, const char *row, const char *what,
+		const uint8_t **p, size_t *n, struct pd_err *err);
+int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bcol, const char *row,
+	       uint64_t hseed, uint64_t bseed, struct pd_shdr *h, int64_t **rows, size_t *nrows, uint32_t *nv,
+	       struct pd_err *err);
+int sq_load_profile(struct sq *s, const char *id, struct part **pt, struct pd_shdr *h, int64_t **rows,
+		    size_t *nrows, uint32_t *nv, struct pd_err *err);
+int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
+	    struct pd_store_skipped *skipped, struct pd_err *err);
+int sq_get(struct pd_store *base, const char *id, struct pd_profile **out, struct pd_err *err);
+
+/* ---- sqlite_merge.c ---- */
+void sq_pmerge_free(struct pmerge *pm);
+int sq_pm_add(struct pmerge *pm, const char *id, struct pd_shdr *h, const int64_t *rows, size_t nrows,
+	      uint32_t nv, bool keep_zero, struct pd_err *err);
+int sq_pm_profile(struct pmerge *pm, struct pd_profile **out, struct pd_err *err);
+int sq_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
+	     struct pd_err *err);
+
+/* ---- sqlite_rollup.c ---- */
+int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct pd_profile **out,
+		   struct pd_merge_info *info, struct pd_err *err);
+int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *built, struct pd_err *err);
+int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, struct pd_fn_totals *out,
+		 struct pd_merge_info *info, struct pd_err *err);
+
+#endif
