@@ -620,8 +620,13 @@ static int info_one(const char *path)
 		return EXIT_INPUT;
 	}
 	char buf[64], b2[64];
-	printf("file:          %s (%s, %s)\n", path, pd_fmt_bytes(buf, sizeof buf, (double)raw.len),
-	       pd_is_gzip(raw.ptr, raw.len) ? "gzip" : "raw protobuf");
+	bool gz = pd_is_gzip(raw.ptr, raw.len);
+	if (p->legacy_format) /* Go's legacy text or binary formats */
+		printf("file:          %s (%s, %s%s, legacy format)\n", path, pd_fmt_bytes(buf, sizeof buf, (double)raw.len),
+		       gz ? "gzip, " : "", p->legacy_format);
+	else
+		printf("file:          %s (%s, %s)\n", path, pd_fmt_bytes(buf, sizeof buf, (double)raw.len),
+		       gz ? "gzip" : "raw protobuf");
 	pd_buf_free(&raw);
 	printf("kind:          %s\n", pd_profile_kind(p));
 	uint32_t def = pd_profile_default_index(p);

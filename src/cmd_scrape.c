@@ -47,6 +47,9 @@ static const char usage_text[] =
 	"Targets:\n"
 	"      --target URL          a pprof endpoint: http://host:6060/debug/pprof, or\n"
 	"                            host:port (= http://host:port/debug/pprof). Repeatable.\n"
+	"                            https:// too (--target-ca). A query is sent with every\n"
+	"                            type: http://host:6060/debug/pprof?debug=1 (Go's legacy\n"
+	"                            text formats) asks for BASE/heap?debug=1, ...\n"
 	"      --service NAME        service of the --target before it (before any --target:\n"
 	"                            the default of all targets). Required.\n"
 	"  -L, --label KEY=VALUE     a label of every profile of the --target before it\n"
@@ -56,7 +59,8 @@ static const char usage_text[] =
 	"                            \"key:\"): global: defaults, scrape_configs: groups of\n"
 	"                            static targets and kubernetes entries, each with its\n"
 	"                            own types, interval, cpu_duration, timeout, labels,\n"
-	"                            label_keep (examples/scrape.yaml; docs/scraping.md).\n"
+	"                            label_keep, params (URL parameters: {debug: 1})\n"
+	"                            (examples/scrape.yaml; docs/scraping.md).\n"
 	"                            Precedence: global: < flags < a group's own keys.\n"
 	"                            Or static targets, one per line:\n"
 	"                              URL [service=NAME] [types=cpu,heap] [KEY=VALUE]...\n"
@@ -104,6 +108,9 @@ static const char usage_text[] =
 	"  A (target, type) still waiting for a slot, or still running, at its next due\n"
 	"  time misses that round: counted (profd_scrape_missed_total) and logged.\n"
 	"      --max-body SIZE       largest profile accepted from a target (default 64MiB)\n"
+	"      --target-ca FILE      PEM CA bundle that verifies https:// targets (default:\n"
+	"                            the system's CAs)\n"
+	"      --target-insecure     do not verify targets' certificates (tests only)\n"
 	"      --state-dir DIR       keep the last snapshot of each cumulative profile (allocs,\n"
 	"                            block, mutex) here, so that --once runs store deltas\n"
 	"      --save-raw DIR        also write every fetched profile, as received, to\n"
@@ -153,6 +160,9 @@ static const char usage_text[] =
 	"  profd scrape -A --collector http://profd:10100 --listen :9100\n"
 	"  # one pass over the annotated pods of namespace shop, from a laptop\n"
 	"  profd scrape --once --kubeconfig ~/.kube/config --context prod -n shop -l app=web\n"
+	"  # an https:// target with a private CA; one read in Go's text formats\n"
+	"  profd scrape --once --target-ca ca.pem --target https://10.0.0.9:6060 --service pay \\\n"
+	"               --target 'http://10.0.0.10:6060/debug/pprof?debug=1' --service legacy\n"
 	"\n"
 	"Logs (ts=... level=... msg=\"...\") go to stderr; --once prints its table on stdout.\n"
 	"\n"
@@ -344,13 +354,15 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
 		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
-		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE
+		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE, O_TCA, O_TINSECURE
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
 		{"token-file", required_argument, 0, O_TOKEN_FILE},
 		{"collector-cacert", required_argument, 0, O_CCACERT},
 		{"collector-insecure", no_argument, 0, O_CINSECURE},
+		{"target-ca", required_argument, 0, O_TCA},
+		{"target-insecure", no_argument, 0, O_TINSECURE},
 		{"target", required_argument, 0, O_TARGET},
 		{"service", required_argument, 0, O_SERVICE},
 		{"label", required_argument, 0, 'L'},
@@ -422,6 +434,18 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			break;
 		case O_CCACERT: cfg->cacert = optarg; break;
 		case O_CINSECURE: cfg->insecure = true; break;
+		case O_TCA: {
+			FILE *f = *optarg ? fopen(optarg, "r") : NULL;
+			if (!f) {
+				cli_error("%s: --target-ca %s: %s", cmdname, optarg, *optarg ? strerror(errno) : "empty name");
+				ret = EXIT_INPUT;
+				goto out;
+			}
+			fclose(f);
+			cfg->target_ca = optarg;
+			break;
+		}
+		case O_TINSECURE: cfg->target_insecure = true; break;
 		case O_TOKEN_FILE:
 			if (in_serve) {
 				cli_usage_error(cmdname, "--token-file: not with serve --scrape: profiles go straight to the store");

@@ -19,6 +19,7 @@
  * else a linear scan under a work budget.
  */
 #include "legacy.h"
+#include "../util/gz.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +96,8 @@ static int lerr(struct lb *b, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (b->lim.no_quotes && code == PD_EINVAL) /* the messages may quote the line */
+		snprintf(msg, sizeof msg, "malformed (Go's profile.Parse refuses it too; the line is not shown: the input is not trusted)");
 	if (b->line)
 		return pd_errf(b->err, code, "%s, line %zu: %s", b->what, b->line, msg);
 	return pd_errf(b->err, code, "%s: %s", b->what, msg);
@@ -1140,6 +1143,7 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 	}
 	p->nsamples = b->ns;
 	p->go_type_hint = b->go_type;
+	p->legacy_format = b->what;
 	*out = p;
 	b->p = NULL;
 	rc = 0;
@@ -1985,59 +1989,161 @@ static bool looks_text(const uint8_t *p, size_t n)
 	return m == 4096 && bad + 4 >= m; /* a character cut at the window's end */
 }
 
-int pd_legacy_refuse(const uint8_t *buf, size_t len, struct pd_err *err)
+/* The bytes after a UTF-8 BOM and leading white space. */
+static const uint8_t *skip_space(const uint8_t *buf, size_t len, size_t *n)
 {
 	size_t i = 0;
 	if (len >= 3 && buf[0] == 0xef && buf[1] == 0xbb && buf[2] == 0xbf)
 		i = 3; /* UTF-8 BOM */
 	while (i < len && (buf[i] == ' ' || (buf[i] >= '\t' && buf[i] <= '\r')))
 		i++;
-	const uint8_t *p = buf + i;
-	size_t n = len - i;
-	if (looks_text(buf, len)) {
-		size_t head = n < 1024 ? n : 1024;
-		if (n && p[0] == '<' && (ci_prefix(p, n, "<!doctype html") || ci_find(p, head, "<html") ||
-					 ci_find(p, head, "<head") || ci_find(p, head, "<body")))
+	*n = len - i;
+	return buf + i;
+}
+
+int pd_pprof_body_kind(const uint8_t *buf, size_t len)
+{
+	if (!len)
+		return PD_BODY_EMPTY;
+	if (pd_is_gzip(buf, len))
+		return PD_BODY_GZIP;
+	if (!looks_text(buf, len))
+		return PD_BODY_BINARY;
+	size_t n;
+	const uint8_t *p = skip_space(buf, len, &n);
+	if (!n)
+		return PD_BODY_SPACE;
+	size_t head = n < 1024 ? n : 1024;
+	if (p[0] == '<' && (ci_prefix(p, n, "<!doctype html") || ci_find(p, head, "<html") || ci_find(p, head, "<head") ||
+			    ci_find(p, head, "<body")))
+		return PD_BODY_HTML;
+	if (p[0] == '{' || p[0] == '[')
+		return PD_BODY_JSON;
+	if (ci_prefix(p, n, "goroutine ") && n > 10 && is_digit((char)p[10])) {
+		size_t k = 10;
+		while (k < n && is_digit((char)p[k]))
+			k++;
+		if (k + 1 < n && p[k] == ' ' && p[k + 1] == '[')
+			return PD_BODY_DUMP;
+	}
+	return PD_BODY_TEXT;
+}
+
+const char *pd_pprof_describe_body(const uint8_t *buf, size_t len, char *out, size_t cap)
+{
+	static const char *const what[] = {
+		[PD_BODY_SPACE] = "white space", [PD_BODY_HTML] = "an HTML page", [PD_BODY_JSON] = "JSON",
+		[PD_BODY_TEXT] = "text",         [PD_BODY_GZIP] = "gzip data",    [PD_BODY_BINARY] = "binary data",
+	};
+	int k = pd_pprof_body_kind(buf, len);
+	if (k == PD_BODY_EMPTY)
+		snprintf(out, cap, "an empty body");
+	else if (k == PD_BODY_DUMP)
+		snprintf(out, cap, "a goroutine dump (debug=2, %zu bytes)", len);
+	else
+		snprintf(out, cap, "%s (%zu bytes)", what[k], len);
+	return out;
+}
+
+/* pd_legacy_refuse; quotes: the message may show the input's first bytes. */
+static int refuse(const uint8_t *buf, size_t len, bool quotes, struct pd_err *err)
+{
+	size_t n;
+	const uint8_t *p = skip_space(buf, len, &n);
+	switch (pd_pprof_body_kind(buf, len)) {
+	case PD_BODY_EMPTY:
+	case PD_BODY_SPACE: return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "%zu bytes of white space", len);
+	case PD_BODY_HTML:
+		return pd_errf(err, PD_EINVAL,
+			       PD_PPROF_REFUSED "the body is an HTML page (%zu bytes) — a login or error page, or a "
+						"URL that is not a /debug/pprof endpoint?",
+			       len);
+	case PD_BODY_JSON:
+		if (!quotes)
+			return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "the body is JSON (%zu bytes)", len);
+		return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "the body is JSON (%zu bytes, starts with %.*s)", len,
+			       (int)(n > 40 ? 40 : n), (const char *)p);
+	case PD_BODY_DUMP:
+		return pd_errf(err, PD_EINVAL,
+			       PD_PPROF_REFUSED "the body is a goroutine dump (debug=2: stack traces of every "
+						"goroutine), which no profile parser reads; fetch /debug/pprof/goroutine "
+						"with debug=0 (protobuf) or debug=1");
+	case PD_BODY_TEXT: {
+		if (!quotes)
 			return pd_errf(err, PD_EINVAL,
-				       "not a profile: the body is an HTML page (%zu bytes) — a login or error page, or a "
-				       "URL that is not a /debug/pprof endpoint?",
-				       len);
-		if (n && (p[0] == '{' || p[0] == '['))
-			return pd_errf(err, PD_EINVAL, "not a profile: the body is JSON (%zu bytes, starts with %.*s)",
-				       len, (int)(n > 40 ? 40 : n), (const char *)p);
-		if (ci_prefix(p, n, "goroutine ") && n > 10 && is_digit((char)p[10])) {
-			size_t k = 10;
-			while (k < n && is_digit((char)p[k]))
-				k++;
-			if (k + 1 < n && p[k] == ' ' && p[k + 1] == '[')
-				return pd_errf(err, PD_EINVAL,
-					       "not a profile: the body is a goroutine dump (debug=2: stack traces of "
-					       "every goroutine), which no profile parser reads; fetch "
-					       "/debug/pprof/goroutine with debug=0 (protobuf) or debug=1");
-		}
+				       PD_PPROF_REFUSED "the body is text (%zu bytes) in none of the profile formats", len);
 		const uint8_t *nl = memchr(p, '\n', n);
 		size_t fl = nl ? (size_t)(nl - p) : n;
 		if (fl && p[fl - 1] == '\r')
 			fl--;
-		if (n == 0)
-			return pd_errf(err, PD_EINVAL, "not a profile: %zu bytes of white space", len);
-		return pd_errf(err, PD_EINVAL, "not a profile: text that is not a profile (first line: \"%.*s%s\")",
+		return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "text that is not a profile (first line: \"%.*s%s\")",
 			       (int)(fl > 100 ? 100 : fl), (const char *)p, fl > 100 ? "..." : "");
 	}
+	default: break; /* binary data (gzip inside gzip too) */
+	}
 	if (len == 1 && buf[0] == 0x1f)
-		return pd_errf(err, PD_EINVAL, "not a profile: 1 byte, 1f: a truncated gzip file?");
+		return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "1 byte, 1f: a truncated gzip file?");
+	if (!quotes)
+		return pd_errf(err, PD_EINVAL,
+			       PD_PPROF_REFUSED "the body is binary data (%zu bytes) that is neither protobuf nor a "
+						"legacy profile",
+			       len);
+	char hx[16] = "";
+	for (size_t i = 0, o = 0; i < len && i < 4; i++)
+		o += (size_t)snprintf(hx + o, sizeof hx - o, "%s%02x", i ? " " : "", buf[i]);
 	return pd_errf(err, PD_EINVAL,
-		       "not a profile: %zu bytes of binary data that is neither protobuf nor a legacy profile "
-		       "(starts with %02x %02x %02x %02x)",
-		       len, len > 0 ? buf[0] : 0, len > 1 ? buf[1] : 0, len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
+		       PD_PPROF_REFUSED "%zu bytes of binary data that is neither protobuf nor a legacy profile "
+					"(starts with %s)",
+		       len, hx);
 }
 
-/* A first byte shaped like a one-byte protobuf tag of a Profile field (1-15,
- * wire types 0-5): such input keeps the protobuf decoder's error. */
+int pd_legacy_refuse(const uint8_t *buf, size_t len, struct pd_err *err) { return refuse(buf, len, true, err); }
+
+/* A first byte shaped like a one-byte tag of a Profile field (1-15, wire
+ * types 0-5). */
 static bool proto_start(uint8_t c)
 {
 	unsigned f = c >> 3, wt = c & 7;
 	return f >= 1 && f <= 15 && wt <= 5;
+}
+
+/* Whether raw reads as the start of a Profile message: its first top-level
+ * fields have tags of Profile fields 1-15 with their wire types (13 packed
+ * or not) and lengths that fit. Input that does (three fields, or all of it)
+ * keeps the protobuf decoder's error (a truncated or damaged profile); for
+ * random bytes the chance is well under 1 in 10,000. */
+static bool proto_like(const uint8_t *p, size_t n)
+{
+	/* wire type of each field: 0 varint, 2 bytes; 13 takes both */
+	static const int8_t want[16] = {-1, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 2, 0, 0, 0, 2};
+	size_t i = 0, fields = 0;
+	while (i < n && fields < 3) {
+		uint64_t v[2] = {0, 0};
+		for (int k = 0; k < 2; k++) { /* the tag, then the varint value or the length */
+			int shift = 0;
+			for (;;) {
+				if (i >= n || shift > 63)
+					return false;
+				uint8_t b = p[i++];
+				v[k] |= (uint64_t)(b & 0x7f) << shift;
+				shift += 7;
+				if (!(b & 0x80))
+					break;
+			}
+			if (k == 0) {
+				unsigned f = (unsigned)(v[0] >> 3), wt = (unsigned)(v[0] & 7);
+				if (f < 1 || f > 15 || !(wt == (unsigned)want[f] || (f == 13 && wt == 2)))
+					return false;
+			}
+		}
+		if ((v[0] & 7) == 2) {
+			if (v[1] > n - i)
+				return false;
+			i += (size_t)v[1];
+		}
+		fields++;
+	}
+	return fields > 0;
 }
 
 int pd_legacy_fallback(const uint8_t *raw, size_t len, const struct pd_pprof_limits *lim, pd_header_fn on_header,
@@ -2048,11 +2154,19 @@ int pd_legacy_fallback(const uint8_t *raw, size_t len, const struct pd_pprof_lim
 	*out = NULL;
 	int rc = legacy_parse(raw, len, lim, len, &p, err);
 	if (rc == PD_LEGACY_UNRECOGNIZED) {
-		if (perr.code == PD_ELIMIT || (!looks_text(raw, len) && proto_start(raw[0]))) {
+		if (perr.code == PD_ELIMIT || (!looks_text(raw, len) && proto_like(raw, len))) {
 			*err = perr;
 			return perr.code ? perr.code : PD_EINVAL;
 		}
-		return pd_legacy_refuse(raw, len, err);
+		rc = refuse(raw, len, !(lim && lim->no_quotes), err);
+		/* broken in its first field, but its first byte is a Profile tag:
+		 * a damaged profile or noise; say both */
+		if (!looks_text(raw, len) && proto_start(raw[0]) && perr.code) {
+			char first[sizeof err->msg];
+			snprintf(first, sizeof first, "%s", err->msg);
+			pd_errf(err, rc, "%s; read as protobuf: %s", first, perr.msg);
+		}
+		return rc;
 	}
 	if (rc)
 		return rc;

@@ -91,6 +91,9 @@ struct pd_profile {
 	 * their header names when the model cannot tell ("mutex" for `--- mutex:`,
 	 * "block" for `--- contention:`), else NULL. Static string. */
 	const char *go_type_hint;
+	/* ... and which legacy format it was ("heap profile", "legacy CPU
+	 * profile", ...); NULL for protobuf. Static string. */
+	const char *legacy_format;
 };
 
 /* Caps on what a decode may produce. Anything over a cap is PD_ELIMIT with a
@@ -118,6 +121,11 @@ struct pd_pprof_limits {
 	 * decode with PD_EBUSY. The caller releases what was reserved. */
 	int (*reserve)(void *ctx, size_t bytes);
 	void *reserve_ctx;
+	/* Errors never quote the input, for bytes from a source that must not
+	 * write into our logs and tables (a scraped target): a legacy-format
+	 * error names its line but not the line's text, and bytes in no format
+	 * are described (pd_pprof_describe_body), never excerpted. */
+	bool no_quotes;
 };
 #define PD_DEFAULT_MAX_MEMORY ((size_t)4 << 30)
 #define PD_DEFAULT_MAX_COMPRESSED (256u << 20)
@@ -163,6 +171,31 @@ typedef int (*pd_sample_fn)(void *ctx, const struct pd_profile *p, const struct 
 int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_pprof_limits *lim,
 			   pd_header_fn on_header, pd_sample_fn on_sample, void *ctx, struct pd_profile **out,
 			   struct pd_err *err) PD_WUR;
+
+/*
+ * What bytes that are not a profile look like (the classification behind
+ * the decoder's refusals): an empty body, white space, an HTML page, JSON,
+ * a goroutine dump (Go's debug=2), other text, gzip data, binary data.
+ */
+enum pd_body_kind {
+	PD_BODY_EMPTY,
+	PD_BODY_SPACE,
+	PD_BODY_HTML,
+	PD_BODY_JSON,
+	PD_BODY_DUMP,
+	PD_BODY_TEXT,
+	PD_BODY_GZIP,
+	PD_BODY_BINARY,
+};
+int pd_pprof_body_kind(const uint8_t *buf, size_t len);
+/* The same as a phrase that quotes none of the bytes: "an HTML page (1234
+ * bytes)", "JSON (56 bytes)", "a goroutine dump (debug=2, 800 bytes)",
+ * "text (57 bytes)", "gzip data (99 bytes)", "binary data (4096 bytes)",
+ * "white space (3 bytes)", "an empty body"; written to out, returned. */
+const char *pd_pprof_describe_body(const uint8_t *buf, size_t len, char *out, size_t cap);
+/* How every refusal of bytes in no profile format begins ("not a profile:
+ * the body is an HTML page (93 bytes) — ..."). */
+#define PD_PPROF_REFUSED "not a profile: "
 
 /* Decode a file ("-" = stdin). Messages are prefixed with the path. */
 int pd_pprof_decode_file(const char *path, const struct pd_pprof_limits *lim,

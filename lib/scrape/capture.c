@@ -126,6 +126,7 @@ int pd_capture_new(const struct pd_capture_opts *o, struct pd_capture **out, str
 		c->o.namespace = NULL;
 	pd_pprof_limits_default(&c->lim);
 	c->lim.max_compressed = c->o.max_body;
+	c->lim.no_quotes = true; /* a pod's bytes never reach a message */
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	*out = c;
@@ -543,17 +544,6 @@ static CURL *easy(const char *url, long timeout_ms, struct body *b, char *errbuf
 	return h;
 }
 
-static void first_line(const uint8_t *p, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n && o + 1 < cap && o < 200; i++) {
-		if (p[i] == '\n' || p[i] == '\r')
-			break;
-		out[o++] = p[i] >= ' ' && p[i] < 0x7f ? (char)p[i] : '?';
-	}
-	out[o] = 0;
-}
-
 int pd_capture_ping_collector(const char *collector, const char *token, long timeout_ms, struct pd_err *err)
 {
 	char url[2048], errbuf[CURL_ERROR_SIZE] = "";
@@ -588,7 +578,7 @@ int pd_capture_ping_collector(const char *collector, const char *token, long tim
 		rc = 0; /* a collector that knows the token (a write-only one may not read the version) */
 	} else if (status != 200) {
 		char line[220];
-		first_line(b.b.ptr, b.b.len, line, sizeof line);
+		pd_scrape_first_line(b.b.ptr, b.b.len, line, sizeof line);
 		rc = pd_errf(err, PD_EIO, "GET %s: HTTP %ld%s%s (not a profd or profefe collector?)", url, status,
 			     line[0] ? ": " : "", line);
 	}
@@ -661,7 +651,7 @@ static int post(struct pd_capture *c, const struct pd_capture_pod *cp, const str
 		}
 	} else {
 		char line[220];
-		first_line(b.b.ptr, b.b.len, line, sizeof line);
+		pd_scrape_first_line(b.b.ptr, b.b.len, line, sizeof line);
 		rc = pd_errf(err, PD_EIO, "collector %.*s refused the profile: HTTP %ld: %s", (int)bl, c->o.collector,
 			     status, json_is_string(e) ? json_string_value(e) : line[0] ? line : "(empty answer)");
 	}
@@ -686,24 +676,15 @@ static void jmsg(struct pd_capture_job *j, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The start of a body for a message: printable, one line. */
-static void excerpt(const uint8_t *p, size_t n, char *out, size_t cap)
+/* Is an error answer of the pod proxy a Kubernetes Status (the API
+ * server's: RBAC, a closed port), rather than the pod's own body? */
+static bool kube_status(const struct pd_kube_response *r)
 {
-	size_t o = 0;
-	out[0] = 0;
-	if (!n)
-		return;
-	if (pd_is_gzip(p, n)) {
-		snprintf(out, cap, "gzip data");
-		return;
-	}
-	out[o++] = '"';
-	for (size_t i = 0; i < n && i < 60 && o + 5 < cap; i++)
-		out[o++] = p[i] >= ' ' && p[i] < 0x7f ? (char)p[i] : ' ';
-	if (n > 60 && o + 4 < cap)
-		out[o++] = '.', out[o++] = '.', out[o++] = '.';
-	out[o++] = '"';
-	out[o] = 0;
+	json_t *o = r->body.len ? json_loadb((const char *)r->body.ptr, r->body.len, 0, NULL) : NULL;
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	bool yes = kind && !strcmp(kind, "Status") && json_is_string(json_object_get(o, "apiVersion"));
+	json_decref(o);
+	return yes;
 }
 
 /* Fetch, check and deliver; fills j (state, msg, bytes, where) and *result
@@ -787,26 +768,32 @@ static void run_job(struct pd_capture *c, struct pd_capture_job *j, struct pd_ca
 			}
 			char what[80];
 			snprintf(what, sizeof what, "pod proxy (port %u)", cp->port);
-			pd_kube_http_error(what, r.status, r.body.ptr, r.body.len, &e);
-			jmsg(res, "%s%s", e.msg, hint);
+			if (kube_status(&r)) { /* the API server's own answer: its message is shown */
+				pd_kube_http_error(what, r.status, r.body.ptr, r.body.len, &e);
+				jmsg(res, "%s%s", e.msg, hint);
+			} else { /* the pod's: described, never quoted */
+				char d[80];
+				jmsg(res, "%s: HTTP %ld from the pod, with %s%s", what, r.status,
+				     pd_pprof_describe_body(r.body.ptr, r.body.len, d, sizeof d), hint);
+			}
 		}
 		goto out;
 	}
 	if (pd_pprof_decode(r.body.ptr, r.body.len, &c->lim, &prof, &e)) {
-		char ex[100];
-		excerpt(r.body.ptr, r.body.len, ex, sizeof ex);
-		if (e.code == PD_ELIMIT)
+		if (e.code == PD_ELIMIT) {
 			jmsg(res, "profile over a limit: %s", e.msg);
-		else
-			jmsg(res, "not a pprof profile (got %s%s%s): %s (is port %u the pprof port? check profefe.com/port or --port)",
-			     r.content_type[0] ? r.content_type : "no Content-Type", ex[0] ? ", " : "", ex, e.msg, cp->port);
+		} else {
+			char m[sizeof res->msg - 100];
+			pd_scrape_not_profile(m, sizeof m, r.content_type, r.body.ptr, r.body.len, &e);
+			jmsg(res, "%s (is port %u the pprof port? check profefe.com/port or --port)", m, cp->port);
+		}
 		goto out;
 	}
 	const char *kind = pd_profile_kind(prof);
-	if (strcmp(kind, pd_scrape_type_kind(j->type))) {
-		char types[200];
-		pd_profile_describe_types(prof, types, sizeof types);
-		jmsg(res, "got a %s profile %s, not a %s profile (check profefe.com/path or --path)", kind, types, tn);
+	if (!pd_scrape_kind_ok(j->type, kind)) {
+		char m[sizeof res->msg - 60];
+		pd_scrape_wrong_kind(m, sizeof m, prof, j->type);
+		jmsg(res, "%s (check profefe.com/path or --path)", m);
 		goto out;
 	}
 	res->empty = prof->nsamples == 0;

@@ -599,7 +599,79 @@ static void settings_free(struct pd_scrape_settings *s)
 {
 	kv_free(s->labels, s->nlabels);
 	strv_free(s->keep, s->nkeep);
+	free(s->query);
 	memset(s, 0, sizeof *s);
+}
+
+/* params: URL parameters sent with every request of a group's targets, as
+ * Prometheus' params ({debug: 1}, or lists of values {a: [x, y]}) ->
+ * "debug=1&a=x&a=y", names and values QueryEscape'd. seconds is the
+ * scraper's own (--cpu-duration). */
+static int get_params(struct cw *w, yaml_node_t *m, const char *path, char **out)
+{
+	if (m->type != YAML_MAPPING_NODE)
+		return cerr(w, m, PD_EUSAGE, path, "expected a mapping of URL parameters to values (like {debug: 1}), got %s",
+			    pd_ytype(m));
+	struct pd_buf b = PD_BUF_INIT(8192);
+	int rc = 0;
+	for (yaml_node_pair_t *pp = m->data.mapping.pairs.start; pp < m->data.mapping.pairs.top && !rc; pp++) {
+		yaml_node_t *k, *val;
+		const char *ks, *vs;
+		char p[CFG_PATH];
+		if ((rc = node(w, pp->key, &k)) || (rc = node(w, pp->value, &val)) ||
+		    (rc = scalar(w, k, path, "a parameter name", &ks)))
+			break;
+		subpath(p, path, ks);
+		if (!*ks) {
+			rc = cerr(w, k, PD_EUSAGE, path, "a parameter name must not be empty");
+			break;
+		}
+		if (!strcmp(ks, "seconds")) {
+			rc = cerr(w, k, PD_EUSAGE, p, "seconds is the scraper's own parameter (cpu_duration, --cpu-duration)");
+			break;
+		}
+		size_t nv = 1;
+		bool seq = val->type == YAML_SEQUENCE_NODE;
+		if (seq && (rc = list(w, val, p, &nv)))
+			break;
+		for (size_t i = 0; i < nv && !rc; i++) {
+			yaml_node_t *v = val;
+			char pi[CFG_PATH];
+			snprintf(pi, sizeof pi, "%s", p);
+			if (seq) {
+				idxpath(pi, p, i);
+				if ((rc = item(w, val, i, &v)))
+					break;
+			}
+			vs = "";
+			if (!pd_ynull(v) && (rc = scalar(w, v, pi, "a parameter value", &vs)))
+				break;
+			int e = 0;
+			if ((b.len && (e = pd_buf_append(&b, "&", 1))) || (e = pd_scrape_query_escape(ks, &b)) ||
+			    (e = pd_buf_append(&b, "=", 1)) || (e = pd_scrape_query_escape(vs, &b)))
+				rc = cerr(w, m, e == PD_ELIMIT ? PD_ELIMIT : PD_ENOMEM, path, "%s",
+					  e == PD_ELIMIT ? "over 8 KiB of parameters" : "out of memory");
+		}
+	}
+	int e;
+	if (!rc && b.len && (e = pd_buf_append(&b, "", 1)))
+		rc = cerr(w, m, e == PD_ELIMIT ? PD_ELIMIT : PD_ENOMEM, path, "%s",
+			  e == PD_ELIMIT ? "over 8 KiB of parameters" : "out of memory");
+	if (rc || !b.len) {
+		pd_buf_free(&b);
+		return rc;
+	}
+	*out = (char *)b.ptr;
+	return 0;
+}
+
+/* url + '?' or '&' + query (malloc'd), url if query is NULL. */
+static char *with_query(const char *url, const char *query)
+{
+	char *u = NULL;
+	if (asprintf(&u, "%s%s%s", url, query ? (strchr(url, '?') ? "&" : "?") : "", query ? query : "") < 0)
+		return NULL;
+	return u;
 }
 
 /* ---- settings: global and groups ------------------------------------------------------------ */
@@ -730,7 +802,11 @@ static int target_url(struct cw *w, yaml_node_t *v, const char *path, const char
 			n--;
 		const char *sep = strstr(b, "://");
 		const char *rest = sep && (size_t)(sep - b) < n ? sep + 3 : b;
-		if (!memchr(rest, '/', n - (size_t)(rest - b)) && n && asprintf(&tmp, "%.*s%s", (int)n, b, gpath) < 0)
+		/* host:port?debug=1: the path goes before the query */
+		const char *q = memchr(rest, '?', n - (size_t)(rest - b));
+		size_t hn = q ? (size_t)(q - b) : n;
+		if (!memchr(rest, '/', hn - (size_t)(rest - b)) && n &&
+		    asprintf(&tmp, "%.*s%s%.*s", (int)hn, b, gpath, (int)(n - hn), b + hn) < 0)
 			return cerr(w, v, PD_ENOMEM, path, "out of memory");
 	}
 	rc = pd_scrape_normalize_url(tmp ? tmp : s, out, &e);
@@ -795,6 +871,12 @@ static int static_config(struct cw *w, yaml_node_t *m, const char *path, const c
 		idxpath(pi, p, i);
 		if ((rc = item(w, vals[0], i, &it)) || (rc = target_url(w, it, pi, gpath, &url)))
 			goto out;
+		if (set->query) { /* the group's params, after the target's own query */
+			char *q = with_query(url, set->query);
+			free(url);
+			if (!(url = q))
+				goto oom;
+		}
 		/* instance=HOST:PORT unless given; then label_keep */
 		size_t nl = nlab;
 		bool has_instance = false;
@@ -911,12 +993,12 @@ static int kube_match(struct cw *w, yaml_node_t *v, const char *path, struct pd_
 
 /* ---- groups and the document --------------------------------------------------------------------- */
 
-enum { G_SERVICE = K_COMMON, G_JOB, G_PATH, G_STATIC, G_KUBE, G_N };
+enum { G_SERVICE = K_COMMON, G_JOB, G_PATH, G_STATIC, G_KUBE, G_PARAMS, G_N };
 
 static int group(struct cw *w, yaml_node_t *m, const char *path)
 {
-	static const char *const keys[G_N] = {COMMON_KEYS,  "service",        "job_name",
-					      "path",       "static_configs", "kubernetes"};
+	static const char *const keys[G_N] = {COMMON_KEYS,      "service",    "job_name", "path",
+					      "static_configs", "kubernetes", "params"};
 	yaml_node_t *vals[G_N];
 	char p[CFG_PATH];
 	struct pd_scrape_settings set = {0};
@@ -947,6 +1029,11 @@ static int group(struct cw *w, yaml_node_t *m, const char *path)
 	}
 	if ((rc = resolve(w, &w->f->global, 0, vals, NULL, 0, m, path, &set)))
 		return rc;
+	if (!pd_ynull(vals[G_PARAMS])) {
+		subpath(p, path, "params");
+		if ((rc = get_params(w, vals[G_PARAMS], p, &set.query)))
+			goto out;
+	}
 	if (kube) {
 		struct pd_scrape_file *f = w->f;
 		if (f->nrules >= PD_SCRAPE_CFG_MAX_RULES) {
@@ -1025,7 +1112,7 @@ static int document(struct cw *w, yaml_node_t *root)
 	yaml_node_t *vals[2], *gv[K_COMMON] = {0};
 	int rc;
 	/* the base of everything: the flags (or the built-in defaults) */
-	struct pd_scrape_settings base = {fl->types, fl->interval_ns, fl->cpu_ns, fl->timeout_ns, NULL, 0, NULL, 0, false};
+	struct pd_scrape_settings base = {fl->types, fl->interval_ns, fl->cpu_ns, fl->timeout_ns, NULL, 0, NULL, 0, false, NULL};
 	if (pd_ynull(root)) {
 		vals[0] = vals[1] = NULL; /* an empty file: no targets */
 	} else if (root->type != YAML_MAPPING_NODE) {

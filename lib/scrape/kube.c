@@ -242,7 +242,9 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	char *url = NULL, *key = NULL, *name = NULL;
 	bool v6 = strchr(p->pod_ip, ':') != NULL;
 	int rc = 0;
-	if (asprintf(&url, "http://%s%s%s:%ld%.*s", v6 ? "[" : "", p->pod_ip, v6 ? "]" : "", port, (int)plen, path) < 0)
+	const char *query = rule ? rule->set.query : NULL; /* its entry's params (?debug=1) */
+	if (asprintf(&url, "http://%s%s%s:%ld%.*s%s%s", v6 ? "[" : "", p->pod_ip, v6 ? "]" : "", port, (int)plen, path,
+		     query ? "?" : "", query ? query : "") < 0)
 		url = NULL;
 	if (p->uid && *p->uid) {
 		if (asprintf(&key, "%s/%s/%s", ns, pod, p->uid) < 0)

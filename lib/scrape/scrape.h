@@ -52,6 +52,10 @@ const char *pd_scrape_type_name(int t);
 const char *pd_scrape_type_kind(int t);
 /* allocs, block, mutex: counters since the process started. */
 bool pd_scrape_type_cumulative(int t);
+/* Is a valid profile of this kind (pd_profile_kind) what type t asks for?
+ * Its own kind; for allocs also heap (Go's legacy text, ?debug=1, is one
+ * format for both and reads as heap). */
+bool pd_scrape_kind_ok(int t, const char *kind);
 /* "cpu,heap, allocs" or "all" -> bit mask (1 << PD_ST_*). Empty elements
  * are skipped, white space trimmed; an unknown name or an empty list is
  * PD_EUSAGE naming the valid ones. */
@@ -99,12 +103,16 @@ int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_t
 /*
  * A user's target to a base URL (malloc'd into *out): "host:port" gets
  * "http://"; a URL without a path gets "/debug/pprof"; a trailing '/' is
- * dropped. Only http and https. PD_EUSAGE with a reason otherwise.
+ * dropped. Only http and https. A query is kept (http://h:6060/debug/pprof?debug=1:
+ * sent with every type's request) but may not hold seconds= (the scraper's);
+ * no fragment. PD_EUSAGE with a reason otherwise.
  */
 int pd_scrape_normalize_url(const char *in, char **out, struct pd_err *err) PD_WUR;
 /* The "host:port" part of a URL into buf ("" if none). */
 const char *pd_scrape_url_hostport(const char *url, char *buf, size_t n);
-/* BASE/profile?seconds=N for cpu, BASE/<type> for the others (malloc'd). */
+/* BASE/profile?seconds=N for cpu, BASE/<type> for the others (malloc'd);
+ * a query of BASE follows: BASE?debug=1 -> BASE/heap?debug=1,
+ * BASE/profile?seconds=N&debug=1. */
 char *pd_scrape_type_url(const char *base, int type, long cpu_seconds);
 
 /*
@@ -148,6 +156,7 @@ struct pd_scrape_settings {
 	char **keep;          /* label_keep: only labels with these keys are sent */
 	size_t nkeep;
 	bool has_keep;        /* false: every label is sent */
+	char *query;          /* a group's params ("debug=1"): sent with every request; NULL = none */
 };
 
 /* A parsed Kubernetes label selector (app=web,tier!=db,env in (a,b),!canary). */
@@ -237,6 +246,25 @@ char *pd_scrape_post_url(const char *collector, const char *service, const char 
 /* Go's net/http/pprof answers a second concurrent CPU profile with a 500
  * "Could not enable CPU profiling: cpu profiling already in use". */
 bool pd_scrape_cpu_in_use(long http_status, const uint8_t *body, size_t n);
+
+/* ---- what a target answered (body.c) ------------------------------------------------------- */
+
+/* A target's bytes are never quoted in a message (issue 12): they are
+ * described (pd_pprof_describe_body: an HTML page (93 bytes), JSON, text,
+ * binary data), and decoded with pd_pprof_limits.no_quotes. */
+/* A failed decode of a body (e: its error, from a no_quotes decode) as
+ * "not a pprof profile (got CTYPE): the body is an HTML page (93 bytes) — ..." */
+void pd_scrape_not_profile(char *out, size_t cap, const char *ctype, const uint8_t *body, size_t n,
+			   const struct pd_err *e);
+/* A non-200 answer: "HTTP 404 from URL, with text (19 bytes)". */
+void pd_scrape_http_error(char *out, size_t cap, long status, const char *url, const uint8_t *body, size_t n);
+/* A valid profile of another kind than type asks for: "got a heap profile
+ * [alloc_objects/count ...] period space/bytes, not a cpu profile" (its
+ * sample types, printable). */
+void pd_scrape_wrong_kind(char *out, size_t cap, const struct pd_profile *p, int type);
+/* The first line of a collector's answer (not a target's), printable, at
+ * most 200 bytes. */
+void pd_scrape_first_line(const uint8_t *p, size_t n, char *out, size_t cap);
 
 /* ---- schedule math (ns, monotonic clock) ------------------------------------------------------ */
 
@@ -369,6 +397,8 @@ struct pd_scrape_config {
 	const char *token;        /* sent as Authorization: Bearer to the collector; NULL = none */
 	const char *cacert;       /* PEM CA of an https:// collector; NULL = the system's */
 	bool insecure;            /* do not verify the collector's certificate */
+	const char *target_ca;    /* PEM CA bundle that verifies https:// targets; NULL = the system's */
+	bool target_insecure;     /* do not verify targets' certificates (tests only) */
 	struct pd_store *store;   /* if set: store directly instead of posting (collector unused) */
 	int64_t retention_ns;     /* with store: the collector's --retention (0 = forever); profiles
 				   * older than the window are refused like POST refuses them */

@@ -121,7 +121,7 @@ struct xfer {
 
 struct pd_scraper {
 	struct pd_scrape_config c;
-	char *collector, *state_dir, *raw_dir, *ua;
+	char *collector, *state_dir, *raw_dir, *ua, *target_ca;
 	char *auth; /* "Authorization: Bearer ..." or NULL */
 	CURLM *multi;
 	pthread_mutex_t mu;
@@ -202,28 +202,6 @@ static void slog(struct pd_scraper *s, const char *level, const char *fmt, ...)
 	va_start(ap, fmt);
 	pd_log_vf(s->c.log, s->c.quiet, level, "scrape", fmt, ap);
 	va_end(ap);
-}
-
-/* A printable excerpt of a body: its first bytes in quotes, or "binary data". */
-static void excerpt(const uint8_t *p, size_t n, char *out, size_t cap)
-{
-	size_t m = n < 48 ? n : 48, printable = 0;
-	for (size_t i = 0; i < m; i++)
-		printable += (p[i] >= ' ' && p[i] < 0x7f) || p[i] == '\n' || p[i] == '\r' || p[i] == '\t';
-	if (!n) {
-		sfmt(out, cap, "an empty body");
-		return;
-	}
-	if (printable * 10 < m * 9) {
-		sfmt(out, cap, "%zu bytes of binary data starting %02x %02x", n, p[0], n > 1 ? p[1] : 0);
-		return;
-	}
-	char e[64];
-	size_t o = 0;
-	for (size_t i = 0; i < m && o + 1 < sizeof e; i++)
-		e[o++] = p[i] >= ' ' && p[i] < 0x7f ? (char)p[i] : ' ';
-	e[o] = 0;
-	sfmt(out, cap, "%zu bytes: \"%s%s\"", n, e, n > m ? "..." : "");
 }
 
 /* ---- the event loop's plumbing: epoll and curl's socket interface ------------------------ */
@@ -365,6 +343,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	s->state_dir = c->state_dir ? strdup(c->state_dir) : NULL;
 	s->raw_dir = c->save_raw_dir ? strdup(c->save_raw_dir) : NULL;
 	s->ua = strdup(c->user_agent ? c->user_agent : "profd-scrape");
+	s->target_ca = c->target_ca ? strdup(c->target_ca) : NULL;
 	if (c->token && asprintf(&s->auth, "Authorization: Bearer %s", c->token) < 0)
 		s->auth = NULL;
 	s->c.token = NULL; /* only s->auth holds it */
@@ -372,6 +351,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	s->c.state_dir = s->state_dir;
 	s->c.save_raw_dir = s->raw_dir;
 	s->c.user_agent = s->ua;
+	s->c.target_ca = s->target_ca;
 	s->multi = curl_multi_init();
 	pthread_mutex_init(&s->mu, NULL);
 	pd_queue_init(&s->q, c->queue_bytes);
@@ -380,6 +360,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 	/* a fetch may not cost more memory than an upload to the collector does
 	 * (a 16 M-sample target cost 1.5 GB before the sample cap refused it) */
 	s->lim.max_memory = PD_SCRAPE_MAX_MEMORY;
+	s->lim.no_quotes = true; /* a target's bytes never reach a message */
 	s->start_real = real_ns();
 	s->curl_due = -1;
 	s->cpu_limit = c->cpu_concurrency ? c->cpu_concurrency : pd_scrape_cpu_slots(0, c->concurrency);
@@ -398,7 +379,7 @@ int pd_scraper_new(const struct pd_scrape_config *c, struct pd_scraper **out, st
 		return pd_errf(err, PD_EIO, "epoll: %s", strerror(e));
 	}
 	if (!s->multi || !s->ua || (c->collector && !s->collector) || (c->state_dir && !s->state_dir) ||
-	    (c->token && !s->auth) ||
+	    (c->token && !s->auth) || (c->target_ca && !s->target_ca) ||
 	    (c->save_raw_dir && !s->raw_dir)) {
 		pd_scraper_free(s);
 		return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -1193,6 +1174,13 @@ static void start_fetch(struct pd_scraper *s, struct job *j, int64_t now)
 	if (j->type == PD_ST_CPU || !ts->inst_ready)
 		curl_easy_setopt(x->h, CURLOPT_FORBID_REUSE, 1L);
 	curl_easy_setopt(x->h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->c.max_body);
+	/* https:// targets: verified against --target-ca, else the system's CAs */
+	if (s->c.target_ca)
+		curl_easy_setopt(x->h, CURLOPT_CAINFO, s->c.target_ca);
+	if (s->c.target_insecure) {
+		curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 	x->t0 = now;
 	x->t0_real = real_ns();
 	missed_queued(s, j, now);
@@ -1210,17 +1198,6 @@ static void start_fetch(struct pd_scraper *s, struct job *j, int64_t now)
 	curl_multi_add_handle(s->multi, x->h);
 }
 
-static void first_line(const uint8_t *p, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n && o + 1 < cap && o < 160; i++) {
-		if (p[i] == '\n' || p[i] == '\r')
-			break;
-		out[o++] = p[i] >= ' ' && p[i] < 0x7f ? (char)p[i] : '?';
-	}
-	out[o] = 0;
-}
-
 static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long status, const char *ctype)
 {
 	struct job *j = x->job;
@@ -1235,7 +1212,6 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 	s->running_cpu -= j->type == PD_ST_CPU;
 	ts->inst_running -= j->type != PD_ST_CPU;
 	atomic_fetch_add(&s->fetched_bytes, got);
-	const char *tn = pd_scrape_type_name(j->type);
 	if (code != CURLE_OK) {
 		const char *e = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
 		if (x->too_large || code == CURLE_FILESIZE_EXCEEDED) {
@@ -1250,6 +1226,16 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 			   code == CURLE_COULDNT_RESOLVE_PROXY) {
 			r = PD_SR_CONNECT;
 			sfmt(msg, sizeof msg, "target down: %s", e);
+		} else if (code == CURLE_PEER_FAILED_VERIFICATION) {
+			r = PD_SR_NETWORK;
+			sfmt(msg, sizeof msg, "TLS: the target's certificate is not trusted: %s (%s)", e,
+			     strstr(e, "host name") ? "it is not for this host name: use a name it holds"
+			     : s->c.target_ca       ? "is it signed by the CA of --target-ca?"
+						    : "--target-ca FILE names the CA that signed it");
+		} else if (code == CURLE_SSL_CACERT_BADFILE) {
+			r = PD_SR_NETWORK;
+			sfmt(msg, sizeof msg, "TLS: --target-ca %s is not a usable PEM CA bundle: %s",
+			     s->c.target_ca ? s->c.target_ca : "(none)", e);
 		} else {
 			r = PD_SR_NETWORK;
 			sfmt(msg, sizeof msg, "%s", e);
@@ -1262,8 +1248,6 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 				      "endpoint itself)",
 		     status, x->url, loc ? " to " : "", loc ? loc : "");
 	} else if (status != 200) {
-		char line[200];
-		first_line(x->body.ptr, x->body.len, line, sizeof line);
 		if (j->type == PD_ST_CPU && pd_scrape_cpu_in_use(status, x->body.ptr, x->body.len)) {
 			r = PD_SR_CPU_IN_USE;
 			sfmt(msg, sizeof msg, "cpu profiling already in use (another CPU profile is being taken): retrying in %.0fs",
@@ -1271,29 +1255,24 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 			slog(s, "info", "target %s type cpu: %s", TN(ts), msg);
 		} else {
 			r = status >= 500 ? PD_SR_HTTP_5XX : PD_SR_HTTP_4XX;
-			sfmt(msg, sizeof msg, "HTTP %ld from %s%s%s", status, x->url, line[0] ? ": " : "", line);
+			pd_scrape_http_error(msg, sizeof msg, status, x->url, x->body.ptr, x->body.len);
 		}
 	} else {
 		struct pd_profile *p = NULL;
 		struct pd_err err;
 		if (pd_pprof_decode(x->body.ptr, x->body.len, &s->lim, &p, &err)) {
-			char ex[160];
-			excerpt(x->body.ptr, x->body.len, ex, sizeof ex);
 			if (err.code == PD_ELIMIT) {
 				r = PD_SR_TOO_LARGE;
 				sfmt(msg, sizeof msg, "profile over a limit: %s", err.msg);
 			} else {
 				r = PD_SR_NOT_PPROF;
-				sfmt(msg, sizeof msg, "not a pprof profile (got %s, %s): %s", ctype && *ctype ? ctype : "no Content-Type",
-					 ex, err.msg);
+				pd_scrape_not_profile(msg, sizeof msg, ctype, x->body.ptr, x->body.len, &err);
 			}
 		} else {
 			const char *kind = pd_profile_kind(p);
-			if (strcmp(kind, pd_scrape_type_kind(j->type))) {
-				char types[200];
-				pd_profile_describe_types(p, types, sizeof types);
+			if (!pd_scrape_kind_ok(j->type, kind)) {
 				r = PD_SR_WRONG_KIND;
-				sfmt(msg, sizeof msg, "got a %s profile %s, not a %s profile", kind, types, tn);
+				pd_scrape_wrong_kind(msg, sizeof msg, p, j->type);
 			} else {
 				if (s->raw_dir)
 					save_raw(s, ts, j->type, x->t0_real, x->body.ptr, x->body.len);
@@ -1389,7 +1368,7 @@ static void collector_error(const struct pd_buf *b, char *out, size_t cap)
 		out[o] = 0;
 		return;
 	}
-	first_line(b->ptr, b->len, out, cap);
+	pd_scrape_first_line(b->ptr, b->len, out, cap);
 }
 
 static void post_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long status)
@@ -1736,6 +1715,7 @@ void pd_scraper_free(struct pd_scraper *s)
 	free(s->state_dir);
 	free(s->raw_dir);
 	free(s->ua);
+	free(s->target_ca);
 	free(s);
 }
 

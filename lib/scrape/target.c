@@ -21,6 +21,18 @@ const char *pd_scrape_type_name(int t) { return t >= 0 && t < PD_ST_N ? type_nam
 const char *pd_scrape_type_kind(int t) { return t >= 0 && t < PD_ST_N ? type_kinds[t] : NULL; }
 bool pd_scrape_type_cumulative(int t) { return t == PD_ST_ALLOCS || t == PD_ST_BLOCK || t == PD_ST_MUTEX; }
 
+bool pd_scrape_kind_ok(int t, const char *kind)
+{
+	const char *want = pd_scrape_type_kind(t);
+	if (!want || !kind)
+		return false;
+	if (!strcmp(kind, want))
+		return true;
+	/* Go's legacy text (?debug=1) is the same format for heap and allocs, and
+	 * profile.Parse gives it no default sample type: it reads as heap */
+	return t == PD_ST_ALLOCS && !strcmp(kind, "heap");
+}
+
 int pd_scrape_parse_types(const char *s, unsigned *mask, struct pd_err *err)
 {
 	*mask = 0;
@@ -186,6 +198,24 @@ void pd_scrape_targets_free(struct pd_scrape_targets *l)
 	memset(l, 0, sizeof *l);
 }
 
+/* A target's query: no seconds= (the scraper sets it for cpu, from
+ * --cpu-duration; Go's other handlers would take it for a delta over that
+ * many seconds, which the request's timeout does not allow for). */
+static bool query_ok(const char *q, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t e = i;
+		while (e < n && q[e] != '&')
+			e++;
+		if (e - i >= 8 && !memcmp(q + i, "seconds=", 8))
+			return false;
+		if (e - i == 7 && !memcmp(q + i, "seconds", 7))
+			return false;
+		i = e + 1;
+	}
+	return true;
+}
+
 int pd_scrape_normalize_url(const char *in, char **out, struct pd_err *err)
 {
 	*out = NULL;
@@ -215,21 +245,36 @@ int pd_scrape_normalize_url(const char *in, char **out, struct pd_err *err)
 	size_t hostlen = slash ? (size_t)(slash - rest) : rn;
 	if (!hostlen)
 		return pd_errf(err, PD_EUSAGE, "target URL \"%.*s\" has no host", (int)n, in);
-	if (memchr(rest, '?', rn) || memchr(rest, '#', rn))
+	if (memchr(rest, '#', rn))
 		return pd_errf(err, PD_EUSAGE,
 			       "target URL \"%.*s\": want the base of the pprof endpoints (e.g. "
-			       "http://host:6060/debug/pprof), without a query",
+			       "http://host:6060/debug/pprof), without a fragment (#)",
 			       (int)n, in);
-	size_t pathlen = rn - hostlen;
+	/* a query (?debug=1) is kept and sent with every type's request */
+	const char *q = memchr(rest, '?', rn);
+	size_t qlen = q ? rn - (size_t)(q - rest) : 0;
+	if (q && hostlen > (size_t)(q - rest))
+		hostlen = (size_t)(q - rest); /* host:port?debug=1 */
+	if (!hostlen)
+		return pd_errf(err, PD_EUSAGE, "target URL \"%.*s\" has no host", (int)n, in);
+	if (q && !query_ok(q + 1, qlen - 1))
+		return pd_errf(err, PD_EUSAGE,
+			       "target URL \"%.*s\": seconds= is the scraper's own parameter (--cpu-duration), not the "
+			       "target's",
+			       (int)n, in);
+	size_t pathlen = rn - hostlen - qlen;
+	if (qlen == 1)
+		qlen = 0; /* a bare '?' */
 	const char *path = rest + hostlen;
 	while (pathlen && path[pathlen - 1] == '/')
 		pathlen--;
 	const char *dflt = pathlen ? "" : "/debug/pprof";
-	size_t cap = strlen(scheme) + hostlen + pathlen + strlen(dflt) + 1;
+	size_t cap = strlen(scheme) + hostlen + pathlen + strlen(dflt) + qlen + 1;
 	char *u = malloc(cap);
 	if (!u)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
-	snprintf(u, cap, "%s%.*s%.*s%s", scheme, (int)hostlen, rest, (int)pathlen, path, dflt);
+	snprintf(u, cap, "%s%.*s%.*s%s%.*s", scheme, (int)hostlen, rest, (int)pathlen, path, dflt, (int)qlen,
+		 qlen ? q : "");
 	*out = u;
 	return 0;
 }
@@ -251,8 +296,12 @@ const char *pd_scrape_url_hostport(const char *url, char *buf, size_t n)
 char *pd_scrape_type_url(const char *base, int type, long cpu_seconds)
 {
 	char *u = NULL;
-	int r = type == PD_ST_CPU ? asprintf(&u, "%s/profile?seconds=%ld", base, cpu_seconds)
-				  : asprintf(&u, "%s/%s", base, pd_scrape_type_name(type));
+	/* BASE?QUERY: the query goes after the type's path, after seconds= for cpu */
+	const char *q = strchr(base, '?');
+	int bl = q ? (int)(q - base) : (int)strlen(base);
+	const char *qs = q && q[1] ? q + 1 : "";
+	int r = type == PD_ST_CPU ? asprintf(&u, "%.*s/profile?seconds=%ld%s%s", bl, base, cpu_seconds, *qs ? "&" : "", qs)
+				  : asprintf(&u, "%.*s/%s%s%s", bl, base, pd_scrape_type_name(type), *qs ? "?" : "", qs);
 	return r < 0 ? NULL : u;
 }
 

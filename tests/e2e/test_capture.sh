@@ -19,7 +19,9 @@
 #      of the run is still captured: pod not found, no pod matches (a
 #      workload scaled to zero, a selector), pod not annotated and no --port,
 #      the proxy's 503 (a closed port), a target that hangs (--timeout),
-#      collector down (the profiles kept in files), SIGINT
+#      collector down (the profiles kept in files), SIGINT; a pod whose
+#      answers hold a secret (an HTML page, a 404 with text): described by
+#      kind and size, never echoed
 #   5. a terminal: the live table (under script(1)); usage errors (exit 2)
 # Every profd stderr is checked for sanitizer reports.
 # Run: BUILD=build bash tests/e2e/test_capture.sh   (BUILD=build-san too)
@@ -111,6 +113,27 @@ start_goapp c ingest
 start_goapp d mixed
 # shellcheck disable=SC2154 # set by start_goapp
 PA=$PORT_a PB=$PORT_b PC=$PORT_c PD=$PORT_d
+# a pod whose answers hold a secret: an HTML page (200) under /html/, a 404 with text under /gone/
+python3 - >"$T/secret.log" 2>&1 <<'EOF' &
+import http.server
+PAGES = {"html": (200, "text/html", b"<!DOCTYPE html><html><body>token=SECRET-MARKER-123</body></html>"),
+         "gone": (404, "text/plain", b"not here; SECRET-MARKER-123\n")}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code, ctype, body = PAGES.get(self.path.split("/")[1], (404, "text/plain", b""))
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("listening on %d" % s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+PS=$(wait_line "$T/secret.log" '^listening on \([0-9]*\)$')
+[ -n "$PS" ] || fail "setup: the secret-holding target" "$(cat "$T/secret.log")"
 
 "$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 -q 2>"$T/srv.log" &
 sport=$(wait_line "$T/srv.log" '.*listening on port \([0-9][0-9]*\).*')
@@ -147,6 +170,10 @@ cat >"$T/pods.json" <<EOF
  {"metadata": {"name": "plain-1", "namespace": "shop", "labels": {"app": "plain"}},
   "spec": {"containers": [{"name": "main", "ports": [{"name": "http", "containerPort": 8080}, {"name": "debug", "containerPort": $PD}]}]}},
  {"metadata": {"name": "down-0", "namespace": "shop", "labels": {"app": "down"}, "annotations": {"profefe.com/port": "1"}}},
+ {"metadata": {"name": "secret-0", "namespace": "shop", "labels": {"app": "secret"},
+   "annotations": {"profefe.com/port": "$PS", "profefe.com/path": "/html/debug/pprof"}}},
+ {"metadata": {"name": "secret-1", "namespace": "shop", "labels": {"app": "secret"},
+   "annotations": {"profefe.com/port": "$PS", "profefe.com/path": "/gone/debug/pprof"}}},
  {"metadata": {"name": "slow-0", "namespace": "shop", "labels": {"app": "slow"}, "annotations": {"profefe.com/port": "$PD"}}},
  {"metadata": {"name": "influxdb-v2-5d8f7b9c4-m2x7q", "namespace": "ops",
    "labels": {"app.kubernetes.io/name": "influxdb", "tier": "back", "pod-template-hash": "5d8f7b9c4"},
@@ -309,6 +336,19 @@ run_cap proxy503 -n shop "$GOOD" down-0 --output-dir "$T/f-proxy503"
 fault_case "proxy error 503 (every type of the pod: one line)" proxy503 \
 	'^kubectl profd capture: shop/down-0 \(all types\): pod proxy \(port 1\): HTTP 503 Service Unavailable: error trying to reach service: .*check profefe.com/port or --port\)$'
 expect "proxy error 503: the good pod's 7 profiles" 7 "$(find "$T/f-proxy503" -name 'web-*.pb.gz' | wc -l)"
+# a pod's answer is described, never echoed (issue 12 item 6)
+mkdir -p "$T/f-secret"
+run_cap secret -n shop "$GOOD" secret-0 secret-1 --types heap --output-dir "$T/f-secret"
+expect "secrets: exit 1, the good pod still captured" "1 1" "$(rc_of secret) $(find "$T/f-secret" -name "web-*-heap-*.pb.gz" | wc -l)"
+if grep -q "SECRET-MARKER" "$T/secret.out" "$T/secret.err"; then
+	fail "secrets: no pod's body in the output" "$(grep -h SECRET-MARKER "$T/secret.out" "$T/secret.err" | head -3)"
+else
+	ok "secrets: no pod's body in the output"
+fi
+one_line "secrets: an HTML page (200) is described with its size" secret \
+	'^kubectl profd capture: shop/secret-0 heap: not a pprof profile \(got text/html\): the body is an HTML page \(64 bytes\) — a login or error page.* \(is port [0-9]+ the pprof port\?'
+one_line "secrets: a 404 from the pod is described with its size" secret \
+	'^kubectl profd capture: shop/secret-1 heap: pod proxy \(port [0-9]+\): HTTP 404 from the pod, with text \(28 bytes\) \(no pprof handler at /gone/debug/pprof/heap'
 api -X POST "$API/admin/fault?code=0&delay=60s&count=10&match=/pods/slow-0:" >/dev/null
 t0=$SECONDS
 run_cap hang -n shop "$GOOD" slow-0 --types heap --timeout 2s --output-dir "$T/f-hang"

@@ -147,6 +147,9 @@ for t in heap allocs block mutex goroutine; do
 	case $t in heap | allocs) kind=heap ;; block | mutex) kind=block/mutex ;; *) kind=$t ;; esac
 	profd pprof info "$L/$t.txt" >"$T/.info" 2>&1
 	if grep -q "^kind: *$kind\$" "$T/.info"; then ok "live $t?debug=1: profd pprof info says kind $kind"; else fail "live $t?debug=1: info" "$(head -c 400 "$T/.info")"; fi
+	if grep -Eq "^file: .*, [a-z ]*profile, legacy format\)\$" "$T/.info"; then ok "live $t?debug=1: profd pprof info names the legacy format"; else fail "live $t?debug=1: info names the format" "$(head -1 "$T/.info")"; fi
+	profd pprof info "$L/$t.pb.gz" >"$T/.info" 2>&1
+	if grep -Eq "^file: .*\(.*, gzip\)\$" "$T/.info"; then ok "live $t: profd pprof info says gzip'd protobuf"; else fail "live $t: info format" "$(head -1 "$T/.info")"; fi
 	if profd pprof convert "$L/$t.txt" "$L/$t.conv.pb.gz" 2>"$T/.err"; then
 		same_go "live $t?debug=1" "$L/$t.txt" "$L/$t.conv.pb.gz"
 	else
@@ -225,14 +228,24 @@ declare -A WANT=([page.html]='an HTML page' [err.json]='is JSON' [text.txt]='tex
 for f in page.html err.json text.txt random.bin goroutine-debug2.txt; do
 	"$ORACLE" check "$N/$f" >/dev/null 2>&1 && fail "non-profile $f" "the oracle accepts it"
 	expect_exit "profd pprof info $f: refused, says what it is" 1 "${WANT[$f]}" profd pprof info "$N/$f"
-	if grep -q "field\|wire type" "$T/.err"; then fail "profd pprof info $f: no protobuf field error" "$(cat "$T/.err")"; fi
+	# a protobuf error may follow as "; read as protobuf: ..." (a first byte
+	# that is a Profile tag), never instead of the description
+	if sed 's/; read as protobuf: .*//' "$T/.err" | grep -q "field\|wire type"; then fail "profd pprof info $f: no protobuf field error" "$(cat "$T/.err")"; fi
 	code=$(curl -sS -o "$T/.b" -w '%{http_code}' --data-binary "@$N/$f" "$B/api/0/profiles?service=bad&type=heap")
 	if [ "$code" = 400 ] && grep -Eq "${WANT[$f]}" "$T/.b"; then ok "POST $f: 400, says what it is"; else fail "POST $f" "$code $(head -c 300 "$T/.b")"; fi
 done
+# noise whose first byte is a Profile tag (field 1, wire type 3): described
+# as binary data, with the protobuf decoder's reading after it
+{ printf '\x0b'; head -c 2000 /dev/urandom; } >"$N/tagnoise.bin"
+expect_exit "profd pprof info tagnoise.bin: binary data, and how protobuf read it" 1 \
+	'bytes of binary data that is neither protobuf nor a legacy profile \(starts with 0b .*\); read as protobuf: .*wire type 3' \
+	profd pprof info "$N/tagnoise.bin"
 # gzip'd non-profile: the same message after gunzip
 gzip -c "$N/page.html" >"$N/page.html.gz"
 expect_exit "profd pprof info page.html.gz: refused as HTML after gunzip" 1 'an HTML page' profd pprof info "$N/page.html.gz"
 # a damaged protobuf keeps its protobuf error
 head -c 200 "$L/heap.pb.gz" | gzip -dc 2>/dev/null | head -c 150 >"$N/trunc.pb"
-expect_exit "truncated protobuf: still a protobuf error" 1 'offset|truncated' profd pprof info "$N/trunc.pb"
+# (cut inside a field: "offset"/"truncated"; on a field boundary: the
+# string table is missing)
+expect_exit "truncated protobuf: still a protobuf error" 1 'offset|truncated|string_table' profd pprof info "$N/trunc.pb"
 no_sanitizer "no sanitizer reports" "$T/serve.log"

@@ -24,6 +24,17 @@
 #      2 naming FILE:LINE:COLUMN and the key (unknown type, typo'd key,
 #      duplicate target, cpu_duration vs interval); examples/scrape.yaml
 #      parses; per-group interval (1s vs 1h) seen in /metrics
+#   7. TLS to targets: an https:// target (python3 ssl in front of a goapp,
+#      a CA and a certificate made here by openssl): --target-ca stores its
+#      profiles; without it (the system's CAs) or with another CA: exit 1, a
+#      certificate error naming --target-ca, nothing stored; --target-insecure
+#      stores them
+#   8. a target configured with ?debug=1 (the real goapp): each type's text
+#      (heap, allocs, block, mutex, goroutine; threadcreate when Go's parser
+#      reads it) stored as its type, go tool pprof -raw/-top of it equal to
+#      those of the text the scraper got, sample types equal to curl's
+#      ?debug=1 now; merges; legacy allocs deltas with --state-dir; ?debug=2
+#      goroutine dumps a per-target error, not echoed
 # Every profd log is checked for sanitizer reports.
 # Run: BUILD=build bash tests/e2e/test_scrape.sh   (BUILD=build-san too)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -264,16 +275,21 @@ expect_row "hanging target = timeout, every type" "/hang/" "hang-f +(timeout +){
 expect_row "HTML = not_pprof" "/html/" "html-f +(not_pprof +){7}"
 expect_row "garbage = not_pprof" "/garbage/" "garbage-f +(not_pprof +){7}"
 # a legacy text heap profile (Go's ?debug=1) is read as a heap profile: stored for
-# heap, the wrong kind of profile for every other type
-expect_row "legacy text heap profile = ok for heap, wrong_kind for the rest" "/text/" "text-f +wrong_kind +ok +(wrong_kind +){5}"
+# heap and allocs (one text format for both), the wrong kind of profile for the rest
+expect_row "legacy text heap profile = ok for heap and allocs, wrong_kind for the rest" "/text/" "text-f +wrong_kind +ok +ok\* +(wrong_kind +){4}"
 expect_row "cpu profiling already in use: retried after --cpu-duration, then ok" "/busy/" "busy-f +ok +(http_4xx +){6}"
-if grep -q "target http://$F/html/debug/pprof type heap: not a pprof profile (got text/html; charset=utf-8, " "$T/faults.out" &&
-	grep -q "type heap: not a pprof profile (got text/html" "$T/faults.err"; then
-	ok "faults: HTML is reported as 'not a pprof profile (got text/html ...)' in the table and the log"
+if grep -q "target http://$F/html/debug/pprof type heap: not a pprof profile (got text/html; charset=utf-8): the body is an HTML page (92 bytes)" "$T/faults.out" &&
+	grep -q "type heap: not a pprof profile (got text/html; charset=utf-8): the body is an HTML page (92 bytes)" "$T/faults.err"; then
+	ok "faults: HTML is reported as 'not a pprof profile (got text/html ...): the body is an HTML page (92 bytes)' in the table and the log"
 else
 	fail "faults: HTML message" "$(grep html "$T/faults.out" "$T/faults.err" | head -5)"
 fi
-grep -q "/garbage/debug/pprof type cpu: not a pprof profile (got application/octet-stream, 4096 bytes of binary data" "$T/faults.out" &&
+if grep -qi "sign in" "$T/faults.out" "$T/faults.err"; then
+	fail "faults: the HTML page's text is not echoed" "$(grep -i "sign in" "$T/faults.out" "$T/faults.err" | head -3)"
+else
+	ok "faults: the HTML page's text is not echoed (table, log)"
+fi
+grep -q "/garbage/debug/pprof type cpu: not a pprof profile (got application/octet-stream): the body is binary data (4096 bytes)" "$T/faults.out" &&
 	ok "faults: garbage is reported with its content type and size" || fail "faults: garbage message" "$(grep garbage "$T/faults.out")"
 grep -q "127.0.0.1:1/debug/pprof type heap: target down" "$T/faults.out" && ok "faults: connection refused says target down" ||
 	fail "faults: down message" "$(grep ':1/' "$T/faults.out")"
@@ -543,6 +559,222 @@ wait $SCR
 rc=$?
 [ $rc -eq 0 ] && ok "yaml: continuous: SIGTERM exit 0" || fail "yaml: continuous SIGTERM" "exit $rc"
 no_sanitizer "yaml: continuous: no sanitizer report" "$T/iv.err"
+
+# ---- 7. TLS to targets: --target-ca, --target-insecure ---------------------------------------------
+
+# a CA and a certificate for 127.0.0.1 (as test_tls.sh makes them), another CA that signed nothing here
+PKI=$T/pki
+mkdir -p "$PKI"
+ossl() { openssl "$@" >>"$PKI/openssl.log" 2>&1; }
+for ca in ca otherca; do
+	ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$ca.key" -out "$PKI/$ca.pem" -days 3 -subj "/CN=$ca"
+done
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/target.key" -out "$PKI/target.csr" -subj "/CN=target"
+echo "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$PKI/target.ext"
+ossl x509 -req -in "$PKI/target.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" -CAcreateserial -out "$PKI/target.pem" -days 3 -extfile "$PKI/target.ext"
+# an https:// target: a TLS front (python3 ssl) to goapp A's real pprof endpoints
+python3 - "$A" "$PKI/target.pem" "$PKI/target.key" >"$T/tls-target.log" 2>&1 <<'EOF' &
+import http.server, ssl, sys, urllib.error, urllib.request
+up, cert, key = sys.argv[1:4]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        try:
+            with urllib.request.urlopen("http://" + up + self.path, timeout=30) as r:
+                code, ct, body = r.status, r.headers.get("Content-Type", ""), r.read()
+        except urllib.error.HTTPError as e:
+            code, ct, body = e.code, e.headers.get("Content-Type", ""), e.read()
+        self.send_response(code)
+        self.send_header("Content-Type", ct)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("listening on %d" % s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+TP=$(wait_line "$T/tls-target.log" '^listening on \([0-9]*\)$')
+if [ -s "$PKI/target.pem" ] && [ -n "$TP" ] && curl -sS --cacert "$PKI/ca.pem" -o /dev/null "https://127.0.0.1:$TP/debug/pprof/goroutine"; then
+	ok "tls: setup: openssl made a CA and a certificate; an https:// target on :$TP (curl --cacert reads it)"
+else
+	fail "tls: setup" "$(tail -3 "$PKI/openssl.log") $(cat "$T/tls-target.log")"
+fi
+TT=https://127.0.0.1:$TP
+tls_scrape() { # NAME SERVICE ARGS...: --once over the https target, cpu and heap; out/err/rc in $T/tls-NAME.*
+	local name=$1 svc=$2
+	shift 2
+	"$PROFD" scrape --once --collector "$SURL" --cpu-duration 1s --types cpu,heap --target "$TT" --service "$svc" "$@" \
+		>"$T/tls-$name.out" 2>"$T/tls-$name.err"
+	echo $? >"$T/tls-$name.rc"
+}
+tls_scrape ca tls-ca --target-ca "$PKI/ca.pem"
+if [ "$(cat "$T/tls-ca.rc")" = 0 ] && [ "$(count tls-ca cpu)" -eq 1 ] && [ "$(count tls-ca heap)" -eq 1 ] &&
+	grep -Eq "^$TT/debug/pprof +tls-ca +ok +ok " "$T/tls-ca.out"; then
+	ok "tls: --target-ca: the https:// target's cpu and heap profiles are stored"
+else
+	fail "tls: --target-ca" "exit $(cat "$T/tls-ca.rc"); $(cat "$T/tls-ca.out" "$T/tls-ca.err")"
+fi
+tls_scrape none tls-none
+if [ "$(cat "$T/tls-none.rc")" = 1 ] && [ "$(count tls-none)" -eq 0 ] &&
+	grep -Eq "^$TT/debug/pprof +tls-none +network +network " "$T/tls-none.out" &&
+	grep -q "type heap: TLS: the target's certificate is not trusted: .*certificate.* (--target-ca FILE names the CA that signed it)" "$T/tls-none.out" &&
+	grep -q "type heap: TLS: the target's certificate is not trusted" "$T/tls-none.err"; then
+	ok "tls: without --target-ca (the system's CAs): exit 1, a certificate error naming --target-ca, nothing stored"
+else
+	fail "tls: without --target-ca" "exit $(cat "$T/tls-none.rc"), $(count tls-none) stored; $(cat "$T/tls-none.out" "$T/tls-none.err")"
+fi
+tls_scrape other tls-other --target-ca "$PKI/otherca.pem"
+if [ "$(cat "$T/tls-other.rc")" = 1 ] && [ "$(count tls-other)" -eq 0 ] &&
+	grep -q "type cpu: TLS: the target's certificate is not trusted: .* (is it signed by the CA of --target-ca?)" "$T/tls-other.out"; then
+	ok "tls: --target-ca of another CA: refused the same way, nothing stored"
+else
+	fail "tls: --target-ca of another CA" "exit $(cat "$T/tls-other.rc"); $(cat "$T/tls-other.out")"
+fi
+tls_scrape insecure tls-insecure --target-insecure
+if [ "$(cat "$T/tls-insecure.rc")" = 0 ] && [ "$(count tls-insecure cpu)" -eq 1 ] && [ "$(count tls-insecure heap)" -eq 1 ]; then
+	ok "tls: --target-insecure: stored without verifying"
+else
+	fail "tls: --target-insecure" "exit $(cat "$T/tls-insecure.rc"); $(cat "$T/tls-insecure.out" "$T/tls-insecure.err")"
+fi
+expect_exit "tls: --target-ca FILE that cannot be read: exit 1, names it" 1 "target-ca $T/nope.pem: No such file" \
+	"$PROFD" scrape --once --target-ca "$T/nope.pem" --target "$TT" --service s
+"$PROFD" scrape --help >"$T/help" 2>&1
+grep -q -- "--target-ca FILE" "$T/help" && grep -q -- "--target-insecure" "$T/help" && ok "tls: --help lists --target-ca and --target-insecure" ||
+	fail "tls: --help" "$(grep -i target "$T/help")"
+no_sanitizer "tls: no sanitizer report" "$T"/tls-*.err
+
+# ---- 8. a target configured with ?debug=1: Go's legacy text formats ----------------------------------
+
+# Every request gets the target's query (heap?debug=1, profile?seconds=1&debug=1); Go
+# answers text for heap, allocs, block, mutex, goroutine and threadcreate (cpu is
+# always protobuf). What is compared: each stored profile against the very body the
+# scraper received (--save-raw): go tool pprof -raw reads the same samples, locations
+# and mappings (sample order aside) and -top the same table; the sample types against
+# the same kind fetched with curl ...?debug=1 now (a live profile changes between
+# two fetches, so its values cannot be compared).
+start_goapp l mixed
+L=$ADDR_l
+sleep 1.5 # samples in block and mutex
+"$PROFD" scrape --once --collector "$SURL" --cpu-duration 1s --save-raw "$T/rawleg" \
+	--target "http://$L/debug/pprof?debug=1" --service legacy >"$T/leg.out" 2>"$T/leg.err"
+rc=$?
+# raw TYPE: the body the scraper received for TYPE
+raw() { find "$T/rawleg" -name "*.$1.*.pb.gz" | head -1; }
+# canon FILE [ARGS]: go tool pprof -raw with each sample on one line (its labels joined), its
+# location ids replaced by the locations (address, mapping, lines), sorted: what -raw says,
+# whatever ids and order the store gave them
+canon() {
+	local f=$1
+	shift
+	go_pprof -raw "$@" "$f" >"$T/canon.raw"
+	awk 'FNR == NR {
+		if ($0 ~ /^Locations/) { loc = 1; next }
+		if ($0 ~ /^Mappings/) loc = 0
+		if (loc && $1 ~ /^[0-9]+:$/) { id = substr($1, 1, length($1) - 1); $1 = ""; addr[id] = $0 }
+		next
+	}
+	/^Samples:/ { s = 1; print; next }
+	/^Locations/ { s = 0; if (b != "") print b; b = ""; loc = 1; next }
+	/^Mappings/ { loc = 0 }
+	s && /^ +[a-z_]+:\[/ { b = b " " $0; next }
+	s && /: / {
+		if (b != "") print b
+		split($0, parts, ": ")
+		n = split(parts[2], ids, " ")
+		b = parts[1] ":"
+		for (i = 1; i <= n; i++) b = b " [" addr[ids[i]] "]"
+		next
+	}
+	loc && $1 ~ /^[0-9]+:$/ { $1 = ""; print "location" $0; next }
+	{ if (b != "") print b; b = ""; print }
+	END { if (b != "") print b }' "$T/canon.raw" "$T/canon.raw" | sort
+}
+stypes() { go_pprof -raw "$1" | sed -n '/^Samples:/{n;p;q}'; }
+tc_go=$(curl -sS "http://$L/debug/pprof/threadcreate?debug=1" -o "$T/leg-curl-threadcreate" && go_pprof -raw "$T/leg-curl-threadcreate" >/dev/null && echo reads || echo refuses)
+if [ "$tc_go" = reads ]; then tc_cell=ok; else tc_cell=not_pprof; fi
+if grep -Eq "^http://$L/debug/pprof\?debug=1 +legacy +ok +ok +ok\* +ok\* +ok\* +ok +$tc_cell " "$T/leg.out"; then
+	ok "debug=1: every type scraped (threadcreate: $tc_cell, as go tool pprof $tc_go Go's text of it); allocs is not refused as a heap profile"
+else
+	fail "debug=1: table" "exit $rc; $(cat "$T/leg.out" "$T/leg.err")"
+fi
+grep -q "threadcreate profile, line [0-9]*: malformed (Go's profile.Parse refuses it too; the line is not shown" "$T/leg.out" ||
+	[ "$tc_go" = reads ] && ok "debug=1: a threadcreate text that Go's parser refuses says so" ||
+	fail "debug=1: threadcreate message" "$(grep threadcreate "$T/leg.out")"
+declare -A head=([heap]="heap profile:" [allocs]="heap profile:" [block]="--- contention:" [mutex]="--- mutex:" [goroutine]="goroutine profile: total")
+for t in heap allocs block mutex goroutine threadcreate cpu; do
+	[ "$t" = threadcreate ] && [ "$tc_go" != reads ] && continue
+	r=$(raw "$t")
+	id=$(ids legacy "$t" | head -1)
+	if [ -z "$r" ] || [ -z "$id" ] || [ "$(count legacy "$t")" -ne 1 ]; then
+		fail "debug=1 $t: stored once, raw body kept" "raw '$r' id '$id' $(count legacy "$t") stored"
+		continue
+	fi
+	if [ -n "${head[$t]:-}" ] && ! head -c 40 "$r" | grep -q "^${head[$t]}"; then
+		fail "debug=1 $t: Go answered text" "$(head -c 40 "$r" | od -c | head -2)"
+		continue
+	fi
+	curl -sS -o "$T/leg-st-$t" "$SURL/api/0/profiles/$id"
+	canon "$r" >"$T/leg-a"
+	canon "$T/leg-st-$t" >"$T/leg-b"
+	if [ -s "$T/leg-a" ] && cmp -s "$T/leg-a" "$T/leg-b"; then
+		ok "debug=1 $t: stored as type $t; go tool pprof -raw of it = -raw of the body the scraper got ($(grep -c . "$T/leg-a") lines)"
+	else
+		fail "debug=1 $t: -raw" "$(diff "$T/leg-a" "$T/leg-b" | head -10)"
+	fi
+	# (legacy text has no symbols: -addresses gives a row per address)
+	go_pprof -top -addresses -nodecount=100000 "$r" | sed -n '/^Type:/,$p' >"$T/leg-a"
+	go_pprof -top -addresses -nodecount=100000 "$T/leg-st-$t" | sed -n '/^Type:/,$p' >"$T/leg-b"
+	same_output "debug=1 $t: go tool pprof -top -addresses of the stored profile = of the body the scraper got ($(wc -l <"$T/leg-a") lines)" "$T/leg-a" "$T/leg-b"
+	if [ "$t" != cpu ]; then
+		curl -sS -o "$T/leg-curl-$t" "http://$L/debug/pprof/$t?debug=1"
+		expect "debug=1 $t: sample types = those of curl .../$t?debug=1 now" "$(stypes "$T/leg-curl-$t")" "$(stypes "$T/leg-st-$t")"
+	fi
+done
+for t in allocs mutex; do
+	curl -sS -o "$T/leg-m-$t" "$SURL/api/0/profiles/merge?service=legacy&type=$t&from=0&to=now"
+	expect "debug=1 $t: the merge API reads it (sample types)" "$(stypes "$(raw $t)")" "$(stypes "$T/leg-m-$t")"
+done
+# deltas of legacy allocs between two runs (--state-dir): as go tool pprof -base first second
+legdelta() {
+	"$PROFD" scrape --once -q --collector "$SURL" --state-dir "$T/legstate" --save-raw "$T/legraw2" --types allocs \
+		--target "http://$L/debug/pprof?debug=1" --service legdelta >"$T/legd$1.out" 2>&1
+}
+legdelta 1 && sleep 1 && legdelta 2
+rc=$?
+# shellcheck disable=SC2207
+raws=($(find "$T/legraw2" -name "*.allocs.*.pb.gz" | sort))
+id=$(ids legdelta allocs | tail -1)
+if [ $rc -eq 0 ] && [ ${#raws[@]} -eq 2 ] && [ -n "$id" ]; then
+	curl -sS -o "$T/legd.pb.gz" "$SURL/api/0/profiles/$id"
+	go_pprof -top -addresses -nodecount=100000 -sample_index=alloc_space -base "${raws[0]}" "${raws[1]}" | sed -n '/^Showing nodes/,$p' >"$T/leg-a"
+	go_pprof -top -addresses -nodecount=100000 -sample_index=alloc_space "$T/legd.pb.gz" | sed -n '/^Showing nodes/,$p' >"$T/leg-b"
+	same_output "debug=1 allocs with --state-dir: the stored delta -top -addresses = go tool pprof -base first second of the texts ($(wc -l <"$T/leg-a") lines)" "$T/leg-a" "$T/leg-b"
+	canon "${raws[1]}" -base "${raws[0]}" >"$T/leg-a"
+	canon "$T/legd.pb.gz" >"$T/leg-b"
+	same_output "debug=1 allocs with --state-dir: ... and its -raw (samples, locations, mappings)" "$T/leg-a" "$T/leg-b"
+else
+	fail "debug=1 allocs delta" "exit $rc, ${#raws[@]} raw, id '$id'; $(cat "$T"/legd*.out)"
+fi
+# debug=2: goroutine dumps are not profiles (a per-target error); Go's heap?debug=2 is text as debug=1
+"$PROFD" scrape --once --collector "$SURL" --types heap,goroutine --target "http://$L/debug/pprof?debug=2" --service dbg2 \
+	>"$T/dbg2.out" 2>"$T/dbg2.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -Eq "debug=2 +dbg2 +ok +not_pprof " "$T/dbg2.out" && [ "$(count dbg2 goroutine)" -eq 0 ] &&
+	grep -q "type goroutine: not a pprof profile (got text/plain; charset=utf-8): the body is a goroutine dump (debug=2: stack traces of every goroutine), which no profile parser reads" "$T/dbg2.out"; then
+	ok "debug=2: the goroutine dump is a clear per-target error (heap is stored), exit 1"
+else
+	fail "debug=2" "exit $rc; $(cat "$T/dbg2.out" "$T/dbg2.err")"
+fi
+grep -q "goroutine 1 \[\|main\.\|runtime\." "$T/dbg2.out" "$T/dbg2.err" && fail "debug=2: the dump is not echoed" "$(grep -h "runtime\." "$T/dbg2.out" "$T/dbg2.err" | head -3)" ||
+	ok "debug=2: the dump's stacks are not echoed"
+expect_exit "usage: a target query with seconds= (the scraper's own)" 2 "seconds= is the scraper's own parameter" \
+	"$PROFD" scrape --once --target "http://$L/debug/pprof?seconds=5" --service s
+no_sanitizer "debug=1: no sanitizer report" "$T/leg.err" "$T/dbg2.err" "$T"/legd*.out
 
 no_sanitizer "collector logs: no sanitizer report" "$T"/srv-*.log
 echo "# test_scrape.sh took $((SECONDS - t_start)) s"

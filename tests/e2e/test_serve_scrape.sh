@@ -7,6 +7,9 @@
 #      reads in go tool pprof -top
 #   2. the scraper's counters are on the collector's /metrics
 #   3. SIGTERM: the scraper stops first, exit 0
+#   3b. --target-ca passes through: an https:// target (python3 ssl in front
+#      of the goapp, a self-signed certificate for 127.0.0.1) is stored; a
+#      name the certificate does not hold is a certificate error
 #   4. usage errors: --scrape with --collector or --once; serve --help
 # Run: BUILD=build bash tests/e2e/test_serve_scrape.sh   (BUILD=build-san too)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -100,6 +103,57 @@ if grep -q "Sanitizer\|runtime error" "$T/srv.log"; then
 else
 	ok "no sanitizer report"
 fi
+
+# ---- 3b. an https:// target with --target-ca (the flags pass through to the scraper) ---------------
+if command -v openssl >/dev/null && command -v python3 >/dev/null; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/t.key" -out "$T/t.pem" -days 2 \
+		-subj "/CN=target" -addext "subjectAltName=IP:127.0.0.1" >"$T/openssl.log" 2>&1
+	# a TLS front (python3 ssl) to the goapp's pprof endpoints
+	python3 - "$GA_ADDR" "$T/t.pem" "$T/t.key" >"$T/front.log" 2>&1 <<'EOF' &
+import http.server, ssl, sys, urllib.request
+up, cert, key = sys.argv[1:4]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with urllib.request.urlopen("http://" + up + self.path, timeout=30) as r:
+            body = r.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("listening on %d" % s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+	FP=$(wait_line "$T/front.log" '^listening on \([0-9]*\)$')
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-tls" --retention 0 -q --scrape --types heap --interval 1s \
+		--target "https://127.0.0.1:$FP" --service tls-ca --target-ca "$T/t.pem" \
+		--target "https://localhost:$FP" --service tls-none 2>"$T/srv-tls.log" &
+	SPID=$!
+	port=$(wait_line "$T/srv-tls.log" '.*listening on port \([0-9][0-9]*\).*')
+	for ((i = 0; i < 50; i++)); do
+		n=$(curl -sS "http://127.0.0.1:$port/api/0/profiles?service=tls-ca&type=heap&from=0&to=now" | grep -c '"id"')
+		[ "$n" -ge 1 ] && grep -q "target https://localhost:$FP/debug/pprof type heap: TLS: " "$T/srv-tls.log" && break
+		sleep 0.2
+	done
+	if [ "${n:-0}" -ge 1 ]; then ok "tls: serve --scrape --target-ca: the https:// target's heap is stored"; else fail "tls: serve --scrape --target-ca" "$(tail -5 "$T/srv-tls.log")"; fi
+	# one --target-ca for all targets: localhost is not in the certificate (IP:127.0.0.1 only)
+	if grep -q "target https://localhost:$FP/debug/pprof type heap: TLS: the target's certificate is not trusted" "$T/srv-tls.log"; then
+		ok "tls: serve --scrape: a name the certificate does not hold is refused, with a certificate error"
+	else
+		fail "tls: serve --scrape: wrong name" "$(grep localhost "$T/srv-tls.log" | head -3)"
+	fi
+	kill -TERM $SPID
+	wait $SPID 2>/dev/null
+else
+	ok "tls: openssl or python3 missing # SKIP"
+fi
+expect_exit "usage: --scrape --target-ca FILE that cannot be read: exit 1" 1 "target-ca $T/nope.pem" \
+	"$PROFD" serve --data-dir "$T/u" --scrape --target-ca "$T/nope.pem" --target h:1 --service s
 
 # ---- 4. usage -------------------------------------------------------------------------------------
 expect_exit "usage: --scrape --collector" 2 "not with serve --scrape: profiles go straight to the store" \

@@ -83,7 +83,10 @@ static void test_urls(void **state)
 	assert_contains(err.msg, "only http:// and https://");
 	assert_int_equal(pd_scrape_normalize_url("", &out, &err), PD_EUSAGE);
 	assert_int_equal(pd_scrape_normalize_url("http:///x", &out, &err), PD_EUSAGE);
-	assert_int_equal(pd_scrape_normalize_url("http://h/debug/pprof?x=1", &out, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_normalize_url("http://h/debug/pprof#x", &out, &err), PD_EUSAGE);
+	assert_int_equal(pd_scrape_normalize_url("http://h/debug/pprof?seconds=5", &out, &err), PD_EUSAGE);
+	assert_contains(err.msg, "seconds= is the scraper's own");
+	assert_int_equal(pd_scrape_normalize_url("http://h/debug/pprof?debug=1&seconds", &out, &err), PD_EUSAGE);
 	assert_int_equal(pd_scrape_normalize_url("http://h /x", &out, &err), PD_EUSAGE);
 	assert_null(out);
 	char hp[64];
@@ -98,6 +101,74 @@ static void test_urls(void **state)
 	u = pd_scrape_type_url("http://h:1/debug/pprof", PD_ST_ALLOCS, 10);
 	assert_string_equal(u, "http://h:1/debug/pprof/allocs");
 	free(u);
+	/* a query (?debug=1) is kept and goes with every type, after seconds= for cpu */
+	expect_url("http://h:1/debug/pprof?debug=1", "http://h:1/debug/pprof?debug=1");
+	expect_url("http://h:1/debug/pprof/?debug=1", "http://h:1/debug/pprof?debug=1");
+	expect_url("h:1?debug=1", "http://h:1/debug/pprof?debug=1");
+	expect_url("https://h:1?debug=1&x=/y", "https://h:1/debug/pprof?debug=1&x=/y");
+	expect_url("http://h:1/debug/pprof?", "http://h:1/debug/pprof");
+	expect_url("http://h:1/debug/pprof?myseconds=2", "http://h:1/debug/pprof?myseconds=2");
+	assert_string_equal(pd_scrape_url_hostport("http://h:1?debug=1", hp, sizeof hp), "h:1");
+	u = pd_scrape_type_url("http://h:1/debug/pprof?debug=1", PD_ST_HEAP, 10);
+	assert_string_equal(u, "http://h:1/debug/pprof/heap?debug=1");
+	free(u);
+	u = pd_scrape_type_url("http://h:1/debug/pprof?debug=1&a=b", PD_ST_CPU, 7);
+	assert_string_equal(u, "http://h:1/debug/pprof/profile?seconds=7&debug=1&a=b");
+	free(u);
+	/* legacy text heap and allocs are one format: an allocs target may serve it */
+	assert_true(pd_scrape_kind_ok(PD_ST_ALLOCS, "allocs") && pd_scrape_kind_ok(PD_ST_ALLOCS, "heap"));
+	assert_true(pd_scrape_kind_ok(PD_ST_MUTEX, "block/mutex") && pd_scrape_kind_ok(PD_ST_HEAP, "heap"));
+	assert_false(pd_scrape_kind_ok(PD_ST_HEAP, "allocs") || pd_scrape_kind_ok(PD_ST_CPU, "heap") ||
+		     pd_scrape_kind_ok(PD_ST_ALLOCS, "cpu"));
+}
+
+/* A target's bytes are described, never quoted (issue 12). */
+static void test_body_messages(void **state)
+{
+	(void)state;
+	static const char *const bodies[] = {
+		"<!DOCTYPE html><html><body>SECRET-MARKER-123</body></html>",
+		"{\"token\": \"SECRET-MARKER-123\"}",
+		"SECRET-MARKER-123 is not a profile\n",
+		"heap profile: 1: 2 [3: 4] @ heap/1048576\n1: 2 [SECRET-MARKER-123] @ 0x1\n",
+		"--- mutex:\ncycles/second=1\n1 99999999999999999999999 @ 0x1 SECRET-MARKER-123\n",
+		"goroutine profile: total 1\nSECRET-MARKER-123 @ 0x1\n",
+		"goroutine 1 [running]:\nmain.SECRET-MARKER-123()\n",
+		"\x01\x02SECRET-MARKER-123\x00\x00",
+	};
+	static const char *const want[] = {
+		"(got text/html): the body is an HTML page (58 bytes) — a login",
+		"(got text/html): the body is JSON (30 bytes)",
+		"(got text/html): the body is text (35 bytes) in none of the profile formats",
+		"(got text/html): the body is text (72 bytes): heap profile, line 2: malformed (Go's profile.Parse refuses it too",
+		"(got text/html): the body is text (77 bytes): contention profile, line 3: malformed (Go's profile.Parse refuses it too",
+		"(got text/html): the body is text (51 bytes): goroutine profile, line 2: malformed (Go's profile.Parse refuses it too",
+		"(got text/html): the body is a goroutine dump (debug=2",
+		"(got text/html): the body is binary data (21 bytes) that is neither",
+	};
+	struct pd_pprof_limits lim = {.no_quotes = true};
+	for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+		const uint8_t *b = (const uint8_t *)bodies[i];
+		size_t n = strlen(bodies[i]) + (i == 7 ? 2 : 0);
+		struct pd_profile *p = NULL;
+		struct pd_err err;
+		assert_int_not_equal(pd_pprof_decode(b, n, &lim, &p, &err), 0);
+		char msg[400];
+		pd_scrape_not_profile(msg, sizeof msg, "text/html", b, n, &err);
+		if (!strstr(msg, want[i]) || strstr(msg, "SECRET"))
+			fail_msg("body %zu: %s", i, msg);
+		pd_scrape_http_error(msg, sizeof msg, 404, "http://h/x", b, n);
+		if (strstr(msg, "SECRET") || !strstr(msg, "HTTP 404 from http://h/x, with "))
+			fail_msg("body %zu: %s", i, msg);
+	}
+	char msg[200];
+	pd_scrape_http_error(msg, sizeof msg, 500, "u", (const uint8_t *)"", 0);
+	assert_string_equal(msg, "HTTP 500 from u, with an empty body");
+	/* without no_quotes (an upload's own bytes), the decoder still shows them */
+	struct pd_err err;
+	struct pd_profile *p = NULL;
+	assert_int_not_equal(pd_pprof_decode((const uint8_t *)bodies[2], strlen(bodies[2]), NULL, &p, &err), 0);
+	assert_contains(err.msg, "SECRET-MARKER-123");
 }
 
 static const char *label(const struct pd_scrape_target *t, const char *k)
@@ -213,6 +284,46 @@ static const char *const yaml_ok =
 	"    interval: 3m\n"
 	"    label_keep: [namespace, pod, app]\n"
 	"  - kubernetes:\n";
+
+/* A target's query (?debug=1) in the YAML config: kept, after the group's path. */
+static void test_yaml_query(void **state)
+{
+	(void)state;
+	static const char y[] = "scrape_configs:\n"
+				"  - service: s\n"
+				"    path: /x/pprof\n"
+				"    params: {gc: 1}\n"
+				"    static_configs:\n"
+				"      - targets: ['h:1?debug=1', 'http://h:2?debug=1&x=/y', 'http://h:3/debug/pprof?debug=1']\n"
+				"  - service: t\n"
+				"    params: {debug: '1'}\n"
+				"    static_configs: [{targets: ['h:4']}]\n";
+	struct pd_scrape_file f;
+	struct pd_err err;
+	struct pd_scrape_cfg_flags fl = no_flags();
+	if (pd_scrape_parse_yaml("q.yaml", y, strlen(y), &fl, &f, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(f.targets.n, 4);
+	assert_string_equal(f.targets.v[0].url, "http://h:1/x/pprof?debug=1&gc=1");
+	assert_string_equal(f.targets.v[1].url, "http://h:2/x/pprof?debug=1&x=/y&gc=1");
+	assert_string_equal(f.targets.v[2].url, "http://h:3/debug/pprof?debug=1&gc=1");
+	assert_string_equal(f.targets.v[3].url, "http://h:4/debug/pprof?debug=1");
+	assert_string_equal(label(&f.targets.v[0], "instance"), "h:1");
+	pd_scrape_file_free(&f);
+	static const char bad[] = "scrape_configs:\n"
+				  "  - service: s\n"
+				  "    static_configs: [{targets: ['h:1?seconds=30']}]\n";
+	assert_int_equal(pd_scrape_parse_yaml("b.yaml", bad, strlen(bad), &fl, &f, &err), PD_EUSAGE);
+	assert_contains(err.msg, "b.yaml:3:");
+	assert_contains(err.msg, "seconds= is the scraper's own");
+	pd_scrape_file_free(&f);
+	static const char bad2[] = "scrape_configs:\n"
+				   "  - kubernetes: {}\n"
+				   "    params: {seconds: 30}\n";
+	assert_int_equal(pd_scrape_parse_yaml("b.yaml", bad2, strlen(bad2), &fl, &f, &err), PD_EUSAGE);
+	assert_contains(err.msg, "b.yaml:3:14: scrape_configs[0].params.seconds: seconds is the scraper's own");
+	pd_scrape_file_free(&f);
+}
 
 static void test_yaml_config(void **state)
 {
@@ -385,7 +496,7 @@ static void test_yaml_errors(void **state)
 		const char *also; /* and holds this */
 	} cases[] = {
 		{"scrape_configs:\n  - service: a\n    typez: [cpu]\n", PD_EUSAGE,
-		 "t.yaml:3:5: scrape_configs[0]: unknown key \"typez\" (valid: types, interval,", "kubernetes)"},
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"typez\" (valid: types, interval,", "kubernetes, params)"},
 		{"globals: {}\n", PD_EUSAGE, "t.yaml:1:1: unknown key \"globals\" (valid: global, scrape_configs)", NULL},
 		{"global:\n  types: [cpu, cpux]\n", PD_EUSAGE,
 		 "t.yaml:2:16: global.types[1]: unknown profile type \"cpux\" (valid: cpu, heap,", NULL},
@@ -1172,7 +1283,8 @@ static void test_scraper_once(void **state)
 	assert_int_equal(failed, 4); /* good: goroutine 404; html; wrong; down */
 	assert_contains(txt, "TARGET");
 	assert_contains(txt, "GOROUTINE");
-	assert_contains(txt, "type heap: not a pprof profile (got text/html; charset=utf-8, 46 bytes: \"<!DOCTYPE html>");
+	assert_contains(txt, "type heap: not a pprof profile (got text/html; charset=utf-8): the body is an HTML page (46 bytes)");
+	assert_null(strstr(txt, "hello")); /* the page's text is not shown */
 	assert_contains(txt, "type heap: got a cpu profile");
 	assert_contains(txt, "type goroutine: HTTP 404");
 	assert_contains(txt, "http://127.0.0.1:1/debug/pprof type cpu: target down");
@@ -1378,8 +1490,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_types),
 		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_body_messages),
 		cmocka_unit_test(test_targets_and_config),
 		cmocka_unit_test(test_yaml_config),
+		cmocka_unit_test(test_yaml_query),
 		cmocka_unit_test(test_yaml_example),
 		cmocka_unit_test(test_yaml_detect),
 		cmocka_unit_test(test_yaml_errors),

@@ -291,7 +291,8 @@ static void test_config_rules(void **state)
 	                "    labels: {team: web}\n"
 	                "    label_keep: [namespace, pod, team, pod-template-hash, cluster]\n"
 	                "  - kubernetes: {namespaces: [pay]}\n"
-	                "    labels: {pod: mine}\n";
+	                "    labels: {pod: mine}\n"
+	                "    params: {debug: 1, x: [a b, c]}\n";
 	struct pd_scrape_cfg_flags fl = {.types = PD_ST_ALL, .interval_ns = 60000000000LL, .cpu_ns = 10000000000LL,
 	                                 .timeout_ns = 10000000000LL};
 	struct pd_scrape_file f;
@@ -312,6 +313,7 @@ static void test_config_rules(void **state)
 	assert_int_equal(t->interval_ns, 30000000000LL);
 	assert_int_equal(t->cpu_ns, 5000000000LL);
 	assert_int_equal(t->timeout_ns, 10000000000LL);
+	assert_string_equal(t->url, "http://10.1.2.3:6060/debug/pprof"); /* no params: no query */
 	char b[600];
 	labels_str(t, b, sizeof b);
 	/* label_keep: the built-ins it names, the pod labels it names (not
@@ -332,6 +334,8 @@ static void test_config_rules(void **state)
 	assert_int_equal(judge(pay, &o, &l, NULL, 0), PD_KS_TARGET);
 	assert_int_equal(l.v[0].types, PD_ST_ALL);
 	assert_int_equal(l.v[0].interval_ns, 60000000000LL);
+	/* its params: a query on every request (Go's ?debug=1 text formats) */
+	assert_string_equal(l.v[0].url, "http://10.1.2.3:6060/debug/pprof?debug=1&x=a+b&x=c");
 	labels_str(&l.v[0], b, sizeof b);
 	assert_string_equal(b, "namespace=pay,pod=p-1,app=pay,cluster=prod");
 	pd_scrape_targets_free(&l);
