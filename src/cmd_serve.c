@@ -58,6 +58,14 @@ static const char usage_text[] =
 	"                                port 0 picks a free port (default " PD_SERVE_ADDR ")\n"
 	"      --data-dir DIR            where the store lives, created if missing\n"
 	"                                (default " DEFAULT_DATA_DIR ")\n"
+	"      --store STORE             sqlite (the default: embedded, under --data-dir), or\n"
+	"                                clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]\n"
+	"                                (ClickHouse's HTTP port; many collectors may share it;\n"
+	"                                the tables are created at start)\n"
+	"      --store-password-file F   ClickHouse password from file F (first line), instead\n"
+	"                                of one in the URL\n"
+	"      --store-cacert FILE       PEM CA of an https ClickHouse (default: the system's)\n"
+	"      --store-insecure          do not verify ClickHouse's certificate (tests only)\n"
 	"      --retention DUR           keep profiles this long, e.g. 720h, 168h; 0 = forever\n"
 	"                                (default " DEFAULT_RETENTION " = 30 days). Older profiles are no longer\n"
 	"                                listed or merged; their day's file is deleted when the\n"
@@ -316,11 +324,17 @@ int cmd_serve(int argc, char **argv)
 	pd_export_config_default(&ex);
 	bool ex_flags = false;
 
+	const char *store_url = NULL, *store_pw_file = NULL;
+	struct pd_store_ch_opts store_ch = {0};
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
+		{"store", required_argument, 0, O_STORE},
+		{"store-password-file", required_argument, 0, O_STORE_PW},
+		{"store-cacert", required_argument, 0, O_STORE_CA},
+		{"store-insecure", no_argument, 0, O_STORE_INSEC},
 		{"retention", required_argument, 0, O_RET},
 		{"retention-interval", required_argument, 0, O_RETI},
 		{"rollup-interval", required_argument, 0, O_ROLLUP},
@@ -374,6 +388,10 @@ int cmd_serve(int argc, char **argv)
 		switch (c) {
 		case O_ADDR: cfg.addr = optarg; break;
 		case O_DIR: dir = optarg; break;
+		case O_STORE: store_url = optarg; break;
+		case O_STORE_PW: store_pw_file = optarg; break;
+		case O_STORE_CA: store_ch.cacert = optarg; break;
+		case O_STORE_INSEC: store_ch.insecure = true; break;
 		case O_RET:
 			if (parse_dur("retention", optarg, &retention))
 				return EXIT_USAGE;
@@ -564,17 +582,50 @@ int cmd_serve(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	struct pd_store *st;
-	if (pd_store_open_sqlite(dir, &lim, &st, &err)) {
+	bool ch = store_url && strcmp(store_url, "sqlite") != 0;
+	if (store_url && ch && strncmp(store_url, "clickhouse://", 13) != 0) {
+		scrape_cmd_free(sc);
+		return cli_usage_error("serve", "--store: want sqlite or clickhouse://HOST:PORT/DATABASE, not \"%s\"",
+				       store_url);
+	}
+	if ((store_pw_file || store_ch.cacert || store_ch.insecure) && !ch) {
+		scrape_cmd_free(sc);
+		return cli_usage_error("serve", "--store-password-file, --store-cacert and --store-insecure need "
+						"--store clickhouse://...");
+	}
+	char pw[1024] = "";
+	if (store_pw_file) {
+		struct pd_buf b = PD_BUF_INIT(sizeof pw - 1);
+		if (pd_buf_read_file(&b, store_pw_file, &err)) {
+			pd_buf_free(&b);
+			scrape_cmd_free(sc);
+			cli_error("--store-password-file: %s", err.msg);
+			return EXIT_INPUT;
+		}
+		size_t n = 0;
+		while (n < b.len && b.ptr[n] != '\n' && b.ptr[n] != '\r')
+			n++;
+		memcpy(pw, b.ptr, n);
+		pw[n] = 0;
+		explicit_bzero(b.ptr, b.len);
+		pd_buf_free(&b);
+		store_ch.password = pw;
+	}
+	int orc = ch ? pd_store_open_clickhouse(store_url, &store_ch, &lim, &st, &err)
+		     : pd_store_open_sqlite(dir, &lim, &st, &err);
+	explicit_bzero(pw, sizeof pw);
+	if (orc) {
 		cli_error("%s", err.msg);
 		scrape_cmd_free(sc);
-		return EXIT_INPUT;
+		return orc == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
 	}
 	/* without --max-open-partitions: at most a third of the descriptors
 	 * for day files (~6 each), the rest for sockets */
 	if (!max_open_set && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    (long)(rl.rlim_cur / 18) < max_open)
 		max_open = rl.rlim_cur / 18 < 2 ? 2 : (long)(rl.rlim_cur / 18);
-	pd_store_sqlite_set_max_open(st, (size_t)max_open);
+	if (!ch)
+		pd_store_sqlite_set_max_open(st, (size_t)max_open);
 	size_t dropped0 = run_retention(st, NULL, retention); /* before serving: no expired data is ever served */
 	/* the scraper starts before the server, so that /metrics never sees it half made */
 	if (sc) {
@@ -608,9 +659,9 @@ int cmd_serve(int argc, char **argv)
 	char rbuf[32] = "forever";
 	if (retention)
 		snprintf(rbuf, sizeof rbuf, "%lldh", (long long)(retention / 3600000000000LL));
-	log_line("level=info msg=\"profd %s listening on port %u\" addr=%s data_dir=%s retention=%s max_body=%zu "
+	log_line("level=info msg=\"profd %s listening on port %u\" addr=%s %s=%s retention=%s max_body=%zu "
 		 "max_merge_profiles=%zu scrape=%s export=%s",
-		 PD_VERSION, pd_server_port(srv), cfg.addr, dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
+		 PD_VERSION, pd_server_port(srv), cfg.addr, ch ? "store" : "data_dir", ch ? "clickhouse" : dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
 		 extras.ex ? "on" : "off");
 	if (!cfg.tokens_path)
 		log_line("level=warn msg=\"no --tokens: anyone who can reach %s may upload, read and delete profiles\"",

@@ -945,7 +945,8 @@ int pd_api_http_status(int rc)
 	case PD_EINCOMPAT: return 400;
 	case PD_ELIMIT: return 413;
 	case PD_ENOTFOUND: return 404;
-	case PD_EBUSY: return 503;
+	case PD_EBUSY:
+	case PD_EUNAVAIL: return 503;
 	case PD_ENOSPC: return 507;
 	default: return 500;
 	}

@@ -332,3 +332,140 @@ out:
 	free(v);
 	return rc;
 }
+
+/* ---- sample block: the encoder ---- */
+
+/* A row being sorted (cmp_row: by stack, then label set). */
+struct row {
+	int64_t stack, lset;
+	uint32_t i; /* sample index */
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->lset < y->lset ? -1 : x->lset > y->lset;
+}
+
+struct skey {
+	uint64_t k; /* stack << 32 | label set */
+	uint64_t i; /* sample index */
+};
+
+/* Stable LSD radix sort of a[0..n) on k (tmp: room for n), skipping the
+ * bytes that are the same in every key. */
+static void sort_keys(struct skey *a, struct skey *tmp, size_t n)
+{
+	if (n < 48) {
+		for (size_t i = 1; i < n; i++) {
+			struct skey x = a[i];
+			size_t j = i;
+			for (; j > 0 && a[j - 1].k > x.k; j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+		return;
+	}
+	uint32_t cnt[8][256];
+	memset(cnt, 0, sizeof cnt);
+	for (size_t i = 0; i < n; i++)
+		for (int d = 0; d < 8; d++)
+			cnt[d][(a[i].k >> (8 * d)) & 0xff]++;
+	struct skey *src = a, *dst = tmp;
+	for (int d = 0; d < 8; d++) {
+		uint32_t *c = cnt[d];
+		if (c[(a[0].k >> (8 * d)) & 0xff] == n)
+			continue; /* one value in this byte */
+		uint32_t sum = 0;
+		for (int b = 0; b < 256; b++) {
+			uint32_t t = c[b];
+			c[b] = sum;
+			sum += t;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[c[(src[i].k >> (8 * d)) & 0xff]++] = src[i];
+		struct skey *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof *a);
+}
+
+/* The rows (stack, label set, values) sorted by stack and label set,
+ * stacks delta-encoded, varints, zstd. */
+int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const int64_t *lset,
+		const int64_t *(*vals)(const void *ctx, size_t i), const void *ctx, struct pd_buf *out, struct pd_err *err)
+{
+	uint32_t *order = malloc((n + 1) * sizeof *order);
+	struct pd_buf raw = PD_BUF_INIT(0);
+	int rc = 0;
+	if (!order || n > UINT32_MAX)
+		goto oom;
+	bool fits = true; /* both seqs < 2^32: sort 64-bit keys */
+	for (size_t i = 0; i < n && fits; i++)
+		fits = (uint64_t)stk[i] >> 32 == 0 && (uint64_t)lset[i] >> 32 == 0;
+	if (fits) {
+		struct skey *k = malloc(2 * n * sizeof *k + 1);
+		if (!k)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			k[i] = (struct skey){(uint64_t)stk[i] << 32 | (uint64_t)lset[i], i};
+		sort_keys(k, k + n, n);
+		for (size_t i = 0; i < n; i++)
+			order[i] = (uint32_t)k[i].i;
+		free(k);
+	} else {
+		struct row *r = malloc(n * sizeof *r + 1);
+		if (!r)
+			goto oom;
+		for (size_t i = 0; i < n; i++)
+			r[i] = (struct row){stk[i], lset[i], (uint32_t)i};
+		qsort(r, n, sizeof *r, cmp_row);
+		for (size_t i = 0; i < n; i++)
+			order[i] = r[i].i;
+		free(r);
+	}
+	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
+		goto oom;
+	uint8_t *e = raw.ptr;
+	PD_PV(e, n);
+	PD_PV(e, nv);
+	int64_t prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t o = order[i];
+		PD_PV(e, stk[o] - prev);
+		PD_PV(e, lset[o]);
+		prev = stk[o];
+		const int64_t *v = vals(ctx, o);
+		for (uint32_t j = 0; j < nv; j++)
+			PD_PV(e, pd_zz(v[j]));
+	}
+	raw.len = (size_t)(e - raw.ptr);
+	if (raw.len > PD_STORE_MAX_BLOCK) {
+		rc = pd_errf(err, PD_ELIMIT, "store: sample block over %u bytes", PD_STORE_MAX_BLOCK);
+		goto out;
+	}
+	rc = pd_enc_zstd(z, &raw, out, err);
+	goto out;
+oom:
+	rc = pd_errf(err, PD_ENOMEM, "out of memory");
+out:
+	free(order);
+	pd_buf_free(&raw);
+	return rc;
+}
+
+
+static const int64_t *sample_vals(const void *ctx, size_t i)
+{
+	return ((const struct pd_profile *)ctx)->samples[i].values;
+}
+
+int pd_enc_block(ZSTD_CCtx *z, const struct pd_profile *p, const int64_t *stk, const int64_t *lset, struct pd_buf *out,
+		 struct pd_err *err)
+{
+	return pd_enc_rows(z, p->nsamples, p->nsample_types, stk, lset, sample_vals, p, out, err);
+}

@@ -101,6 +101,17 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
 /* The raw rows (n, nv, then per row: stack delta, label set, nv zig-zag
  * values) zstd-compressed onto out (ctx: a compression context). */
 int pd_enc_zstd(ZSTD_CCtx *z, const struct pd_buf *raw, struct pd_buf *out, struct pd_err *err) PD_WUR;
+/* The one encoder of sample blocks: n rows of (stk[i], lset[i] (the
+ * backend's numbers, >= 0), nv values vals(ctx, i)), sorted by stack and
+ * label set, zstd'd onto out (PD_ELIMIT over PD_STORE_MAX_BLOCK raw). */
+int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const int64_t *lset,
+		const int64_t *(*vals)(const void *ctx, size_t i), const void *ctx, struct pd_buf *out,
+		struct pd_err *err) PD_WUR;
+/* The sample block payload of p, sample i's stack and label set given as
+ * stk[i], lset[i] (the backend's numbers, >= 0): rows sorted by stack and
+ * label set, zstd'd onto out (PD_ELIMIT over PD_STORE_MAX_BLOCK raw). */
+int pd_enc_block(ZSTD_CCtx *z, const struct pd_profile *p, const int64_t *stk, const int64_t *lset, struct pd_buf *out,
+		 struct pd_err *err) PD_WUR;
 /* Decompress and decode a sample block payload: rows of (stack, lset, nv
  * values), *out malloc'd (caller frees). */
 int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv,

@@ -388,126 +388,15 @@ static int enc_header(struct ing *g, struct pd_buf *h)
 	return 0;
 }
 
-int sq_cmp_row(const void *a, const void *b)
-{
-	const struct row *x = a, *y = b;
-	if (x->stack != y->stack)
-		return x->stack < y->stack ? -1 : 1;
-	return x->lset < y->lset ? -1 : x->lset > y->lset;
-}
-
-struct skey {
-	uint64_t k; /* stack << 32 | label set */
-	uint64_t i; /* sample index */
-};
-
-/* Stable LSD radix sort of a[0..n) on k (tmp: room for n), skipping the
- * bytes that are the same in every key. */
-static void sort_keys(struct skey *a, struct skey *tmp, size_t n)
-{
-	if (n < 48) {
-		for (size_t i = 1; i < n; i++) {
-			struct skey x = a[i];
-			size_t j = i;
-			for (; j > 0 && a[j - 1].k > x.k; j--)
-				a[j] = a[j - 1];
-			a[j] = x;
-		}
-		return;
-	}
-	uint32_t cnt[8][256];
-	memset(cnt, 0, sizeof cnt);
-	for (size_t i = 0; i < n; i++)
-		for (int d = 0; d < 8; d++)
-			cnt[d][(a[i].k >> (8 * d)) & 0xff]++;
-	struct skey *src = a, *dst = tmp;
-	for (int d = 0; d < 8; d++) {
-		uint32_t *c = cnt[d];
-		if (c[(a[0].k >> (8 * d)) & 0xff] == n)
-			continue; /* one value in this byte */
-		uint32_t sum = 0;
-		for (int b = 0; b < 256; b++) {
-			uint32_t t = c[b];
-			c[b] = sum;
-			sum += t;
-		}
-		for (size_t i = 0; i < n; i++)
-			dst[c[(src[i].k >> (8 * d)) & 0xff]++] = src[i];
-		struct skey *t = src;
-		src = dst;
-		dst = t;
-	}
-	if (src != a)
-		memcpy(a, src, n * sizeof *a);
-}
-
 /* Step 4: the sample block: rows (stack, label set, values) sorted by
  * stack and label set, stacks delta-encoded, varints, zstd. */
 static int enc_block(struct sq *s, struct ing *g, struct pd_buf *out)
 {
-	const struct pd_profile *p = g->p;
-	size_t n = p->nsamples;
-	uint32_t nv = p->nsample_types;
-	uint32_t *order = malloc((n + 1) * sizeof *order);
-	struct pd_buf raw = PD_BUF_INIT(0);
-	int rc = 0;
-	if (!order || n > UINT32_MAX)
-		goto oom;
-	bool fits = true; /* both seqs < 2^32: sort 64-bit keys */
-	for (size_t i = 0; i < n && fits; i++)
-		fits = (uint64_t)g->stk[i] >> 32 == 0 && (uint64_t)g->lset[i] >> 32 == 0;
-	if (fits) {
-		struct skey *k = malloc(2 * n * sizeof *k + 1);
-		if (!k)
-			goto oom;
-		for (size_t i = 0; i < n; i++)
-			k[i] = (struct skey){(uint64_t)g->stk[i] << 32 | (uint64_t)g->lset[i], i};
-		sort_keys(k, k + n, n);
-		for (size_t i = 0; i < n; i++)
-			order[i] = (uint32_t)k[i].i;
-		free(k);
-	} else {
-		struct row *r = malloc(n * sizeof *r + 1);
-		if (!r)
-			goto oom;
-		for (size_t i = 0; i < n; i++)
-			r[i] = (struct row){g->stk[i], g->lset[i], (uint32_t)i};
-		qsort(r, n, sizeof *r, sq_cmp_row);
-		for (size_t i = 0; i < n; i++)
-			order[i] = r[i].i;
-		free(r);
-	}
-	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
-		goto oom;
-	uint8_t *e = raw.ptr;
-	PD_PV(e, n);
-	PD_PV(e, nv);
-	int64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t o = order[i];
-		PD_PV(e, g->stk[o] - prev);
-		PD_PV(e, g->lset[o]);
-		prev = g->stk[o];
-		const int64_t *v = p->samples[o].values;
-		for (uint32_t j = 0; j < nv; j++)
-			PD_PV(e, pd_zz(v[j]));
-	}
-	raw.len = (size_t)(e - raw.ptr);
-	if (raw.len > MAX_BLOCK) {
-		rc = pd_errf(g->err, PD_ELIMIT, "store: sample block over %u bytes", MAX_BLOCK);
-		goto out;
-	}
 	ZSTD_CCtx *z = sq_cctx_get(s);
 	if (!z)
-		goto oom;
-	rc = pd_enc_zstd(z, &raw, out, g->err);
+		return nomem(g);
+	int rc = pd_enc_block(z, g->p, g->stk, g->lset, out, g->err);
 	sq_cctx_put(s, z);
-	goto out;
-oom:
-	rc = nomem(g);
-out:
-	free(order);
-	pd_buf_free(&raw);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 
 #include "codec.h"
 #include "prepare.h"
+#include "mat.h"
 #include "../pprof/agg.h"
 
 #include <pthread.h>
@@ -180,128 +181,6 @@ struct quar {
 	struct timespec mtime;
 };
 
-/* int64 -> dense index. Symbol seqs are small dense integers (SQLite
- * rowids from 1), so they index an array directly; anything else (never
- * seen in practice) goes through a hash index. */
-#define REMAP_DIRECT_MAX (1 << 26)
-struct remap {
-	struct pd_hidx idx;
-	int64_t *keys;
-	size_t n, cap;
-	uint32_t *direct; /* direct[k] = index + 1, 0 = absent */
-	size_t dcap;
-};
-
-struct rkey {
-	const struct remap *r;
-	int64_t k;
-};
-
-static inline bool remap_eq(void *ctx, uint32_t v)
-{
-	const struct rkey *k = ctx;
-	return k->r->keys[v] == k->k;
-}
-
-static inline int remap_new(struct remap *r, int64_t k, uint32_t *idx)
-{
-	if (r->n >= UINT32_MAX - 1 || pd_grow((void **)&r->keys, &r->cap, r->n + 1, sizeof *r->keys))
-		return PD_ENOMEM;
-	r->keys[r->n] = k;
-	*idx = (uint32_t)r->n++;
-	return 0;
-}
-
-/* Index of key k; *added = true if it is new (then index == n - 1). */
-static inline int remap_get(struct remap *r, int64_t k, uint32_t *idx, bool *added)
-{
-	if (PD_LIKELY(k >= 0 && k < REMAP_DIRECT_MAX)) {
-		if (PD_UNLIKELY((size_t)k >= r->dcap)) {
-			size_t nc = r->dcap ? r->dcap : 1024;
-			while (nc <= (size_t)k)
-				nc *= 2;
-			uint32_t *d = realloc(r->direct, nc * sizeof *d);
-			if (!d)
-				return PD_ENOMEM;
-			memset(d + r->dcap, 0, (nc - r->dcap) * sizeof *d);
-			r->direct = d;
-			r->dcap = nc;
-		}
-		uint32_t v = r->direct[k];
-		*added = v == 0;
-		if (v) {
-			*idx = v - 1;
-			return 0;
-		}
-		if (remap_new(r, k, idx))
-			return PD_ENOMEM;
-		r->direct[k] = *idx + 1;
-		return 0;
-	}
-	struct rkey rk = {r, k};
-	uint64_t h = pd_hash_u64((uint64_t)k);
-	uint32_t v = pd_hidx_find(&r->idx, h, remap_eq, &rk);
-	*added = v == UINT32_MAX;
-	if (*added) {
-		if (remap_new(r, k, &v) || pd_hidx_insert(&r->idx, h, v))
-			return PD_ENOMEM;
-	}
-	*idx = v;
-	return 0;
-}
-
-static inline void remap_free(struct remap *r)
-{
-	pd_hidx_free(&r->idx);
-	free(r->keys);
-	free(r->direct);
-}
-
-/* Builds a pd_profile out of a partition's symbols, only those used. The
- * arrays grow while symbols are discovered and move into the profile's
- * arena at the end. */
-struct mat {
-	struct part *pt;
-	struct pd_err *err;
-	struct pd_profile *p;
-	struct remap rs, rf, rm, rl, rstk, rls;
-	struct pd_str *strs;
-	struct pd_function *fns;
-	struct pd_mapping *maps;
-	struct pd_location *locs;
-	struct {
-		uint32_t *locs, n;
-	} *stacks;
-	struct {
-		struct pd_label *l;
-		uint32_t n;
-	} *lsets;
-	size_t cs, cf, cm, cl, cstk, cls;
-	struct pd_buf b;
-};
-
-/* A row of a sample block being encoded (sq_cmp_row: by stack, then label set). */
-struct row {
-	int64_t stack, lset;
-	uint32_t i; /* sample index */
-};
-
-/* One partition's share of a merge: rows aggregated on (stack, label set)
- * seqs, headers combined as pprof's Merge does. */
-struct pmerge {
-	struct part *pt;
-	struct remap stk, ls;
-	struct pd_agg agg;
-	bool have;
-	struct pd_shdr h; /* combined */
-	int64_t *stypes0; /* the first profile's sample type seqs, to check the others against */
-	/* per dense stack index: the aggregate row (+1) of its first label set,
-	 * so the common case (a stack recurs with the same labels) skips the
-	 * aggregation hash (measured: ~20% of a merge) */
-	uint32_t *row1, *ls1;
-	size_t cap1;
-};
-
 
 /* ---- sqlite_part.c ---- */
 int sq_err(struct pd_err *err, sqlite3 *db, const char *what);
@@ -328,7 +207,6 @@ void sq_part_close(struct part *p);
 int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err);
 
 /* ---- sqlite_ingest.c ---- */
-int sq_cmp_row(const void *a, const void *b);
 int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
 	      struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err);
 
@@ -336,10 +214,8 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 void sq_submit(struct sq *s, struct job *j);
 
 /* ---- sqlite_read.c ---- */
-int sq_mat_start(struct mat *m, struct part *pt, const struct pd_shdr *h, size_t nrows, struct pd_err *err);
-int sq_mat_sample(struct mat *m, int64_t stack, int64_t lset, const int64_t *vals, uint32_t nv);
-int sq_mat_finish(struct mat *m, struct pd_profile **out);
-void sq_mat_free(struct mat *m);
+/* The partition's symbols as mat.h's source. */
+struct pd_symsrc sq_symsrc(struct part *pt);
 
 /* ---- sqlite_query.c ---- */
 int sq_days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n, struct pd_err *err);
@@ -358,10 +234,6 @@ int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn
 int sq_get(struct pd_store *base, const char *id, struct pd_profile **out, struct pd_err *err);
 
 /* ---- sqlite_merge.c ---- */
-void sq_pmerge_free(struct pmerge *pm);
-int sq_pm_add(struct pmerge *pm, const char *id, struct pd_shdr *h, const int64_t *rows, size_t nrows,
-	      uint32_t nv, bool keep_zero, struct pd_err *err);
-int sq_pm_profile(struct pmerge *pm, struct pd_profile **out, struct pd_err *err);
 int sq_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
 	     struct pd_err *err);
 

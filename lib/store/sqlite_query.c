@@ -319,22 +319,25 @@ int sq_get(struct pd_store *base, const char *id, struct pd_profile **out, struc
 	*out = NULL;
 	sq_store_lock(s);
 	struct part *pt = NULL;
-	struct mat m;
-	memset(&m, 0, sizeof m); /* so sq_mat_free is safe on every path */
+	struct pd_mat m;
+	memset(&m, 0, sizeof m); /* so pd_mat_free is safe on every path */
 	struct pd_shdr h;
 	int64_t *rows;
 	size_t nrows = 0;
 	uint32_t nv = 0;
 	int rc = sq_load_profile(s, id, &pt, &h, &rows, &nrows, &nv, err);
 	if (!rc)
-		rc = sq_mat_start(&m, pt, &h, nrows, err);
+		{
+		struct pd_symsrc src = sq_symsrc(pt);
+		rc = pd_mat_start(&m, &src, &h, nrows, err);
+	}
 	for (size_t i = 0; i < nrows && !rc; i++) {
 		const int64_t *r = rows + i * (2 + nv);
-		rc = sq_mat_sample(&m, r[0], r[1], r + 2, nv);
+		rc = pd_mat_sample(&m, r[0], r[1], r + 2, nv);
 	}
 	if (!rc)
-		rc = sq_mat_finish(&m, out);
-	sq_mat_free(&m);
+		rc = pd_mat_finish(&m, out);
+	pd_mat_free(&m);
 	sq_store_unlock(s);
 	pd_shdr_free(&h);
 	free(rows);

@@ -12,17 +12,6 @@
 
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-/* zstd of raw appended to out. */
-static int zput(struct sq *s, const struct pd_buf *raw, struct pd_buf *out, struct pd_err *err)
-{
-	ZSTD_CCtx *z = sq_cctx_get(s);
-	if (!z)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	int rc = pd_enc_zstd(z, raw, out, err);
-	sq_cctx_put(s, z);
-	return rc;
-}
-
 static int enc_fns(struct sq *s, const struct pd_fn_totals *t, struct pd_buf *out, struct pd_err *err)
 {
 	ZSTD_CCtx *z = sq_cctx_get(s);
@@ -33,45 +22,32 @@ static int enc_fns(struct sq *s, const struct pd_fn_totals *t, struct pd_buf *ou
 	return rc;
 }
 
-/* A sample block (dec_block's layout) of an aggregate's rows. */
-static int enc_agg(struct sq *s, const struct pmerge *pm, struct pd_buf *out, struct pd_err *err)
+static const int64_t *agg_vals(const void *ctx, size_t i) { return pd_agg_values(ctx, i); }
+
+/* A sample block (codec.h) of an aggregate's rows. */
+static int enc_agg(struct sq *s, const struct pd_pmerge *pm, struct pd_buf *out, struct pd_err *err)
 {
 	size_t n = pm->agg.n;
-	uint32_t nv = pm->agg.nvalues;
-	struct row *r = malloc(n * sizeof *r + 1);
-	struct pd_buf raw = PD_BUF_INIT(0);
-	int rc = 0;
-	if (!r || n > UINT32_MAX || pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv))) {
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-		goto out;
+	int64_t *stk = malloc((n + 1) * sizeof *stk), *ls = malloc((n + 1) * sizeof *ls);
+	ZSTD_CCtx *z = stk && ls ? sq_cctx_get(s) : NULL;
+	int rc = z ? 0 : pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		stk[i] = pm->stk.keys[pm->agg.rows[i].stack];
+		ls[i] = pm->ls.keys[pm->agg.rows[i].labels];
 	}
-	for (size_t i = 0; i < n; i++)
-		r[i] = (struct row){pm->stk.keys[pm->agg.rows[i].stack], pm->ls.keys[pm->agg.rows[i].labels], (uint32_t)i};
-	qsort(r, n, sizeof *r, sq_cmp_row);
-	uint8_t *e = raw.ptr;
-	PD_PV(e, n);
-	PD_PV(e, nv);
-	int64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		PD_PV(e, r[i].stack - prev);
-		PD_PV(e, r[i].lset);
-		prev = r[i].stack;
-		const int64_t *v = pd_agg_values(&pm->agg, r[i].i);
-		for (uint32_t j = 0; j < nv; j++)
-			PD_PV(e, pd_zz(v[j]));
-	}
-	raw.len = (size_t)(e - raw.ptr);
-	rc = zput(s, &raw, out, err);
-out:
-	free(r);
-	pd_buf_free(&raw);
+	if (!rc)
+		rc = pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, out, err);
+	if (z)
+		sq_cctx_put(s, z);
+	free(stk);
+	free(ls);
 	return rc;
 }
 
 /* Add the stored profiles of service/type created in [a, b] in pt (in
  * creation order) to pm; *n += their number; over max (0 = none): PD_ELIMIT.
  * Under the store mutex, in pt's read transaction. */
-static int pm_add_range(struct sq *s, struct pmerge *pm, const char *svc, const char *typ, int64_t a, int64_t b,
+static int pm_add_range(struct sq *s, struct pd_pmerge *pm, const char *svc, const char *typ, int64_t a, int64_t b,
 			size_t *n, size_t max, struct pd_err *err)
 {
 	sqlite3_stmt *st = pm->pt->range_get;
@@ -98,7 +74,7 @@ static int pm_add_range(struct sq *s, struct pmerge *pm, const char *svc, const 
 		snprintf(row, sizeof row, "profile %s", id);
 		if (!(rc = sq_dec_row(s, pm->pt, st, 1, 2, row, pd_blob_seed(id, strlen(id), PD_BLOB_HEADER),
 				   pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK), &h, &rows, &nrows, &nv, err))) {
-			rc = sq_pm_add(pm, id, &h, rows, nrows, nv, false, err);
+			rc = pd_pm_add(pm, id, &h, rows, nrows, nv, false, err);
 			pd_shdr_free(&h);
 			free(rows);
 		}
@@ -125,7 +101,7 @@ static void hour_name(int64_t hour, char *buf, size_t n)
 static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *typ, int64_t hour, size_t *built,
 		       struct pd_err *err)
 {
-	struct pmerge pm;
+	struct pd_pmerge pm;
 	memset(&pm, 0, sizeof pm);
 	struct rjob r = {svc, typ, hour, 0, 0, PD_BUF_INIT(0), PD_BUF_INIT(0), PD_BUF_INIT(0), false};
 	struct pd_profile *p = NULL;
@@ -139,6 +115,7 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 		return rc; /* dropped by retention meanwhile, or damaged: no rollup */
 	}
 	pm.pt = pt;
+	pm.src = sq_symsrc(pt);
 	sq_part_read(pt);
 	sqlite3_stmt *g = pt->gen_get;
 	sqlite3_reset(g);
@@ -155,11 +132,11 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 	bool unusable = rc == PD_EINCOMPAT;
 	if (unusable) { /* profiles that cannot be merged: a marker, so that passes do not retry it */
 		rc = 0;
-		sq_pmerge_free(&pm);
+		pd_pmerge_free(&pm);
 		memset(&pm, 0, sizeof pm);
 	}
 	if (!rc && pm.have) /* for the function table (symbols are read under the mutex) */
-		rc = sq_pm_profile(&pm, &p, err);
+		rc = pd_pm_profile(&pm, &p, err);
 	if (!rc)
 		atomic_fetch_add(&pt->refs, 1); /* retention keeps pt until the commit */
 	bool skip = rc && pt->bad; /* damaged: quarantined, the pass goes on */
@@ -188,7 +165,7 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 	if (!(rc = j.rc) && r.written)
 		(*built)++;
 out:
-	sq_pmerge_free(&pm);
+	pd_pmerge_free(&pm);
 	pd_profile_free(p);
 	pd_fn_totals_free(&ft);
 	pd_buf_free(&r.hdr);
@@ -251,7 +228,7 @@ int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *b
  * order, to pm; or, with acc, the rollups' function tables to acc (and the
  * profiles to pm). Under the store mutex, in the partition's read
  * transaction. */
-static int pm_add_span(struct sq *s, struct pmerge *pm, struct pd_fnt_acc *acc, const struct pd_merge_range *q,
+static int pm_add_span(struct sq *s, struct pd_pmerge *pm, struct pd_fnt_acc *acc, const struct pd_merge_range *q,
 		       int64_t lo, int64_t hi, int64_t h0, int64_t h1, struct pd_merge_info *info, struct pd_err *err)
 {
 	int64_t t = lo;
@@ -294,7 +271,7 @@ static int pm_add_span(struct sq *s, struct pmerge *pm, struct pd_fnt_acc *acc, 
 					  pd_blob_rollup_seed(q->service, q->type, hour, PD_BLOB_BLOCK), &h, &rows, &nrows, &nv,
 					  err)))
 				break;
-			rc = sq_pm_add(pm, id, &h, rows, nrows, nv, true, err);
+			rc = pd_pm_add(pm, id, &h, rows, nrows, nv, true, err);
 			pd_shdr_free(&h);
 			free(rows);
 		}
@@ -337,7 +314,7 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 	sq_store_lock(s);
 	int64_t *days = NULL;
 	size_t nd = 0;
-	struct pmerge held; /* the one partition aggregate not yet in mg */
+	struct pd_pmerge held; /* the one partition aggregate not yet in mg */
 	memset(&held, 0, sizeof held);
 	struct pd_merger *mg = NULL;
 	int rc = sq_days_in(s, q->from_ns, q->to_ns, &days, &nd, err);
@@ -345,16 +322,17 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 		struct part *pt;
 		if ((rc = sq_part_q(s, days[i], &pt, &info->skipped, err)) || !pt)
 			continue;
-		struct pmerge pm;
+		struct pd_pmerge pm;
 		memset(&pm, 0, sizeof pm);
 		pm.pt = pt;
+		pm.src = sq_symsrc(pt);
 		int64_t lo, hi, h0, h1;
 		span_of(pt, q, &lo, &hi, &h0, &h1);
 		struct pd_merge_info pi = {0};
 		sq_part_read(pt);
 		rc = pm_add_span(s, &pm, NULL, q, lo, hi, h0, h1, &pi, err);
 		if (rc && (rc = sq_part_skip(pt, rc, &info->skipped)) == 0) { /* damaged: none of it */
-			sq_pmerge_free(&pm);
+			pd_pmerge_free(&pm);
 			sq_part_done(pt);
 			continue;
 		}
@@ -362,7 +340,7 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 		info->profiles += pi.profiles;
 		info->rollup_hours += pi.rollup_hours;
 		if (rc || !pm.have) {
-			sq_pmerge_free(&pm);
+			pd_pmerge_free(&pm);
 			sq_part_done(pt);
 			continue;
 		}
@@ -370,13 +348,13 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 			struct pd_profile *part = NULL;
 			if (!mg && !(mg = pd_merger_new()))
 				rc = pd_errf(err, PD_ENOMEM, "out of memory");
-			if (!rc && (rc = sq_pm_profile(&held, &part, err)))
+			if (!rc && (rc = pd_pm_profile(&held, &part, err)))
 				rc = sq_part_skip(held.pt, rc, &info->skipped); /* damaged symbols: skipped */
 			else if (!rc)
 				rc = pd_merger_add_partial(mg, part, err);
 			pd_profile_free(part);
 			sq_part_done(held.pt);
-			sq_pmerge_free(&held);
+			pd_pmerge_free(&held);
 		}
 		held = pm;
 	}
@@ -384,8 +362,8 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 	if (!rc && held.have) {
 		struct pd_profile *part = NULL;
 		if (!mg) {
-			rc = sq_pm_profile(&held, out, err);
-		} else if (!(rc = sq_pm_profile(&held, &part, err))) {
+			rc = pd_pm_profile(&held, out, err);
+		} else if (!(rc = pd_pm_profile(&held, &part, err))) {
 			rc = pd_merger_add_partial(mg, part, err);
 		}
 		pd_profile_free(part);
@@ -398,7 +376,7 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 	if (!rc && mg && !*out)
 		rc = pd_merger_finish(mg, out, err);
 	pd_merger_free(mg);
-	sq_pmerge_free(&held);
+	pd_pmerge_free(&held);
 	free(days);
 	sq_store_unlock(s);
 	struct pd_store_skipped sk = info->skipped;
@@ -433,9 +411,10 @@ int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, struct p
 		struct pd_fnt_acc pa;
 		if ((rc = pd_fnt_init(&pa, err)))
 			break;
-		struct pmerge pm;
+		struct pd_pmerge pm;
 		memset(&pm, 0, sizeof pm);
 		pm.pt = pt;
+		pm.src = sq_symsrc(pt);
 		int64_t lo, hi, h0, h1;
 		span_of(pt, q, &lo, &hi, &h0, &h1);
 		struct pd_merge_info pi = {0};
@@ -443,10 +422,10 @@ int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, struct p
 		rc = pm_add_span(s, &pm, &pa, q, lo, hi, h0, h1, &pi, err);
 		/* the profiles outside rolled-up hours: merged, then their totals */
 		struct pd_profile *p = NULL;
-		if (!rc && pm.have && !(rc = sq_pm_profile(&pm, &p, err)))
+		if (!rc && pm.have && !(rc = pd_pm_profile(&pm, &p, err)))
 			rc = pd_fnt_add_profile(&pa, p, "a profile", err);
 		pd_profile_free(p);
-		sq_pmerge_free(&pm);
+		pd_pmerge_free(&pm);
 		if (rc && (rc = sq_part_skip(pt, rc, &info->skipped)) == 0) {
 			pd_fnt_free(&pa);
 			sq_part_done(pt);

@@ -241,6 +241,19 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
  * is never closed. */
 void pd_store_sqlite_set_max_open(struct pd_store *s, size_t n);
 
+/* The ClickHouse backend (clickhouse.c): many collectors share one store.
+ * url: clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]; the
+ * tables are created (or their schema version checked) here. Errors of an
+ * unreachable or failing ClickHouse are PD_EUNAVAIL. */
+struct pd_store_ch_opts {
+	const char *password; /* overrides the URL's (--store-password-file) */
+	const char *cacert;   /* PEM CA of an https ClickHouse (NULL: the system's) */
+	bool insecure;        /* do not verify its certificate */
+	long timeout_ms;      /* per request; 0 = 30 s */
+};
+int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, const struct pd_pprof_limits *lim,
+			     struct pd_store **out, struct pd_err *err) PD_WUR;
+
 /* Offline check of a data directory (`profd store check`): every day
  * file's SQLite integrity_check, every blob's checksum, every header,
  * block and function table decoded. report() is called per damaged thing

@@ -67,6 +67,7 @@ const char *pd_strerror(int code)
 	case PD_EEXPIRED: return "older than the retention window";
 	case PD_EBUSY: return "busy, try again later";
 	case PD_ENOSPC: return "no space left on the device";
+	case PD_EUNAVAIL: return "unavailable, try again later";
 	}
 	return "unknown error";
 }

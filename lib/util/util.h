@@ -46,6 +46,8 @@ enum {
 	PD_EEXPIRED = -8,  /* older than the retention window */
 	PD_EBUSY = -9,     /* a shared budget is exhausted: try again later (HTTP 503) */
 	PD_ENOSPC = -10,   /* the disk is full: nothing was written (HTTP 507) */
+	PD_EUNAVAIL = -11, /* a server we depend on (the store's database) cannot be reached or is failing:
+			    * nothing was written, try again later (HTTP 503) */
 };
 
 /* Whether [s, s+n) is valid UTF-8 (no overlongs, surrogates or code
