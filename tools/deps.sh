@@ -7,11 +7,19 @@ set -e
 # check profd's Influx output with it. They check its Prometheus output with promtool, which
 # Debian ships only inside the prometheus server package: installing that would start a
 # Prometheus daemon on the machine, so only promtool is taken out of the package (below).
+# clickhouse-server, clickhouse-client (ClickHouse 18.16.1) and zookeeper (3.8, pulls Java 17)
+# are for the ClickHouse store's tests, which start their own servers on free loopback ports
+# (tests/e2e/clickhouse.sh); nothing uses the packages' own service. zookeeper ships none;
+# clickhouse-server's is started by its postinst: in a container policy-rc.d denies that
+# ("invoke-rc.d: policy-rc.d denied execution of start.", harmless), and on a machine run by
+# systemd the unit is masked before the install (below) so that no ClickHouse is left
+# listening on :9000 (`systemctl unmask clickhouse-server` to use it as a service).
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libdeflate-dev zlib1g-dev libxxhash-dev libzstd-dev libjansson-dev libcmocka-dev
  libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libyaml-dev libpcre2-dev openssl
  golang-go golang-github-google-pprof-dev curl time procps ca-certificates python3-yaml jq
- golang-github-influxdata-influxdb1-client-dev"
+ golang-github-influxdata-influxdb1-client-dev
+ clickhouse-server clickhouse-client zookeeper"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
@@ -38,6 +46,14 @@ if [ -z "$missing" ]; then
 	exit 0
 fi
 echo "deps: installing$missing"
+case " $missing " in
+*" clickhouse-server "*)
+	if [ -d /run/systemd/system ] && [ ! -e /lib/systemd/system/clickhouse-server.service ]; then
+		echo "deps: masking clickhouse-server.service (the tests start their own servers)"
+		$SUDO systemctl mask clickhouse-server.service
+	fi
+	;;
+esac
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -9,6 +9,9 @@
  * PD_EUNAVAIL ("try again later", HTTP 503 to profd's clients) with the
  * cause; an answer with ClickHouse's "Code: N, e.displayText() = ..." is
  * PD_EIO with that text (the SQL is never echoed: it can be long).
+ * Queries run with wait_end_of_query=1: without it, an error after the
+ * first megabytes of an answer comes as HTTP 200 with the error text at
+ * the end of the body.
  */
 #ifndef PD_STORE_CH_H
 #define PD_STORE_CH_H
@@ -52,8 +55,12 @@ const char *pd_ch_database(const struct pd_ch *c);
 int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings, struct pd_buf *out,
                 struct pd_err *err) PD_WUR;
 
+/* The same with its own timeout (ms; 0 = the connection's). */
+int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings,
+                   struct pd_buf *out, long timeout_ms, struct pd_err *err) PD_WUR;
+
 /* ---- SQL text ---- */
-/* Append s as a string literal that cannot break out: unhex('...'). */
+/* Append s as a string literal that cannot break out: '\xHH...' (every byte). */
 int pd_ch_lit(struct pd_buf *b, const void *s, size_t n) PD_WUR;
 int pd_ch_lit_s(struct pd_buf *b, const char *s) PD_WUR;
 

@@ -303,6 +303,12 @@ static void err_text(const struct pd_buf *b, char *out, size_t cap)
 int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings, struct pd_buf *out,
                 struct pd_err *err)
 {
+	return pd_ch_query_to(c, sql, data, n, settings, out, 0, err);
+}
+
+int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings,
+                   struct pd_buf *out, long timeout_ms, struct pd_err *err)
+{
 	CURL *h = take(c);
 	if (!h)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -337,8 +343,9 @@ int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, co
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sk);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->o.timeout_ms < 5000 ? c->o.timeout_ms : 5000L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->o.timeout_ms);
+	long tmo = timeout_ms ? timeout_ms : c->o.timeout_ms;
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, tmo < 5000 ? tmo : 5000L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, tmo);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
@@ -398,17 +405,20 @@ int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, co
 
 int pd_ch_lit(struct pd_buf *b, const void *s, size_t n)
 {
+	/* every byte as \xHH: one literal (not a function call: an IN list of
+	 * them stays within max_ast_elements), nothing left to interpret */
 	static const char hx[] = "0123456789ABCDEF";
-	if (pd_buf_reserve(b, 2 * n + 10))
+	if (pd_buf_reserve(b, 4 * n + 2))
 		return PD_ENOMEM;
 	uint8_t *o = b->ptr + b->len;
-	memcpy(o, "unhex('", 7), o += 7;
+	*o++ = '\'';
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = ((const uint8_t *)s)[i];
+		*o++ = '\\', *o++ = 'x';
 		*o++ = (uint8_t)hx[c >> 4];
 		*o++ = (uint8_t)hx[c & 15];
 	}
-	*o++ = '\'', *o++ = ')';
+	*o++ = '\'';
 	b->len = (size_t)(o - b->ptr);
 	return 0;
 }

@@ -38,7 +38,7 @@
  *
  * Only SQL that Debian's ClickHouse 18.16 runs: no TTL, codecs, query
  * parameters, LowCardinality or mutations; strings are sent as
- * unhex('...') literals, so nothing a client sends is parsed as SQL.
+ * '\xHH...' literals, so nothing a client sends is parsed as SQL.
  */
 #define _GNU_SOURCE
 #include "ch.h"
@@ -57,7 +57,7 @@
 #define CH_MAX_ANSWER     ((size_t)1 << 30)
 #define CH_KNOWN_MAX      (1u << 20) /* symbols remembered as written, before the set is cleared */
 #define CH_MAX_DAY        49672      /* 2105-12-31: the last date ClickHouse 18.16 parses */
-#define CH_QUERY_SETTINGS "max_query_size=268435456"
+#define CH_QUERY_SETTINGS "max_query_size=268435456&max_ast_elements=10000000&wait_end_of_query=1"
 
 struct chs {
 	struct pd_store base;
@@ -68,6 +68,10 @@ struct chs {
 	pthread_mutex_t mu;
 	uint64_t *known;
 	size_t kmask, kn;
+	/* the last look for /readyz */
+	int64_t health_at; /* CLOCK_MONOTONIC ns, 0 = never */
+	bool health_bad;
+	char health_msg[512];
 };
 
 static inline int64_t floor_div(int64_t a, int64_t b)
@@ -1383,6 +1387,37 @@ static void ch_close(struct pd_store *base)
 	free(s);
 }
 
+/* /readyz: whether ClickHouse answers (SELECT 1 within 2 s), asked at
+ * most once a second. */
+static void ch_health(struct pd_store *base, struct pd_store_health *out)
+{
+	struct chs *s = (struct chs *)base;
+	memset(out, 0, sizeof *out);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	pthread_mutex_lock(&s->mu);
+	bool fresh = s->health_at && now - s->health_at < 1000000000LL;
+	if (fresh) {
+		out->cannot_write = s->health_bad;
+		snprintf(out->write_error, sizeof out->write_error, "%s", s->health_msg);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (fresh)
+		return;
+	struct pd_err err = {0};
+	struct pd_buf ans = PD_BUF_INIT(4096);
+	int rc = pd_ch_query_to(s->ch, "SELECT 1", NULL, 0, NULL, &ans, 2000, &err);
+	pd_buf_free(&ans);
+	pthread_mutex_lock(&s->mu);
+	s->health_at = now;
+	s->health_bad = rc != 0;
+	snprintf(s->health_msg, sizeof s->health_msg, "%s", rc ? err.msg : "");
+	out->cannot_write = s->health_bad;
+	snprintf(out->write_error, sizeof out->write_error, "%s", s->health_msg);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static const struct pd_store_ops ch_ops = {
     .name = "clickhouse",
     .ingest = ch_ingest,
@@ -1394,6 +1429,7 @@ static const struct pd_store_ops ch_ops = {
     .retain = ch_retain,
     .stats = ch_stats,
     .close = ch_close,
+    .health = ch_health,
 };
 
 int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, const struct pd_pprof_limits *lim,

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# test_clickhouse.sh — the ClickHouse store backend (issue 13) on Debian's
+# ClickHouse 18.16, started here on free loopback ports (clickhouse.sh):
+#   1. the store conformance suite: tests/unit/test_store.c's backend-
+#      independent tests with PD_TEST_STORE (each in its own database)
+#   2. two `profd serve --store clickhouse://...` (A and B) on one database:
+#      real examples/goapp CPU and heap profiles uploaded to A are listed,
+#      fetched and merged identically from B; go tool pprof -top and -tags of
+#      B's merge equal those of Go's own merge of the same files
+#   3. kill -9 of A right after its acknowledgements: every acknowledged
+#      upload is listed and fetched from B
+#   4. retention: B restarted with --retention drops the old days'
+#      partitions in ClickHouse (system.parts), keeps today's
+#   5. ClickHouse stopped: uploads 503 naming ClickHouse (nothing stored),
+#      /readyz 503; restarted: ready again, uploads 200, nothing lost
+#   6. bad --store values exit 2 naming the problem; a schema newer than
+#      the binary is refused at start
+# Run: BUILD=build bash tests/e2e/test_clickhouse.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=clickhouse.sh
+source "$(dirname "$0")/clickhouse.sh"
+
+ch_require "ClickHouse store backend"
+need_built 0 "make test" "$PROFD" "$GOAPP" "$ROOT/$BUILD/tests/test_store"
+need_cmds 0 curl jq
+kill_started_on_exit
+
+if ch_start one; then ok "setup: clickhouse-server on 127.0.0.1:$CH_HTTP_one"; else
+	fail "setup: clickhouse-server" "did not start"
+	exit 0
+fi
+CHURL=clickhouse://127.0.0.1:$CH_HTTP_one
+
+# ---- 1. conformance --------------------------------------------------------------
+if PD_TEST_STORE=$CHURL "$ROOT/$BUILD/tests/test_store" >"$T/conf.log" 2>&1; then
+	ok "conformance: $(grep -o '[0-9]* test(s)' "$T/conf.log" | tail -1) of the store suite pass on ClickHouse"
+else
+	fail "conformance suite on ClickHouse" "$(grep -E 'FAILED|ERROR|LINE' "$T/conf.log" | head -10)"
+fi
+grep -q "^\[  PASSED  \] 10 test(s)" "$T/conf.log" || fail "conformance: all 10 backend-independent tests ran" "$(tail -3 "$T/conf.log")"
+
+# ---- 2. two collectors, one ClickHouse ----------------------------------------------
+ch_q one "CREATE DATABASE shared" >/dev/null
+# serve NAME ARGS...: profd serve on the shared database; sets PORT_NAME, PID_NAME
+serve() {
+	local name=$1 pid port
+	shift
+	"$PROFD" serve --addr 127.0.0.1:0 --store "$CHURL/shared" "$@" >"$T/serve-$name.log" 2>&1 &
+	pid=$!
+	port=$(serve_port "$T/serve-$name.log" "$pid")
+	printf -v "PORT_$name" %s "$port"
+	printf -v "PID_$name" %s "$pid"
+	[ -n "$port" ]
+}
+if serve A --retention 0 && serve B --retention 0; then ok "setup: collectors A ($PORT_A) and B ($PORT_B) on one database"; else
+	fail "setup: two collectors" "$(cat "$T/serve-A.log" "$T/serve-B.log" | head -10)"
+	exit 0
+fi
+A=http://127.0.0.1:$PORT_A B=http://127.0.0.1:$PORT_B
+
+start_goapp g mixed
+G=http://127.0.0.1:$PORT_g/debug/pprof
+mkdir -p "$T/p"
+for i in 1 2 3; do
+	curl -sS --max-time 20 -o "$T/p/cpu$i.pb.gz" "$G/profile?seconds=1" &
+	c1=$!
+	curl -sS --max-time 20 -o "$T/p/heap$i.pb.gz" "$G/heap"
+	wait "$c1"
+done
+ids=()
+for f in "$T"/p/cpu*.pb.gz "$T"/p/heap*.pb.gz; do
+	t=$(basename "$f" | sed 's/[0-9]*\.pb\.gz//')
+	id=$(curl -sS --data-binary "@$f" "$A/api/0/profiles?service=goapp&type=$t&labels=env=test,file=$(basename "$f")" | jq -r '.body.id // empty')
+	[ -n "$id" ] && ids+=("$id")
+done
+expect "upload: 6 live goapp profiles (3 cpu, 3 heap) acknowledged by A" 6 "${#ids[@]}"
+listed=$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&from=0&to=now" | jq -r '.body | length')
+expect "list: B sees A's 3 cpu profiles" 3 "$listed"
+expect "list: B filters by label (file=cpu2.pb.gz)" 1 \
+	"$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&labels=file=cpu2.pb.gz&from=0&to=now" | jq -r '.body | length')"
+expect "services: B lists goapp" '["goapp"]' "$(curl -sS "$B/api/0/services" | jq -c .body)"
+# fetch: each profile from B reads like the uploaded file
+topn() { go_pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$@" | tail -n +2; }
+bad=0
+for i in 1 2 3; do
+	id=$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&labels=file=cpu$i.pb.gz&from=0&to=now" | jq -r '.body[0].id')
+	curl -sS -o "$T/got$i.pb.gz" "$B/api/0/profiles/$id"
+	topn "$T/got$i.pb.gz" >"$T/got$i.top"
+	topn "$T/p/cpu$i.pb.gz" >"$T/want$i.top"
+	cmp -s "$T/got$i.top" "$T/want$i.top" || bad=$((bad + 1))
+done
+expect "get: go tool pprof -top of each cpu profile fetched from B equals the uploaded file's" 0 "$bad"
+# merge: B's merge equals Go's merge of the same files
+for t in cpu heap; do
+	curl -sS -o "$T/m-$t.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=$t&from=0&to=now"
+	go_pprof -proto -output "$T/go-$t.pb.gz" "$T"/p/"$t"*.pb.gz >/dev/null
+	topn "$T/m-$t.pb.gz" >"$T/m-$t.top"
+	topn "$T/go-$t.pb.gz" >"$T/go-$t.top"
+	if [ -s "$T/m-$t.top" ] && cmp -s "$T/m-$t.top" "$T/go-$t.top"; then
+		ok "merge $t: go tool pprof -top of B's merge equals Go's merge of the files ($(wc -l <"$T/m-$t.top") lines)"
+	else
+		fail "merge $t: -top equal to Go's" "$(diff "$T/m-$t.top" "$T/go-$t.top" | head -10)"
+	fi
+	go_pprof -tags "$T/m-$t.pb.gz" >"$T/m-$t.tags"
+	go_pprof -tags "$T/go-$t.pb.gz" >"$T/go-$t.tags"
+	same_output "merge $t: go tool pprof -tags equal to Go's merge" "$T/m-$t.tags" "$T/go-$t.tags"
+done
+# the same merge from A and from B
+curl -sS -o "$T/mA.pb.gz" "$A/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
+topn "$T/mA.pb.gz" >"$T/mA.top"
+same_output "merge: A and B answer the same" "$T/mA.top" "$T/m-cpu.top"
+# symbols are stored once: a second upload of the same file adds no symbol rows
+before=$(ch_q one "SELECT count() FROM shared.symbols FINAL")
+curl -sS -o /dev/null --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?service=dup&type=cpu"
+ch_q one "OPTIMIZE TABLE shared.symbols FINAL" >/dev/null 2>&1 || true
+after=$(ch_q one "SELECT count() FROM shared.symbols FINAL")
+expect "dedup: the same profile through the other collector adds no symbol" "$before" "$after"
+
+# ---- 3. kill -9 after the acknowledgements -------------------------------------------------
+acked=()
+for i in $(seq 1 20); do
+	f=$T/p/heap$(((i % 3) + 1)).pb.gz
+	id=$(curl -sS --data-binary "@$f" "$A/api/0/profiles?service=crash&type=heap&labels=n=$i" | jq -r '.body.id // empty')
+	[ -n "$id" ] && acked+=("$id")
+done
+kill -9 "$PID_A"
+wait "$PID_A" 2>/dev/null
+listed=$(curl -sS "$B/api/0/profiles?service=crash&type=heap&from=0&to=now" | jq -r '.body[].id' | sort)
+missing=0
+for id in "${acked[@]}"; do
+	grep -qx "$id" <<<"$listed" || missing=$((missing + 1))
+	code=$(curl -sS -o /dev/null -w '%{http_code}' "$B/api/0/profiles/$id")
+	[ "$code" = 200 ] || missing=$((missing + 1))
+done
+expect "kill -9 of A: all ${#acked[@]} acknowledged uploads listed and fetched from B" "0 20" "$missing ${#acked[@]}"
+
+# ---- 4. retention ---------------------------------------------------------------------
+old=$(date -u -d '-45 days' +%Y-%m-%dT12:00:00Z)
+oldday=${old%%T*}
+code=$(curl -sS -o "$T/old.json" -w '%{http_code}' --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?service=old&type=cpu&created_at=$old")
+expect "retention: a profile of $oldday stored (retention 0)" 200 "$code"
+parts() { ch_q one "SELECT DISTINCT toString(partition) FROM system.parts WHERE active AND database = 'shared' AND table IN ('profiles', 'symbols') ORDER BY toString(partition)" | tr '\n' ' '; }
+p0=$(parts)
+[[ $p0 == *"$oldday"* ]] && ok "retention: ClickHouse has a partition $oldday" || fail "retention: partition $oldday" "$p0"
+kill "$PID_B"
+wait "$PID_B" 2>/dev/null
+serve B --retention 720h || fail "retention: B restarts with --retention 720h" "$(tail -3 "$T/serve-B.log")"
+B=http://127.0.0.1:$PORT_B
+p1=$(parts)
+if [[ $p1 != *"$oldday"* ]] && [[ $p1 == *"$(date -u +%Y-%m-%d)"* ]]; then
+	ok "retention: DROP PARTITION took $oldday, today's partition stays ($p1)"
+else
+	fail "retention: partitions after the restart" "before: $p0 after: $p1"
+fi
+expect "retention: the old profile is gone" 404 "$(curl -sS -o /dev/null -w '%{http_code}' "$B/api/0/profiles/$(jq -r .body.id "$T/old.json")")"
+
+# ---- 5. ClickHouse down, then back ----------------------------------------------------------
+n0=$(curl -sS "$B/api/0/profiles?service=goapp&from=0&to=now" | jq -r '.body | length')
+ch_stop one
+code=$(curl -sS -o "$T/down.json" -w '%{http_code}' --max-time 40 --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?service=goapp&type=cpu")
+if [ "$code" = 503 ] && grep -q "ClickHouse at" "$T/down.json"; then ok "down: an upload is 503 naming ClickHouse ($(jq -r .error "$T/down.json" | head -c 120))"; else
+	fail "down: upload 503" "$code $(head -c 300 "$T/down.json")"
+fi
+code=$(curl -sS -o "$T/ready.txt" -w '%{http_code}' --max-time 10 "$B/readyz")
+if [ "$code" = 503 ] && grep -q "ClickHouse" "$T/ready.txt"; then ok "down: /readyz 503 with the cause"; else fail "down: /readyz" "$code $(cat "$T/ready.txt")"; fi
+expect "down: /healthz still 200 (the process is alive)" 200 "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$B/healthz")"
+ch_restart one || fail "setup: ClickHouse restart" "see $T/ch-one/log"
+code=000
+for _ in $(seq 1 40); do
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$B/readyz")
+	[ "$code" = 200 ] && break
+	sleep 0.5
+done
+expect "back: /readyz 200 again, without a restart of profd" 200 "$code"
+code=$(curl -sS -o /dev/null -w '%{http_code}' --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?service=goapp&type=cpu")
+expect "back: uploads are 200 again" 200 "$code"
+expect "back: nothing lost, nothing half-written (one more profile than before)" "$((n0 + 1))" \
+	"$(curl -sS "$B/api/0/profiles?service=goapp&from=0&to=now" | jq -r '.body | length')"
+
+# ---- 6. usage -----------------------------------------------------------------------------------
+expect_exit "--store with another scheme: exit 2" 2 'want sqlite or clickhouse://' "$PROFD" serve --store postgres://x/y
+expect_exit "--store without a database: exit 2" 2 'no /DATABASE' "$PROFD" serve --store clickhouse://127.0.0.1:1
+expect_exit "--store with an unknown parameter: exit 2" 2 'unknown or bad parameter' "$PROFD" serve --store "$CHURL/x?foo=1"
+expect_exit "--store-password-file without ClickHouse: exit 2" 2 'need --store clickhouse' "$PROFD" serve --store-password-file /dev/null
+expect_exit "--store on a closed port: exit 1, names ClickHouse" 1 'ClickHouse at http://127.0.0.1:1/x' "$PROFD" serve --addr 127.0.0.1:0 --store clickhouse://127.0.0.1:1/x
+ch_q one "CREATE DATABASE future" >/dev/null
+ch_q one "CREATE TABLE future.profd_schema (version UInt32) ENGINE = MergeTree ORDER BY version" >/dev/null
+ch_q one "INSERT INTO future.profd_schema VALUES (99)" >/dev/null
+expect_exit "a database of a newer schema: refused at start" 2 'schema version 99, newer than this profd knows' \
+	"$PROFD" serve --addr 127.0.0.1:0 --store "$CHURL/future"
+no_sanitizer "no sanitizer report" "$T"/serve-*.log
