@@ -988,6 +988,61 @@ done:
 	return rc;
 }
 
+/* Take a symbols answer (rows of kind, h, data) into d: the rows asked
+ * for become fetched, and their children are named (wanted next); *got =
+ * rows taken. */
+static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, struct pd_buf *tmp, const char *dn)
+{
+	int rc = 0;
+	struct pd_rb_rd r = {p, p + n, false};
+	while (r.p < r.end && !rc) {
+		int k = pd_rb_get_u8(&r);
+		uint8_t hb[16];
+		pd_rb_get_fixed(&r, hb, 16);
+		size_t len;
+		const uint8_t *data = pd_rb_get_str(&r, &len);
+		if (r.bad || k >= PD_SYM_NKINDS) {
+			rc = pd_errf(d->err, PD_EIO, "ClickHouse: a malformed answer to a query of symbols");
+			break;
+		}
+		struct pd_h128 h;
+		memcpy(&h.lo, hb, 8);
+		memcpy(&h.hi, hb + 8, 8);
+		void *ctx[2] = {d->v[k], &h};
+		uint32_t v = pd_hidx_find(&d->ix[k], h.lo ^ h.hi, csym_eq, ctx);
+		if (v == PD_NONE || d->v[k][v].have) /* not asked for, or a duplicate not yet merged away */
+			continue;
+		if (d->bytes.len + len > UINT32_MAX) {
+			rc = pd_errf(d->err, PD_ELIMIT, "ClickHouse: the symbols of one query are over 4 GB");
+			break;
+		}
+		struct csym *c = &d->v[k][v];
+		c->off = (uint32_t)d->bytes.len;
+		c->len = (uint32_t)len;
+		c->have = true;
+		(*got)++;
+		if (pd_buf_append(&d->bytes, data, len)) {
+			rc = nomem(d->err);
+			break;
+		}
+		/* name its children now: they are fetched in the next round */
+		if (k != PD_SYM_STR) {
+			int cr = convert(d, k, c, tmp);
+			if (cr == PD_ENOMEM)
+				rc = nomem(d->err);
+			else if (cr)
+				rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
+				             k == PD_SYM_FN      ? "function"
+				             : k == PD_SYM_MAP   ? "mapping"
+				             : k == PD_SYM_LOC   ? "location"
+				             : k == PD_SYM_STACK ? "stack"
+				                                 : "label set",
+				             dn);
+		}
+	}
+	return rc;
+}
+
 /* Fetch every wanted symbol, and then those they name, until none is
  * wanted (a stack's locations, their functions and mappings, their
  * strings: four rounds at most). */
@@ -1034,52 +1089,7 @@ static int cday_fetch(struct cday *d)
 				d->v[k][i].want = false;
 		d->nwant = 0;
 		size_t got = 0;
-		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
-		while (r.p < r.end && !rc) {
-			int k = pd_rb_get_u8(&r);
-			uint8_t hb[16];
-			pd_rb_get_fixed(&r, hb, 16);
-			size_t len;
-			const uint8_t *data = pd_rb_get_str(&r, &len);
-			if (r.bad || k >= PD_SYM_NKINDS) {
-				rc = pd_errf(d->err, PD_EIO, "ClickHouse: a malformed answer to a query of symbols");
-				break;
-			}
-			struct pd_h128 h;
-			memcpy(&h.lo, hb, 8);
-			memcpy(&h.hi, hb + 8, 8);
-			void *ctx[2] = {d->v[k], &h};
-			uint32_t v = pd_hidx_find(&d->ix[k], h.lo ^ h.hi, csym_eq, ctx);
-			if (v == PD_NONE || d->v[k][v].have) /* not asked for, or a duplicate not yet merged away */
-				continue;
-			if (d->bytes.len + len > UINT32_MAX) {
-				rc = pd_errf(d->err, PD_ELIMIT, "ClickHouse: the symbols of one query are over 4 GB");
-				break;
-			}
-			struct csym *c = &d->v[k][v];
-			c->off = (uint32_t)d->bytes.len;
-			c->len = (uint32_t)len;
-			c->have = true;
-			got++;
-			if (pd_buf_append(&d->bytes, data, len)) {
-				rc = nomem(d->err);
-				break;
-			}
-			/* name its children now: they are fetched in the next round */
-			if (k != PD_SYM_STR) {
-				int cr = convert(d, k, c, &tmp);
-				if (cr == PD_ENOMEM)
-					rc = nomem(d->err);
-				else if (cr)
-					rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
-					             k == PD_SYM_FN      ? "function"
-					             : k == PD_SYM_MAP   ? "mapping"
-					             : k == PD_SYM_LOC   ? "location"
-					             : k == PD_SYM_STACK ? "stack"
-					                                 : "label set",
-					             dn);
-			}
-		}
+		rc = absorb(d, ans.ptr, ans.len, &got, &tmp, dn);
 		if (!rc && got < asked)
 			rc = pd_errf(d->err, PD_EIO, "ClickHouse: %zu of the %zu symbols asked for in %s are missing",
 			             asked - got, asked, dn);
@@ -1476,5 +1486,60 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 		return rc;
 	}
 	*out = &s->base;
+	return 0;
+}
+
+/* ---- for the fuzzer ------------------------------------------------------------- */
+
+int pd_store_ch_fuzz(const uint8_t *data, size_t n)
+{
+	/* byte 0: which parser; then a symbols answer (every row's hash asked
+	 * for, then taken, then each symbol read as mat.h reads it), or a
+	 * profile row (id, header, block, refs) */
+	if (n < 1)
+		return 0;
+	struct pd_err err = {0};
+	struct cday d;
+	if (cday_init(&d, NULL, 20000, &err))
+		return 0;
+	const uint8_t *p = data + 1;
+	size_t len = n - 1;
+	if (data[0] & 1) {
+		struct pd_rb_rd r = {p, p + len, false};
+		size_t idn, hn, bn, rn;
+		const uint8_t *idp = pd_rb_get_str(&r, &idn), *hp = pd_rb_get_str(&r, &hn), *bp = pd_rb_get_str(&r, &bn),
+		              *rp = pd_rb_get_str(&r, &rn);
+		char id[64];
+		snprintf(id, sizeof id, "%.*s", (int)(idn < 40 ? idn : 40), (const char *)idp);
+		struct crow row;
+		if (!r.bad) {
+			(void)load_row(&d, id, hp, hn, bp, bn, rp, rn, &row, &err);
+			crow_free(&row);
+		}
+	} else {
+		struct pd_rb_rd r = {p, p + len, false};
+		while (r.p < r.end && !r.bad) { /* ask for every row's hash */
+			int k = pd_rb_get_u8(&r);
+			struct pd_h128 h;
+			uint8_t hb[16];
+			pd_rb_get_fixed(&r, hb, 16);
+			memcpy(&h.lo, hb, 8);
+			memcpy(&h.hi, hb + 8, 8);
+			size_t dl;
+			(void)pd_rb_get_str(&r, &dl);
+			int64_t seq;
+			if (r.bad || k >= PD_SYM_NKINDS || cday_seq(&d, k, h, &seq))
+				break;
+		}
+		struct pd_buf tmp = PD_BUF_INIT(0);
+		size_t got = 0;
+		if (!absorb(&d, p, len, &got, &tmp, "fuzz"))
+			for (int k = 0; k < PD_SYM_NKINDS; k++)
+				for (size_t i = 0; i < d.n[k]; i++)
+					if (d.v[k][i].have)
+						(void)src_get(&d, k, (int64_t)i + 1, &tmp, &err);
+		pd_buf_free(&tmp);
+	}
+	cday_free(&d);
 	return 0;
 }

@@ -254,6 +254,10 @@ struct pd_store_ch_opts {
 int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, const struct pd_pprof_limits *lim,
 			     struct pd_store **out, struct pd_err *err) PD_WUR;
 
+/* The ClickHouse backend's parsers of ClickHouse's answers on arbitrary
+ * bytes, without a server (tests/fuzz/fuzz_chstore.c). */
+int pd_store_ch_fuzz(const uint8_t *data, size_t n);
+
 /* Offline check of a data directory (`profd store check`): every day
  * file's SQLite integrity_check, every blob's checksum, every header,
  * block and function table decoded. report() is called per damaged thing
