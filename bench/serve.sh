@@ -9,7 +9,10 @@
 #       Wall time from first request to last answer (loadgen), server CPU
 #       time (utime+stime from /proc/PID/stat) and peak RSS (VmHWM). Then
 #       the same with the data dir on tmpfs (/dev/shm, if present), where
-#       fsync is free: what the server's CPU alone allows.
+#       fsync is free: what the server's CPU alone allows. Then both inputs
+#       again with --tokens and --tls-cert/--tls-key on (RSA-2048 certificate
+#       made here by openssl, TLS 1.2+ as negotiated by Go's client, a Bearer
+#       token on every request): the cost of auth + TLS, same run.
 #   (b) merge of the 200 large profiles through the API
 #       (GET /api/0/profiles/merge?...&from=0&to=now, downloaded by curl) vs
 #       the pprof tool behind `go tool pprof -proto` on the same 200 files
@@ -18,7 +21,8 @@
 #       so the server's VmHWM is that of a process that opened the store and
 #       did this one merge; its VmRSS just before the merge is reported too.
 #       A second merge on the same process is timed as "warm". Checked once:
-#       go tool pprof -top of both merges is identical.
+#       go tool pprof -top of both merges is identical. The API merge is
+#       timed with tokens + TLS too.
 #   (c) storage: scrapes of one service posted to a fresh server (service
 #       goapp): the 1,000 small CPU profiles, and 1,000 real scrapes of
 #       examples/goapp, 200 each of heap, allocs, goroutine, block and mutex
@@ -112,14 +116,37 @@ files_of() { # type -> the 1,000 files of (c)
 
 # ---- server control -------------------------------------------------------------
 
+# Tokens and TLS for the SECURE=1 rows: a CA and a server certificate for
+# 127.0.0.1 (RSA-2048, the common choice), a tokens file, the client's token.
+SEC=$WORK/sec
+mkdir -p "$SEC"
+ossl() { openssl "$@" >>"$SEC/openssl.log" 2>&1 || { echo "bench: openssl $1 failed: $(tail -3 "$SEC/openssl.log")" >&2; exit 1; }; }
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$SEC/ca.key" -out "$SEC/ca.pem" -days 2 -subj /CN=profd-bench-ca
+ossl req -newkey rsa:2048 -nodes -keyout "$SEC/server.key" -out "$SEC/server.csr" -subj /CN=127.0.0.1
+echo "subjectAltName=IP:127.0.0.1" >"$SEC/server.ext"
+ossl x509 -req -in "$SEC/server.csr" -CA "$SEC/ca.pem" -CAkey "$SEC/ca.key" -CAcreateserial -days 2 \
+	-extfile "$SEC/server.ext" -out "$SEC/server.pem"
+(
+	umask 077
+	openssl rand -hex 32 >"$SEC/token"
+	echo "$(cat "$SEC/token") read,write bench" >"$SEC/tokens"
+	echo "Authorization: Bearer $(cat "$SEC/token")" >"$SEC/auth-header"
+)
+SECURE=0 # 1: start_server adds --tokens and --tls-*, clients use https and the token
+scheme() { if [ "$SECURE" = 1 ]; then echo https; else echo http; fi; }
+sec_serve_args() { [ "$SECURE" = 1 ] && echo --tokens "$SEC/tokens" --tls-cert "$SEC/server.pem" --tls-key "$SEC/server.key"; true; }
+sec_loadgen_args() { [ "$SECURE" = 1 ] && echo -token-file "$SEC/token" -cacert "$SEC/ca.pem"; true; }
+sec_curl_args() { [ "$SECURE" = 1 ] && echo --cacert "$SEC/ca.pem" -H "@$SEC/auth-header"; true; }
+
 # start_server DATADIR CPULIST ("" = unpinned): sets SPID and SPORT
 start_server() {
 	local log=$WORK/server.log
 	: >"$log"
+	# shellcheck disable=SC2046 # word splitting of the args on purpose (no spaces in them)
 	if [ -n "$2" ]; then
-		taskset -c "$2" "$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" 2>"$log" &
+		taskset -c "$2" "$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" $(sec_serve_args) 2>"$log" &
 	else
-		"$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" 2>"$log" &
+		"$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" $(sec_serve_args) 2>"$log" &
 	fi
 	SPID=$!
 	SPORT=
@@ -130,7 +157,8 @@ start_server() {
 		sleep 0.05
 	done
 	[ -n "$SPORT" ] || { echo "bench: profd serve did not start: $(cat "$log")" >&2; exit 1; }
-	curl -sf -o /dev/null "http://127.0.0.1:$SPORT/readyz" || { echo "bench: server not ready" >&2; exit 1; }
+	# shellcheck disable=SC2046
+	curl -sf -o /dev/null $(sec_curl_args) "$(scheme)://127.0.0.1:$SPORT/readyz" || { echo "bench: server not ready" >&2; exit 1; }
 }
 
 stop_server() { # SIGTERM, wait, must exit 0
@@ -200,7 +228,8 @@ ingest_set() { # label perfname datadir files...
 		[ "$PERF" = 1 ] && [ "$r" = "$ROUNDS" ] && perf_start "$PWD/$BUILD/perf-ingest-$pname.data"
 		local c0 line c1 hwm
 		c0=$(cpu_s)
-		line=$(taskset -c 1 "$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service bench -type cpu "$@")
+		# shellcheck disable=SC2046
+		line=$(taskset -c 1 "$LOADGEN" post -c "$CONNS" -url "$(scheme)://127.0.0.1:$SPORT" $(sec_loadgen_args) -service bench -type cpu "$@")
 		c1=$(cpu_s)
 		hwm=$(vm_kb VmHWM)
 		[ -n "$PERFPID" ] && perf_stop
@@ -215,12 +244,18 @@ ingest_set() { # label perfname datadir files...
 	b=$(col 2 "$t")
 	c=$(col 3 "$t")
 	h=$(col 4 "$t")
+	INGEST_RATE[$pname]=$(awk -v w="$w" -v b="$b" 'BEGIN { print b / 1e6 / w }')
 	awk -v l="$label" -v n=$# -v w="$w" -v b="$b" -v c="$c" -v h="$h" 'BEGIN {
 		printf "| %s | %d | %.1f MB | %.3f s | %.0f | %.1f | %.3f s | %.1f | %.0f %% | %.1f MB |\n",
 			l, n, b / 1e6, w, n / w, b / 1e6 / w, c, b / 1e6 / c, 100 * c / w, h / 1024 }' | out
 }
+declare -A INGEST_RATE=() # perfname -> median MB/s (gz) of its row
 ingest_set "(a) small CPU" small "$WORK/d" "$DATA"/small/*.pb.gz
 ingest_set "(b) large CPU" large "$WORK/d" "$DATA"/large/*.pb.gz
+SECURE=1
+ingest_set "(a) small CPU, tokens + TLS" small-sec "$WORK/d" "$DATA"/small/*.pb.gz
+ingest_set "(b) large CPU, tokens + TLS" large-sec "$WORK/d" "$DATA"/large/*.pb.gz
+SECURE=0
 # The same with the data dir on tmpfs, where fsync costs nothing: the rate the
 # server's CPU allows, to tell disk-bound from CPU-bound.
 if [ -n "$SHM" ]; then
@@ -228,6 +263,9 @@ if [ -n "$SHM" ]; then
 	ingest_set "(b) large CPU, data dir on tmpfs" large-tmpfs "$SHM/d" "$DATA"/large/*.pb.gz
 fi
 echo "Target: >= 40 MB/s of gzip'd pprof per core (column MB/s (gz); the server has one core)." | out
+awk -v s="${INGEST_RATE[small]}" -v ss="${INGEST_RATE[small-sec]}" -v l="${INGEST_RATE[large]}" -v ls="${INGEST_RATE[large-sec]}" 'BEGIN {
+	printf "Tokens + TLS cost %.1f %% of ingest throughput (small) and %.1f %% (large), MB/s (gz) medians of the same run. Target: <= 15 %%.\n",
+		100 * (1 - ss / s), 100 * (1 - ls / l) }' | out
 
 # ---- (b) merge through the API ------------------------------------------------------
 
@@ -240,6 +278,7 @@ t=$WORK/merge
 : >"$t"
 : >"$t.go"
 : >"$t.cli"
+: >"$t.sec"
 for r in $(seq "$ROUNDS"); do
 	start_server "$MD" ""
 	base=$(vm_kb VmRSS)
@@ -260,7 +299,23 @@ for r in $(seq "$ROUNDS"); do
 		'BEGIN { print b - a, h, s, d - c }' >>"$t"
 	time_cmd "$t.go" "$PPROF" -proto -output "$WORK/go.pb.gz" "$DATA"/large/*.pb.gz
 	time_cmd "$t.cli" "$PROFD" pprof merge -q -o "$WORK/cli.pb.gz" "$DATA"/large/*.pb.gz
+	# the same two merges with tokens + TLS on
+	SECURE=1
+	start_server "$MD" ""
+	t0=$(now)
+	# shellcheck disable=SC2046
+	code=$(curl -sS $(sec_curl_args) -o "$WORK/apis.pb.gz" -w '%{http_code}' "https://127.0.0.1:$SPORT$MURL")
+	t1=$(now)
+	[ "$code" = 200 ] || { echo "bench: merge over TLS answered $code: $(head -c 300 "$WORK/apis.pb.gz")" >&2; exit 1; }
+	# shellcheck disable=SC2046
+	code=$(curl -sS $(sec_curl_args) -o "$WORK/apis2.pb.gz" -w '%{http_code}' "https://127.0.0.1:$SPORT$MURL")
+	t2=$(now)
+	[ "$code" = 200 ] || { echo "bench: merge over TLS answered $code" >&2; exit 1; }
+	stop_server
+	SECURE=0
+	awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { print b - a, c - b }' >>"$t.sec"
 done
+cmp -s "$WORK/api.pb.gz" "$WORK/apis.pb.gz" || { echo "bench: the merges over HTTP and TLS differ" >&2; exit 1; }
 # correctness: both merges read the same in go tool pprof -top (the API's
 # output goes through pprof -proto first, as in bench/run.sh)
 top() { "$PPROF" -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$1" 2>/dev/null | tail -n +2; }
@@ -284,6 +339,9 @@ awk -v a="$(col 1 "$t")" -v w="$(col 4 "$t")" -v h="$(col 2 "$t")" -v s="$(col 3
 	-v g="$(col 1 "$t.go")" -v gr="$(col 2 "$t.go")" -v c="$(col 1 "$t.cli")" -v sz="$(stat -c %s "$WORK/api.pb.gz")" 'BEGIN {
 	printf "| (b) large CPU, 200 -> %.0f KB | %.3f s | %.3f s | %.3f s | %.1fx | %.1fx | %.3f s | %.1f MB | %.1f MB | %.1f MB | 1/%.0f |\n",
 		sz / 1e3, a, w, g, g / a, g / w, c, h / 1024, s / 1024, gr / 1024, gr / h }' | out
+awk -v a="$(col 1 "$t")" -v w="$(col 4 "$t")" -v sa="$(col 1 "$t.sec")" -v sw="$(col 2 "$t.sec")" 'BEGIN {
+	printf "With tokens + TLS: 1st merge %.3f s, warm %.3f s (plain HTTP %.3f s, %.3f s): %+.1f %%, %+.1f %%.\n",
+		sa, sw, a, w, 100 * (sa / a - 1), 100 * (sw / w - 1) }' | out
 echo "Target: merge >= 50x faster than go tool pprof -proto." | out
 
 # ---- (c) storage ----------------------------------------------------------------------

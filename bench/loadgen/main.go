@@ -3,8 +3,8 @@
 //
 // Usage:
 //
-//	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] FILES...
-//	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...]
+//	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] [-token-file F] [-cacert F] FILES...
+//	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...] [-token-file F] [-cacert F]
 //	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms]
 //
 // post reads every file into memory first, then POSTs each file once to
@@ -18,7 +18,9 @@
 // where seconds runs from the first request to the last response and bytes is
 // the total size of the bodies as sent (MB = 1e6 bytes). With -fleet, the
 // files are DIR/SERVICE/POD/*.pb.gz (bench/gen -fleet) and each is posted
-// with service=SERVICE and the label pod=POD (before -labels).
+// with service=SERVICE and the label pod=POD (before -labels). -token-file
+// sends the file's first line as a Bearer token; -cacert verifies an https://
+// BASE against that PEM CA (else the system's).
 //
 // scrape downloads N profiles of each type from a Go service's
 // net/http/pprof (BASE/debug/pprof/TYPE), round-robin over the types with
@@ -29,6 +31,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -48,19 +52,40 @@ func die(format string, a ...interface{}) {
 	os.Exit(1)
 }
 
-func client(conns int) *http.Client {
-	return &http.Client{
-		Timeout: 5 * time.Minute,
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-			MaxIdleConns:        conns,
-			MaxIdleConnsPerHost: conns,
-			MaxConnsPerHost:     conns,
-			DisableCompression:  true,
-			IdleConnTimeout:     time.Minute,
-		},
+func client(conns int, cacert string) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		DisableCompression:  true,
+		IdleConnTimeout:     time.Minute,
 	}
+	if cacert != "" {
+		pem, err := os.ReadFile(cacert)
+		if err != nil {
+			die("%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			die("%s: no PEM certificate", cacert)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Timeout: 5 * time.Minute, Transport: tr}
+}
+
+// token reads a -token-file: its first line, trimmed ("" = none).
+func token(file string) string {
+	if file == "" {
+		return ""
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		die("%v", err)
+	}
+	return strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 }
 
 func post(args []string) {
@@ -71,6 +96,8 @@ func post(args []string) {
 	labels := fs.String("labels", "", "labels parameter (k=v,k=v)")
 	conns := fs.Int("c", 8, "concurrent connections")
 	fleet := fs.String("fleet", "", "post DIR/SERVICE/POD/*.pb.gz as SERVICE with label pod=POD")
+	tokenFile := fs.String("token-file", "", "send the file's first line as Authorization: Bearer")
+	cacert := fs.String("cacert", "", "PEM CA that signed an https:// server's certificate")
 	fs.Parse(args)
 	files := fs.Args()
 	if *fleet != "" {
@@ -111,7 +138,11 @@ func post(args []string) {
 			targets[i] = strings.TrimRight(*base, "/") + "/api/0/profiles?" + fq.Encode()
 		}
 	}
-	c := client(*conns)
+	c := client(*conns, *cacert)
+	auth := ""
+	if t := token(*tokenFile); t != "" {
+		auth = "Bearer " + t
+	}
 
 	var next int64 = -1
 	var failed int32
@@ -126,7 +157,15 @@ func post(args []string) {
 				if i >= len(bodies) {
 					return
 				}
-				resp, err := c.Post(targets[i], "application/octet-stream", bytes.NewReader(bodies[i]))
+				req, err := http.NewRequest("POST", targets[i], bytes.NewReader(bodies[i]))
+				if err != nil {
+					die("%v", err)
+				}
+				req.Header.Set("Content-Type", "application/octet-stream")
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				resp, err := c.Do(req)
 				if err != nil {
 					if atomic.CompareAndSwapInt32(&failed, 0, 1) {
 						fmt.Fprintf(os.Stderr, "loadgen: POST %s: %v\n", files[i], err)
@@ -173,7 +212,7 @@ func scrape(args []string) {
 			die("%v", err)
 		}
 	}
-	c := client(1)
+	c := client(1, "")
 	for i := 0; i < *n; i++ {
 		for _, t := range tl {
 			u := strings.TrimRight(*base, "/") + "/debug/pprof/" + t
