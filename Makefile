@@ -97,7 +97,7 @@ $(BUILD)/kubeapi: $(wildcard tests/kubeapi/*.go) tests/kubeapi/go.mod
 # in a sub-make so pkg-config sees the freshly installed libraries.
 test:
 	@tools/deps.sh
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory -j$(NPROC) test-run
 
 $(BUILD)/gzbomb: tests/tools/gzbomb.c
 	@mkdir -p $(dir $@)
