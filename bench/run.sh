@@ -10,6 +10,7 @@
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
 # throughput of raw protobuf on one core (bench_codec). Then the collector
 # over HTTP (bench/serve.sh: ingest rate, merge through the API, storage);
+# the ClickHouse store beside the embedded one (bench/clickhouse.sh);
 # the scraper against many targets (bench/scrape.sh); last, fleet analytics
 # over a simulated day of 150 pods, with and without rollups (bench/fleet.sh).
 #
@@ -121,6 +122,10 @@ done
 # The collector over HTTP: ingest, merge through the API, storage (appends
 # its tables to $results).
 BUILD=$BUILD ROUNDS=$ROUNDS bench/serve.sh
+
+# The ClickHouse store beside the embedded one: ingest and merge of the 200
+# large profiles (appends its tables to $results; skipped without ClickHouse).
+BUILD=$BUILD ROUNDS=$ROUNDS bench/clickhouse.sh
 
 # The scraper against many loopback targets (appends its table to $results).
 BUILD=$BUILD ROUNDS=$ROUNDS bench/scrape.sh

@@ -59,6 +59,12 @@ int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, co
 int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings,
                    struct pd_buf *out, long timeout_ms, struct pd_err *err) PD_WUR;
 
+/* sql (in the URL) with data, n bytes of RowBinary rows of structure
+ * ("kind UInt8, h FixedString(16)"), as the temporary table `name` (external
+ * data: no long IN list to parse). */
+int pd_ch_query_ext(struct pd_ch *c, const char *sql, const char *name, const char *structure, const void *data,
+                    size_t n, const char *settings, struct pd_buf *out, struct pd_err *err) PD_WUR;
+
 /* ---- SQL text ---- */
 /* Append s as a string literal that cannot break out: '\xHH...' (every byte). */
 int pd_ch_lit(struct pd_buf *b, const void *s, size_t n) PD_WUR;

@@ -306,8 +306,30 @@ int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, co
 	return pd_ch_query_to(c, sql, data, n, settings, out, 0, err);
 }
 
+struct ext {
+	const char *name, *structure;
+	const void *data;
+	size_t n;
+};
+
+static int run(struct pd_ch *c, const char *sql, const void *data, size_t n, const struct ext *x, const char *settings,
+               struct pd_buf *out, long timeout_ms, struct pd_err *err);
+
 int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings,
                    struct pd_buf *out, long timeout_ms, struct pd_err *err)
+{
+	return run(c, sql, data, n, NULL, settings, out, timeout_ms, err);
+}
+
+int pd_ch_query_ext(struct pd_ch *c, const char *sql, const char *name, const char *structure, const void *data,
+                    size_t n, const char *settings, struct pd_buf *out, struct pd_err *err)
+{
+	struct ext x = {name, structure, data, n};
+	return run(c, sql, NULL, 0, &x, settings, out, 0, err);
+}
+
+static int run(struct pd_ch *c, const char *sql, const void *data, size_t n, const struct ext *x, const char *settings,
+               struct pd_buf *out, long timeout_ms, struct pd_err *err)
 {
 	CURL *h = take(c);
 	if (!h)
@@ -317,10 +339,16 @@ int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n,
 	int rc = pd_buf_appendf(&url, "%s?database=%s", c->base, c->database);
 	if (!rc && settings && *settings)
 		rc = pd_buf_appendf(&url, "&%s", settings);
-	if (!rc && data) {
+	if (!rc && (data || x)) {
 		char *q = curl_easy_escape(h, sql, (int)strlen(sql));
 		rc = q ? pd_buf_appendf(&url, "&query=%s", q) : PD_ENOMEM;
 		curl_free(q);
+	}
+	if (!rc && x) {
+		char *st = curl_easy_escape(h, x->structure, (int)strlen(x->structure));
+		rc =
+		    st ? pd_buf_appendf(&url, "&%s_structure=%s&%s_format=RowBinary", x->name, st, x->name) : PD_ENOMEM;
+		curl_free(st);
 	}
 	if (rc || pd_buf_append(&url, "", 1)) {
 		pd_buf_free(&url);
@@ -336,9 +364,24 @@ int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n,
 	hdrs = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
 	curl_easy_setopt(h, CURLOPT_URL, (const char *)url.ptr);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_mime *mime = NULL;
+	if (x) { /* the rows as a file part: ClickHouse's external data */
+		curl_mimepart *part;
+		if (!(mime = curl_mime_init(h)) || !(part = curl_mime_addpart(mime)) ||
+		    curl_mime_name(part, x->name) != CURLE_OK || curl_mime_filename(part, x->name) != CURLE_OK ||
+		    curl_mime_data(part, x->data, x->n) != CURLE_OK) {
+			curl_mime_free(mime);
+			curl_slist_free_all(hdrs);
+			pd_buf_free(&url);
+			give(c, h);
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
+	} else {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sk);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
@@ -363,6 +406,7 @@ int pd_ch_query_to(struct pd_ch *c, const char *sql, const void *data, size_t n,
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdrs);
+	curl_mime_free(mime);
 	pd_buf_free(&url);
 	if (cc != CURLE_OK) {
 		if (sk.over)

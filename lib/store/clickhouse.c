@@ -1048,7 +1048,8 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, struc
  * strings: four rounds at most). */
 static int cday_fetch(struct cday *d)
 {
-	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), tmp = PD_BUF_INIT(0);
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), tmp = PD_BUF_INIT(0),
+	              want = PD_BUF_INIT(0);
 	int rc = 0;
 	char dn[16];
 	pd_store_day_name(d->day, dn);
@@ -1057,10 +1058,17 @@ static int cday_fetch(struct cday *d)
 			rc = pd_errf(d->err, PD_EIO, "ClickHouse: symbols of %s nest too deep", dn);
 			break;
 		}
+		/* the wanted (kind, h) as an external table (no IN list to parse:
+		 * measured 3x faster on 18.16 for 20,000 hashes) */
 		sql.len = 0;
-		bool ok = !pd_buf_appendf(&sql, "SELECT kind, h, data FROM symbols WHERE day = '%s' AND (0", dn);
-		for (int k = 0; k < PD_SYM_NKINDS && ok; k++) {
-			bool any = false;
+		want.len = 0;
+		bool ok =
+		    !pd_buf_appendf(
+		        &sql,
+		        "SELECT kind, h, data FROM symbols WHERE day = '%s' AND (kind, h) IN want FORMAT RowBinary",
+		        dn) &&
+		    !pd_buf_append(&sql, "", 1);
+		for (int k = 0; k < PD_SYM_NKINDS && ok; k++)
 			for (size_t i = 0; i < d->n[k] && ok; i++) {
 				struct csym *c = &d->v[k][i];
 				if (!c->want)
@@ -1068,20 +1076,15 @@ static int cday_fetch(struct cday *d)
 				uint8_t hb[16];
 				memcpy(hb, &c->h.lo, 8);
 				memcpy(hb + 8, &c->h.hi, 8);
-				ok = !pd_buf_appendf(&sql, any ? ", " : " OR (kind = %d AND h IN (", k) &&
-				     !pd_ch_lit(&sql, hb, 16);
-				any = true;
+				ok = !pd_rb_u8(&want, (uint8_t)k) && !pd_rb_fixed(&want, hb, 16);
 			}
-			if (any)
-				ok = ok && !pd_buf_appendf(&sql, "))");
-		}
-		ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
 		if (!ok) {
 			rc = nomem(d->err);
 			break;
 		}
 		size_t asked = d->nwant;
-		if ((rc = q(d->s, (const char *)sql.ptr, &ans, d->err)))
+		if ((rc = pd_ch_query_ext(d->s->ch, (const char *)sql.ptr, "want", "kind UInt8, h FixedString(16)",
+		                          want.ptr, want.len, CH_QUERY_SETTINGS, &ans, d->err)))
 			break;
 		/* what was asked for is no longer wanted; what the answers name is */
 		for (int k = 0; k < PD_SYM_NKINDS; k++)
@@ -1097,6 +1100,7 @@ static int cday_fetch(struct cday *d)
 	pd_buf_free(&sql);
 	pd_buf_free(&ans);
 	pd_buf_free(&tmp);
+	pd_buf_free(&want);
 	return rc;
 }
 
@@ -1507,8 +1511,8 @@ int pd_store_ch_fuzz(const uint8_t *data, size_t n)
 	if (data[0] & 1) {
 		struct pd_rb_rd r = {p, p + len, false};
 		size_t idn, hn, bn, rn;
-		const uint8_t *idp = pd_rb_get_str(&r, &idn), *hp = pd_rb_get_str(&r, &hn), *bp = pd_rb_get_str(&r, &bn),
-		              *rp = pd_rb_get_str(&r, &rn);
+		const uint8_t *idp = pd_rb_get_str(&r, &idn), *hp = pd_rb_get_str(&r, &hn),
+		              *bp = pd_rb_get_str(&r, &bn), *rp = pd_rb_get_str(&r, &rn);
 		char id[64];
 		snprintf(id, sizeof id, "%.*s", (int)(idn < 40 ? idn : 40), (const char *)idp);
 		struct crow row;
