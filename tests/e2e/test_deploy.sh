@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # test_deploy.sh — deploy/kubernetes checked with REAL kubectl and the real
 # profd binary (issue 4, item 6; issue 12, items 3 and 7: tokens, NetworkPolicy,
-# TLS):
+# TLS; issue 13, part 3: the ClickHouse layout):
 #   0. the files an operator creates first, in a copy of deploy/kubernetes:
 #      the token files of secrets/ (openssl rand -hex 32) and, with the
 #      shipped tls/gen-certs.sh, the CA and certificate of tls/ (checked: key
 #      modes, chain, renewal keeps the CA); without them every layout's
 #      kustomize build fails naming the missing file (no placeholder token or
-#      certificate can be applied by mistake), and they are git-ignored
-#   1. kubectl kustomize of the three layouts (deploy/kubernetes: collector +
+#      certificate can be applied by mistake), and they are git-ignored;
+#      the same for clickhouse/password (openssl rand -hex 32, no newline)
+#   1. kubectl kustomize of the four layouts (deploy/kubernetes: collector +
 #      continuous scraper; cronjob/: collector + CronJob; tls/: the default
-#      over HTTPS), offline: the expected objects, all in namespace profd
+#      over HTTPS; clickhouse/: 2 collectors on ClickHouse + the scraper +
+#      an example ClickHouse), offline: the expected objects, all in namespace profd
 #      (generated Secret and ConfigMap names end in -HASH)
 #   2. kubectl apply --dry-run=client -k and -f FILE of every manifest, against
 #      the test API server (tests/kubeapi: pods only, so kubectl's discovery
 #      cache is seeded with the resource lists of the kinds used, incl.
-#      networking.k8s.io/v1), and kubectl create --dry-run=client -o json
+#      networking.k8s.io/v1, apps/v1 StatefulSet, policy/v1), and kubectl create --dry-run=client -o json
 #      offline (the same seeded cache, an unreachable server). --validate=false:
 #      schema validation needs the server's OpenAPI documents, which the test
 #      server does not serve; 3 does that job instead:
@@ -23,8 +25,9 @@
 #      --local decodes typed, offline): no type error, and no unknown field
 #      in workloads, Services and bindings (the typed round trip must keep
 #      every field given) nor in Secrets, ConfigMaps and NetworkPolicies
-#      (kubectl prints those only as refused, so their fields are checked
-#      against the fields of their Go types, k8s.io/api v1.32); controls with
+#      nor in PodDisruptionBudgets (kubectl prints those only as refused, so
+#      their fields are checked against the fields of their Go types,
+#      k8s.io/api v1.32); controls with
 #      misspelt and wrongly typed fields must be caught
 #   4. consistency: labels, image, Service <-> collector port <-> scraper's
 #      --collector URL, probes on declared ports, grace period >
@@ -40,7 +43,15 @@
 #      0440); Secret volumes readable by the pod's user through fsGroup, not by
 #      others; the TLS overlay changes only what it says (HTTPS probes, port
 #      names, https:// --collector with its CA); example-secrets.yaml and the
-#      README's `kubectl create secret` lines use the names and keys mounted
+#      README's `kubectl create secret` lines use the names and keys mounted;
+#      the ClickHouse layout: stateless collectors (>= 2 replicas,
+#      RollingUpdate, no PVC, no --data-dir; args = the default's with --store
+#      and --store-password-file instead of --data-dir), a PodDisruptionBudget
+#      on them, the --store URL's host:port = the Service clickhouse's name
+#      and port (-> the StatefulSet's pods), its user and database = the
+#      example server's CLICKHOUSE_USER and CLICKHOUSE_DB, its password from
+#      the same Secret key (not in the URL), the server on a pinned image with
+#      its data on a PVC, its NetworkPolicy (collectors only, port 8123)
 #   5. the args of every profd container are accepted by build/profd: each
 #      flag is in `profd CMD --help` (the Kubernetes discovery flags are
 #      skipped while the binary has none), and the commands run with them
@@ -59,7 +70,13 @@
 #      example Secret's placeholder tokens are refused; the TLS overlay's
 #      serve answers its HTTPS probes for the Service's name (curl --cacert
 #      the ConfigMap's CA), its scraper's args (+ --once) store profiles
-#      over HTTPS with the token, and not without it.
+#      over HTTPS with the token, and not without it; the ClickHouse layout's
+#      collector args run twice (two pods) on one real ClickHouse 18.16
+#      (tests/e2e/clickhouse.sh) given the user, password and database the
+#      example server's entrypoint creates: a real goapp heap profile posted
+#      to the first is listed and fetched from the second; a wrong password
+#      stops the start; /readyz follows ClickHouse, /healthz does not.
+#      Without clickhouse-server that part is a SKIP.
 # Needs kubectl, jq and openssl (skipped without them).
 # Run: BUILD=build bash tests/e2e/test_deploy.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -90,10 +107,10 @@ if [ ! -x "$PROFD" ]; then
 	exit 0
 fi
 
-API_PID='' RUN_PID='' SERVE_PID='' TLS_PID='' APP_PID=''
+API_PID='' RUN_PID='' SERVE_PID='' TLS_PID='' APP_PID='' CHA_PID='' CHB_PID=''
 stop_all() {
 	local p
-	for p in $RUN_PID $SERVE_PID $TLS_PID $API_PID $APP_PID; do
+	for p in $RUN_PID $SERVE_PID $TLS_PID $CHA_PID $CHB_PID $API_PID $APP_PID; do
 		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
@@ -120,19 +137,20 @@ wait_grep() {
 # HOST:PORT, listing the kinds the manifests use (kubectl trusts it for 6 h)
 seed_discovery() {
 	local d=$HOME/.kube/cache/discovery/$1
-	mkdir -p "$d/v1" "$d/apps/v1" "$d/batch/v1" "$d/rbac.authorization.k8s.io/v1" "$d/networking.k8s.io/v1"
+	mkdir -p "$d/v1" "$d/apps/v1" "$d/batch/v1" "$d/rbac.authorization.k8s.io/v1" "$d/networking.k8s.io/v1" "$d/policy/v1"
 	g() { printf '{"name":"%s","versions":[{"groupVersion":"%s","version":"v1"}],"preferredVersion":{"groupVersion":"%s","version":"v1"}}' "$1" "$2" "$2"; }
 	r() { printf '{"name":"%s","singularName":"%s","namespaced":%s,"kind":"%s","verbs":["create","delete","get","list","patch","update","watch"]}' "$@"; }
 	l() { printf '{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"%s","resources":[%s]}' "$1" "$2"; }
-	printf '{"kind":"APIGroupList","apiVersion":"v1","groups":[%s,%s,%s,%s,%s]}' "$(g '' v1)" "$(g apps apps/v1)" \
+	printf '{"kind":"APIGroupList","apiVersion":"v1","groups":[%s,%s,%s,%s,%s,%s]}' "$(g '' v1)" "$(g apps apps/v1)" \
 		"$(g batch batch/v1)" "$(g rbac.authorization.k8s.io rbac.authorization.k8s.io/v1)" \
-		"$(g networking.k8s.io networking.k8s.io/v1)" >"$d/servergroups.json"
+		"$(g networking.k8s.io networking.k8s.io/v1)" "$(g policy policy/v1)" >"$d/servergroups.json"
 	l v1 "$(r namespaces namespace false Namespace),$(r services service true Service),$(r serviceaccounts serviceaccount true ServiceAccount),$(r persistentvolumeclaims persistentvolumeclaim true PersistentVolumeClaim),$(r pods pod true Pod),$(r secrets secret true Secret),$(r configmaps configmap true ConfigMap)" >"$d/v1/serverresources.json"
-	l apps/v1 "$(r deployments deployment true Deployment)" >"$d/apps/v1/serverresources.json"
+	l apps/v1 "$(r deployments deployment true Deployment),$(r statefulsets statefulset true StatefulSet)" >"$d/apps/v1/serverresources.json"
 	l batch/v1 "$(r cronjobs cronjob true CronJob),$(r jobs job true Job)" >"$d/batch/v1/serverresources.json"
 	l rbac.authorization.k8s.io/v1 "$(r clusterroles clusterrole false ClusterRole),$(r clusterrolebindings clusterrolebinding false ClusterRoleBinding)" \
 		>"$d/rbac.authorization.k8s.io/v1/serverresources.json"
 	l networking.k8s.io/v1 "$(r networkpolicies networkpolicy true NetworkPolicy)" >"$d/networking.k8s.io/v1/serverresources.json"
+	l policy/v1 "$(r poddisruptionbudgets poddisruptionbudget true PodDisruptionBudget)" >"$d/policy/v1/serverresources.json"
 }
 
 # objs: the objects of kubectl's JSON output (a List, or objects one after another)
@@ -146,8 +164,9 @@ KN='.kind + "/" + (if .kind == "Secret" or .kind == "ConfigMap" then (.metadata.
 # tokens with openssl rand -hex 32, the certificate with tls/gen-certs.sh
 TOKEN_FILES="secrets/tokens secrets/scraper-token"
 TLS_FILES="tls/ca.crt tls/ca.key tls/tls.crt tls/tls.key"
+CH_FILES="clickhouse/password"
 cp -r "$SRC" "$DEPLOY"
-for f in $TOKEN_FILES $TLS_FILES; do rm -f "${DEPLOY:?}/$f"; done
+for f in $TOKEN_FILES $TLS_FILES $CH_FILES; do rm -f "${DEPLOY:?}/$f"; done
 NOFILES=$T/k8s-nofiles # the same, without them
 cp -r "$DEPLOY" "$NOFILES"
 TOK_SCRAPER=$(openssl rand -hex 32) TOK_READ=$(openssl rand -hex 32) TOK_ADMIN=$(openssl rand -hex 32)
@@ -156,6 +175,8 @@ TOK_SCRAPER=$(openssl rand -hex 32) TOK_READ=$(openssl rand -hex 32) TOK_ADMIN=$
 	printf '%s\n' "$TOK_SCRAPER" >"$DEPLOY/secrets/scraper-token"
 	printf '%s write scraper\n%s read deploy-test\n%s read,write,admin operators\n' \
 		"$TOK_SCRAPER" "$TOK_READ" "$TOK_ADMIN" >"$DEPLOY/secrets/tokens"
+	# the ClickHouse password as README.md makes it: hex, no newline
+	openssl rand -hex 32 | tr -d '\n' >"$DEPLOY/clickhouse/password"
 )
 if sh "$DEPLOY/tls/gen-certs.sh" >"$T/gencerts.out" 2>&1 && [ -s "$DEPLOY/tls/ca.crt" ] && [ -s "$DEPLOY/tls/tls.crt" ] &&
 	[ "$(stat -c %a "$DEPLOY/tls/tls.key" "$DEPLOY/tls/ca.key" | tr '\n' ' ')" = "600 600 " ] &&
@@ -194,18 +215,25 @@ elif grep -Eq 'tls/(tls\.crt|tls\.key|ca\.crt)' "$T/err"; then
 else
 	fail "tls layout without the certificate files: kustomize fails naming the file" "$(head -c 400 "$T/err")"
 fi
+if timeout 30 kubectl kustomize "$NOFILES/clickhouse" >/dev/null 2>"$T/err"; then
+	fail "clickhouse layout without the password file: kustomize fails" "it built"
+elif grep -q 'clickhouse/password' "$T/err"; then
+	ok "clickhouse layout without the password file: kustomize fails naming clickhouse/password"
+else
+	fail "clickhouse layout without the password file: kustomize fails naming the file" "$(head -c 400 "$T/err")"
+fi
 # every file a generator reads (files: in secrets/ and tls/), and the CA's key, is git-ignored
-gen_files=$(for k in secrets tls; do
+gen_files=$(for k in secrets tls clickhouse; do
 	awk -v d="$k/" 'match($0, /^ *files:/) { f = index($0, "f"); next }
 		f && match($0, /^ *- /) && RLENGTH - 1 > f - 1 { v = $2; sub(/^[^=]*=/, "", v); print d v; next } { f = 0 }' "$SRC/$k/kustomization.yaml"
 done | sort -u | tr '\n' ' ')
-expect "generators read the files the operator creates" "$(echo "$TOKEN_FILES $TLS_FILES" | tr ' ' '\n' | grep -v ca.key | sort | tr '\n' ' ')" "$gen_files"
+expect "generators read the files the operator creates" "$(echo "$TOKEN_FILES $TLS_FILES $CH_FILES" | tr ' ' '\n' | grep -v ca.key | sort | tr '\n' ' ')" "$gen_files"
 if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	notign=''
 	for f in $gen_files tls/ca.key; do
 		git -C "$ROOT" check-ignore -q "deploy/kubernetes/$f" || notign="$notign $f"
 	done
-	expect "the token, key and certificate files are git-ignored (never committed)" "" "$notign"
+	expect "the token, key, certificate and password files are git-ignored (never committed)" "" "$notign"
 else
 	ok "the token and key files are git-ignored # SKIP not a git work tree"
 fi
@@ -213,7 +241,7 @@ fi
 # ---- 1. kustomize (offline) ---------------------------------------------------------------
 
 KVER=$(timeout 20 kubectl version --client 2>/dev/null | head -n1)
-LAYOUTS="default cronjob tls"
+LAYOUTS="default cronjob tls clickhouse"
 dir_of() { if [ "$1" = default ]; then echo "$DEPLOY"; else echo "$DEPLOY/$1"; fi; }
 # shellcheck disable=SC2034 # read through ${!want}
 want_default="Namespace/profd ServiceAccount/profd-scraper ClusterRole/profd-scraper ClusterRoleBinding/profd-scraper Secret/profd-scraper-token-HASH Secret/profd-tokens-HASH Service/profd PersistentVolumeClaim/profd-data Deployment/profd Deployment/profd-scraper NetworkPolicy/profd-collector"
@@ -221,6 +249,8 @@ want_default="Namespace/profd ServiceAccount/profd-scraper ClusterRole/profd-scr
 want_cronjob="Namespace/profd ServiceAccount/profd-scraper ClusterRole/profd-scraper ClusterRoleBinding/profd-scraper Secret/profd-scraper-token-HASH Secret/profd-tokens-HASH Service/profd PersistentVolumeClaim/profd-data PersistentVolumeClaim/profd-scrape-state Deployment/profd CronJob/profd-scrape NetworkPolicy/profd-collector"
 # shellcheck disable=SC2034
 want_tls="Namespace/profd ServiceAccount/profd-scraper ClusterRole/profd-scraper ClusterRoleBinding/profd-scraper ConfigMap/profd-ca-HASH Secret/profd-scraper-token-HASH Secret/profd-tls-HASH Secret/profd-tokens-HASH Service/profd PersistentVolumeClaim/profd-data Deployment/profd Deployment/profd-scraper NetworkPolicy/profd-collector"
+# shellcheck disable=SC2034
+want_clickhouse="Namespace/profd ServiceAccount/profd-scraper ClusterRole/profd-scraper ClusterRoleBinding/profd-scraper ConfigMap/clickhouse-config Secret/profd-clickhouse-HASH Secret/profd-scraper-token-HASH Secret/profd-tokens-HASH Service/clickhouse Service/profd Deployment/profd Deployment/profd-scraper StatefulSet/clickhouse PodDisruptionBudget/profd NetworkPolicy/clickhouse NetworkPolicy/profd-collector"
 OFFLINE=$T/offline.kubeconfig
 cat >"$OFFLINE" <<'EOF'
 apiVersion: v1
@@ -253,11 +283,11 @@ for lay in $LAYOUTS; do
 	expect "$lay layout: the objects" "${!want}" \
 		"$(jq -r "$OBJS | $KN" "$T/$lay.json" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 done
-DJ=$T/default.json CJ=$T/cronjob.json TJ=$T/tls.json
+DJ=$T/default.json CJ=$T/cronjob.json TJ=$T/tls.json HJ=$T/clickhouse.json
 # the files, each on its own too (as `kubectl apply -f FILE` would take them;
 # *.patch.yaml are kustomize patches, not objects)
 mapfile -t FILES < <(cd "$SRC" && find . -name '*.yaml' ! -name kustomization.yaml ! -name '*.patch.yaml' | sed 's|^\./||' | sort)
-expect "manifests: the files" "base/collector.yaml base/namespace.yaml base/networkpolicy.yaml base/rbac.yaml cronjob/scraper-cronjob.yaml scraper/scraper.yaml secrets/example-secrets.yaml" "${FILES[*]}"
+expect "manifests: the files" "base/collector.yaml base/namespace.yaml base/networkpolicy.yaml base/rbac.yaml clickhouse/pdb.yaml clickhouse/server/clickhouse.yaml clickhouse/server/networkpolicy.yaml cronjob/scraper-cronjob.yaml scraper/scraper.yaml secrets/example-secrets.yaml" "${FILES[*]}"
 
 # ---- 2. kubectl apply --dry-run=client against the test API server --------------------------
 
@@ -375,12 +405,13 @@ else
 fi
 
 
-# Secrets, ConfigMaps and NetworkPolicies: kubectl decodes them typed (above:
-# "*v1.Secret ... not a pod") but prints no typed round trip of them, so each
-# of their leaves is checked against the fields of their Go types (k8s.io/api
-# core/v1 Secret, ConfigMap; networking/v1 NetworkPolicy; metav1.ObjectMeta's
-# name, namespace, labels, annotations); the keys of maps (labels, data, ...)
-# are free.
+# Secrets, ConfigMaps, NetworkPolicies and PodDisruptionBudgets: kubectl
+# decodes them typed (above: "*v1.Secret ... not a pod") but prints no typed
+# round trip of them, so each of their leaves is checked against the fields
+# of their Go types (k8s.io/api core/v1 Secret, ConfigMap; networking/v1
+# NetworkPolicy; policy/v1 PodDisruptionBudget; metav1.ObjectMeta's name,
+# namespace, labels, annotations); the keys of maps (labels, data, ...) are
+# free.
 # shellcheck disable=SC2089,SC2090 # a jq program in a variable, on purpose
 KNOWN='def sel($p): [$p + ".matchLabels.*", $p + ".matchExpressions.[].key", $p + ".matchExpressions.[].operator", $p + ".matchExpressions.[].values.[]"];
 	def peer($p): sel($p + ".podSelector") + sel($p + ".namespaceSelector") + [$p + ".ipBlock.cidr", $p + ".ipBlock.except.[]"];
@@ -388,10 +419,11 @@ KNOWN='def sel($p): [$p + ".matchLabels.*", $p + ".matchExpressions.[].key", $p 
 	{Secret: ["type", "data.*", "stringData.*", "immutable"],
 	 ConfigMap: ["data.*", "binaryData.*", "immutable"],
 	 NetworkPolicy: (sel("spec.podSelector") + ["spec.policyTypes.[]"] + peer("spec.ingress.[].from.[]") + ports("spec.ingress.[].ports.[]")
-		+ peer("spec.egress.[].to.[]") + ports("spec.egress.[].ports.[]"))}
+		+ peer("spec.egress.[].to.[]") + ports("spec.egress.[].ports.[]")),
+	 PodDisruptionBudget: (sel("spec.selector") + ["spec.minAvailable", "spec.maxUnavailable", "spec.unhealthyPodEvictionPolicy"])}
 	| map_values(. + ["apiVersion", "kind", "metadata.name", "metadata.namespace", "metadata.labels.*", "metadata.annotations.*"])'
-# unknown_fields JSON: "Kind/name: path" of every leaf of a Secret, ConfigMap or
-# NetworkPolicy that its Go type has no field for
+# unknown_fields JSON: "Kind/name: path" of every leaf of a Secret, ConfigMap,
+# NetworkPolicy or PodDisruptionBudget that its Go type has no field for
 unknown_fields() {
 	jq -rn "($KNOWN) as \$known | inputs | $OBJS | select(\$known[.kind]) | . as \$o
 		| paths(scalars) | reduce .[] as \$e ({out: [], free: false};
@@ -405,7 +437,7 @@ timeout 30 kubectl --kubeconfig "$OFFLINE" create --dry-run=client --validate=fa
 	>"$T/example.json" 2>"$T/err" || fail "kubectl create --dry-run=client -f secrets/example-secrets.yaml" "$(head -c 400 "$T/err")"
 for lay in $LAYOUTS example; do
 	[ -s "$T/$lay.json" ] || continue
-	expect "$lay: no unknown field in $(jq -r "$OBJS | select(.kind | IN(\"Secret\", \"ConfigMap\", \"NetworkPolicy\")) | .kind" "$T/$lay.json" | sort -u | tr '\n' ' ' | sed 's/ $//') (the fields of their Go types)" \
+	expect "$lay: no unknown field in $(jq -r "$OBJS | select(.kind | IN(\"Secret\", \"ConfigMap\", \"NetworkPolicy\", \"PodDisruptionBudget\")) | .kind" "$T/$lay.json" | sort -u | tr '\n' ' ' | sed 's/ $//') (the fields of their Go types)" \
 		"" "$(unknown_fields "$T/$lay.json")"
 done
 # controls: a misspelt NetworkPolicy field is reported, a wrongly typed one refused
@@ -417,6 +449,18 @@ if timeout 30 kubectl set env --local -f "$T/bad4.json" X=1 -o json 2>&1 >/dev/n
 	ok "control: a wrongly typed NetworkPolicy field is refused by the typed decoding"
 else
 	fail "control: wrongly typed NetworkPolicy field" "not refused"
+fi
+# controls: a misspelt PodDisruptionBudget field is reported, a wrongly typed one refused
+if [ -s "$T/clickhouse.yaml" ]; then
+	sed 's/^\(  *\)minAvailable: 1$/\1minAvailabel: 1/' "$T/clickhouse.yaml" >"$T/bad5.yaml"
+	timeout 30 kubectl --kubeconfig "$OFFLINE" create --dry-run=client --validate=false -o json -f "$T/bad5.yaml" >"$T/bad5.json" 2>/dev/null
+	expect "control: a misspelt PodDisruptionBudget field is reported" "PodDisruptionBudget/profd: spec.minAvailabel" "$(unknown_fields "$T/bad5.json")"
+	jq "$OBJS | select(.kind == \"PodDisruptionBudget\") | .spec.selector = \"x\"" "$T/clickhouse.json" >"$T/bad6.json"
+	if timeout 30 kubectl set env --local -f "$T/bad6.json" X=1 -o json 2>&1 >/dev/null | grep -q 'cannot unmarshal string into Go struct field PodDisruptionBudgetSpec.spec.selector'; then
+		ok "control: a wrongly typed PodDisruptionBudget field is refused by the typed decoding"
+	else
+		fail "control: wrongly typed PodDisruptionBudget field" "not refused: $(timeout 30 kubectl set env --local -f "$T/bad6.json" X=1 -o json 2>&1 >/dev/null | head -c 300)"
+	fi
 fi
 
 # ---- 4. consistency ------------------------------------------------------------------------------
@@ -434,12 +478,16 @@ for lay in $LAYOUTS; do
 	[ -s "$T/$lay.json" ] || continue
 	expect "$lay: namespaced objects in namespace profd" "" \
 		"$(q "$lay" '$all[] | select(.kind != "Namespace" and .kind != "ClusterRole" and .kind != "ClusterRoleBinding" and .metadata.namespace != "profd") | .kind + "/" + .metadata.name')"
-	expect "$lay: app.kubernetes.io/name=profd and part-of=profd on every object and pod template" "" \
-		"$(q "$lay" '$all[] | select(.metadata.labels["app.kubernetes.io/name"] != "profd" or .metadata.labels["app.kubernetes.io/part-of"] != "profd"
-			or ((.spec.template // .spec.jobTemplate.spec.template // {metadata: {labels: {"app.kubernetes.io/name": "profd"}}}).metadata.labels["app.kubernetes.io/name"] != "profd"))
+	# (the ClickHouse layout's example server is app.kubernetes.io/name=clickhouse, part-of=profd)
+	names='["profd"]'
+	[ "$lay" != clickhouse ] || names='["profd", "clickhouse"]'
+	expect "$lay: app.kubernetes.io/name=$(echo "$names" | jq -r 'join(" or ")') and part-of=profd on every object, the same name on its pod template" "" \
+		"$(q "$lay" "$names"' as $names | $all[] | .metadata.labels["app.kubernetes.io/name"] as $n
+			| select(($n | IN($names[]) | not) or .metadata.labels["app.kubernetes.io/part-of"] != "profd"
+			or ((.spec.template // .spec.jobTemplate.spec.template // {metadata: {labels: {"app.kubernetes.io/name": $n}}}).metadata.labels["app.kubernetes.io/name"] != $n))
 			| .kind + "/" + .metadata.name')"
-	expect "$lay: every container runs profd:0.1.0 with requests and a memory limit, non-root, read-only root, no privilege escalation, no capabilities" "" \
-		"$(q "$lay" '$all[] | (.spec.template.spec // .spec.jobTemplate.spec.template.spec // empty) as $p
+	expect "$lay: every container of profd's workloads runs profd:0.1.0 with requests and a memory limit, non-root, read-only root, no privilege escalation, no capabilities" "" \
+		"$(q "$lay" '$all[] | select(.metadata.labels["app.kubernetes.io/name"] == "profd") | (.spec.template.spec // .spec.jobTemplate.spec.template.spec // empty) as $p
 			| ($p.containers + ($p.initContainers // []))[]
 			| select(.image != "profd:0.1.0" or .resources.requests.cpu == null or .resources.requests.memory == null
 				or .resources.limits.memory == null or $p.securityContext.runAsNonRoot != true
@@ -527,7 +575,7 @@ RESOLVE='def hs: sub("-[a-z0-9]{10}$"; "-HASH");
 				  else "emptyDir \($v.name) <- \($i.name): \($i.command[:-2] | join(" ")) <- " + resolve($p; $i; $i.command[-2]) end
 			else "volume \($m.name)" end
 		end;'
-FILEFLAGS='"--tokens", "--token-file", "--tls-cert", "--tls-key", "--tls-client-ca", "--collector-cacert", "--cacert"'
+FILEFLAGS='"--tokens", "--token-file", "--tls-cert", "--tls-key", "--tls-client-ca", "--collector-cacert", "--cacert", "--store-password-file", "--store-cacert"'
 # file_flags LAYOUT: "Kind/name FLAG PATH: where it comes from", sorted
 file_flags() {
 	q "$1" "$RESOLVE"' $all[] | . as $w | '"$POD"' as $p | $p.containers[] | select(.command == ["profd"]) | . as $c | .args as $a
@@ -540,7 +588,7 @@ file_flags() {
 # defaultMode says; kubernetes/kubernetes#57923)
 OCT='def bit($b): ((. / $b) | floor) % 2; def oct: "0" + ([((. / 64) | floor) % 8, ((. / 8) | floor) % 8, . % 8] | map(tostring) | join(""));
 	def eff($fsg): if $fsg == null then . else . + (if bit(256) == 0 then 256 else 0 end) + (if bit(32) == 0 then 32 else 0 end) end;'
-np='($all[] | select(.kind == "NetworkPolicy"))'
+np='($all[] | select(.kind == "NetworkPolicy" and .metadata.name == "profd-collector"))'
 
 for lay in $LAYOUTS; do
 	[ -s "$T/$lay.json" ] || continue
@@ -548,7 +596,7 @@ for lay in $LAYOUTS; do
 	addr_port=$(echo "$args" | jq -r "$(arg --addr)" | sed 's/.*://')
 	# the NetworkPolicy: one, on the collector's pods only
 	expect "$lay: NetworkPolicy profd-collector selects the collector's pods and no other pod template" "1 Deployment/profd" \
-		"$(q "$lay" "$SEL"' [$all[] | select(.kind == "NetworkPolicy")] as $nps | $nps[0] as $n
+		"$(q "$lay" "$SEL"' [$all[] | select(.kind == "NetworkPolicy" and .metadata.name == "profd-collector")] as $nps | $nps[0] as $n
 			| "\($nps | length) \([$all[] | select(.spec.template // .spec.jobTemplate) | select(matches($n.spec.podSelector; '"$PODL"')) | .kind + "/" + .metadata.name] | join(" "))"')"
 	# on the collector's port: a number, or a name, that is the collector's container port = its --addr port
 	expect "$lay: NetworkPolicy: Ingress only, to the collector's container port (= --addr port $addr_port)" "Ingress $addr_port/TCP" \
@@ -570,9 +618,9 @@ for lay in $LAYOUTS; do
 			  elif .namespaceSelector and (.podSelector | not) and (.namespaceSelector.matchExpressions | not) then
 				"namespaces:" + (.namespaceSelector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(","))
 			  else "other:" + tojson end] | join(" ")')"
-	# every Secret and ConfigMap a volume names exists with the keys it lists; every mount has
-	# its volume; no Secret or ConfigMap is unused
-	expect "$lay: every Secret and ConfigMap a volume names exists (with its items' keys), every mount has a volume, none unused" "" \
+	# every Secret and ConfigMap a volume or an env variable names exists with the keys it
+	# lists; every mount has its volume; no Secret or ConfigMap is unused
+	expect "$lay: every Secret and ConfigMap a volume or env valueFrom names exists (with its keys), every mount has a volume, none unused" "" \
 		"$(q "$lay" '($all[] | . as $w | '"$POD"' as $p | ($p.volumes // [])[] | select(.secret or .configMap)
 			| (if .secret then {k: "Secret", n: .secret.secretName, s: .secret} else {k: "ConfigMap", n: .configMap.name, s: .configMap} end) as $r
 			| (first($all[] | select(.kind == $r.k and .metadata.name == $r.n)) // null) as $o
@@ -580,8 +628,16 @@ for lay in $LAYOUTS; do
 			  else (($r.s.items // [])[] | .key as $key | select((($o.data // {}) + ($o.stringData // {})) | has($key) | not)
 				| "\($w.kind)/\($w.metadata.name): \($r.k) \($r.n) has no key \($key)") end),
 			($all[] | . as $w | '"$POD"' as $p | (($p.initContainers // []) + $p.containers)[] | . as $c | (.volumeMounts // [])[]
-				| select(.name as $v | ($p.volumes // []) | map(.name) | index([$v]) | not) | "\($w.kind)/\($w.metadata.name)/\($c.name): no volume \(.name)"),
-			([$all[] | '"$POD"' | (.volumes // [])[] | (.secret.secretName // .configMap.name // empty)] as $used
+				| select(.name as $v | (($p.volumes // []) + ($w.spec.volumeClaimTemplates // []) | map(.name // .metadata.name)) | index([$v]) | not)
+				| "\($w.kind)/\($w.metadata.name)/\($c.name): no volume \(.name)"),
+			($all[] | . as $w | '"$POD"' as $p | (($p.initContainers // []) + $p.containers)[] | . as $c | (.env // [])[] | .name as $e
+				| (if .valueFrom.secretKeyRef then {k: "Secret", r: .valueFrom.secretKeyRef} elif .valueFrom.configMapKeyRef then {k: "ConfigMap", r: .valueFrom.configMapKeyRef} else empty end) as $r
+				| (first($all[] | select(.kind == $r.k and .metadata.name == $r.r.name)) // null) as $o
+				| if $o == null then "\($w.kind)/\($w.metadata.name)/\($c.name): env \($e): no \($r.k) \($r.r.name)"
+				  elif (($o.data // {}) + ($o.stringData // {})) | has($r.r.key) then empty
+				  else "\($w.kind)/\($w.metadata.name)/\($c.name): env \($e): \($r.k) \($r.r.name) has no key \($r.r.key)" end),
+			([$all[] | '"$POD"' | ((.volumes // [])[] | (.secret.secretName // .configMap.name // empty)),
+				(((.initContainers // []) + .containers)[].env[]?.valueFrom | (.secretKeyRef.name // .configMapKeyRef.name // empty))] as $used
 				| $all[] | select(.kind == "Secret" or .kind == "ConfigMap") | select(.metadata.name as $x | $used | index([$x]) | not)
 				| "\(.kind)/\(.metadata.name): unused")')"
 	# each file flag of a profd container: through its mount, to the right Secret (ConfigMap) key
@@ -596,7 +652,11 @@ Deployment/profd --tls-cert /etc/profd/tls/tls.crt: Secret/profd-tls-HASH:tls.cr
 Deployment/profd --tls-key /etc/profd/tls/tls.key: Secret/profd-tls-HASH:tls.key
 Deployment/profd-scraper --collector-cacert /etc/profd/ca/ca.crt: ConfigMap/profd-ca-HASH:ca.crt"
 	fi
-	expect "$lay: each file flag (--tokens, --token-file, --tls-*, --collector-cacert) = mount path + key of the right Secret or ConfigMap" \
+	if [ "$lay" = clickhouse ]; then
+		want="$want
+Deployment/profd --store-password-file /etc/profd/clickhouse/password: Secret/profd-clickhouse-HASH:password"
+	fi
+	expect "$lay: each file flag (--tokens, --token-file, --tls-*, --collector-cacert, --store-password-file) = mount path + key of the right Secret or ConfigMap" \
 		"$(echo "$want" | sort | tr '\n' '|')" "$(file_flags "$lay" | tr '\n' '|')"
 	# Secret volumes: the pod's non-root user reads them through the group (fsGroup), others nothing
 	expect "$lay: every Secret volume readable by the pod's user through fsGroup (mode | 0440), by others not at all" "" \
@@ -662,6 +722,81 @@ if [ -s "$TJ" ] && [ -s "$DJ" ]; then
 	fi
 fi
 
+# the ClickHouse layout: stateless collectors on the example ClickHouse
+if [ -s "$HJ" ]; then
+	lay=clickhouse
+	svcp='($all[] | select(.kind == "Service" and .metadata.name == "profd"))'
+	chsvc='($all[] | select(.kind == "Service" and .metadata.name == "clickhouse"))'
+	sts='($all[] | select(.kind == "StatefulSet" and .metadata.name == "clickhouse"))'
+	pdb='($all[] | select(.kind == "PodDisruptionBudget"))'
+	chnp='($all[] | select(.kind == "NetworkPolicy" and .metadata.name == "clickhouse"))'
+	# URL: the parts of the collector's --store clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?...]
+	URL='def url: capture("^clickhouse://((?<user>[^:@/]*)(?<pw>:[^@/]*)?@)?(?<host>[^:/@]+):(?<port>[0-9]+)/(?<db>[^?/]+)(?<q>[?].*)?$");'
+	args=$(q $lay "$dep.spec.template.spec.containers[0].args")
+	store=$(echo "$args" | jq -r "$(arg --store)")
+	expect "clickhouse: collectors without local state: >= 2 replicas, RollingUpdate with maxUnavailable 0, no PVC volume, no --data-dir, no PVC in the layout" \
+		"true RollingUpdate 0 | pvc: | --data-dir: false | PVCs:" \
+		"$(q $lay "$dep.spec | \"\(.replicas >= 2) \(.strategy.type) \(.strategy.rollingUpdate.maxUnavailable)\"") | pvc:$(q $lay "[$dep.spec.template.spec.volumes[] | select(.persistentVolumeClaim) | .name] | join(\",\")") | --data-dir: $(echo "$args" | jq 'index(["--data-dir"]) != null') | PVCs:$(q $lay '[$all[] | select(.kind == "PersistentVolumeClaim") | .metadata.name] | join(",")')"
+	# the args: the default layout's, with --store and --store-password-file instead of --data-dir
+	expect "clickhouse: the collector's args are the default layout's with --store clickhouse://... --store-password-file FILE instead of --data-dir" \
+		"$(q default "$dep.spec.template.spec.containers[0].args | . as \$a | [range(0; length) | select(\$a[.] != \"--data-dir\" and (. == 0 or \$a[. - 1] != \"--data-dir\")) | \$a[.]] | tojson") true" \
+		"$(echo "$args" | jq -c '. as $a | [range(0; length) | select(($a[.] | IN("--store", "--store-password-file") | not) and (. == 0 or ($a[. - 1] | IN("--store", "--store-password-file") | not))) | $a[.]]') $(echo "$args" | jq -r "[$(arg --store), $(arg --store-password-file)] | map(. != null) | all")"
+	expect "clickhouse: collector readiness /readyz (follows ClickHouse), liveness /healthz (does not), grace > --shutdown-timeout" "/readyz /healthz true" \
+		"$(q $lay "$dep.spec.template.spec | (.containers[0].args | $(arg --shutdown-timeout) // \"30s\" | sub(\"s$\"; \"\") | tonumber) as \$st | \"\(.containers[0].readinessProbe.httpGet.path) \(.containers[0].livenessProbe.httpGet.path) \((.terminationGracePeriodSeconds // 30) > \$st)\"")"
+	addr_port=$(echo "$args" | jq -r "$(arg --addr)" | sed 's/.*://')
+	expect "clickhouse: Service profd: port 10100 -> the collectors' --addr port, selects the collectors' pods (and no other pod template)" "10100 $addr_port Deployment/profd" \
+		"$(q $lay "$SEL $svcp | .spec.ports[0] as \$p | .spec.selector as \$s | ($dep.spec.template.spec.containers[0].ports[] | select(.name == \$p.targetPort or .containerPort == \$p.targetPort) | .containerPort) as \$cp
+			| \"\(\$p.port) \(\$cp) \([\$all[] | select(.spec.template) | select(matches({matchLabels: \$s}; $PODL)) | .kind + \"/\" + .metadata.name] | join(\",\"))\"")"
+	expect "clickhouse: scraper --collector is the Service profd" \
+		"$(q $lay "$svcp | \"http://\(.metadata.name).\(.metadata.namespace).svc:\(.spec.ports[0].port)\"")" \
+		"$(q $lay "$scr.spec.template.spec.containers[0].args | $(arg --collector)")"
+	expect "clickhouse: PodDisruptionBudget: minAvailable 1 (< replicas), selects the collectors' pods and no other pod template" "1 true Deployment/profd" \
+		"$(q $lay "$SEL $pdb | .spec as \$b | \"\(\$b.minAvailable) \(\$b.minAvailable < $dep.spec.replicas) \([\$all[] | select(.spec.template) | select(matches(\$b.selector; $PODL)) | .kind + \"/\" + .metadata.name] | join(\",\"))\"")"
+	# --store: HOST:PORT is the Service clickhouse (HOST its name, or name.namespace[.svc...]),
+	# whose port goes to the StatefulSet's container port; no password in the URL
+	expect "clickhouse: --store $store: HOST:PORT = Service clickhouse's name:port -> the StatefulSet's pods, port 8123; no password in the URL" \
+		"clickhouse:8123 -> StatefulSet/clickhouse:8123 no-password" \
+		"$(q $lay "$URL $SEL \"$store\" | url as \$u | ($chsvc) as \$s | (\$u.host | split(\".\")) as \$h
+			| if \$h[0] != \$s.metadata.name or (\$h[1] // \$s.metadata.namespace) != \$s.metadata.namespace then \"host \(\$u.host) is not Service \(\$s.metadata.name)\"
+			  else (first(\$s.spec.ports[] | select((.port | tostring) == \$u.port)) // null) as \$p
+			  | if \$p == null then \"port \(\$u.port) is not a port of Service \(\$s.metadata.name) (\(\$s.spec.ports | map(.port) | join(\",\")))\" else
+			  [\$all[] | select(.spec.template) | select(matches({matchLabels: \$s.spec.selector}; $PODL)) | . as \$w
+				| .spec.template.spec.containers[].ports[]? | select(.name == \$p.targetPort or .containerPort == \$p.targetPort)
+				| \"\(\$w.kind)/\(\$w.metadata.name):\(.containerPort)\"] as \$to
+			| \"\(\$h[0]):\(\$p.port) -> \(\$to | join(\",\")) \(if \$u.pw then \"PASSWORD IN THE URL\" else \"no-password\" end)\" end end")"
+	# the URL's user and database are those the example server's entrypoint creates; its
+	# password comes from the Secret key the collectors' --store-password-file reads
+	pwsrc=$(file_flags $lay | sed -n 's/^Deployment\/profd --store-password-file [^ ]*: //p')
+	expect "clickhouse: the URL's user and database = the server's CLICKHOUSE_USER, CLICKHOUSE_DB; CLICKHOUSE_PASSWORD = the Secret key of --store-password-file ($pwsrc)" \
+		"$(q $lay "$URL \"$store\" | url | \"\(.user) \(.db)\"") $pwsrc" \
+		"$(q $lay "$RESOLVE $sts.spec.template.spec.containers[0].env as \$e | def v(\$n): first(\$e[] | select(.name == \$n)) // {};
+			\"\(v(\"CLICKHOUSE_USER\").value) \(v(\"CLICKHOUSE_DB\").value) \(v(\"CLICKHOUSE_PASSWORD\").valueFrom.secretKeyRef | \"Secret/\(.name | hs):\(.key)\")\"")"
+	# the example server: one replica, data on a ReadWriteOnce PVC per pod at ClickHouse's
+	# path, a pinned image (a full version tag), probes, resources
+	expect "clickhouse: StatefulSet clickhouse: 1 replica, /var/lib/clickhouse on a ReadWriteOnce volume claim, image pinned to a version, /ping probes, requests and a memory limit" \
+		"1 data:ReadWriteOnce:/var/lib/clickhouse pinned /ping true" \
+		"$(q $lay "$sts.spec | .template.spec.containers[0] as \$c | (.volumeClaimTemplates[0]) as \$v
+			| \"\(.replicas) \(\$v.metadata.name):\(\$v.spec.accessModes | join(\",\")):\(\$c.volumeMounts[] | select(.name == \$v.metadata.name) | .mountPath)\"
+			+ \" \(if \$c.image | test(\":[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+\$\") then \"pinned\" else \"not pinned: \" + \$c.image end)\"
+			+ \" \([\$c.startupProbe, \$c.readinessProbe, \$c.livenessProbe] | map(.httpGet.path) | unique | join(\",\"))\"
+			+ \" \(\$c.resources.requests.cpu != null and \$c.resources.requests.memory != null and \$c.resources.limits.memory != null)\"")"
+	# its NetworkPolicy: the ClickHouse pods only, their HTTP port (the Service's target), from the collectors only
+	expect "clickhouse: NetworkPolicy clickhouse: selects the ClickHouse pods only; Ingress to port 8123 (the Service's target) from the collectors' pods only" \
+		"StatefulSet/clickhouse | Ingress 8123/TCP | pods:Deployment/profd" \
+		"$(q $lay "$SEL $chnp as \$n | ($sts.spec.template.spec.containers[0].ports) as \$cp
+			| \"\([\$all[] | select(.spec.template) | select(matches(\$n.spec.podSelector; $PODL)) | .kind + \"/\" + .metadata.name] | join(\",\"))\"
+			+ \" | \(\$n.spec.policyTypes | join(\",\")) \([\$n.spec.ingress[].ports[] | . as \$x | (\$cp[] | select(.containerPort == \$x.port or .name == \$x.port) | .containerPort) as \$num | \"\(\$num)/\(\$x.protocol // \"TCP\")\"] | join(\",\"))\"
+			+ \" | \([\$n.spec.ingress[].from[] | if .podSelector and (.namespaceSelector | not) and (.ipBlock | not) then . as \$f
+				| \"pods:\" + ([\$all[] | select(.spec.template) | select(.metadata.namespace == \$n.metadata.namespace) | select(matches(\$f.podSelector; $PODL)) | .kind + \"/\" + .metadata.name] | join(\",\"))
+				else \"other:\" + tojson end] | join(\" \"))\"")"
+	# an external secret manager: README.md says how to make the password's Secret by hand
+	if grep -Eq -- "create secret generic profd-clickhouse .*--from-file=password=" "$SRC/README.md"; then
+		ok "README.md: a 'kubectl create secret generic profd-clickhouse --from-file=password=...' (the key the layout mounts)"
+	else
+		fail "README.md: kubectl create secret generic profd-clickhouse" "no 'create secret generic profd-clickhouse ... --from-file=password=' in deploy/kubernetes/README.md"
+	fi
+fi
+
 # ---- 5. the args against the real binary -----------------------------------------------------------
 
 KFLAGS=" -A --all-namespaces -n --namespace -l --selector --kubeconfig --context --kubernetes --pod-labels "
@@ -671,7 +806,7 @@ for lay in $LAYOUTS; do
 	q "$lay" '$all[] | . as $o | (.spec.template.spec // .spec.jobTemplate.spec.template.spec // empty).containers[]
 		| select(.command == ["profd"]) | "'"$lay"':\($o.kind)/\($o.metadata.name)/\(.name)\t\(.args | tojson)"'
 done | sort -u >"$T/containers.tsv"
-expect "profd containers" "cronjob:CronJob/profd-scrape/scraper cronjob:Deployment/profd/profd default:Deployment/profd-scraper/scraper default:Deployment/profd/profd tls:Deployment/profd-scraper/scraper tls:Deployment/profd/profd" \
+expect "profd containers" "clickhouse:Deployment/profd-scraper/scraper clickhouse:Deployment/profd/profd cronjob:CronJob/profd-scrape/scraper cronjob:Deployment/profd/profd default:Deployment/profd-scraper/scraper default:Deployment/profd/profd tls:Deployment/profd-scraper/scraper tls:Deployment/profd/profd" \
 	"$(cut -f1 "$T/containers.tsv" | tr '\n' ' ' | sed 's/ $//')"
 
 while IFS=$'\t' read -r what json; do
@@ -703,14 +838,15 @@ KMODE=static
 if grep -q -- '--all-namespaces' <("$PROFD" scrape --help 2>&1) && [ -n "$API_PID" ] && kill -0 "$API_PID" 2>/dev/null; then
 	KMODE=kube
 fi
-# local_args JSON COLLECTOR ROOT DATA: the args with local stand-ins (one per
-# line, for mapfile): --addr and --listen on 127.0.0.1:0, --data-dir DATA,
-# --state-dir under $T, --collector COLLECTOR, the files of the file flags
-# under ROOT (the pod's volumes, see materialize), the discovery flags as said
-# above; --cpu-duration 1s is added to keep the test short
+# local_args JSON COLLECTOR ROOT DATA [STORE-HOST:PORT]: the args with local
+# stand-ins (one per line, for mapfile): --addr and --listen on 127.0.0.1:0,
+# --data-dir DATA, --state-dir under $T, --collector COLLECTOR, the HOST:PORT
+# of a --store clickhouse:// URL replaced by STORE-HOST:PORT, the files of the
+# file flags under ROOT (the pod's volumes, see materialize), the discovery
+# flags as said above; --cpu-duration 1s is added to keep the test short
 local_args() {
 	echo "$1" | jq -r --arg t "$T" --arg mode "$KMODE" --arg kc "$K" --arg coll "$2" --arg root "$3" --arg data "$4" \
-		--arg tgt "127.0.0.1:$TPORT" '
+		--arg tgt "127.0.0.1:$TPORT" --arg chhp "${5:-}" '
 		def kv: IN("-n", "--namespace", "-l", "--selector", "--kubeconfig", "--context", "--pod-labels");
 		def kflag: IN("-A", "--all-namespaces", "--kubernetes") or kv;
 		. as $a | ([range(0; length)] | map(
@@ -718,6 +854,7 @@ local_args() {
 			elif (. > 0) and $a[. - 1] == "--data-dir" then $data
 			elif (. > 0) and $a[. - 1] == "--state-dir" then $t + "/state"
 			elif (. > 0) and $a[. - 1] == "--collector" then $coll
+			elif (. > 0) and $a[. - 1] == "--store" and $chhp != "" then ($a[.] | sub("^(?<p>clickhouse://([^@/]*@)?)[^/]*"; "\(.p)\($chhp)"))
 			elif (. > 0) and ($a[. - 1] | IN('"$FILEFLAGS"')) then $root + $a[.]
 			elif $mode == "kube" then (if (. > 0) and $a[. - 1] == "--kubeconfig" then $kc else $a[.] end)
 			elif $a[.] | kflag then empty
@@ -1020,8 +1157,120 @@ if [ -n "$json" ]; then
 	fi
 fi
 
+# The ClickHouse layout: the collector's args, twice (two pods of the Deployment), on
+# one real ClickHouse (Debian's 18.16, tests/e2e/clickhouse.sh) given what the example
+# server's entrypoint creates in the official image: the user CLICKHOUSE_USER with the
+# password of the Secret key CLICKHOUSE_PASSWORD names (byte for byte, as the env
+# variable has it), the database CLICKHOUSE_DB. Only the URL's host:port is local; the
+# password file is the Secret as the kubelet mounts it, the tokens the init container's
+# copy. A real goapp heap profile posted to the first is listed and fetched from the
+# second; a wrong password stops the start; ClickHouse stopped: readiness 503, liveness 200.
+json=$(cargs clickhouse:Deployment/profd/profd)
+# shellcheck disable=SC2154 # CH_HTTP_deploy: set by ch_start
+if [ -n "$json" ]; then
+	# shellcheck source=clickhouse.sh
+	source "$(dirname "$0")/clickhouse.sh"
+	sts='($all[] | select(.kind == "StatefulSet" and .metadata.name == "clickhouse"))'
+	CHENV="$sts"'.spec.template.spec.containers[0].env as $e | def v($n): first($e[] | select(.name == $n)) // {};'
+	if ! ch_available; then
+		ok "clickhouse layout: two collectors with the manifest's args on one ClickHouse # SKIP clickhouse-server not installed"
+	else
+		chuser=$(q clickhouse "$CHENV"' v("CLICKHOUSE_USER").value')
+		chdb=$(q clickhouse "$CHENV"' v("CLICKHOUSE_DB").value')
+		# (the password byte for byte: base64 -d of the Secret's data, as the kubelet decodes it)
+		chpw64=$(q clickhouse "$CHENV"' v("CLICKHOUSE_PASSWORD").valueFrom.secretKeyRef as $r
+			| first($all[] | select(.kind == "Secret" and .metadata.name == $r.name)).data[$r.key]')
+		mkdir -p "$T/ch-deploy/users.d"
+		{
+			printf '<?xml version="1.0"?>\n<yandex><users><%s><password><![CDATA[' "$chuser"
+			printf %s "$chpw64" | base64 -d
+			printf ']]></password><networks><ip>::/0</ip></networks><profile>default</profile><quota>default</quota></%s></users></yandex>\n' "$chuser"
+		} >"$T/ch-deploy/users.d/profd-user.xml"
+		: >"$T/ch-start.err"
+		if [ -z "$chpw64" ] || [ "$chpw64" = null ]; then
+			echo "no password: CLICKHOUSE_PASSWORD names no Secret key of the layout" >"$T/ch-start.err"
+		fi
+		if [ ! -s "$T/ch-start.err" ] && [[ $chuser =~ ^[A-Za-z0-9_]+$ ]] && [[ $chdb =~ ^[A-Za-z0-9_]+$ ]] && ch_start deploy 2>"$T/ch-start.err" &&
+			ch_q deploy "CREATE DATABASE $chdb" >/dev/null 2>>"$T/ch-start.err"; then
+			ok "setup: ClickHouse $(ch_q deploy 'SELECT version()' 2>/dev/null) on 127.0.0.1:$CH_HTTP_deploy with what the example server's entrypoint creates: user $chuser (password: its CLICKHOUSE_PASSWORD's Secret key), CREATE DATABASE $chdb"
+			materialize clickhouse Deployment/profd "$FS/clickhouse/profd"
+			mapfile -t a < <(local_args "$json" "" "$FS/clickhouse/profd" "" "127.0.0.1:$CH_HTTP_deploy")
+			# shellcheck disable=SC2086 # uid gid fsGroup
+			user_prefix $POD_UID
+			: >"$T/chserve-A.log"
+			: >"$T/chserve-B.log"
+			"${UP[@]}" "$PROFD" "${a[@]}" 2>"$T/chserve-A.log" &
+			CHA_PID=$!
+			"${UP[@]}" "$PROFD" "${a[@]}" 2>"$T/chserve-B.log" &
+			CHB_PID=$!
+			pa=$(serve_port "$T/chserve-A.log" "$CHA_PID")
+			pb=$(serve_port "$T/chserve-B.log" "$CHB_PID")
+			if [ -n "$pa" ] && [ -n "$pb" ]; then
+				expect "profd ${a[*]}${UP:+ (as uid ${POD_UID%% *})}, twice (two pods): both start on the one ClickHouse, their probe paths answer 200" \
+					" /healthz=200 /readyz=200 | /healthz=200 /readyz=200" \
+					"$(probe_codes "$pa" clickhouse Deployment/profd 127.0.0.1) |$(probe_codes "$pb" clickhouse Deployment/profd 127.0.0.1)"
+				A=http://127.0.0.1:$pa B=http://127.0.0.1:$pb
+				if [ "$TPORT" = 1 ]; then
+					ok "clickhouse layout: a profile posted to one collector, read from the other # SKIP goapp not built"
+				elif curl -sS --max-time 10 -o "$T/ch-heap.pb.gz" "http://127.0.0.1:$TPORT/debug/pprof/heap" 2>"$T/err"; then
+					id=$(curl -sS --max-time 20 -H "Authorization: Bearer $TOK_SCRAPER" --data-binary @"$T/ch-heap.pb.gz" \
+						"$A/api/0/profiles?service=deploy-test&type=heap" | jq -r '.body.id // empty' 2>/dev/null)
+					listed=$(curl -sS --max-time 10 -H "Authorization: Bearer $TOK_READ" \
+						"$B/api/0/profiles?service=deploy-test&type=heap&from=now-1h&to=now" | jq -r '.body[].id' 2>/dev/null | tr '\n' ' ')
+					code=$(curl -sS --max-time 10 -o "$T/ch-got.pb.gz" -w '%{http_code}' -H "Authorization: Bearer $TOK_READ" "$B/api/0/profiles/${id:-none}")
+					how="gzip -t of the fetched file"
+					same=$(gzip -t "$T/ch-got.pb.gz" 2>/dev/null && echo yes)
+					if [ -n "$same" ] && command -v go >/dev/null 2>&1; then
+						how="go tool pprof -top of both equal"
+						topn() { go_pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$@" | tail -n +2; }
+						topn "$T/ch-heap.pb.gz" >"$T/ch-want.top"
+						topn "$T/ch-got.pb.gz" >"$T/ch-got.top"
+						{ [ -s "$T/ch-want.top" ] && cmp -s "$T/ch-want.top" "$T/ch-got.top"; } || same=''
+					fi
+					if [ -n "$id" ] && [[ " $listed" == *" $id "* ]] && [ "$code" = 200 ] && [ -n "$same" ]; then
+						ok "clickhouse layout: a real goapp heap profile posted to collector A (the scraper's token) is listed and fetched from collector B (a read token): $how"
+					else
+						fail "clickhouse layout: a profile posted to A, listed and fetched from B" "id '$id', B lists '$listed', GET $code, same '${same:-no}' ($how); $(tail -n 3 "$T/chserve-A.log" "$T/chserve-B.log" | head -c 400)"
+					fi
+				else
+					fail "clickhouse layout: a heap profile of goapp" "$(head -c 300 "$T/err")"
+				fi
+				# control: the same args with a wrong password do not start
+				printf 'not-the-password' >"$T/ch-wrong-pw"
+				mapfile -t w < <(printf '%s\n' "${a[@]}" | awk -v f="$T/ch-wrong-pw" 'p { print f; p = 0; next } $0 == "--store-password-file" { p = 1 } { print }')
+				expect_exit "control: the same args with a wrong password file: exit 1 with ClickHouse's refusal (the pod would not start)" \
+					1 'Wrong password|Authentication failed' timeout 20 "$PROFD" "${w[@]}"
+				# ClickHouse stopped: the readiness probe's path fails (out of the Service), the liveness
+				# probe's path does not (no restarts while ClickHouse is away)
+				rp=$(q clickhouse "$dep.spec.template.spec.containers[0].readinessProbe.httpGet.path")
+				lp=$(q clickhouse "$dep.spec.template.spec.containers[0].livenessProbe.httpGet.path")
+				ch_stop deploy
+				code=000
+				for _ in $(seq 1 50); do
+					code=$(curl -s -o "$T/ch-ready.txt" -w '%{http_code}' --max-time 5 "$A$rp")
+					[ "$code" = 503 ] && break
+					sleep 0.2
+				done
+				expect "clickhouse layout: ClickHouse stopped: readiness ($rp) 503 naming ClickHouse on both, liveness ($lp) 200 on both (out of the Service, not restarted)" \
+					"503 ClickHouse 503 | 200 200" \
+					"$code $(grep -o -m1 ClickHouse "$T/ch-ready.txt") $(curl_code "$B$rp") | $(curl_code "$A$lp") $(curl_code "$B$lp")"
+			else
+				fail "profd ${a[*]}, twice: both start" "$(head -c 300 "$T/chserve-A.log"; head -c 300 "$T/chserve-B.log")"
+			fi
+			rca=0 rcb=0
+			kill -TERM "$CHA_PID" "$CHB_PID" 2>/dev/null
+			wait "$CHA_PID" || rca=$?
+			wait "$CHB_PID" || rcb=$?
+			CHA_PID='' CHB_PID=''
+			expect "profd serve (the ClickHouse layout's args), both: exit 0 on SIGTERM" "0 0" "$rca $rcb"
+		else
+			fail "setup: ClickHouse for the clickhouse layout (user '$chuser', database '$chdb')" "$(head -c 600 "$T/ch-start.err")"
+		fi
+	fi
+fi
+
 # no sanitizer report from any profd run above (make SANITIZE=1 test)
-logs=("$T"/serve.log "$T"/scrape.log "$T"/once.err "$T"/tls.log "$T"/tlsonce*.err)
+logs=("$T"/serve.log "$T"/scrape.log "$T"/once.err "$T"/tls.log "$T"/tlsonce*.err "$T"/chserve-*.log)
 if grep -l 'Sanitizer\|runtime error' "${logs[@]}" 2>/dev/null | grep -q .; then
 	fail "profd runs: no sanitizer report" "$(grep -h -A5 'Sanitizer\|runtime error' "${logs[@]}" 2>/dev/null | head -c 600)"
 else
