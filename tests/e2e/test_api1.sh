@@ -72,6 +72,11 @@ for k in "${!cap_pid[@]}"; do
 done
 [ "$capfail" -eq 0 ] || exit 1
 ok "setup: captured 2 x 3 workloads (auth, search, ingest), cpu 2s each"
+# From here on, a copy: what is uploaded and what go tool pprof merges are
+# the same bytes even if a capture abandoned on a loaded machine (its
+# background CPU fetch) still writes into the first directory.
+cp -r "$C" "$T/cap.used"
+C=$T/cap.used
 
 post() { # post FILE SERVICE TYPE LABELS
 	local code
