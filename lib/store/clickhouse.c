@@ -221,18 +221,25 @@ static int ref_of(struct ing *g, int t, struct pd_h128 h, int64_t *out)
 	return 0;
 }
 
-/* Queue symbol (kind, h) with g->data as its data, unless written before. */
-static int sym_row(struct ing *g, int kind, struct pd_h128 h)
+/* Whether (kind, h) was written by this process before (then it is not
+ * encoded nor sent again); if not, its key is kept for after the insert. */
+static int sym_known(struct ing *g, int kind, struct pd_h128 h, bool *known)
 {
 	uint64_t k = known_key(g->day, kind, h);
 	pthread_mutex_lock(&g->s->mu);
-	bool have = known_has(g->s, k);
+	*known = known_has(g->s, k);
 	pthread_mutex_unlock(&g->s->mu);
-	if (have)
+	if (*known)
 		return 0;
 	if (pd_grow((void **)&g->keys, &g->ckeys, g->nkeys + 1, sizeof *g->keys))
 		return PD_ENOMEM;
 	g->keys[g->nkeys++] = k;
+	return 0;
+}
+
+/* Queue symbol (kind, h) with g->data as its data. */
+static int sym_row(struct ing *g, int kind, struct pd_h128 h)
+{
 	uint8_t hb[16];
 	memcpy(hb, &h.lo, 8);
 	memcpy(hb + 8, &h.hi, 8);
@@ -263,8 +270,11 @@ static int enc_symbols(struct ing *g)
 			void *ctx[2] = {all[k], &h};
 			if (pd_hidx_find(&seen, h.lo ^ h.hi, ref_eq, ctx) != PD_NONE)
 				continue;
-			if (pd_hidx_insert(&seen, h.lo ^ h.hi, (uint32_t)i))
+			bool known = false;
+			if (pd_hidx_insert(&seen, h.lo ^ h.hi, (uint32_t)i) || sym_known(g, k, h, &known))
 				rc = PD_ENOMEM;
+			if (rc || known)
+				continue;
 			d->len = 0;
 			switch (k) {
 			case PD_SYM_STR: rc = rc || pd_buf_append(d, p->strings[i].ptr, p->strings[i].len); break;

@@ -95,6 +95,14 @@ static void hour_name(int64_t hour, char *buf, size_t n)
 	strftime(buf, n, "the rollup of %Y-%m-%dT%H:00Z", &tm);
 }
 
+/* An empty merge aggregate of partition pt. */
+static void pm_begin(struct pd_pmerge *pm, struct part *pt)
+{
+	memset(pm, 0, sizeof *pm);
+	pm->pt = pt;
+	pm->src = sq_symsrc(pt);
+}
+
 /* Build the rollup of (svc, typ, hour) of partition `day`: read its
  * generation and profiles in one snapshot under the store mutex, encode
  * outside it, write through the committer. *built += 1 if written. */
@@ -114,8 +122,7 @@ static int rollup_hour(struct sq *s, int64_t day, const char *svc, const char *t
 		sq_store_unlock(s);
 		return rc; /* dropped by retention meanwhile, or damaged: no rollup */
 	}
-	pm.pt = pt;
-	pm.src = sq_symsrc(pt);
+	pm_begin(&pm, pt);
 	sq_part_read(pt);
 	sqlite3_stmt *g = pt->gen_get;
 	sqlite3_reset(g);
@@ -323,9 +330,7 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 		if ((rc = sq_part_q(s, days[i], &pt, &info->skipped, err)) || !pt)
 			continue;
 		struct pd_pmerge pm;
-		memset(&pm, 0, sizeof pm);
-		pm.pt = pt;
-		pm.src = sq_symsrc(pt);
+		pm_begin(&pm, pt);
 		int64_t lo, hi, h0, h1;
 		span_of(pt, q, &lo, &hi, &h0, &h1);
 		struct pd_merge_info pi = {0};
@@ -412,9 +417,7 @@ int sq_fn_totals(struct pd_store *base, const struct pd_merge_range *q, struct p
 		if ((rc = pd_fnt_init(&pa, err)))
 			break;
 		struct pd_pmerge pm;
-		memset(&pm, 0, sizeof pm);
-		pm.pt = pt;
-		pm.src = sq_symsrc(pt);
+		pm_begin(&pm, pt);
 		int64_t lo, hi, h0, h1;
 		span_of(pt, q, &lo, &hi, &h0, &h1);
 		struct pd_merge_info pi = {0};

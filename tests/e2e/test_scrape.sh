@@ -573,31 +573,7 @@ ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/target
 echo "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$PKI/target.ext"
 ossl x509 -req -in "$PKI/target.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" -CAcreateserial -out "$PKI/target.pem" -days 3 -extfile "$PKI/target.ext"
 # an https:// target: a TLS front (python3 ssl) to goapp A's real pprof endpoints
-python3 - "$A" "$PKI/target.pem" "$PKI/target.key" >"$T/tls-target.log" 2>&1 <<'EOF' &
-import http.server, ssl, sys, urllib.error, urllib.request
-up, cert, key = sys.argv[1:4]
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        try:
-            with urllib.request.urlopen("http://" + up + self.path, timeout=30) as r:
-                code, ct, body = r.status, r.headers.get("Content-Type", ""), r.read()
-        except urllib.error.HTTPError as e:
-            code, ct, body = e.code, e.headers.get("Content-Type", ""), e.read()
-        self.send_response(code)
-        self.send_header("Content-Type", ct)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-print("listening on %d" % s.server_address[1], flush=True)
-s.serve_forever()
-EOF
+python3 "$ROOT/tests/tools/tls_front.py" "$A" "$PKI/target.pem" "$PKI/target.key" >"$T/tls-target.log" 2>&1 &
 TP=$(wait_line "$T/tls-target.log" '^listening on \([0-9]*\)$')
 if [ -s "$PKI/target.pem" ] && [ -n "$TP" ] && curl -sS --cacert "$PKI/ca.pem" -o /dev/null "https://127.0.0.1:$TP/debug/pprof/goroutine"; then
 	ok "tls: setup: openssl made a CA and a certificate; an https:// target on :$TP (curl --cacert reads it)"

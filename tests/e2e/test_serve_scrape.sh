@@ -109,26 +109,7 @@ if command -v openssl >/dev/null && command -v python3 >/dev/null; then
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/t.key" -out "$T/t.pem" -days 2 \
 		-subj "/CN=target" -addext "subjectAltName=IP:127.0.0.1" >"$T/openssl.log" 2>&1
 	# a TLS front (python3 ssl) to the goapp's pprof endpoints
-	python3 - "$GA_ADDR" "$T/t.pem" "$T/t.key" >"$T/front.log" 2>&1 <<'EOF' &
-import http.server, ssl, sys, urllib.request
-up, cert, key = sys.argv[1:4]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        with urllib.request.urlopen("http://" + up + self.path, timeout=30) as r:
-            body = r.read()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-print("listening on %d" % s.server_address[1], flush=True)
-s.serve_forever()
-EOF
+	python3 "$ROOT/tests/tools/tls_front.py" "$GA_ADDR" "$T/t.pem" "$T/t.key" >"$T/front.log" 2>&1 &
 	FP=$(wait_line "$T/front.log" '^listening on \([0-9]*\)$')
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-tls" --retention 0 -q --scrape --types heap --interval 1s \
 		--target "https://127.0.0.1:$FP" --service tls-ca --target-ca "$T/t.pem" \
