@@ -54,8 +54,26 @@ $(BUILD)/libprofd.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/profd: $(BIN_OBJ) $(BUILD)/libprofd.a
+$(BUILD)/profd: $(BIN_OBJ) $(BUILD)/web_assets.o $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# The web UI (web/) built into the binary: tools/embed writes each file's
+# bytes, gzip and ETag as C (no file is read at run time). The list of files
+# is a file of its own, rewritten only when it changes, so that removing one
+# rebuilds too.
+WEB_FILES := $(sort $(patsubst web/%,%,$(wildcard web/*.html web/*.css web/*.js web/*.svg web/*.png web/*/*.js web/*/*.css)))
+$(BUILD)/tools/embed: tools/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -O2 $(PKG_CFLAGS) $< -o $@ $(PKG_LIBS)
+$(BUILD)/web_assets.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(WEB_FILES)' | cmp -s - $@ || echo '$(WEB_FILES)' > $@
+$(BUILD)/web_assets.c: $(BUILD)/tools/embed $(BUILD)/web_assets.list $(addprefix web/,$(WEB_FILES))
+	$(BUILD)/tools/embed $@ web $(WEB_FILES)
+$(BUILD)/web_assets.o: $(BUILD)/web_assets.c lib/http/web.h
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -I. -c $< -o $@
+.PHONY: FORCE
+FORCE:
 
 # Unit tests (cmocka), one binary per module.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libprofd.a tests/unit/testutil.h

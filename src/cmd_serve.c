@@ -18,6 +18,7 @@
 #include "../lib/http/params.h"
 #include "../lib/http/server.h"
 #include "../lib/http/export.h"
+#include "../lib/http/web.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -123,6 +124,13 @@ static const char usage_text[] =
 	"      --allowed-origins LIST    web origins (https://ui.example,...) whose pages may\n"
 	"                                POST or DELETE here; others are refused (403): a page\n"
 	"                                of another site must not change the store\n"
+	"      --web-prefix PATH         the web UI and the API also under PATH (e.g. /profd, for\n"
+	"                                an ingress that forwards /profd/... as it is); the\n"
+	"                                unprefixed paths keep working (an ingress that strips)\n"
+	"      --web-dir DIR             serve the UI's files from DIR (the source tree's web/),\n"
+	"                                re-read on every request, instead of the copies built\n"
+	"                                into the binary: for working on the UI\n"
+	"      --no-ui                   no web UI (GET / is a 404)\n"
 	"  -q, --quiet                   no request log (errors are still logged)\n"
 	"  -h, --help                    this help\n"
 	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
@@ -152,6 +160,9 @@ static const char usage_text[] =
 	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
 	"(90s, 15m, 1h30m).\n"
 	"\n"
+	"The web UI (flame graph, top table, timeline, diff, fleet, profiles) is at\n"
+	"http://ADDR/ (docs/ui.md); with --tokens the page asks for a read token.\n"
+	"\n"
 	"Routes: POST/GET /api/0/profiles, GET /api/0/profiles/{id}[+{id}...],\n"
 	"GET /api/0/profiles/merge, DELETE /api/0/profiles/{id}, GET /api/0/services,\n"
 	"GET /api/0/version, /healthz, /readyz, /metrics; API v1: GET /api/1/profiles,\n"
@@ -168,6 +179,19 @@ static const char usage_text[] =
 	"\n"
 	"Exit codes: 0 clean shutdown, 1 cannot start (address in use, data dir not\n"
 	"writable, with --scrape: what makes profd scrape exit 1), 2 usage error.\n";
+
+/* The host of the UI's URL in the log: the address's, or localhost for
+ * "any address" (":10100", "0.0.0.0:10100", "[::]:10100"). */
+static const char *ui_host(const char *addr)
+{
+	static char h[256];
+	const char *colon = strrchr(addr, ':');
+	size_t n = colon ? (size_t)(colon - addr) : 0;
+	snprintf(h, sizeof h, "%.*s", (int)n, addr);
+	if (!n || !strcmp(h, "0.0.0.0") || !strcmp(h, "[::]"))
+		snprintf(h, sizeof h, "localhost");
+	return h;
+}
 
 static int parse_dur(const char *opt, const char *s, int64_t *out)
 {
@@ -309,7 +333,8 @@ int cmd_serve(int argc, char **argv)
 	const char *dir = DEFAULT_DATA_DIR;
 	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0, skew = 0;
 	long max_open = 64;
-	bool max_open_set = false;
+	bool max_open_set = false, no_ui = false;
+	const char *web_prefix = NULL, *web_dir = NULL;
 	parse_dur("max-future-skew", "1h", &skew);
 	parse_dur("retention", DEFAULT_RETENTION, &retention);
 	parse_dur("rollup-interval", DEFAULT_ROLLUP_INTERVAL, &rollup_every);
@@ -327,7 +352,7 @@ int cmd_serve(int argc, char **argv)
 	const char *store_url = NULL, *store_pw_file = NULL;
 	struct pd_store_ch_opts store_ch = {0};
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -365,6 +390,9 @@ int cmd_serve(int argc, char **argv)
 		{"export-top", required_argument, 0, O_EXP_TOP},
 		{"export-query", required_argument, 0, O_EXP_QUERY},
 		{"export-delay", required_argument, 0, O_EXP_DELAY},
+		{"web-prefix", required_argument, 0, O_WEB_PREFIX},
+		{"web-dir", required_argument, 0, O_WEB_DIR},
+		{"no-ui", no_argument, 0, O_NO_UI},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -424,6 +452,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case O_TOKENS: cfg.tokens_path = optarg; break;
 		case O_METRICS_OPEN: cfg.metrics_open = true; break;
+		case O_WEB_PREFIX: web_prefix = optarg; break;
+		case O_WEB_DIR: web_dir = optarg; break;
+		case O_NO_UI: no_ui = true; break;
 		case O_ORIGINS: cfg.allowed_origins = optarg; break;
 		case O_TLS_CERT: cfg.tls_cert = optarg; break;
 		case O_PER_IP:
@@ -522,6 +553,16 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
+	if (no_ui && (web_prefix || web_dir))
+		return cli_usage_error("serve", "--no-ui with --web-prefix or --web-dir");
+	struct pd_web *web = NULL;
+	if (!no_ui) { /* checked now, opened for good once the store is */
+		struct pd_err werr;
+		if (pd_web_open(pd_web_assets, pd_web_nassets, web_prefix, web_dir, &web, &werr))
+			return cli_usage_error("serve", "%s", werr.msg);
+		pd_web_free(web);
+		web = NULL;
+	}
 	cfg.timeout_s = (unsigned)(timeout / 1000000000LL);
 	cfg.retention_ns = retention;
 	cfg.max_future_skew_ns = skew;
@@ -643,8 +684,17 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	struct pd_server *srv;
+	if (!no_ui && pd_web_open(pd_web_assets, pd_web_nassets, web_prefix, web_dir, &web, &err)) {
+		cli_error("%s", err.msg);
+		pd_exporter_free(extras.ex);
+		scrape_cmd_free(sc);
+		pd_store_close(st);
+		return EXIT_INPUT;
+	}
+	cfg.web = web;
 	if (pd_server_start(&cfg, st, &srv, &err)) {
 		cli_error("%s", err.msg);
+		pd_web_free(web);
 		pd_exporter_free(extras.ex);
 		scrape_cmd_free(sc); /* stops the loop first */
 		pd_store_close(st);
@@ -663,6 +713,9 @@ int cmd_serve(int argc, char **argv)
 		 "max_merge_profiles=%zu scrape=%s export=%s",
 		 PD_VERSION, pd_server_port(srv), cfg.addr, ch ? "store" : "data_dir", ch ? "clickhouse" : dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
 		 extras.ex ? "on" : "off");
+	if (web)
+		log_line("level=info msg=\"web UI at %s://%s:%u%s/\"%s", cfg.tls_cert ? "https" : "http",
+			 ui_host(cfg.addr), pd_server_port(srv), pd_web_prefix(web), web_dir ? " files=web-dir" : "");
 	if (!cfg.tokens_path)
 		log_line("level=warn msg=\"no --tokens: anyone who can reach %s may upload, read and delete profiles\"",
 			 cfg.addr);
@@ -702,6 +755,7 @@ int cmd_serve(int argc, char **argv)
 	unsigned left = pd_server_stop(srv, (unsigned)(shutdown / 1000000000LL));
 	scrape_cmd_free(sc); /* after the server: its /metrics reads the scraper */
 	pd_exporter_free(extras.ex); /* likewise; before the store it reads */
+	pd_web_free(web);
 	pd_store_close(st);
 	if (left)
 		log_line("level=warn msg=\"%u request(s) were still running at the shutdown timeout\"", left);

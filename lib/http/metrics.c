@@ -13,7 +13,7 @@ static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      
 static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty",
 						   "too_large",   "too_old",   "internal", "busy"};
 static const char *const route_names[PD_RT_N] = {"post_profile", "list",    "get",    "merge",   "delete",
-						 "services",     "version", "health", "metrics", "api1",
+						 "services",     "version", "health", "metrics", "api1", "ui",
 						 "other"};
 static const int code_values[PD_METRICS_NCODES - 2] = {200, 400, 404, 405, 408, 413, 500, 503};
 /* merge latency buckets, seconds */

@@ -38,6 +38,7 @@ enum pd_route {
 	PD_RT_HEALTH,
 	PD_RT_METRICS,
 	PD_RT_API1, /* every route under /api/1/ */
+	PD_RT_UI,   /* the web UI's page and files: /, /ui/... */
 	PD_RT_OTHER,
 	PD_RT_N
 };

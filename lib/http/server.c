@@ -864,12 +864,34 @@ static bool path_is(const char *path, const char *p)
 	return path[n] == 0;
 }
 
+/* The web UI's paths (after the prefix is taken off): /, /index.html, /ui/... */
+static bool ui_path(const char *url)
+{
+	return !strcmp(url, "/") || !strcmp(url, "") || path_is(url, "/index.html") || !strncmp(url, "/ui/", 4);
+}
+
+/* url without --web-prefix (the ingress may or may not strip it: both
+ * work); *bare = url is the prefix itself, without the '/' the page's
+ * relative URLs need. */
+static const char *unprefixed(const struct pd_server *s, const char *url, bool *bare)
+{
+	*bare = false;
+	const char *p = s->cfg.web ? pd_web_prefix(s->cfg.web) : "";
+	size_t n = strlen(p);
+	if (!n || strncmp(url, p, n) || (url[n] && url[n] != '/'))
+		return url;
+	*bare = !url[n];
+	return url[n] ? url + n : "/";
+}
+
 /* The scope a request needs: none for the probes (and /metrics with
  * --metrics-open), write for POST, admin for DELETE, read for the rest. */
 static unsigned needed_scope(const struct pd_server *s, const char *url, const char *method)
 {
 	if (path_is(url, "/healthz") || path_is(url, "/readyz") || (s->cfg.metrics_open && path_is(url, "/metrics")))
 		return 0;
+	if (s->cfg.web && ui_path(url) && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+		return 0; /* the page and its files: public, like the probes (they hold no data) */
 	if (!strcmp(method, "POST"))
 		return PD_SCOPE_WRITE;
 	if (!strcmp(method, "DELETE"))
@@ -919,9 +941,14 @@ static enum MHD_Result reply_auth(struct MHD_Connection *c, struct req *r, int s
 				 : "");
 	r->err_detail[0] = 0;
 	(void)method;
+	/* a page's fetch (Sec-Fetch-Mode cors or same-origin) is not offered
+	 * Basic: the browser would pop up its own password dialog over the UI's
+	 * token form; navigations and every other client still are */
+	const char *mode = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Mode");
+	bool fetch = mode && (!strcasecmp(mode, "cors") || !strcasecmp(mode, "same-origin"));
 	return reply_owned_hdr(c, r, status, pd_api_error_json(status, msg), "application/json",
 			       status == 401 ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL,
-			       "Bearer realm=\"profd\", Basic realm=\"profd\"");
+			       fetch ? "Bearer realm=\"profd\"" : "Bearer realm=\"profd\", Basic realm=\"profd\"");
 }
 
 int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err)
@@ -1058,6 +1085,109 @@ static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
+/* Whether Accept-Encoding allows gzip (a "gzip" entry whose q is not 0). */
+static bool accepts_gzip(struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	while (h && *h) {
+		while (*h == ' ' || *h == ',')
+			h++;
+		size_t n = strcspn(h, ",;");
+		const char *e = h + n;
+		while (n && h[n - 1] == ' ')
+			n--;
+		bool gz = (n == 4 && !strncasecmp(h, "gzip", 4)) || (n == 1 && *h == '*');
+		double q = 1;
+		const char *qs = *e == ';' ? strstr(e, "q=") : NULL;
+		if (qs && qs < e + strcspn(e, ","))
+			q = strtod(qs + 2, NULL);
+		if (gz)
+			return q > 0;
+		h = e + strcspn(e, ",");
+	}
+	return false;
+}
+
+/* 308 from PREFIX[?query] to PREFIX/[?query]. */
+static enum MHD_Result redirect_slash(struct MHD_Connection *c, struct req *r)
+{
+	r->route = PD_RT_UI;
+	const char *q = strchr(r->uri, '?');
+	const char *p = pd_web_prefix(r->s->cfg.web);
+	struct pd_buf b = PD_BUF_INIT(0);
+	if (pd_buf_appendf(&b, "%s/%s", p, q ? q : "") || pd_buf_append(&b, "", 1)) {
+		pd_buf_free(&b);
+		return MHD_NO;
+	}
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (resp)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, (const char *)b.ptr);
+	pd_buf_free(&b);
+	set_status(r, 308, 0);
+	return queue(c, r, 308, resp);
+}
+
+/* If-None-Match lists the ETag (or is "*"). */
+static bool etag_matches(const char *inm, const char *etag)
+{
+	size_t n = strlen(etag);
+	for (const char *p = inm; p && *p; p++) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '*')
+			return true;
+		if (!strncmp(p, "W/", 2))
+			p += 2;
+		if (!strncmp(p, etag, n) && (p[n] == 0 || p[n] == ',' || p[n] == ' '))
+			return true;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+	}
+	return false;
+}
+
+/* GET PREFIX/ (index.html) and PREFIX/ui/FILE: the UI's embedded files,
+ * gzip'd when the client takes it, revalidated by ETag (304). */
+static enum MHD_Result h_ui(struct MHD_Connection *c, struct req *r, const char *rel)
+{
+	struct pd_web_file f;
+	struct pd_err err = {0};
+	int rc = pd_web_get(r->s->cfg.web, rel, &f, &err);
+	if (rc)
+		return reply_err(c, r, rc, &err);
+	const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	int status = inm && etag_matches(inm, f.etag) ? 304 : 200;
+	bool gz = status == 200 && f.gz && accepts_gzip(c);
+	size_t n = status == 304 ? 0 : gz ? f.gzlen : f.len;
+	struct MHD_Response *resp;
+	if (status == 200 && f.owned) {
+		resp = MHD_create_response_from_buffer(n, (void *)f.data, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free((void *)f.data);
+	} else {
+		if (f.owned)
+			free((void *)f.data);
+		resp = MHD_create_response_from_buffer(n, status == 304 ? (void *)"" : (void *)(gz ? f.gz : f.data),
+						       MHD_RESPMEM_PERSISTENT);
+	}
+	if (!resp)
+		return MHD_NO;
+	if (status == 200) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, f.ctype);
+		if (gz)
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, f.etag);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache"); /* revalidate: a new binary, new files */
+	if (f.gz || f.owned)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	MHD_add_response_header(resp, "Content-Security-Policy", PD_WEB_CSP);
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	set_status(r, status, n);
+	return queue(c, r, status, resp);
+}
+
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
 {
 	char path[2048];
@@ -1163,6 +1293,12 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 		r->route = PD_RT_METRICS;
 		return get ? h_metrics(c, r) : method_not_allowed(c, r, "GET, HEAD");
 	}
+	if (r->s->cfg.web && ui_path(path)) {
+		r->route = PD_RT_UI;
+		if (!get)
+			return method_not_allowed(c, r, "GET, HEAD");
+		return h_ui(c, r, !strncmp(path, "/ui/", 4) ? path + 4 : "index.html");
+	}
 	r->route = PD_RT_OTHER;
 	return reply_error(c, r, 404, "nothing found");
 }
@@ -1195,6 +1331,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct req *r = *con_cls;
 	if (!r) /* the URI log callback failed to allocate */
 		return MHD_NO;
+	bool bare;
+	url = unprefixed(s, url, &bare);
 	if (!r->started) {
 		r->started = true;
 		snprintf(r->method, sizeof r->method, "%s", method);
@@ -1237,6 +1375,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				return reply_error(c, r, 403, msg);
 			}
 		}
+		if (bare) /* PREFIX -> PREFIX/, so that the page's relative URLs resolve under it */
+			return redirect_slash(c, r);
 		/* a browser page of another origin may not change anything here
 		 * (a cross-origin form or fetch POST needs no preflight) */
 		const char *why_origin = cross_origin(c, r, method);

@@ -16,6 +16,7 @@
 
 #include "../store/store.h"
 #include "metrics.h"
+#include "web.h"
 
 /* Named defaults of the limits (flags of `profd serve`). */
 #define PD_SERVE_ADDR            ":10100"
@@ -54,6 +55,10 @@ struct pd_server_config {
 	const char *tls_cert, *tls_key; /* PEM files: serve HTTPS (TLS 1.2+); NULL = plain HTTP */
 	const char *tls_client_ca;      /* PEM CA file: require client certificates it signed */
 	const char *version, *commit, *build_time;
+	/* the web UI (lib/http/web.h): served at PREFIX/ and PREFIX/ui/FILE, GET
+	 * and HEAD without a token (the page holds no data; its API calls need
+	 * one); NULL = no UI (GET / is a 404). Borrowed: must outlive the server. */
+	const struct pd_web *web;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */
 	int (*metrics_extra)(void *ctx, struct pd_buf *out);
