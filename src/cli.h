@@ -45,6 +45,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_regressions(int argc, char **argv);
 
 /*
  * The scraper of `profd scrape`, in pieces so that `profd serve --scrape`

@@ -30,6 +30,7 @@ static const struct pd_cmd commands[] = {
 	{"load", cmd_load, "upload local pprof files to a collector (type inferred)"},
 	{"top", cmd_top, "the hottest functions of a service or of the whole fleet"},
 	{"diff", cmd_diff, "what changed between two selections (e.g. two versions), per function"},
+	{"regressions", cmd_regressions, "which functions got costlier after each rollout, per service and fleet"},
 	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
 	{"store", cmd_store, "a data directory, offline: check (verify every day file)"},
 	{"version", cmd_version, "print the version"},

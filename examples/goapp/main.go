@@ -15,7 +15,7 @@
 // Usage:
 //
 //	goapp [-addr 127.0.0.1:6060] [-service goapp] [-workload mixed] [-cpu-load 0.5]
-//	      [-pprof-prefix /custom/pprof]
+//	      [-pprof-prefix /custom/pprof] [-stretch N]
 //
 // -pprof-prefix also serves the pprof handlers under another path prefix
 // (PREFIX/heap, PREFIX/profile?seconds=N, ...), as a service that mounts
@@ -87,6 +87,7 @@ func main() {
 	workload := flag.String("workload", "mixed", "workload: auth, search, ingest or mixed (all of them)")
 	cpuLoad := flag.Float64("cpu-load", 0.5, "CPU budget of the workload in cores, 0..1")
 	pprofPrefix := flag.String("pprof-prefix", "", "also serve the pprof handlers under this path prefix, e.g. /custom/pprof")
+	flag.IntVar(&stretch, "stretch", 0, "auth workload: also run authStretchKey for this many iterations per unit of work (0 = not at all); a \"new version\" with more makes that one function costlier, for the regression report's tests")
 	flag.Parse()
 
 	log.SetFlags(0)
@@ -277,6 +278,28 @@ func authUnit(st *workState) {
 			panic("token verification failed")
 		}
 	}
+	if stretch > 0 {
+		stretchSink ^= authStretchKey(uint64(st.rng.Int63()), stretch)
+	}
+}
+
+// stretch is -stretch; stretchSink keeps authStretchKey's result alive.
+var (
+	stretch     int
+	stretchSink uint64
+)
+
+// authStretchKey is pure CPU in the function itself (flat cost): n rounds
+// of xorshift64.
+//
+//go:noinline
+func authStretchKey(x uint64, n int) uint64 {
+	for i := 0; i < n; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	return x
 }
 
 // authHashPassword derives a key by iterating sha256 over salt+password.

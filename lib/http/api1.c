@@ -31,6 +31,8 @@ static const struct route routes[] = {
 	{"types", pd_api1_h_types, 0},
 	{"series", pd_api1_h_series, 0},
 	{"diff", pd_api1_h_diff, 0},
+	{"rollouts", pd_api1_h_rollouts, 0},
+	{"regressions", pd_api1_h_regressions, 0},
 };
 
 /* Match path against pattern; on a match with an argument, *arg is a

@@ -133,5 +133,7 @@ int pd_api1_h_label_values(struct pd_api1_req *q, struct pd_api1_resp *out, stru
 int pd_api1_h_types(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err);
 int pd_api1_h_series(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err); /* api1_series.c */
 int pd_api1_h_diff(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err);   /* api1_diff.c */
+int pd_api1_h_rollouts(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err); /* api1_regress.c */
+int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err);
 
 #endif

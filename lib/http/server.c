@@ -1014,7 +1014,7 @@ static enum MHD_Result too_many_merges(struct MHD_Connection *c, struct req *r)
 
 static bool api1_merges(const char *path)
 {
-	static const char *const heavy[] = {"merge", "top", "series", "diff"};
+	static const char *const heavy[] = {"merge", "top", "series", "diff", "regressions"};
 	for (size_t i = 0; i < sizeof heavy / sizeof *heavy; i++) {
 		size_t n = strlen(heavy[i]);
 		if (!strncmp(path, heavy[i], n) && (path[n] == 0 || path[n] == '/'))

@@ -1,0 +1,689 @@
+/*
+ * api1_regress.c — GET /api/1/rollouts (the versions of each service seen in
+ * the data, and when each was rolled out) and GET /api/1/regressions (per
+ * rollout, or per service between two given selections: every function
+ * whose normalised cost changed, ranked, with a noise estimate from the
+ * sample counts). lib/query/regress.h has the rules; docs/api.md "API v1:
+ * rollouts and regressions" is the contract.
+ */
+#include "api1.h"
+#include "../query/diff.h"
+#include "../query/regress.h"
+#include "../query/series.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REG_DEFAULT_N 20
+#define REG_MAX_N     10000
+#define LABEL_MAX     128
+
+static const char *label_param(const struct pd_api1_req *q, struct pd_err *err)
+{
+	const char *l = pd_api1_param(q, "label");
+	if (!l)
+		return "version";
+	if (strlen(l) > LABEL_MAX || !strcmp(l, "service")) {
+		pd_errf(err, PD_EINVAL, "bad \"label\" \"%.64s\": want a label name (not service) of at most %d bytes",
+		        l, LABEL_MAX);
+		return NULL;
+	}
+	return l;
+}
+
+/* Every selected profile's metadata: not capped by --max-merge-profiles
+ * (nothing is merged yet; the comparisons are capped one by one). */
+static int select_all(const struct pd_api1_req *q, struct pd_profile_meta **v, size_t *n, struct pd_err *err)
+{
+	return pd_query_select(q->cfg->st, &q->sel, q->from_ns, q->to_ns, 0, v, n, err);
+}
+
+static json_t *time_json(int64_t ns)
+{
+	char b[PD_API_TIME_BUFSZ];
+	return json_string(pd_api_format_time(ns, b, sizeof b));
+}
+
+int pd_api1_h_rollouts(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err)
+{
+	const char *label = label_param(q, err);
+	if (!label)
+		return PD_EINVAL;
+	struct pd_profile_meta *v = NULL;
+	size_t n = 0;
+	struct pd_rollouts ro = {0};
+	int rc = select_all(q, &v, &n, err);
+	if (!rc)
+		rc = pd_rollouts_find(v, n, label, &ro, err);
+	pd_query_metas_free(v, n);
+	if (rc)
+		return rc;
+	json_t *o = json_object(), *vs = json_array(), *rs = json_array();
+	bool bad = !o || !vs || !rs;
+	for (size_t i = 0; !bad && i < ro.nv; i++) {
+		const struct pd_version *x = &ro.v[i];
+		bad = json_array_append_new(vs, json_pack("{sssssososI}", "service", x->service, "value", x->value,
+		                                          "first_seen", time_json(x->first_ns), "last_seen",
+		                                          time_json(x->last_ns), "profiles", (json_int_t)x->profiles));
+	}
+	for (size_t i = 0; !bad && i < ro.nr; i++) {
+		const struct pd_version *a = &ro.v[ro.r[i].from], *b = &ro.v[ro.r[i].to];
+		bad = json_array_append_new(rs, json_pack("{sssssssosIsI}", "service", b->service, "from", a->value,
+		                                          "to", b->value, "at", time_json(ro.r[i].at_ns),
+		                                          "base_profiles", (json_int_t)a->profiles, "target_profiles",
+		                                          (json_int_t)b->profiles));
+	}
+	bad = bad || json_object_set_new(o, "label", json_string(label)) ||
+	      json_object_set_new(o, "from", time_json(q->from_ns)) ||
+	      json_object_set_new(o, "to", time_json(q->to_ns)) || json_object_set_new(o, "versions", vs) ||
+	      json_object_set_new(o, "rollouts", rs);
+	pd_rollouts_free(&ro);
+	if (bad) {
+		json_decref(o);
+		o = NULL;
+	}
+	out->ranged = true;
+	out->from_ns = q->from_ns;
+	out->to_ns = q->to_ns;
+	return pd_api1_reply_json(out, o, err);
+}
+
+/* ---- regressions ------------------------------------------------------------------- */
+
+/* One comparison: a service's base and target profiles. */
+struct cmp {
+	const char *service;
+	const char *base_label, *target_label; /* rollout mode: the two versions; else NULL */
+	int64_t at_ns;                         /* rollout mode: when the target was first seen */
+	struct pd_profile_meta *b, *t;         /* shallow copies of the selected metas */
+	size_t nb, nt;
+};
+
+struct row {
+	struct pd_str name;
+	struct pd_rate flat, cum;
+	struct pd_rate key; /* what the row is ranked on: a copy of flat or cum (qsort moves rows) */
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->key.within_noise != y->key.within_noise)
+		return x->key.within_noise ? 1 : -1; /* changes within noise after the real ones */
+	if (x->key.change != y->key.change)
+		return x->key.change > y->key.change ? -1 : 1;
+	size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+	int c = memcmp(x->name.ptr, y->name.ptr, n);
+	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
+static int cmp_diff_name(const void *a, const void *b)
+{
+	const struct pd_diff_row *x = a, *y = b;
+	size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+	int c = memcmp(x->name.ptr, y->name.ptr, n);
+	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
+/* The first sample type counted in "count" units (samples, objects,
+ * contentions, goroutines), or -1. */
+static int count_index(const struct pd_profile *p)
+{
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		struct pd_str u = p->strings[p->sample_types[i].unit];
+		if (u.len == 5 && !memcmp(u.ptr, "count", 5))
+			return (int)i;
+	}
+	return -1;
+}
+
+struct fleet_fn {
+	char *name;
+	double change;
+	json_t *services;
+};
+
+struct reg {
+	struct pd_api1_req *q;
+	bool by_cum;
+	int64_t n;
+	double min_change;
+	int fmt;                       /* 0 json, 1 table, 2 prometheus */
+	json_t *comparisons, *skipped; /* skipped: comparisons a side of which had nothing to merge */
+	struct pd_buf text;
+	struct fleet_fn *fleet;
+	size_t nfleet, capfleet;
+	char sample_type[64], unit[64], rate_unit[96], mode[160];
+	size_t merged;
+	bool have_types;
+};
+
+static json_t *rate_json(const struct pd_rate *r)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	bool bad =
+	    json_object_set_new(o, "base", json_real(r->base)) ||
+	    json_object_set_new(o, "target", json_real(r->target)) ||
+	    json_object_set_new(o, "change", json_real(r->change)) ||
+	    json_object_set_new(o, "relative", isinf(r->relative) ? json_null() : json_real(r->relative)) ||
+	    json_object_set_new(o, "noise", r->noise < 0 ? json_null() : json_real(r->noise)) ||
+	    json_object_set_new(o, "base_samples", r->base_samples < 0 ? json_null() : json_integer(r->base_samples)) ||
+	    json_object_set_new(o, "target_samples",
+	                        r->target_samples < 0 ? json_null() : json_integer(r->target_samples)) ||
+	    json_object_set_new(o, "within_noise", json_boolean(r->within_noise));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A side of a comparison: its profiles, total (in the sample type's unit),
+ * cores (cpu) and normalisation. */
+static json_t *side_json(size_t n, int64_t total, double cores, const struct pd_norm_info *ni)
+{
+	json_t *o = json_pack("{sIsIso}", "profiles", (json_int_t)n, "total", (json_int_t)total, "normalization",
+	                      pd_api1_norm_json(ni));
+	if (o && cores >= 0 && json_object_set_new(o, "cores", json_real(cores))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int fleet_add(struct reg *g, struct pd_str name, double change, const char *service)
+{
+	for (size_t i = 0; i < g->nfleet; i++)
+		if (strlen(g->fleet[i].name) == name.len && !memcmp(g->fleet[i].name, name.ptr, name.len)) {
+			g->fleet[i].change += change;
+			return json_array_append_new(g->fleet[i].services, json_string(service)) ? PD_ENOMEM : 0;
+		}
+	if (g->nfleet == g->capfleet) {
+		size_t c = g->capfleet ? 2 * g->capfleet : 64;
+		struct fleet_fn *f = realloc(g->fleet, c * sizeof *f);
+		if (!f)
+			return PD_ENOMEM;
+		g->fleet = f;
+		g->capfleet = c;
+	}
+	struct fleet_fn *f = &g->fleet[g->nfleet];
+	f->name = strndup(name.ptr, name.len);
+	f->change = change;
+	f->services = json_array();
+	if (!f->name || !f->services || json_array_append_new(f->services, json_string(service))) {
+		free(f->name);
+		json_decref(f->services);
+		return PD_ENOMEM;
+	}
+	g->nfleet++;
+	return 0;
+}
+
+static const char *fmt_rel(double r, char *b, size_t n)
+{
+	if (isinf(r))
+		snprintf(b, n, "new");
+	else
+		snprintf(b, n, "%+.1f%%", r * 100);
+	return b;
+}
+
+/* Exposure of a side (what its rate is per) and the words for it. CPU:
+ * the side's CPU time itself, so that a rate is the function's share of the
+ * CPU the version used: a version that serves less traffic, or got less CPU
+ * on a busier node, is compared by where its CPU goes, not by how much it
+ * had. total: the side's sum of the value. */
+static double exposure(int64_t total, size_t nprof, const struct pd_norm_info *ni, bool cpu_ns, char *rate_unit,
+                       size_t ru, char *mode, size_t mn, const char *unit)
+{
+	if (cpu_ns && total > 0) {
+		snprintf(rate_unit, ru, "share of CPU time");
+		snprintf(mode, mn,
+		         "per CPU-second of profiled CPU time (the function's share of the CPU the side used)");
+		return (double)total;
+	}
+	bool sum_only = ni->on && ni->kinds == (1u << PD_NORM_SUM);
+	if (sum_only || !ni->on || !ni->sources) {
+		snprintf(rate_unit, ru, "%s per profile", unit);
+		snprintf(mode, mn, "per profile (each delta profile is one window)");
+		return nprof ? (double)nprof : 1;
+	}
+	snprintf(rate_unit, ru, "%s per source", unit);
+	snprintf(mode, mn, "per source (each process's average snapshot, or its latest minus earliest)");
+	return (double)ni->sources;
+}
+
+static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
+{
+	struct pd_api1_req *q = g->q;
+	size_t cap = q->cfg->max_profiles;
+	if (cap && (c->nb > cap || c->nt > cap))
+		return pd_errf(err, PD_ELIMIT,
+		               "service %s: more than %zu profiles on one side: over the limit of profiles per query "
+		               "(--max-merge-profiles); narrow the selector or the time range",
+		               c->service, cap);
+	struct pd_profile *pb = NULL, *pt = NULL, *d = NULL;
+	struct pd_norm_info nib, nit;
+	struct pd_diff_top dt = {0}, dc = {0};
+	struct row *rows = NULL;
+	json_t *jrows = NULL, *cj = NULL;
+	int rc;
+	if ((rc = pd_norm_merge(q->cfg->st, c->b, c->nb, true, &pb, &nib, err))) {
+		pd_err_prefix(err, "service %s: base", c->service);
+		goto out;
+	}
+	if ((rc = pd_norm_merge(q->cfg->st, c->t, c->nt, true, &pt, &nit, err))) {
+		pd_err_prefix(err, "service %s: target", c->service);
+		goto out;
+	}
+	g->merged += c->nb + c->nt;
+	if ((rc = pd_diff_profile(pb, pt, false, &d, err))) {
+		pd_err_prefix(err, "service %s", c->service);
+		goto out;
+	}
+	uint32_t si;
+	if ((rc = pd_api1_sample_index(q, d, &si, err)) || (rc = pd_diff_top(d, si, false, &dt, err)))
+		goto out;
+	int ci = count_index(d);
+	if (ci >= 0 && (uint32_t)ci != si && (rc = pd_diff_top(d, (uint32_t)ci, false, &dc, err)))
+		goto out;
+	if (ci >= 0 && (uint32_t)ci != si)
+		qsort(dc.rows, dc.n, sizeof *dc.rows, cmp_diff_name);
+	struct pd_str st = d->strings[d->sample_types[si].type], un = d->strings[d->sample_types[si].unit];
+	char stype[64], unit[64], ru[96], mode[160];
+	snprintf(stype, sizeof stype, "%.*s", (int)st.len, st.ptr);
+	snprintf(unit, sizeof unit, "%.*s", (int)un.len, un.ptr);
+	bool cpu_ns = q->sel.type && !strcmp(q->sel.type, "cpu") && !strcmp(unit, "nanoseconds");
+	double eb = exposure(dt.base_total, c->nb, &nib, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
+	double et = exposure(dt.target_total, c->nt, &nit, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
+	/* cpu: the cores each side used, for the reader (CPU time / profiled wall time) */
+	double cores_b = cpu_ns && pb->duration_nanos > 0 ? (double)dt.base_total / (double)pb->duration_nanos : -1;
+	double cores_t = cpu_ns && pt->duration_nanos > 0 ? (double)dt.target_total / (double)pt->duration_nanos : -1;
+	if (!g->have_types) {
+		snprintf(g->sample_type, sizeof g->sample_type, "%s", stype);
+		snprintf(g->unit, sizeof g->unit, "%s", unit);
+		snprintf(g->rate_unit, sizeof g->rate_unit, "%s", ru);
+		snprintf(g->mode, sizeof g->mode, "%s", mode);
+		g->have_types = true;
+	} else if (strcmp(g->sample_type, stype) || strcmp(g->rate_unit, ru)) {
+		rc = pd_errf(err, PD_EINCOMPAT,
+		             "service %s: its rates are %s of %s, another service's %s of %s: select one profile type "
+		             "(query=cpu{...})",
+		             c->service, ru, stype, g->rate_unit, g->sample_type);
+		goto out;
+	}
+	/* mean weight of one sample on each side, for the noise of a side without samples */
+	int64_t cbt = ci < 0 ? -1 : (uint32_t)ci == si ? dt.base_total : dc.base_total;
+	int64_t ctt = ci < 0 ? -1 : (uint32_t)ci == si ? dt.target_total : dc.target_total;
+	double wb = cbt > 0 ? (double)dt.base_total / (double)cbt : 0;
+	double wt = ctt > 0 ? (double)dt.target_total / (double)ctt : 0;
+	rows = calloc(dt.n ? dt.n : 1, sizeof *rows);
+	if (!rows) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	size_t nr = 0;
+	for (size_t i = 0; i < dt.n; i++) {
+		const struct pd_diff_row *r = &dt.rows[i], *cr = r;
+		if (ci < 0)
+			cr = NULL;
+		else if ((uint32_t)ci != si)
+			cr = bsearch(r, dc.rows, dc.n, sizeof *dc.rows, cmp_diff_name);
+		int64_t nbf = ci < 0 ? -1 : cr ? cr->base_flat : 0, ntf = ci < 0 ? -1 : cr ? cr->target_flat : 0;
+		int64_t nbc = ci < 0 ? -1 : cr ? cr->base_cum : 0, ntc = ci < 0 ? -1 : cr ? cr->target_cum : 0;
+		struct row *w = &rows[nr];
+		w->name = r->name;
+		pd_rate_compute(r->base_flat, r->target_flat, eb, et, nbf, ntf, wb, wt, &w->flat);
+		pd_rate_compute(r->base_cum, r->target_cum, eb, et, nbc, ntc, wb, wt, &w->cum);
+		w->key = g->by_cum ? w->cum : w->flat;
+		if (w->key.change == 0 || fabs(w->key.relative) < g->min_change)
+			continue;
+		nr++;
+	}
+	qsort(rows, nr, sizeof *rows, cmp_rows);
+	size_t significant = 0, regressions = 0;
+	for (size_t i = 0; i < nr; i++)
+		if (!rows[i].key.within_noise) {
+			significant++;
+			regressions += rows[i].key.change > 0;
+			if ((rc = fleet_add(g, rows[i].name, rows[i].key.change, c->service))) {
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+	size_t keep = nr < (size_t)g->n ? nr : (size_t)g->n;
+	if (g->fmt == 1) {
+		char at[PD_API_TIME_BUFSZ];
+		bool bad = c->base_label ? pd_buf_appendf(&g->text, "service %s: %s -> %s (first seen %s)\n",
+		                                          c->service, c->base_label, c->target_label,
+		                                          pd_api_format_time(c->at_ns, at, sizeof at))
+		                         : pd_buf_appendf(&g->text, "service %s\n", c->service);
+		char cores[96] = "";
+		if (cores_b >= 0 && cores_t >= 0)
+			snprintf(cores, sizeof cores, "; %.3g -> %.3g cores", cores_b, cores_t);
+		bad = bad ||
+		      pd_buf_appendf(&g->text,
+		                     "  base %zu profiles, target %zu%s; %zu functions changed, %zu beyond noise "
+		                     "(%zu costlier); rates: %s\n",
+		                     c->nb, c->nt, cores, nr, significant, regressions, ru) ||
+		      pd_buf_appendf(&g->text, "  %12s %12s %12s %9s %9s  %s\n", "base", "target", "change", "relative",
+		                     "noise", g->by_cum ? "cum of" : "flat of");
+		for (size_t i = 0; !bad && i < keep; i++) {
+			const struct pd_rate *k = &rows[i].key;
+			char rel[32], nz[32];
+			snprintf(nz, sizeof nz, "%.3g", k->noise);
+			bad = pd_buf_appendf(&g->text, "  %12.6g %12.6g %+12.6g %9s %9s  %.*s%s\n", k->base, k->target,
+			                     k->change, fmt_rel(k->relative, rel, sizeof rel), k->noise < 0 ? "?" : nz,
+			                     (int)rows[i].name.len, rows[i].name.ptr,
+			                     k->within_noise ? "  (within noise)" : "");
+		}
+		if (!bad && nr > keep)
+			bad = pd_buf_appendf(&g->text, "  ... %zu more (n=%lld)\n", nr - keep, (long long)g->n);
+		bad = bad || pd_buf_appendf(&g->text, "\n");
+		rc = bad ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
+		goto out;
+	}
+	if (g->fmt == 2) {
+		bool bad = false;
+		for (size_t i = 0; !bad && i < keep; i++) {
+			bad = pd_buf_appendf(&g->text, "profd_regression_change{service=\"") ||
+			      pd_prom_escape_value(&g->text, c->service, strlen(c->service)) ||
+			      pd_buf_appendf(&g->text, "\",from=\"") ||
+			      pd_prom_escape_value(&g->text, c->base_label ? c->base_label : "base",
+			                           strlen(c->base_label ? c->base_label : "base")) ||
+			      pd_buf_appendf(&g->text, "\",to=\"") ||
+			      pd_prom_escape_value(&g->text, c->target_label ? c->target_label : "target",
+			                           strlen(c->target_label ? c->target_label : "target")) ||
+			      pd_buf_appendf(&g->text, "\",function=\"") ||
+			      pd_prom_escape_value(&g->text, rows[i].name.ptr, rows[i].name.len) ||
+			      pd_buf_appendf(&g->text, "\",value=\"%s\",unit=\"%s\",within_noise=\"%s\"} %.9g\n",
+			                     g->by_cum ? "cum" : "flat", ru,
+			                     rows[i].key.within_noise ? "true" : "false", rows[i].key.change);
+		}
+		rc = bad ? pd_errf(err, PD_ENOMEM, "out of memory") : 0;
+		goto out;
+	}
+	jrows = json_array();
+	bool bad = !jrows;
+	for (size_t i = 0; !bad && i < keep; i++) {
+		json_t *o = json_object();
+		bad = !o || json_object_set_new(o, "name", json_stringn_nocheck(rows[i].name.ptr, rows[i].name.len)) ||
+		      json_object_set_new(o, "flat", rate_json(&rows[i].flat)) ||
+		      json_object_set_new(o, "cum", rate_json(&rows[i].cum)) ||
+		      json_object_set_new(o, "within_noise", json_boolean(rows[i].key.within_noise));
+		if (bad)
+			json_decref(o);
+		else
+			bad = json_array_append_new(jrows, o) != 0;
+	}
+	cj = bad ? NULL : json_object();
+	bad = !cj || json_object_set_new(cj, "service", json_string(c->service)) ||
+	      (c->base_label && (json_object_set_new(cj, "from", json_string(c->base_label)) ||
+	                         json_object_set_new(cj, "to", json_string(c->target_label)) ||
+	                         json_object_set_new(cj, "at", time_json(c->at_ns)))) ||
+	      json_object_set_new(cj, "base", side_json(c->nb, dt.base_total, cores_b, &nib)) ||
+	      json_object_set_new(cj, "target", side_json(c->nt, dt.target_total, cores_t, &nit)) ||
+	      json_object_set_new(cj, "functions", json_integer((json_int_t)nr)) ||
+	      json_object_set_new(cj, "beyond_noise", json_integer((json_int_t)significant)) ||
+	      json_object_set_new(cj, "regressions", json_integer((json_int_t)regressions)) ||
+	      json_object_set_new(cj, "rows", jrows);
+	jrows = NULL;
+	if (bad || json_array_append_new(g->comparisons, cj))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	cj = NULL;
+out:
+	json_decref(jrows);
+	json_decref(cj);
+	free(rows);
+	pd_diff_top_free(&dc);
+	pd_diff_top_free(&dt);
+	pd_profile_free(d);
+	pd_profile_free(pb);
+	pd_profile_free(pt);
+	return rc;
+}
+
+static int cmp_fleet(const void *a, const void *b)
+{
+	const struct fleet_fn *x = a, *y = b;
+	if (x->change != y->change)
+		return x->change > y->change ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* "5%", "0.05" or "5e-2" as a fraction >= 0. */
+static int parse_change(const char *s, double *out, struct pd_err *err)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end != s && *end == '%' && !end[1])
+		v /= 100;
+	else if (end == s || *end)
+		v = -1;
+	if (!(v >= 0 && v < 1e9))
+		return pd_errf(err, PD_EINVAL,
+		               "bad \"min_change\" \"%.64s\": want a fraction or a percentage, e.g. 5%% or 0.05", s);
+	*out = v;
+	return 0;
+}
+
+/* Shallow copies of the metas of service svc (and label == val when val). */
+static int pick(const struct pd_profile_meta *v, size_t n, const char *svc, const char *label, const char *val,
+                struct pd_profile_meta **out, size_t *nout)
+{
+	*out = malloc((n ? n : 1) * sizeof **out);
+	*nout = 0;
+	if (!*out)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].service, svc) && (!val || !strcmp(pd_meta_label(&v[i], label), val)))
+			(*out)[(*nout)++] = v[i];
+	return 0;
+}
+
+int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err)
+{
+	const char *label = label_param(q, err);
+	if (!label)
+		return PD_EINVAL;
+	const char *bs = pd_api1_param(q, "base"), *ts = pd_api1_param(q, "target");
+	if (!bs != !ts)
+		return pd_errf(err, PD_EINVAL,
+		               "give both \"base\" and \"target\" (two selections to compare per service), "
+		               "or neither (each rollout of \"label\" in the range)");
+	struct reg g = {.q = q, .text = PD_BUF_INIT(0)};
+	const char *vs = pd_api1_param(q, "value"), *fs = pd_api1_param(q, "format"),
+	           *mc = pd_api1_param(q, "min_change");
+	if (vs && strcmp(vs, "flat") && strcmp(vs, "cum"))
+		return pd_errf(err, PD_EINVAL, "bad \"value\" \"%.64s\": want flat or cum", vs);
+	g.by_cum = vs && !strcmp(vs, "cum");
+	g.fmt = !fs || !strcmp(fs, "json") ? 0 : !strcmp(fs, "table") ? 1 : !strcmp(fs, "prometheus") ? 2 : -1;
+	if (g.fmt < 0)
+		return pd_errf(err, PD_EINVAL, "bad \"format\" \"%.64s\": want json, table or prometheus", fs);
+	int rc;
+	if ((rc = pd_api1_param_int(q, "n", REG_DEFAULT_N, 1, REG_MAX_N, &g.n, err)) ||
+	    (mc && (rc = parse_change(mc, &g.min_change, err))))
+		return rc;
+	struct pd_api1_req bq = *q; /* selections mode: the base's own selector */
+	memset(&bq.sel, 0, sizeof bq.sel);
+	if (ts) {
+		pd_selector_free(&q->sel);
+		q->has_query = false;
+		if ((rc = pd_selector_parse(ts, &q->sel, err))) {
+			pd_err_prefix(err, "bad \"target\"");
+			return rc;
+		}
+		q->has_query = true;
+		snprintf(q->query_text, sizeof q->query_text, "%s", ts);
+		if ((rc = pd_selector_parse(bs, &bq.sel, err))) {
+			pd_err_prefix(err, "bad \"base\"");
+			return rc;
+		}
+		if (!bq.sel.type || !q->sel.type || strcmp(bq.sel.type, q->sel.type)) {
+			pd_selector_free(&bq.sel);
+			return pd_errf(err, PD_EINVAL,
+			               "\"base\" and \"target\" need the same profile type, e.g. "
+			               "base=cpu{version=\"1.0\"}&target=cpu{version=\"1.1\"}");
+		}
+	} else if (!q->has_query || !q->sel.type) {
+		return pd_errf(err, PD_EINVAL,
+		               "\"query\" needs a profile type, e.g. query=cpu{} or "
+		               "query=cpu{service=\"auth\"}: rates of different types do not add up");
+	}
+	struct pd_profile_meta *v = NULL, *bv = NULL;
+	size_t n = 0, bn = 0;
+	struct pd_rollouts ro = {0};
+	struct cmp *cs = NULL;
+	size_t nc = 0;
+	bool oom = false;
+	json_t *o = NULL;
+	if ((rc = select_all(q, &v, &n, err)) || (ts && (rc = select_all(&bq, &bv, &bn, err))))
+		goto out;
+	if (!ts) {
+		if ((rc = pd_rollouts_find(v, n, label, &ro, err)))
+			goto out;
+		cs = calloc(ro.nr ? ro.nr : 1, sizeof *cs);
+		for (size_t i = 0; cs && !oom && i < ro.nr; i++) {
+			const struct pd_version *a = &ro.v[ro.r[i].from], *b = &ro.v[ro.r[i].to];
+			struct cmp *c = &cs[nc++];
+			*c = (struct cmp){b->service, a->value, b->value, ro.r[i].at_ns, NULL, NULL, 0, 0};
+			if (pick(v, n, a->service, label, a->value, &c->b, &c->nb) ||
+			    pick(v, n, b->service, label, b->value, &c->t, &c->nt))
+				oom = true;
+		}
+	} else { /* every service with profiles on both sides, in name order */
+		cs = calloc(n ? n : 1, sizeof *cs);
+		for (size_t i = 0; cs && !oom && i < n; i++) {
+			bool seen = false;
+			for (size_t j = 0; j < nc && !seen; j++)
+				seen = !strcmp(cs[j].service, v[i].service);
+			bool in_base = false;
+			for (size_t j = 0; j < bn && !in_base; j++)
+				in_base = !strcmp(bv[j].service, v[i].service);
+			if (seen || !in_base)
+				continue;
+			struct cmp *c = &cs[nc++];
+			*c = (struct cmp){v[i].service, NULL, NULL, 0, NULL, NULL, 0, 0};
+			if (pick(bv, bn, v[i].service, label, NULL, &c->b, &c->nb) ||
+			    pick(v, n, v[i].service, label, NULL, &c->t, &c->nt))
+				oom = true;
+		}
+	}
+	if (!cs || oom) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	g.comparisons = json_array();
+	g.skipped = json_array();
+	if (!g.comparisons || !g.skipped) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; !rc && i < nc; i++) {
+		rc = compare(&g, &cs[i], err);
+		if (rc == PD_ENOTFOUND) { /* e.g. a side of single cumulative snapshots: said, not fatal */
+			rc = json_array_append_new(g.skipped,
+			                           json_pack("{ssss}", "service", cs[i].service, "why", err->msg))
+			         ? pd_errf(err, PD_ENOMEM, "out of memory")
+			         : 0;
+			if (!rc && g.fmt == 1)
+				rc = pd_buf_appendf(&g.text, "service %s: skipped: %s\n\n", cs[i].service, err->msg)
+				         ? pd_errf(err, PD_ENOMEM, "out of memory")
+				         : 0;
+		}
+	}
+	if (rc)
+		goto out;
+	out->merged = g.merged;
+	qsort(g.fleet, g.nfleet, sizeof *g.fleet, cmp_fleet);
+	if (g.fmt) {
+		if (!nc && g.fmt == 1)
+			rc = pd_buf_appendf(&g.text,
+			                    ts ? "no service has profiles in both selections\n"
+			                       : "no rollout of label \"%s\" in the range: no service has two "
+			                         "values of it\n",
+			                    label);
+		if (g.fmt == 1 && g.nfleet) {
+			rc = rc || pd_buf_appendf(&g.text, "fleet (%s, %s): change summed over services\n",
+			                          g.sample_type, g.rate_unit);
+			for (size_t i = 0; !rc && i < g.nfleet && i < (size_t)g.n; i++)
+				rc = pd_buf_appendf(&g.text, "  %+12.6g  %s (%zu service%s)\n", g.fleet[i].change,
+				                    g.fleet[i].name, json_array_size(g.fleet[i].services),
+				                    json_array_size(g.fleet[i].services) == 1 ? "" : "s");
+		}
+		if (rc) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (g.fmt == 2) {
+			struct pd_buf h = PD_BUF_INIT(0);
+			if (pd_buf_appendf(&h,
+			                   "# HELP profd_regression_change The change of a function's normalised cost "
+			                   "from a service's base to its target (rollout)\n"
+			                   "# TYPE profd_regression_change gauge\n") ||
+			    pd_buf_append(&h, g.text.ptr, g.text.len)) {
+				pd_buf_free(&h);
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+			pd_buf_free(&g.text);
+			g.text = h;
+		}
+		rc = pd_api1_reply_text(out, &g.text,
+		                        g.fmt == 2 ? "text/plain; version=0.0.4; charset=utf-8"
+		                                   : "text/plain; charset=utf-8");
+		goto out;
+	}
+	o = json_object();
+	json_t *fl = json_array();
+	bool bad = !o || !fl;
+	for (size_t i = 0; !bad && i < g.nfleet && i < (size_t)g.n; i++)
+		bad = json_array_append_new(fl, json_pack("{sssfsO}", "name", g.fleet[i].name, "change",
+		                                          g.fleet[i].change, "services", g.fleet[i].services)) != 0;
+	if (!o) {
+		json_decref(fl);
+		fl = NULL;
+	}
+	bad = bad || json_object_set_new(o, "label", json_string(label)) ||
+	      json_object_set_new(o, "from", time_json(q->from_ns)) ||
+	      json_object_set_new(o, "to", time_json(q->to_ns)) ||
+	      json_object_set_new(o, "sample_type", json_string(g.sample_type)) ||
+	      json_object_set_new(o, "unit", json_string(g.unit)) ||
+	      json_object_set_new(o, "rate_unit", json_string(g.rate_unit)) ||
+	      json_object_set_new(o, "mode", json_string(g.mode)) ||
+	      json_object_set_new(o, "value", json_string(g.by_cum ? "cum" : "flat")) ||
+	      json_object_set_new(o, "min_change", json_real(g.min_change)) ||
+	      json_object_set_new(o, "skipped", g.skipped) || json_object_set_new(o, "comparisons", g.comparisons);
+	g.comparisons = g.skipped = NULL;
+	if (o && (bad || json_object_set_new(o, "fleet", fl))) {
+		json_decref(o);
+		o = NULL;
+	}
+	rc = pd_api1_reply_json(out, o, err); /* NULL: out of memory */
+	o = NULL;
+out:
+	out->ranged = true;
+	out->from_ns = q->from_ns;
+	out->to_ns = q->to_ns;
+	for (size_t i = 0; cs && i < nc; i++) {
+		free(cs[i].b);
+		free(cs[i].t);
+	}
+	free(cs);
+	for (size_t i = 0; i < g.nfleet; i++) {
+		free(g.fleet[i].name);
+		json_decref(g.fleet[i].services);
+	}
+	free(g.fleet);
+	json_decref(g.comparisons);
+	json_decref(g.skipped);
+	pd_buf_free(&g.text);
+	pd_rollouts_free(&ro);
+	pd_query_metas_free(v, n);
+	pd_query_metas_free(bv, bn);
+	pd_selector_free(&bq.sel);
+	return rc;
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# test_regressions.sh — the fleet regression report (docs/api.md "API v1:
+# rollouts and regressions") on real profiles of real Go processes:
+#   auth 1.0 and 1.1: examples/goapp -workload auth, 1.1 with -hash-rounds
+#   1200 instead of 400, so main.authStretchKey costs 3x as much per unit of
+#   work; search 1.0 and 1.1: the same program (nothing changed). Three 2 s
+#   CPU profiles of each, uploaded with labels version=1.0 (created 50..48
+#   minutes ago) and version=1.1 (20..18 minutes ago).
+#   1. /api/1/rollouts: one rollout per service, 1.0 -> 1.1, at the first 1.1
+#      upload; versions with first/last seen and counts;
+#   2. /api/1/regressions: for auth, main.authStretchKey ranks first,
+#      costlier, beyond noise, its relative change close to what a 3x cost
+#      means for its share of the CPU (r = 3/(1 - s + 3 s) - 1, s = its share
+#      in 1.0 from go tool pprof -top of Go's merge); its base and target
+#      rates equal go tool pprof's flat / total; a side's cores are its CPU
+#      time / profiled seconds (oracle); crypto/sha256.block's share went
+#      down; search: (almost) everything within noise; the fleet list;
+#   3. base/target selections give the same auth numbers; table and
+#      prometheus formats (promtool check metrics); min_change; errors;
+#      `profd regressions` prints the table and -o json.
+# Run: BUILD=build bash tests/e2e/test_regressions.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+for v in GOAPP ORACLE; do # Go programs, not sanitized: take them from build/ when $BUILD lacks them
+	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
+		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
+	fi
+done
+need_built 1 "make && make build/goapp build/oracle" "$PROFD" "$GOAPP" "$ORACLE"
+need_cmds 1 go curl jq python3
+kill_started_on_exit
+C=$T/cap
+TOPARGS=(-top -nodecount=100000 -nodefraction=0 -edgefraction=0)
+
+# ---- capture ---------------------------------------------------------------------------------
+declare -A ROUNDS=([auth-1.0]=100000 [auth-1.1]=300000 [search-1.0]=0 [search-1.1]=0)
+for k in "${!ROUNDS[@]}"; do
+	svc=${k%-*}
+	name=${k//[.-]/_}
+	start_goapp "$name" "$svc" -service "$svc" -cpu-load 0.3 -stretch "${ROUNDS[$k]}"
+done
+for k in "${!ROUNDS[@]}"; do
+	name=${k//[.-]/_}
+	port_var=PORT_$name
+	mkdir -p "$C/$k"
+	(for i in 1 2 3; do curl -sf -o "$C/$k/cpu$i.pb.gz" "http://127.0.0.1:${!port_var}/debug/pprof/profile?seconds=3" || exit 1; done) &
+done
+wait_caps() { local j; for j in $(jobs -rp); do :; done; }
+# wait for the four capture loops (the goapps keep running in the background)
+for _ in $(seq 300); do
+	n=$(find "$C" -name 'cpu3.pb.gz' -size +0 | wc -l)
+	[ "$n" -ge 4 ] && break
+	sleep 0.1
+done
+sleep 0.3
+if [ "$(find "$C" -name 'cpu*.pb.gz' -size +0 | wc -l)" -ne 12 ]; then
+	fail "setup: 12 CPU captures" "$(find "$C" -name '*.pb.gz' | wc -l) files"
+	exit 1
+fi
+
+"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 2>"$T/serve.log" &
+SPID=$!
+PORT=$(serve_port "$T/serve.log" "$SPID")
+[ -n "$PORT" ] || { fail "setup: profd serve" "$(head -c 600 "$T/serve.log")"; exit 1; }
+URL=http://127.0.0.1:$PORT
+NOW=$(date +%s)
+declare -A FIRST
+for k in "${!ROUNDS[@]}"; do
+	svc=${k%-*} ver=${k#*-}
+	base=$((NOW - 3000))
+	[ "$ver" = 1.1 ] && base=$((NOW - 1200))
+	FIRST[$k]=$((base + 60))
+	for i in 1 2 3; do
+		code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$C/$k/cpu$i.pb.gz" \
+			"$URL/api/0/profiles?service=$svc&type=cpu&labels=version=$ver,env=test&created_at=$((base + 60 * i))")
+		[ "$code" = 200 ] || { fail "setup: upload $k/$i" "$code $(cat "$T/post")"; exit 1; }
+	done
+done
+api() { curl -sS -G "$URL/api/1/$1" "${@:2}"; }
+Q=(--data-urlencode 'query=cpu{}' -d from=now-1h -d to=now)
+
+# ---- 1. rollouts ---------------------------------------------------------------------------
+api rollouts "${Q[@]}" >"$T/ro.json"
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+got=$(jq -c '[.body.rollouts[] | [.service, .from, .to, .at, .base_profiles, .target_profiles]]' "$T/ro.json")
+want=$(jq -nc --arg a "$(iso "${FIRST[auth-1.1]}")" --arg s "$(iso "${FIRST[search-1.1]}")" \
+	'[["auth","1.0","1.1",$a,3,3],["search","1.0","1.1",$s,3,3]]')
+expect "rollouts: one per service, 1.0 -> 1.1 at the first 1.1 upload" "$want" "$got"
+got=$(jq -c '[.body.versions[] | select(.service=="auth") | [.value, .first_seen, .last_seen, .profiles]]' "$T/ro.json")
+want=$(jq -nc --arg a "$(iso "${FIRST[auth-1.0]}")" --arg b "$(iso $((FIRST[auth-1.0] + 120)))" \
+	--arg c "$(iso "${FIRST[auth-1.1]}")" --arg d "$(iso $((FIRST[auth-1.1] + 120)))" '[["1.0",$a,$b,3],["1.1",$c,$d,3]]')
+expect "rollouts: versions with first and last seen and counts" "$want" "$got"
+n=$(api rollouts "${Q[@]}" -d label=env | jq '.body.rollouts | length')
+expect "rollouts: a label with one value per service has no rollout" 0 "$n"
+
+# ---- 2. regressions ------------------------------------------------------------------------
+api regressions "${Q[@]}" -d n=1000 >"$T/reg.json"
+jq -e '.code == 200' "$T/reg.json" >/dev/null || { fail "regressions: 200" "$(head -c 600 "$T/reg.json")"; exit 1; }
+expect "regressions: rates of cpu are shares of the CPU time, the mode said" "share of CPU time" "$(jq -r '.body.rate_unit' "$T/reg.json")"
+AUTH='.body.comparisons[] | select(.service=="auth")'
+first=$(jq -r "$AUTH | .rows[0].name" "$T/reg.json")
+expect "regressions: auth 1.0 -> 1.1: main.authStretchKey ranks first" main.authStretchKey "$first"
+row=$(jq -c "$AUTH | .rows[] | select(.name==\"main.authStretchKey\") | .flat" "$T/reg.json")
+if jq -e '.change > 0 and (.within_noise | not) and .noise > 0 and .base_samples > 0 and .target_samples > .base_samples' <<<"$row" >/dev/null; then
+	ok "regressions: it got costlier, beyond noise, with the sample counts behind each side"
+else fail "regressions: costlier beyond noise" "$row"; fi
+
+# what Go says: the function's flat share in 1.0, its flat in each side, the profiled seconds
+"$ORACLE" merge "$T/b.pb.gz" "$C"/auth-1.0/cpu*.pb.gz && "$ORACLE" merge "$T/t.pb.gz" "$C"/auth-1.1/cpu*.pb.gz
+flat_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | awk -v f="$2" '$NF == f { gsub(/ns/, "", $1); print $1; exit }'; }
+total_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | sed -n 's/.* of \([0-9]*\)ns total.*/\1/p' | head -1; }
+dur_of() { for f in "$@"; do "$ORACLE" check "$f" | sed -n 's/^Duration: \(.*\)$/\1/p'; done; }
+secs() { python3 -c 'import sys,re
+t=0
+for d in sys.stdin.read().split():
+    m=re.fullmatch(r"([0-9.]+)(ms|s|m|)", d); t+=float(m.group(1))*{"ms":1e-3,"s":1,"m":60,"":1}[m.group(2)]
+print(t)'; }
+cb=$(flat_of "$T/b.pb.gz" main.authStretchKey) ct=$(flat_of "$T/t.pb.gz" main.authStretchKey)
+tb=$(total_of "$T/b.pb.gz")
+sb=$(dur_of "$C"/auth-1.0/cpu*.pb.gz | secs) st=$(dur_of "$C"/auth-1.1/cpu*.pb.gz | secs)
+tt=$(total_of "$T/t.pb.gz")
+if python3 - "$row" "$cb" "$ct" "$tb" "$tt" <<'EOF'; then ok "regressions: base and target rates are go tool pprof's flat / total"; else fail "regressions: rates = Go's flat / total" "$row; go: $cb $ct of $tb $tt ns"; fi
+import json, sys
+r = json.loads(sys.argv[1]); cb, ct, tb, tt = map(float, sys.argv[2:])
+sys.exit(0 if abs(r["base"] - cb / tb) <= 1e-9 and abs(r["target"] - ct / tt) <= 1e-9 else 1)
+EOF
+cores=$(jq -r "$AUTH | .base.cores" "$T/reg.json")
+if python3 -c "import sys; sys.exit(0 if abs($cores - $tb / 1e9 / $sb) <= 0.01 * $cores else 1)"; then ok "regressions: the base's cores are its CPU time / profiled seconds"
+else fail "regressions: cores" "$cores vs $tb ns over $sb s"; fi
+s=$(python3 -c "print($cb / $tb)")
+if python3 - "$row" "$s" <<'EOF'; then ok "regressions: the change is close to what a 3x costlier function means (share $s in 1.0)"; else fail "regressions: change close to the known factor" "$row, share $s"; fi
+import json, sys
+r = json.loads(sys.argv[1]); s = float(sys.argv[2])
+want = 3 / (1 - s + 3 * s) - 1
+sys.stderr.write("relative %.3f, expected %.3f\n" % (r["relative"], want))
+sys.exit(0 if abs(r["relative"] - want) <= 0.45 * want else 1)
+EOF
+# the function that lost to it: its callee share went down, so tokens verified per second went down
+v=$(jq -r "$AUTH | .rows[] | select(.name==\"crypto/sha256.block\") | .flat.change < 0" "$T/reg.json")
+expect "regressions: crypto/sha256.block (password hashes, tokens) got a smaller share" true "$v"
+SEARCH='.body.comparisons[] | select(.service=="search")'
+frac=$(jq -r "[$SEARCH | .rows[] | .within_noise] | (map(select(.)) | length) / (length | if . == 0 then 1 else . end)" "$T/reg.json")
+if python3 -c "import sys; sys.exit(0 if $frac >= 0.8 else 1)"; then ok "regressions: search (nothing changed): $frac of its functions within noise"
+else fail "regressions: search within noise" "only $frac: $(jq -c "$SEARCH | [.rows[] | select(.within_noise|not) | [.name, .cum.relative]]" "$T/reg.json")"; fi
+top_fleet=$(jq -r '.body.fleet[0] | "\(.name) \(.services | join(","))"' "$T/reg.json")
+expect "regressions: the fleet's first row" "main.authStretchKey auth" "${top_fleet% *} ${top_fleet##* }"
+
+# ---- 3. other forms ------------------------------------------------------------------------
+api regressions -d from=now-1h --data-urlencode 'base=cpu{version="1.0"}' --data-urlencode 'target=cpu{version="1.1"}' \
+	-d n=1000 >"$T/sel.json"
+a=$(jq -c "$AUTH | .rows[] | select(.name==\"main.authStretchKey\") | .flat" "$T/reg.json")
+b=$(jq -c "$AUTH | .rows[] | select(.name==\"main.authStretchKey\") | .flat" "$T/sel.json")
+expect "regressions: base/target selections give the rollout's numbers" "$a" "$b"
+api regressions "${Q[@]}" -d format=table >"$T/table.txt"
+if grep -q '^service auth: 1.0 -> 1.1' "$T/table.txt" && grep -A3 '^service auth' "$T/table.txt" | tail -1 | grep -q 'main.authStretchKey$'; then
+	ok "regressions: format=table"
+else fail "regressions: format=table" "$(head -c 800 "$T/table.txt")"; fi
+api regressions "${Q[@]}" -d format=prometheus >"$T/prom.txt"
+if command -v promtool >/dev/null; then
+	check "regressions: format=prometheus passes promtool check metrics" promtool check metrics <"$T/prom.txt"
+else ok "regressions: format=prometheus # skip no promtool"; fi
+small='[.body.comparisons[].rows[] | select(.flat.relative != null and (.flat.relative | fabs) < 0.5)] | length'
+n0=$(api regressions "${Q[@]}" -d n=1000 | jq "$small") n=$(api regressions "${Q[@]}" -d n=1000 -d min_change=50% | jq "$small")
+if [ "$n0" -gt 0 ] && [ "$n" = 0 ]; then ok "regressions: min_change=50% leaves out the $n0 smaller changes"
+else fail "regressions: min_change" "rows under 50%: $n0 without, $n with"; fi
+codes=""
+for args in "query=cpu{}&format=x" "query={}" "query=cpu{}&min_change=abc" "query=cpu{}&value=x" "base=cpu{}" \
+	"base=cpu{}&target=heap{}" "query=cpu{}&label=service"; do
+	codes+="$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/1/regressions?$(python3 -c 'import sys,urllib.parse;print("&".join(k+"="+urllib.parse.quote(v) for k,v in (p.split("=",1) for p in sys.argv[1].split("&"))))' "$args")") "
+done
+expect "regressions: bad format, no type, bad min_change/value, base alone, types differ, label=service: 400" \
+	"400 400 400 400 400 400 400 " "$codes"
+"$PROFD" regressions --collector "$URL" --from -1h -n 5 >"$T/cli.txt" 2>&1
+if grep -q '^service auth: 1.0 -> 1.1' "$T/cli.txt" && grep -q 'main.authStretchKey' "$T/cli.txt"; then ok "profd regressions: the table"
+else fail "profd regressions: the table" "$(head -c 600 "$T/cli.txt")"; fi
+n=$("$PROFD" regressions --collector "$URL" --from -1h --service auth -o json | jq '.comparisons | length')
+expect "profd regressions --service auth -o json" 1 "$n"
+expect_exit "profd regressions: -o other is a usage error" 2 '-o' "$PROFD" regressions --collector "$URL" -o yaml
+no_sanitizer "regressions: no sanitizer report" "$T/serve.log"
