@@ -118,26 +118,6 @@ static int cmp_rows(const void *a, const void *b)
 	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
 }
 
-static int cmp_diff_name(const void *a, const void *b)
-{
-	const struct pd_diff_row *x = a, *y = b;
-	size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
-	int c = memcmp(x->name.ptr, y->name.ptr, n);
-	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
-}
-
-/* The first sample type counted in "count" units (samples, objects,
- * contentions, goroutines), or -1. */
-static int count_index(const struct pd_profile *p)
-{
-	for (uint32_t i = 0; i < p->nsample_types; i++) {
-		struct pd_str u = p->strings[p->sample_types[i].unit];
-		if (u.len == 5 && !memcmp(u.ptr, "count", 5))
-			return (int)i;
-	}
-	return -1;
-}
-
 struct fleet_fn {
 	char *name;
 	double change;
@@ -155,8 +135,13 @@ struct reg {
 	struct fleet_fn *fleet;
 	size_t nfleet, capfleet;
 	char sample_type[64], unit[64], rate_unit[96], mode[160];
-	size_t merged;
+	size_t merged, rollup_hours;
 	bool have_types;
+	/* every selected profile of the type, when the query has no matcher but on
+	 * service: a side that fills a time range alone is read from the range's
+	 * function tables (rollups); NULL = always merge */
+	const struct pd_profile_meta *all;
+	size_t nall;
 };
 
 static json_t *rate_json(const struct pd_rate *r)
@@ -182,16 +167,11 @@ static json_t *rate_json(const struct pd_rate *r)
 }
 
 /* A side of a comparison: its profiles, total (in the sample type's unit),
- * cores (cpu) and normalisation. */
-static json_t *side_json(size_t n, int64_t total, double cores, const struct pd_norm_info *ni)
+ * the hours its table took from rollups, and its normalisation. */
+static json_t *side_json(size_t n, int64_t total, size_t rollup_hours, const struct pd_norm_info *ni)
 {
-	json_t *o = json_pack("{sIsIso}", "profiles", (json_int_t)n, "total", (json_int_t)total, "normalization",
-	                      pd_api1_norm_json(ni));
-	if (o && cores >= 0 && json_object_set_new(o, "cores", json_real(cores))) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	return json_pack("{sIsIsIso}", "profiles", (json_int_t)n, "total", (json_int_t)total, "rollup_hours",
+	                 (json_int_t)rollup_hours, "normalization", pd_api1_norm_json(ni));
 }
 
 static int fleet_add(struct reg *g, struct pd_str name, double change, const char *service)
@@ -256,6 +236,172 @@ static double exposure(int64_t total, size_t nprof, const struct pd_norm_info *n
 	return (double)ni->sources;
 }
 
+/* One side of a comparison: the per-function table of its profiles, from
+ * the store's rollups where it can be (pd_store_fn_totals over a range that
+ * holds exactly this side's profiles), else from their normalised merge. */
+struct side {
+	struct pd_fn_totals t;
+	struct pd_norm_info ni;
+	size_t rollup_hours;
+	bool merged; /* from a merge (not the range's table) */
+};
+
+/* Whether v[0..n) are, of the service's profiles of this type (all[0..na)),
+ * exactly those created in [lo, hi] = [first, last] of v: then the range's
+ * function table is this side's. */
+static size_t count_in(const struct pd_profile_meta *all, size_t na, const char *service, int64_t lo, int64_t hi)
+{
+	size_t in = 0;
+	for (size_t i = 0; i < na; i++)
+		in += !strcmp(all[i].service, service) && all[i].created_ns >= lo && all[i].created_ns <= hi;
+	return in;
+}
+
+#define HOUR_NS (3600LL * 1000000000LL)
+
+/* Whether v[0..n) are, of the service's profiles of this type (all[0..na),
+ * selected over [from, to]), exactly those created in a range [lo, hi]:
+ * then the range's function table is this side's. The range is widened to
+ * whole hours where that takes in no other profile (and stays in [from,
+ * to]), so that the store can answer those hours from their rollups. */
+static bool range_exact(const struct pd_profile_meta *v, size_t n, const struct pd_profile_meta *all, size_t na,
+                        const char *service, int64_t from, int64_t to, int64_t *lo, int64_t *hi)
+{
+	if (!n || !all)
+		return false;
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		*lo = v[i].created_ns < *lo ? v[i].created_ns : *lo;
+		*hi = v[i].created_ns > *hi ? v[i].created_ns : *hi;
+	}
+	if (count_in(all, na, service, *lo, *hi) != n)
+		return false;
+	int64_t h0 = *lo - ((*lo % HOUR_NS) + HOUR_NS) % HOUR_NS,
+	        h1 = *hi - ((*hi % HOUR_NS) + HOUR_NS) % HOUR_NS + HOUR_NS - 1;
+	if (h0 >= from && count_in(all, na, service, h0, *hi) == n)
+		*lo = h0;
+	if (h1 <= to && count_in(all, na, service, *lo, h1) == n)
+		*hi = h1;
+	return true;
+}
+
+static int side_totals(struct reg *g, const struct cmp *c, bool target, struct side *sd, struct pd_err *err)
+{
+	struct pd_api1_req *q = g->q;
+	struct pd_profile_meta *v = target ? c->t : c->b;
+	size_t n = target ? c->nt : c->nb;
+	memset(sd, 0, sizeof *sd);
+	struct pd_norm_plan plan;
+	int rc = pd_norm_plan(v, n, &plan, err);
+	if (rc)
+		return rc;
+	bool sums = plan.nsrc > 0;
+	for (size_t i = 0; i < plan.nsrc; i++)
+		sums = sums && plan.src[i].kind == PD_NORM_SUM;
+	size_t nsrc = plan.nsrc;
+	pd_norm_plan_free(&plan);
+	int64_t lo, hi;
+	if (sums && range_exact(v, n, g->all, g->nall, c->service, q->from_ns, q->to_ns, &lo, &hi)) {
+		struct pd_merge_range r = {c->service, q->sel.type, lo, hi, q->cfg->max_profiles, false};
+		struct pd_merge_info info = {0};
+		rc = pd_store_fn_totals(q->cfg->st, &r, &sd->t, &info, err);
+		if (rc)
+			return rc;
+		if (info.profiles == n) { /* else the store changed since the scan: merge what was selected */
+			sd->ni = (struct pd_norm_info){true, 1u << PD_NORM_SUM, n, nsrc, 0, 0};
+			sd->rollup_hours = info.rollup_hours;
+			return 0;
+		}
+		pd_fn_totals_free(&sd->t);
+	}
+	struct pd_profile *p = NULL;
+	if ((rc = pd_norm_merge(q->cfg->st, v, n, true, &p, &sd->ni, err)))
+		return rc;
+	rc = pd_fn_totals_of(p, &sd->t, err);
+	pd_profile_free(p);
+	sd->merged = true;
+	return rc;
+}
+
+/* The sample index of parameter sample_index/si in a function table (a
+ * type name as pprof's -sample_index, "space" = inuse_space, or an index). */
+static int totals_index(const struct pd_api1_req *q, const struct pd_fn_totals *t, uint32_t *si, struct pd_err *err)
+{
+	const char *key = "sample_index", *v = pd_api1_param(q, key);
+	if (!v) {
+		key = "si";
+		v = pd_api1_param(q, key);
+	}
+	if (!v) {
+		*si = pd_fn_totals_default_index(t);
+		return 0;
+	}
+	char *end;
+	long k = strtol(v, &end, 10);
+	if (*v >= '0' && *v <= '9' && !*end && k >= 0 && k < (long)t->nv) {
+		*si = (uint32_t)k;
+		return 0;
+	}
+	size_t wn = strlen(v);
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < t->nv; i++) {
+			struct pd_str s = t->types[i];
+			if (pass == 1 && s.len > 6 && !memcmp(s.ptr, "inuse_", 6)) /* "space" = inuse_space */
+				s = (struct pd_str){s.ptr + 6, s.len - 6};
+			if (s.len == wn && !memcmp(s.ptr, v, wn)) {
+				*si = i;
+				return 0;
+			}
+		}
+	struct pd_buf b = PD_BUF_INIT(0);
+	for (uint32_t i = 0; i < t->nv; i++)
+		if (pd_buf_appendf(&b, "%s%.*s", i ? ", " : "", (int)t->types[i].len, t->types[i].ptr))
+			break;
+	pd_errf(err, PD_EINVAL, "bad \"%s\" \"%.64s\": the profiles have sample types %.*s", key, v, (int)b.len,
+	        b.ptr ? (const char *)b.ptr : "");
+	pd_buf_free(&b);
+	return PD_EINVAL;
+}
+
+/* The first sample type counted in "count" units (samples, objects,
+ * contentions, goroutines), or -1. */
+static int totals_count_index(const struct pd_fn_totals *t)
+{
+	for (uint32_t i = 0; i < t->nv; i++)
+		if (t->units[i].len == 5 && !memcmp(t->units[i].ptr, "count", 5))
+			return (int)i;
+	return -1;
+}
+
+static bool str_same(struct pd_str a, struct pd_str b)
+{
+	return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len);
+}
+
+static bool same_types(const struct pd_fn_totals *a, const struct pd_fn_totals *b)
+{
+	if (a->nv != b->nv)
+		return false;
+	for (uint32_t i = 0; i < a->nv; i++)
+		if (!str_same(a->types[i], b->types[i]) || !str_same(a->units[i], b->units[i]))
+			return false;
+	return true;
+}
+
+struct fnref {
+	struct pd_str name;
+	size_t i; /* index in its table */
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct fnref *x = a, *y = b;
+	size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+	int c = memcmp(x->name.ptr, y->name.ptr, n);
+	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
 static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
 {
 	struct pd_api1_req *q = g->q;
@@ -265,43 +411,38 @@ static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
 		               "service %s: more than %zu profiles on one side: over the limit of profiles per query "
 		               "(--max-merge-profiles); narrow the selector or the time range",
 		               c->service, cap);
-	struct pd_profile *pb = NULL, *pt = NULL, *d = NULL;
-	struct pd_norm_info nib, nit;
-	struct pd_diff_top dt = {0}, dc = {0};
+	struct side sb, st;
+	memset(&st, 0, sizeof st);
 	struct row *rows = NULL;
+	struct fnref *refs = NULL;
 	json_t *jrows = NULL, *cj = NULL;
 	int rc;
-	if ((rc = pd_norm_merge(q->cfg->st, c->b, c->nb, true, &pb, &nib, err))) {
+	if ((rc = side_totals(g, c, false, &sb, err))) {
 		pd_err_prefix(err, "service %s: base", c->service);
 		goto out;
 	}
-	if ((rc = pd_norm_merge(q->cfg->st, c->t, c->nt, true, &pt, &nit, err))) {
+	if ((rc = side_totals(g, c, true, &st, err))) {
 		pd_err_prefix(err, "service %s: target", c->service);
 		goto out;
 	}
-	g->merged += c->nb + c->nt;
-	if ((rc = pd_diff_profile(pb, pt, false, &d, err))) {
-		pd_err_prefix(err, "service %s", c->service);
+	g->merged += (sb.merged ? c->nb : 0) + (st.merged ? c->nt : 0);
+	g->rollup_hours += sb.rollup_hours + st.rollup_hours;
+	if (!same_types(&sb.t, &st.t)) {
+		rc = pd_errf(err, PD_EINCOMPAT,
+		             "service %s: the base's and the target's profiles have other sample types", c->service);
 		goto out;
 	}
 	uint32_t si;
-	if ((rc = pd_api1_sample_index(q, d, &si, err)) || (rc = pd_diff_top(d, si, false, &dt, err)))
+	if ((rc = totals_index(q, &sb.t, &si, err)))
 		goto out;
-	int ci = count_index(d);
-	if (ci >= 0 && (uint32_t)ci != si && (rc = pd_diff_top(d, (uint32_t)ci, false, &dc, err)))
-		goto out;
-	if (ci >= 0 && (uint32_t)ci != si)
-		qsort(dc.rows, dc.n, sizeof *dc.rows, cmp_diff_name);
-	struct pd_str st = d->strings[d->sample_types[si].type], un = d->strings[d->sample_types[si].unit];
+	int ci = totals_count_index(&sb.t);
+	uint32_t nv = sb.t.nv;
 	char stype[64], unit[64], ru[96], mode[160];
-	snprintf(stype, sizeof stype, "%.*s", (int)st.len, st.ptr);
-	snprintf(unit, sizeof unit, "%.*s", (int)un.len, un.ptr);
+	snprintf(stype, sizeof stype, "%.*s", (int)sb.t.types[si].len, sb.t.types[si].ptr);
+	snprintf(unit, sizeof unit, "%.*s", (int)sb.t.units[si].len, sb.t.units[si].ptr);
 	bool cpu_ns = q->sel.type && !strcmp(q->sel.type, "cpu") && !strcmp(unit, "nanoseconds");
-	double eb = exposure(dt.base_total, c->nb, &nib, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
-	double et = exposure(dt.target_total, c->nt, &nit, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
-	/* cpu: the cores each side used, for the reader (CPU time / profiled wall time) */
-	double cores_b = cpu_ns && pb->duration_nanos > 0 ? (double)dt.base_total / (double)pb->duration_nanos : -1;
-	double cores_t = cpu_ns && pt->duration_nanos > 0 ? (double)dt.target_total / (double)pt->duration_nanos : -1;
+	double eb = exposure(sb.t.total[si], c->nb, &sb.ni, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
+	double et = exposure(st.t.total[si], c->nt, &st.ni, cpu_ns, ru, sizeof ru, mode, sizeof mode, unit);
 	if (!g->have_types) {
 		snprintf(g->sample_type, sizeof g->sample_type, "%s", stype);
 		snprintf(g->unit, sizeof g->unit, "%s", unit);
@@ -316,33 +457,65 @@ static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
 		goto out;
 	}
 	/* mean weight of one sample on each side, for the noise of a side without samples */
-	int64_t cbt = ci < 0 ? -1 : (uint32_t)ci == si ? dt.base_total : dc.base_total;
-	int64_t ctt = ci < 0 ? -1 : (uint32_t)ci == si ? dt.target_total : dc.target_total;
-	double wb = cbt > 0 ? (double)dt.base_total / (double)cbt : 0;
-	double wt = ctt > 0 ? (double)dt.target_total / (double)ctt : 0;
-	rows = calloc(dt.n ? dt.n : 1, sizeof *rows);
-	if (!rows) {
+	double wb = ci >= 0 && sb.t.total[ci] > 0 ? (double)sb.t.total[si] / (double)sb.t.total[ci] : 0;
+	double wt = ci >= 0 && st.t.total[ci] > 0 ? (double)st.t.total[si] / (double)st.t.total[ci] : 0;
+	/* every function of either side, joined by name */
+	size_t nref = sb.t.n + st.t.n;
+	refs = malloc((nref ? nref : 1) * sizeof *refs);
+	rows = calloc(nref ? nref : 1, sizeof *rows);
+	if (!refs || !rows) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < st.t.n; i++)
+		refs[i] = (struct fnref){st.t.names[i], i};
+	qsort(refs, st.t.n, sizeof *refs, cmp_ref);
+	bool *seen = calloc(st.t.n ? st.t.n : 1, sizeof *seen);
+	if (!seen) {
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
 	size_t nr = 0;
-	for (size_t i = 0; i < dt.n; i++) {
-		const struct pd_diff_row *r = &dt.rows[i], *cr = r;
-		if (ci < 0)
-			cr = NULL;
-		else if ((uint32_t)ci != si)
-			cr = bsearch(r, dc.rows, dc.n, sizeof *dc.rows, cmp_diff_name);
-		int64_t nbf = ci < 0 ? -1 : cr ? cr->base_flat : 0, ntf = ci < 0 ? -1 : cr ? cr->target_flat : 0;
-		int64_t nbc = ci < 0 ? -1 : cr ? cr->base_cum : 0, ntc = ci < 0 ? -1 : cr ? cr->target_cum : 0;
-		struct row *w = &rows[nr];
-		w->name = r->name;
-		pd_rate_compute(r->base_flat, r->target_flat, eb, et, nbf, ntf, wb, wt, &w->flat);
-		pd_rate_compute(r->base_cum, r->target_cum, eb, et, nbc, ntc, wb, wt, &w->cum);
-		w->key = g->by_cum ? w->cum : w->flat;
-		if (w->key.change == 0 || fabs(w->key.relative) < g->min_change)
-			continue;
-		nr++;
+	for (size_t pass = 0; pass < 2; pass++) {
+		size_t m = pass ? st.t.n : sb.t.n;
+		for (size_t k = 0; k < m; k++) {
+			int64_t vbf = 0, vbc = 0, vtf = 0, vtc = 0, nbf = 0, nbc = 0, ntf = 0, ntc = 0;
+			struct pd_str name;
+			if (!pass) { /* a function of the base, and of the target if it has it */
+				size_t i = k;
+				name = sb.t.names[i];
+				vbf = sb.t.flat[i * nv + si], vbc = sb.t.cum[i * nv + si];
+				nbf = ci >= 0 ? sb.t.flat[i * nv + (uint32_t)ci] : -1;
+				nbc = ci >= 0 ? sb.t.cum[i * nv + (uint32_t)ci] : -1;
+				struct fnref key = {name, 0}, *f = bsearch(&key, refs, st.t.n, sizeof *refs, cmp_ref);
+				if (f) {
+					seen[f->i] = true;
+					vtf = st.t.flat[f->i * nv + si], vtc = st.t.cum[f->i * nv + si];
+					ntf = ci >= 0 ? st.t.flat[f->i * nv + (uint32_t)ci] : -1;
+					ntc = ci >= 0 ? st.t.cum[f->i * nv + (uint32_t)ci] : -1;
+				} else {
+					ntf = ntc = ci >= 0 ? 0 : -1;
+				}
+			} else { /* a function only the target has */
+				if (seen[k])
+					continue;
+				name = st.t.names[k];
+				vtf = st.t.flat[k * nv + si], vtc = st.t.cum[k * nv + si];
+				ntf = ci >= 0 ? st.t.flat[k * nv + (uint32_t)ci] : -1;
+				ntc = ci >= 0 ? st.t.cum[k * nv + (uint32_t)ci] : -1;
+				nbf = nbc = ci >= 0 ? 0 : -1;
+			}
+			struct row *w = &rows[nr];
+			w->name = name;
+			pd_rate_compute(vbf, vtf, eb, et, nbf, ntf, wb, wt, &w->flat);
+			pd_rate_compute(vbc, vtc, eb, et, nbc, ntc, wb, wt, &w->cum);
+			w->key = g->by_cum ? w->cum : w->flat;
+			if (w->key.change == 0 || fabs(w->key.relative) < g->min_change)
+				continue;
+			nr++;
+		}
 	}
+	free(seen);
 	qsort(rows, nr, sizeof *rows, cmp_rows);
 	size_t significant = 0, regressions = 0;
 	for (size_t i = 0; i < nr; i++)
@@ -362,8 +535,8 @@ static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
 		                                          pd_api_format_time(c->at_ns, at, sizeof at))
 		                         : pd_buf_appendf(&g->text, "service %s\n", c->service);
 		char cores[96] = "";
-		if (cores_b >= 0 && cores_t >= 0)
-			snprintf(cores, sizeof cores, "; %.3g -> %.3g cores", cores_b, cores_t);
+		if (sb.rollup_hours + st.rollup_hours)
+			snprintf(cores, sizeof cores, " (%zu hours from rollups)", sb.rollup_hours + st.rollup_hours);
 		bad = bad ||
 		      pd_buf_appendf(&g->text,
 		                     "  base %zu profiles, target %zu%s; %zu functions changed, %zu beyond noise "
@@ -424,8 +597,8 @@ static int compare(struct reg *g, struct cmp *c, struct pd_err *err)
 	      (c->base_label && (json_object_set_new(cj, "from", json_string(c->base_label)) ||
 	                         json_object_set_new(cj, "to", json_string(c->target_label)) ||
 	                         json_object_set_new(cj, "at", time_json(c->at_ns)))) ||
-	      json_object_set_new(cj, "base", side_json(c->nb, dt.base_total, cores_b, &nib)) ||
-	      json_object_set_new(cj, "target", side_json(c->nt, dt.target_total, cores_t, &nit)) ||
+	      json_object_set_new(cj, "base", side_json(c->nb, sb.t.total[si], sb.rollup_hours, &sb.ni)) ||
+	      json_object_set_new(cj, "target", side_json(c->nt, st.t.total[si], st.rollup_hours, &st.ni)) ||
 	      json_object_set_new(cj, "functions", json_integer((json_int_t)nr)) ||
 	      json_object_set_new(cj, "beyond_noise", json_integer((json_int_t)significant)) ||
 	      json_object_set_new(cj, "regressions", json_integer((json_int_t)regressions)) ||
@@ -438,11 +611,9 @@ out:
 	json_decref(jrows);
 	json_decref(cj);
 	free(rows);
-	pd_diff_top_free(&dc);
-	pd_diff_top_free(&dt);
-	pd_profile_free(d);
-	pd_profile_free(pb);
-	pd_profile_free(pt);
+	free(refs);
+	pd_fn_totals_free(&sb.t);
+	pd_fn_totals_free(&st.t);
 	return rc;
 }
 
@@ -576,6 +747,22 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
+	const char *rs = pd_api1_param(q, "rollups");
+	if (rs && strcmp(rs, "true") && strcmp(rs, "false") && strcmp(rs, "1") && strcmp(rs, "0")) {
+		rc = pd_errf(err, PD_EINVAL, "bad \"rollups\" \"%.64s\": want true or false", rs);
+		goto out;
+	}
+	bool rollups = !(rs && (!strcmp(rs, "false") || !strcmp(rs, "0")));
+	if (!ts &&
+	    rollups) { /* the fast path's precondition: the selection is every profile of the type of those services */
+		bool only_service = true;
+		for (size_t i = 0; i < q->sel.n; i++)
+			only_service = only_service && !strcmp(q->sel.m[i].name, "service");
+		if (only_service) {
+			g.all = v;
+			g.nall = n;
+		}
+	}
 	g.comparisons = json_array();
 	g.skipped = json_array();
 	if (!g.comparisons || !g.skipped) {
@@ -656,6 +843,7 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 	      json_object_set_new(o, "mode", json_string(g.mode)) ||
 	      json_object_set_new(o, "value", json_string(g.by_cum ? "cum" : "flat")) ||
 	      json_object_set_new(o, "min_change", json_real(g.min_change)) ||
+	      json_object_set_new(o, "rollup_hours", json_integer((json_int_t)g.rollup_hours)) ||
 	      json_object_set_new(o, "skipped", g.skipped) || json_object_set_new(o, "comparisons", g.comparisons);
 	g.comparisons = g.skipped = NULL;
 	if (o && (bad || json_object_set_new(o, "fleet", fl))) {

@@ -58,7 +58,7 @@ if [ "$(find "$C" -name 'cpu*.pb.gz' -size +0 | wc -l)" -ne 12 ]; then
 	exit 1
 fi
 
-"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 2>"$T/serve.log" &
+"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 --rollup-interval 1s 2>"$T/serve.log" &
 SPID=$!
 PORT=$(serve_port "$T/serve.log" "$SPID")
 [ -n "$PORT" ] || { fail "setup: profd serve" "$(head -c 600 "$T/serve.log")"; exit 1; }
@@ -67,8 +67,8 @@ NOW=$(date +%s)
 declare -A FIRST
 for k in "${!ROUNDS[@]}"; do
 	svc=${k%-*} ver=${k#*-}
-	base=$((NOW - 3000))
-	[ "$ver" = 1.1 ] && base=$((NOW - 1200))
+	base=$((NOW / 3600 * 3600 - 5 * 3600)) # 1.0 in an hour of its own, 5 hours ago; 1.1 3 hours ago
+	[ "$ver" = 1.1 ] && base=$((base + 2 * 3600))
 	FIRST[$k]=$((base + 60))
 	for i in 1 2 3; do
 		code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$C/$k/cpu$i.pb.gz" \
@@ -77,7 +77,11 @@ for k in "${!ROUNDS[@]}"; do
 	done
 done
 api() { curl -sS -G "$URL/api/1/$1" "${@:2}"; }
-Q=(--data-urlencode 'query=cpu{}' -d from=now-1h -d to=now)
+Q=(--data-urlencode 'query=cpu{}' -d from=now-6h -d to=now)
+# the hours of the uploads rolled up (the collector builds them every second)
+if [ -z "$(wait_line "$T/serve.log" '.*msg="built \([0-9]*\) hourly rollup.*')" ]; then
+	fail "setup: rollups built" "$(tail -5 "$T/serve.log")"
+fi
 
 # ---- 1. rollouts ---------------------------------------------------------------------------
 api rollouts "${Q[@]}" >"$T/ro.json"
@@ -124,9 +128,12 @@ import json, sys
 r = json.loads(sys.argv[1]); cb, ct, tb, tt = map(float, sys.argv[2:])
 sys.exit(0 if abs(r["base"] - cb / tb) <= 1e-9 and abs(r["target"] - ct / tt) <= 1e-9 else 1)
 EOF
-cores=$(jq -r "$AUTH | .base.cores" "$T/reg.json")
-if python3 -c "import sys; sys.exit(0 if abs($cores - $tb / 1e9 / $sb) <= 0.01 * $cores else 1)"; then ok "regressions: the base's cores are its CPU time / profiled seconds"
-else fail "regressions: cores" "$cores vs $tb ns over $sb s"; fi
+h=$(jq -r '.body.rollup_hours' "$T/reg.json")
+api regressions "${Q[@]}" -d n=1000 -d rollups=false >"$T/raw.json"
+if [ "$h" = 4 ] && [ "$(jq -r .body.rollup_hours "$T/raw.json")" = 0 ] &&
+	[ "$(jq -c '.body.comparisons' "$T/reg.json")" = "$(jq -c '.body.comparisons | map(.base.rollup_hours = 1 | .target.rollup_hours = 1)' "$T/raw.json")" ]; then
+	ok "regressions: read from $h hourly rollups, the same report as from the profiles (rollups=false)"
+else fail "regressions: rollups" "rollup_hours $h; $(diff <(jq -S . "$T/reg.json") <(jq -S . "$T/raw.json") | head -30)"; fi
 s=$(python3 -c "print($cb / $tb)")
 if python3 - "$row" "$s" <<'EOF'; then ok "regressions: the change is close to what a 3x costlier function means (share $s in 1.0)"; else fail "regressions: change close to the known factor" "$row, share $s"; fi
 import json, sys
@@ -146,7 +153,7 @@ top_fleet=$(jq -r '.body.fleet[0] | "\(.name) \(.services | join(","))"' "$T/reg
 expect "regressions: the fleet's first row" "main.authStretchKey auth" "${top_fleet% *} ${top_fleet##* }"
 
 # ---- 3. other forms ------------------------------------------------------------------------
-api regressions -d from=now-1h --data-urlencode 'base=cpu{version="1.0"}' --data-urlencode 'target=cpu{version="1.1"}' \
+api regressions -d from=now-6h --data-urlencode 'base=cpu{version="1.0"}' --data-urlencode 'target=cpu{version="1.1"}' \
 	-d n=1000 >"$T/sel.json"
 a=$(jq -c "$AUTH | .rows[] | select(.name==\"main.authStretchKey\") | .flat" "$T/reg.json")
 b=$(jq -c "$AUTH | .rows[] | select(.name==\"main.authStretchKey\") | .flat" "$T/sel.json")
@@ -170,10 +177,10 @@ for args in "query=cpu{}&format=x" "query={}" "query=cpu{}&min_change=abc" "quer
 done
 expect "regressions: bad format, no type, bad min_change/value, base alone, types differ, label=service: 400" \
 	"400 400 400 400 400 400 400 " "$codes"
-"$PROFD" regressions --collector "$URL" --from -1h -n 5 >"$T/cli.txt" 2>&1
+"$PROFD" regressions --collector "$URL" --from -6h -n 5 >"$T/cli.txt" 2>&1
 if grep -q '^service auth: 1.0 -> 1.1' "$T/cli.txt" && grep -q 'main.authStretchKey' "$T/cli.txt"; then ok "profd regressions: the table"
 else fail "profd regressions: the table" "$(head -c 600 "$T/cli.txt")"; fi
-n=$("$PROFD" regressions --collector "$URL" --from -1h --service auth -o json | jq '.comparisons | length')
+n=$("$PROFD" regressions --collector "$URL" --from -6h --service auth -o json | jq '.comparisons | length')
 expect "profd regressions --service auth -o json" 1 "$n"
 expect_exit "profd regressions: -o other is a usage error" 2 '-o' "$PROFD" regressions --collector "$URL" -o yaml
 no_sanitizer "regressions: no sanitizer report" "$T/serve.log"
