@@ -7,8 +7,10 @@
 #   workloads, own binaries and packages, shared runtime/stdlib/platform
 #   frames), 6 CPU profiles per pod per hour for 24 h of 2026-01-01 =
 #   21,600 profiles (~14 KB gz each), kept in $BUILD/bench-data/fleet. Loaded
-#   once over HTTP (loadgen post -fleet: service and pod=... label per file)
-#   into $BUILD/bench-data/fleet-store (--rollup-interval 0: no rollups).
+#   once over HTTP (loadgen post -fleet: service and pod=... label per file,
+#   and version=1.0, or 1.1 from hour 8 for auth, 12 for billing, 16 for cart:
+#   three rollouts) into $BUILD/bench-data/fleet-store (--rollup-interval 0:
+#   no rollups).
 #   Each run copies that data dir twice: "raw" (never rolled up) and
 #   "rollups" (a server started on it with --rollup-interval 1s builds
 #   every hour's rollup in its first pass: the time is the server's own log
@@ -22,6 +24,10 @@
 #             (one function over the day: 24 points per service; on "raw"
 #             with rollups=false: the selection path, a merge per service
 #             and hour; on "rollups": the function tables per service-hour)
+#     regressions GET /api/1/regressions?query=cpu{}&from..to (the report of
+#             the three rollouts: on "raw" with rollups=false each version's
+#             profiles merged, on "rollups" the versions' hours' function
+#             tables)
 #   wall time by curl; both answers must agree (rows, totals). Then the
 #   store alone, in process (bench_fleet, servers stopped): top from
 #   profiles, from range merges with rollups, from the rollups' function
@@ -107,20 +113,21 @@ if [ ! -f "$FLEET/.done-v1" ]; then
 	touch "$FLEET/.done-v1"
 fi
 STORE=$DATA/fleet-store
-if [ ! -f "$STORE/.done-v1" ]; then
+if [ ! -f "$STORE/.done-v2" ]; then
 	echo "bench: loading the fleet into a data dir, once" >&2
 	rm -rf "$STORE"
 	start load "$STORE" -q --rollup-interval 0
-	"$BUILD/loadgen" post -c 8 -url "http://127.0.0.1:$PORT_load" -fleet "$FLEET" -type cpu >"$DATA/fleet-load.txt"
+	"$BUILD/loadgen" post -c 8 -url "http://127.0.0.1:$PORT_load" -fleet "$FLEET" -type cpu \
+		-rollouts auth=8,billing=12,cart=16 >"$DATA/fleet-load.txt"
 	stop load
-	touch "$STORE/.done-v1"
+	touch "$STORE/.done-v2"
 fi
 nfiles=$(find "$FLEET" -name '*.pb.gz' | wc -l)
 gz_bytes=$(find "$FLEET" -name '*.pb.gz' -printf '%s\n' | awk '{s += $1} END {print s}')
 
 cp -r "$STORE" "$WORK/raw"
 cp -r "$STORE" "$WORK/rollups"
-rm -f "$WORK/raw/.done-v1" "$WORK/rollups/.done-v1"
+rm -f "$WORK/raw/.done-v2" "$WORK/rollups/.done-v2"
 raw_bytes=$(du -sb "$WORK/raw" | cut -f1)
 
 # ---- rollups, built by the server ------------------------------------------------------
@@ -143,6 +150,7 @@ start raw "$WORK/raw" -q --rollup-interval 0
 start roll "$WORK/rollups" -q --rollup-interval 0
 enc() { jq -rn --arg v "$1" '$v|@uri'; }
 TOPQ="/api/1/top?query=$(enc 'cpu{}')&from=$FROM&to=$TO&n=10"
+REGQ="/api/1/regressions?query=$(enc 'cpu{}')&from=$FROM&to=$TO&n=10"
 SERQ="/api/1/series?query=$(enc 'cpu{}')&function=$(enc "${FN//./\\.}")&step=1h&from=$FROM&to=$TO"
 get() { # PORT PATH OUT -> seconds
 	local code t
@@ -156,13 +164,15 @@ for _ in $(seq "$ROUNDS"); do
 	b=$(get "$PORT_roll" "$TOPQ" "$WORK/top-roll.json")
 	c=$(get "$PORT_raw" "$SERQ&rollups=false" "$WORK/ser-raw.json")
 	d=$(get "$PORT_roll" "$SERQ" "$WORK/ser-roll.json")
-	echo "$a $b $c $d" >>"$WORK/api"
+	e=$(get "$PORT_raw" "$REGQ&rollups=false" "$WORK/reg-raw.json")
+	f=$(get "$PORT_roll" "$REGQ" "$WORK/reg-roll.json")
+	echo "$a $b $c $d $e $f" >>"$WORK/api"
 done
 stop raw
 stop roll
 # the same answers (the rollups flag aside)
-norm() { jq -S 'del(.body.rollups, .body.merges, .body.raw)' "$1"; }
-for q in top ser; do
+norm() { jq -S 'del(.body.rollups, .body.merges, .body.raw, .body.rollup_hours) | if .body.comparisons then .body.comparisons[] |= (del(.base.rollup_hours, .target.rollup_hours)) else . end' "$1"; }
+for q in top ser reg; do
 	if ! cmp -s <(norm "$WORK/$q-raw.json") <(norm "$WORK/$q-roll.json"); then
 		echo "bench: $q answers differ with and without rollups" >&2
 		diff <(norm "$WORK/$q-raw.json") <(norm "$WORK/$q-roll.json") | head -20 >&2
@@ -174,6 +184,9 @@ profiles=$(jq '.body.profiles' "$WORK/top-raw.json")
 used=$(jq -r '.body.rollups // "absent"' "$WORK/top-roll.json")
 series_used=$(jq -r '.body.rollups // "absent"' "$WORK/ser-roll.json")
 npoints=$(jq '[.body.series[].points | length] | add' "$WORK/ser-roll.json")
+nrollouts=$(jq '.body.comparisons | length' "$WORK/reg-roll.json")
+reg_hours=$(jq '.body.rollup_hours' "$WORK/reg-roll.json")
+[ "$nrollouts" = 3 ] || { echo "bench: the report has $nrollouts comparisons, not 3" >&2; exit 1; }
 nseries=$(jq '.body.series | length' "$WORK/ser-roll.json")
 
 # ---- the store alone ------------------------------------------------------------------
@@ -205,6 +218,7 @@ fi
 # ---- report -----------------------------------------------------------------------------
 
 top_raw=$(col 1 "$WORK/api") top_roll=$(col 2 "$WORK/api") ser_raw=$(col 3 "$WORK/api") ser_roll=$(col 4 "$WORK/api")
+reg_raw=$(col 5 "$WORK/api") reg_roll=$(col 6 "$WORK/api")
 go_merge=$(col 1 "$WORK/go") go_top=$(col 2 "$WORK/go") go_all=$(col 3 "$WORK/go")
 go_rss=$(col 4 "$WORK/go") go_top_rss=$(col 5 "$WORK/go")
 {
@@ -224,11 +238,13 @@ go_rss=$(col 4 "$WORK/go") go_top_rss=$(col 5 "$WORK/go")
 			u, a, b, a / b, g, gm, gt, g / b, r / 1048576 }'
 	awk -v a="$ser_raw" -v b="$ser_roll" -v u="$series_used" -v f="$FN" -v ns="$nseries" -v np="$npoints" 'BEGIN {
 		printf "| series of %s, 1h steps, %d series / %d points (rollups: %s) | %.3f s | %.3f s | %.1fx | — | — | — |\n", f, ns, np, u, a, b, a / b }'
+	awk -v a="$reg_raw" -v b="$reg_roll" -v n="$nrollouts" -v h="$reg_hours" 'BEGIN {
+		printf "| regression report of the day, %d rollouts (%d hours from rollups) | %.3f s | %.3f s | %.1fx | — | — | — |\n", n, h, a, b, a / b }'
 	echo
 	echo "The store alone (bench_fleet, in process, $ROUNDS rounds):"
 	echo
 	echo "| fleet top from profiles | from range merges (rollups) | from rollup function tables | series from merges | series from function tables |"
 	echo "|---|---|---|---|---|"
 	echo "| $(sv top_raw_s) s | $(sv top_rollup_s) s | $(sv top_fn_s) s | $(sv series_raw_s) s | $(sv series_rollup_s) s |"
-	echo "Targets: fleet top < 1 s with rollups, < 5 s without; series of one function over the day < 1 s."
+	echo "Targets: fleet top < 1 s with rollups, < 5 s without; series of one function over the day < 1 s; the regression report < 1 s from rollups."
 } | out

@@ -4,7 +4,7 @@
 // Usage:
 //
 //	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] [-token-file F] [-cacert F] FILES...
-//	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...] [-token-file F] [-cacert F]
+//	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...] [-rollouts SVC=HOUR,...] [-token-file F] [-cacert F]
 //	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms]
 //
 // post reads every file into memory first, then POSTs each file once to
@@ -41,6 +41,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,8 @@ func post(args []string) {
 	labels := fs.String("labels", "", "labels parameter (k=v,k=v)")
 	conns := fs.Int("c", 8, "concurrent connections")
 	fleet := fs.String("fleet", "", "post DIR/SERVICE/POD/*.pb.gz as SERVICE with label pod=POD")
+	rollouts := fs.String("rollouts", "", "-fleet: SERVICE=HOUR,...: label version=1.1 on that service's profiles from HOUR on (file NNN is hour NNN / -per-hour), version=1.0 before and on every other service")
+	perHour := fs.Int("per-hour", 6, "-fleet: profiles per pod per hour (bench/gen -fleet's)")
 	tokenFile := fs.String("token-file", "", "send the file's first line as Authorization: Bearer")
 	cacert := fs.String("cacert", "", "PEM CA that signed an https:// server's certificate")
 	fs.Parse(args)
@@ -124,6 +127,18 @@ func post(args []string) {
 		q.Set("labels", *labels)
 	}
 	target := strings.TrimRight(*base, "/") + "/api/0/profiles?" + q.Encode()
+	rolloutAt := map[string]int{}
+	for _, kv := range strings.Split(*rollouts, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		h, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			die("-rollouts: want SERVICE=HOUR, got %q", kv)
+		}
+		rolloutAt[k] = h
+	}
 	targets := make([]string, len(files))
 	for i, f := range files {
 		targets[i] = target
@@ -131,6 +146,18 @@ func post(args []string) {
 			pod := filepath.Base(filepath.Dir(f))
 			fq := url.Values{"service": {filepath.Base(filepath.Dir(filepath.Dir(f)))}, "type": {*typ}}
 			l := "pod=" + pod
+			if *rollouts != "" {
+				svc := filepath.Base(filepath.Dir(filepath.Dir(f)))
+				nnn, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".pb.gz"))
+				if err != nil {
+					die("-rollouts: %s: not a bench/gen -fleet file name (NNN.pb.gz)", f)
+				}
+				if h, ok := rolloutAt[svc]; ok && nnn / *perHour >= h {
+					l += ",version=1.1"
+				} else {
+					l += ",version=1.0"
+				}
+			}
 			if *labels != "" {
 				l += "," + *labels
 			}
