@@ -112,6 +112,14 @@ int client_opt(struct client *c, int opt, const char *arg)
 	case CO_FROM: c->from = arg; return 0;
 	case CO_TO: c->to = arg; return 0;
 	case 'l': return add_labels(c, arg);
+	case 'n':
+	case CO_NAMESPACE: {
+		if (!*arg || strchr(arg, ',') || strchr(arg, '='))
+			return cli_usage_error(c->cmd, "-n/--namespace: want a namespace name, got '%s'", arg);
+		char l[320];
+		snprintf(l, sizeof l, "namespace=%.300s", arg);
+		return add_labels(c, l);
+	}
 	default: return 1;
 	}
 }
@@ -129,6 +137,61 @@ int client_no_args(const struct client *c, int argc, char **argv, const char *hi
 	if (optind < argc)
 		return cli_usage_error(c->cmd, "unexpected argument '%s'%s", argv[optind], hint);
 	return 0;
+}
+
+int client_n_legacy(const struct client *c, const char *arg, long *count, const char **ns)
+{
+	long v = cli_parse_count(arg);
+	if (v >= 0 && strspn(arg, "0123456789") == strlen(arg)) {
+		fprintf(stderr,
+		        "%s %s: warning: -n %s as a row count is deprecated: -n is the namespace (as in kubectl); use "
+		        "--limit %s\n",
+		        cli_prog, c->cmd, arg, arg);
+		*count = v;
+		return 0;
+	}
+	if (!*arg || strchr(arg, ',') || strchr(arg, '='))
+		return cli_usage_error(c->cmd, "-n/--namespace: want a namespace name, got '%s'", arg);
+	*ns = arg;
+	return 0;
+}
+
+char *client_selector_with(const char *sel, const char *key, const char *value)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	size_t n = strlen(sel);
+	while (n && (sel[n - 1] == ' ' || sel[n - 1] == '\t'))
+		n--;
+	bool braces = n && sel[n - 1] == '}';
+	size_t keep = braces ? n - 1 : n;
+	size_t k = keep;
+	while (k && (sel[k - 1] == ' ' || sel[k - 1] == '\t'))
+		k--;
+	bool empty = braces && k && sel[k - 1] == '{';
+	bool comma = braces && k && sel[k - 1] == ',';
+	int bad = pd_buf_append(&b, sel, keep) ||
+	          pd_buf_appendf(&b, "%s%s=\"", braces ? (empty || comma ? "" : ",") : "{", key);
+	for (const char *p = value; !bad && *p; p++)
+		bad = (*p == '"' || *p == '\\') ? pd_buf_appendf(&b, "\\%c", *p) : pd_buf_append(&b, p, 1);
+	bad = bad || pd_buf_append(&b, "\"}", 2) || pd_buf_append(&b, "", 1);
+	if (bad) {
+		pd_buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.ptr;
+}
+
+void client_o_legacy(const struct client *c, const char *arg, const char *const *formats, const char **fmt,
+                     const char **file)
+{
+	for (size_t i = 0; formats[i]; i++)
+		if (!strcmp(arg, formats[i])) {
+			*fmt = arg;
+			return;
+		}
+	fprintf(stderr, "%s %s: warning: -o FILE is deprecated: -o is the output format; use -O %s (--output-file)\n",
+	        cli_prog, c->cmd, arg);
+	*file = arg;
 }
 
 int client_count(const struct client *c, const char *flag, const char *arg, long *out)
@@ -187,17 +250,15 @@ int client_ready(struct client *c, bool range)
 
 struct pd_client_query client_query(const struct client *c, const char *service)
 {
-	return (struct pd_client_query){service ? service : c->service, c->type, c->labels, c->nlabels,
-					c->from_ns, c->to_ns, 0};
+	return (struct pd_client_query){
+	    service ? service : c->service, c->type, c->labels, c->nlabels, c->from_ns, c->to_ns, 0};
 }
 
 int client_net_fail(const struct client *c, const struct pd_client_resp *r, const struct pd_err *err)
 {
 	const char *hint = "";
 	switch (r->fail) {
-	case PD_CLIENT_CONNECT:
-		hint = "; is `profd serve` running? set --collector or $PROFD_COLLECTOR";
-		break;
+	case PD_CLIENT_CONNECT: hint = "; is `profd serve` running? set --collector or $PROFD_COLLECTOR"; break;
 	case PD_CLIENT_TIMEOUT: hint = "; try a larger --timeout or a shorter --from/--to range"; break;
 	case PD_CLIENT_TOO_LARGE: hint = "; narrow the --from/--to range or the labels"; break;
 	case PD_CLIENT_NETWORK:

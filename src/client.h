@@ -34,6 +34,9 @@ enum {
 	CO_TOKEN_FILE,
 	CO_CACERT,
 	CO_INSECURE,
+	CO_NAMESPACE,
+	CO_OUTPUT_FILE,
+	CO_QUERY,
 };
 
 #define CLIENT_OPTS                                                                                      \
@@ -42,11 +45,17 @@ enum {
 	{"from", required_argument, 0, CO_FROM}, {"to", required_argument, 0, CO_TO},                          \
 	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'},                         \
 	{"token-file", required_argument, 0, CO_TOKEN_FILE}, {"cacert", required_argument, 0, CO_CACERT},      \
-	{"insecure", no_argument, 0, CO_INSECURE}
+	{"insecure", no_argument, 0, CO_INSECURE}, {"namespace", required_argument, 0, CO_NAMESPACE}
 
 /* Help text lines for the flags every collector command has (descriptions
  * in column 26, as every option list of these commands; COLLECTOR ends
  * with -h, --help). */
+/* -n/--namespace (shared): only profiles labelled namespace=NS, the label
+ * the scraper and capture give a pod's profiles. */
+#define CLIENT_HELP_NAMESPACE                                                                            \
+	"  -n, --namespace NS      only profiles of pods in namespace NS (their label\n"                          \
+	"                          namespace=NS, as the scraper and capture set it)\n"
+
 #define CLIENT_HELP_COLLECTOR                                                                            \
 	"      --collector URL     the collector (default $PROFD_COLLECTOR, else\n"                             \
 	"                          http://localhost:10100)\n"                                                   \
@@ -105,6 +114,19 @@ int client_other_opt(struct client *c, int opt, const char *arg, char **argv);
 /* After the flags: 0 if no argument is left, else EXIT_USAGE after
  * "unexpected argument 'X'" and hint (may be ""). */
 int client_no_args(const struct client *c, int argc, char **argv, const char *hint);
+/* -n NS where -n used to be a row count (top, diff): a number is still
+ * taken as the count (*count), with a warning naming --limit; anything
+ * else is the namespace (*ns). Returns 0 or EXIT_USAGE. */
+int client_n_legacy(const struct client *c, const char *arg, long *count, const char **ns);
+/* A selector with one more matcher key="value" (value escaped): "cpu{a="b"}"
+ * -> "cpu{a="b",key="value"}", "cpu" -> "cpu{key="value"}". malloc'd;
+ * NULL when out of memory. */
+char *client_selector_with(const char *sel, const char *key, const char *value);
+/* -o's value where -o used to be a file (merge, diff): one of formats[]
+ * (NULL-terminated) is the format (*fmt); anything else is taken as the
+ * file (*file), with a warning naming -O/--output-file. */
+void client_o_legacy(const struct client *c, const char *arg, const char *const *formats, const char **fmt,
+		     const char **file);
 /* A count flag's value (cli_parse_count) into *out; 0, or EXIT_USAGE after
  * "<flag> needs a count, got '<arg>'". */
 int client_count(const struct client *c, const char *flag, const char *arg, long *out);

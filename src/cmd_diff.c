@@ -26,7 +26,7 @@
 static const char diff_help[] =
 	"Usage: profd diff --base SELECTOR --target SELECTOR [--from TIME] [--to TIME]\n"
 	"                  [--base-from TIME] [--base-to TIME] [-n N] [--normalize] [--raw]\n"
-	"                  [-o FILE]\n"
+    "                  [-n NAMESPACE] [-o table|json|pprof] [-O FILE]\n"
 	"\n"
 	"What changed between two selections of a collector's profiles, per function:\n"
 	"the table `go tool pprof -top -diff_base BASE TARGET` prints for BASE = the\n"
@@ -44,8 +44,9 @@ static const char diff_help[] =
 	"      --from TIME         start of the target's range, inclusive (default -1h)\n"
 	"      --to TIME           end of the target's range, inclusive (default now)\n"
 	"      --base-from TIME    start of the base's range (default: --from)\n"
-	"      --base-to TIME      end of the base's range (default: --to)\n"
-	"  -n, --nodes N           show the top N functions (default 10, 0 = all)\n"
+    "      --base-to TIME      end of the base's range (default: --to)\n" CLIENT_HELP_NAMESPACE
+    "      --limit N           show the top N functions (default 10, 0 = all; also\n"
+    "                          --nodes N; -n N still works, with a warning)\n"
 	"  -i, --sample-index NAME sample type, e.g. cpu, samples, alloc_space, inuse_space,\n"
 	"                          delay (default: the profiles' default)\n"
 	"      --cum               sort by cumulative instead of flat change\n"
@@ -53,32 +54,34 @@ static const char diff_help[] =
 	"                          -normalize): compare shapes, not volumes\n"
 	"      --raw               sum each side's profiles as they are (no per-source\n"
 	"                          averages of snapshots)\n"
-	"  -o, --output FILE       write the diff profile (gzip'd profile.proto) to FILE\n"
+    "  -o, --output FORMAT     table (default), json (the collector's answer) or pprof\n"
+    "                          (the diff profile, to -O FILE or stdout)\n"
+    "  -O, --output-file FILE  write the diff profile (gzip'd profile.proto) to FILE\n"
 	"                          (- = stdout) instead of printing the table; go tool\n"
 	"                          pprof reads it as it reads -diff_base\n"
 	"      --print-url         print the URL of the diff profile on the collector, for\n"
-	"                          `go tool pprof URL`\n"
-	CLIENT_HELP_COLLECTOR
-	"\n"
+    "                          `go tool pprof URL`\n" CLIENT_HELP_COLLECTOR "\n"
 	"Columns: flat = change in the function itself, cum = change in the function\n"
 	"and its callees, flat%/cum% = of the base's total, sum% = running sum of flat%.\n"
 	"Negative = the target spends less.\n"
-	"\n"
-	CLIENT_HELP_TIME
-	"\n"
+    "\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
 	"  profd diff --base 'cpu{service=\"auth\",version=\"1.0\"}' --target 'cpu{service=\"auth\",version=\"1.1\"}'\n"
 	"  profd diff --base 'cpu{service=\"auth\"}' --base-from -2d --base-to -1d \\\n"
-	"      --target 'cpu{service=\"auth\"}' --from -1d --normalize -n 20\n"
-	"  profd diff --base 'heap{version=\"1.0\"}' --target 'heap{version=\"1.1\"}' -i alloc_space -o d.pb.gz\n"
-	"  go tool pprof -http :8080 \"$(profd diff --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}' --print-url)\"\n"
+    "      --target 'cpu{service=\"auth\"}' --from -1d --normalize --limit 20\n"
+    "  profd diff --base 'heap{version=\"1.0\"}' --target 'heap{version=\"1.1\"}' -i alloc_space -O d.pb.gz\n"
+    "  go tool pprof -http :8080 \"$(profd diff --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}' "
+    "--print-url)\"\n"
 	"\n"
 	"Exit codes: 0 success, 1 no profiles match one side, the collector cannot be\n"
 	"reached or refused (its message is shown), 2 usage error.\n";
 
 enum { O_BASE = 0x2000, O_TARGET, O_BASE_FROM, O_BASE_TO, O_NORMALIZE, O_RAW };
 
-static int64_t jint(json_t *o, const char *k) { return (int64_t)json_integer_value(json_object_get(o, k)); }
+static int64_t jint(json_t *o, const char *k)
+{
+	return (int64_t)json_integer_value(json_object_get(o, k));
+}
 static const char *jstr(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
@@ -110,7 +113,9 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 	for (size_t i = 0; i < n; i++) {
 		json_t *r = json_array_get(rows, i);
 		const char *nm = jstr(r, "name"), *inl = jstr(r, "inline");
-		t.rows[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)}, jint(r, "delta_flat"), jint(r, "delta_cum"),
+		t.rows[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)},
+		                                jint(r, "delta_flat"),
+		                                jint(r, "delta_cum"),
 						!strcmp(inl, "inline")		 ? PD_TOP_INLINED
 						: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
 										 : PD_TOP_NOT_INLINED,
@@ -153,7 +158,10 @@ int cmd_diff(int argc, char **argv)
 					     {"base-to", required_argument, 0, O_BASE_TO},
 					     {"normalize", no_argument, 0, O_NORMALIZE},
 					     {"raw", no_argument, 0, O_RAW},
-					     {"nodes", required_argument, 0, 'n'},
+	                                     {"nodes", required_argument, 0, CO_LIMIT},
+	                                     {"limit", required_argument, 0, CO_LIMIT},
+	                                     {"namespace", required_argument, 0, CO_NAMESPACE},
+	                                     {"output-file", required_argument, 0, 'O'},
 					     {"sample-index", required_argument, 0, 'i'},
 					     {"cum", no_argument, 0, CO_CUM},
 					     {"output", required_argument, 0, 'o'},
@@ -162,14 +170,17 @@ int cmd_diff(int argc, char **argv)
 					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "diff");
-	const char *base = NULL, *target = NULL, *bfrom = NULL, *bto = NULL, *sidx = NULL, *outf = NULL;
+	const char *base = NULL, *target = NULL, *bfrom = NULL, *bto = NULL, *sidx = NULL, *outf = NULL, *ns = NULL;
+	const char *fmt = "table";
+	static const char *const formats[] = {"table", "json", "pprof", NULL};
+	char *nbase = NULL, *ntarget = NULL;
 	bool normalize = false, raw = false, cum = false, print_url = false;
 	long n = 10;
 	int o, rc = EXIT_OK;
 	struct pd_buf q = PD_BUF_INIT(0);
 	struct pd_client_resp r = {0};
 	json_t *body = NULL;
-	while ((o = getopt_long(argc, argv, ":n:i:o:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":n:i:o:O:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h': cli_help(diff_help); goto out;
 		case O_BASE: base = optarg; break;
@@ -181,9 +192,21 @@ int cmd_diff(int argc, char **argv)
 		case CO_CUM: cum = true; break;
 		case CO_PRINT_URL: print_url = true; break;
 		case 'i': sidx = optarg; break;
-		case 'o': outf = optarg; break;
-		case 'n':
-			if ((rc = client_count(&c, "-n", optarg, &n)))
+		case 'o': client_o_legacy(&c, optarg, formats, &fmt, &outf); break;
+		case 'O': outf = optarg; break;
+		case CO_LIMIT:
+			if ((rc = client_count(&c, "--limit", optarg, &n)))
+				goto out;
+			break;
+		case CO_NAMESPACE: /* a name, never a count */
+			if (!*optarg || strchr(optarg, ',') || strchr(optarg, '=')) {
+				rc = cli_usage_error("diff", "--namespace: want a namespace name, got '%s'", optarg);
+				goto out;
+			}
+			ns = optarg;
+			break;
+		case 'n': /* the namespace, as everywhere; a number: the old row count */
+			if ((rc = client_n_legacy(&c, optarg, &n, &ns)))
 				goto out;
 			break;
 		default:
@@ -198,12 +221,25 @@ int cmd_diff(int argc, char **argv)
 					     "'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}')");
 		goto out;
 	}
+	if (!strcmp(fmt, "pprof") && !outf && !print_url)
+		outf = "-";
+	if (ns) { /* both sides in the namespace */
+		if (!(nbase = client_selector_with(base, "namespace", ns)) ||
+		    !(ntarget = client_selector_with(target, "namespace", ns))) {
+			cli_cmd_error("diff", "out of memory");
+			rc = EXIT_INPUT;
+			goto out;
+		}
+		base = nbase;
+		target = ntarget;
+	}
 	if (outf && print_url) {
-		rc = cli_usage_error("diff", "-o and --print-url: choose one");
+		rc = cli_usage_error("diff", "-O and --print-url: choose one");
 		goto out;
 	}
 	if (outf && !strcmp(outf, "-") && isatty(STDOUT_FILENO)) {
-		rc = cli_usage_error("diff", "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
+		rc = cli_usage_error("diff",
+		                     "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
 		goto out;
 	}
 	if ((rc = client_ready(&c, true)))
@@ -229,8 +265,9 @@ int cmd_diff(int argc, char **argv)
 	    client_add_param(&q, "from", client_unix_time(c.from_ns, t1, sizeof t1)) ||
 	    client_add_param(&q, "to", client_unix_time(c.to_ns, t2, sizeof t2)) ||
 	    client_add_param(&q, "base_from", client_unix_time(bf, t3, sizeof t3)) ||
-	    client_add_param(&q, "base_to", client_unix_time(bt, t4, sizeof t4)) || (!pprof && client_add_param(&q, "n", nb)) ||
-	    (normalize && client_add_param(&q, "normalize", "true")) || (raw && client_add_param(&q, "raw", "true")) || (sidx && client_add_param(&q, "sample_index", sidx)) ||
+	    client_add_param(&q, "base_to", client_unix_time(bt, t4, sizeof t4)) ||
+	    (!pprof && client_add_param(&q, "n", nb)) || (normalize && client_add_param(&q, "normalize", "true")) ||
+	    (raw && client_add_param(&q, "raw", "true")) || (sidx && client_add_param(&q, "sample_index", sidx)) ||
 	    (cum && client_add_param(&q, "value", "cum")) || pd_buf_append(&q, "", 1)) {
 		cli_cmd_error("diff", "out of memory");
 		rc = EXIT_INPUT;
@@ -253,8 +290,8 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 		if (strcmp(outf, "-"))
-			fprintf(stderr, "%s diff: wrote %s (%zu bytes): go tool pprof -top %s\n", cli_prog, outf, r.body.len,
-				outf);
+			fprintf(stderr, "%s diff: wrote %s (%zu bytes): go tool pprof -top %s\n", cli_prog, outf,
+			        r.body.len, outf);
 		goto out;
 	}
 	if (pd_client_json_body(&r, &body, &err)) {
@@ -262,8 +299,15 @@ int cmd_diff(int argc, char **argv)
 		rc = EXIT_INPUT;
 		goto out;
 	}
+	if (!strcmp(fmt, "json")) {
+		json_dumpf(body, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
 	rc = print_table(&c, body, n);
+	}
 out:
+	free(nbase);
+	free(ntarget);
 	json_decref(body);
 	pd_client_resp_free(&r);
 	pd_buf_free(&q);

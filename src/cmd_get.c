@@ -36,6 +36,7 @@ static const char get_help[] =
 	"      --type TYPE         only this type: cpu heap allocs block mutex goroutine\n"
 	"                          threadcreate other (profiles)\n"
 	CLIENT_HELP_RANGE
+	CLIENT_HELP_NAMESPACE
 	"      --limit N           the newest N profiles only (profiles; default all)\n"
 	"  -o, --output FORMAT     table (default), json (the collector's data,\n"
 	"                          indented), name (one id, service or type a line)\n"
@@ -374,7 +375,7 @@ int cmd_get(int argc, char **argv)
 	int out = OUT_TABLE, o, rc;
 	long limit = 0;
 	/* "get" then the resource; flags may come before or after it */
-	while ((o = getopt_long(argc, argv, ":l:o:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":l:n:o:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h': cli_help(get_help); client_free(&c); return EXIT_OK;
 		case 'o':

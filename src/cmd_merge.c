@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 static const char merge_help[] =
-	"Usage: profd merge --service S --type T [--from TIME] [--to TIME] [-l K=V]\n"
-	"                   (-o FILE | --print-url)\n"
+    "Usage: profd merge (--service S --type T | --query SELECTOR) [--from TIME]\n"
+    "                   [--to TIME] [-l K=V] [-n NAMESPACE] (-O FILE | --print-url)\n"
 	"\n"
 	"Merge the profiles a collector has for one service and type in a time range\n"
 	"(and with these labels) into one pprof profile: the collector merges them\n"
@@ -30,27 +30,26 @@ static const char merge_help[] =
 	"      --service NAME      the service (required)\n"
 	"      --type TYPE         cpu heap allocs block mutex goroutine threadcreate\n"
 	"                          other (required)\n"
-	CLIENT_HELP_RANGE
+    "      --query SELECTOR    instead of --service and --type: an API v1 selector,\n"
+    "                          e.g. 'cpu{service=~\"api-.*\",version=\"1.2\"}', merged\n"
+    "                          with normalisation (GET /api/1/merge)\n" CLIENT_HELP_RANGE CLIENT_HELP_NAMESPACE
 	"      --limit N           merge only the newest N profiles (default all)\n"
-	"  -o, --output FILE       write the merged profile (gzip'd profile.proto) to\n"
+    "  -O, --output-file FILE  write the merged profile (gzip'd profile.proto) to\n"
 	"                          FILE, atomically; '-' = stdout (refused when it is a\n"
 	"                          terminal)\n"
+    "  -o, --output FORMAT     pprof (the only one; -o FILE still works, with a warning)\n"
 	"      --print-url         print the URL of this merge on the collector and\n"
 	"                          exit, for `go tool pprof URL` or curl (the times\n"
 	"                          written out in UTC)\n"
-	"  -q, --quiet             no summary line on stderr\n"
-	CLIENT_HELP_COLLECTOR
-	"\n"
-	CLIENT_HELP_TIME
-	"\n"
+    "  -q, --quiet             no summary line on stderr\n" CLIENT_HELP_COLLECTOR "\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
-	"  profd merge --service auth --type cpu -o auth-cpu.pb.gz\n"
+    "  profd merge --service auth --type cpu -O auth-cpu.pb.gz\n"
 	"  go tool pprof -top auth-cpu.pb.gz\n"
-	"  profd merge --service auth --type heap --from -24h -l version=1.2.0 -o - |\n"
+    "  profd merge --service auth --type heap --from -24h -l version=1.2.0 -O - |\n"
 	"      go tool pprof -top /dev/stdin\n"
 	"  go tool pprof -http=: \\\n"
 	"      \"$(profd merge --service auth --type cpu --from -6h --print-url)\"\n"
-	"  kubectl profd merge --service auth --type cpu --from now-2h -o cpu.pb.gz\n"
+    "  kubectl profd merge --service auth --type cpu --from now-2h -O cpu.pb.gz\n"
 	"\n"
 	"Exit codes: 0 success, 1 nothing to merge in the range, the collector cannot be\n"
 	"reached or refused the merge, or the output cannot be written; 2 usage error.\n";
@@ -60,23 +59,29 @@ int cmd_merge(int argc, char **argv)
 	static const struct option opts[] = {CLIENT_OPTS,
 					     {"limit", required_argument, 0, CO_LIMIT},
 					     {"output", required_argument, 0, 'o'},
+	                                     {"output-file", required_argument, 0, 'O'},
+	                                     {"query", required_argument, 0, CO_QUERY},
 					     {"print-url", no_argument, 0, CO_PRINT_URL},
 					     {"quiet", no_argument, 0, 'q'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "merge");
-	const char *outpath = NULL;
+	const char *outpath = NULL, *fmt = "pprof", *query = NULL;
+	static const char *const formats[] = {"pprof", NULL};
+	char *sel = NULL;
 	bool print_url = false, quiet = false;
 	long limit = 0;
 	int o, rc = EXIT_OK;
 	char *path = NULL;
 	struct pd_client_resp r = {0};
 	struct pd_profile *p = NULL;
-	while ((o = getopt_long(argc, argv, ":l:o:qh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":l:n:o:O:qh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h': cli_help(merge_help); goto out;
-		case 'o': outpath = optarg; break;
+		case 'o': client_o_legacy(&c, optarg, formats, &fmt, &outpath); break;
+		case 'O': outpath = optarg; break;
+		case CO_QUERY: query = optarg; break;
 		case 'q': quiet = true; break;
 		case CO_PRINT_URL: print_url = true; break;
 		case CO_LIMIT:
@@ -88,33 +93,56 @@ int cmd_merge(int argc, char **argv)
 				goto out;
 		}
 	}
-	if ((rc = client_no_args(&c, argc, argv, " (the output file goes after -o)")))
+	if ((rc = client_no_args(&c, argc, argv, " (the output file goes after -O)")))
 		goto out;
-	if (!c.service) {
+	if (query && (c.service || c.type || limit)) {
+		rc = cli_usage_error(
+		    "merge", "--query SELECTOR already says the type and services: no --service, --type or --limit");
+		goto out;
+	}
+	if (!query && !c.service) {
 		rc = cli_usage_error("merge", "--service is required (list them with `%s get services`)", cli_prog);
 		goto out;
 	}
-	if (!c.type) {
-		rc = cli_usage_error("merge", "--type is required: cpu, heap, allocs, block, mutex, goroutine, "
+	if (!query && !c.type) {
+		rc = cli_usage_error("merge",
+		                     "--type is required: cpu, heap, allocs, block, mutex, goroutine, "
 					      "threadcreate or other (see `%s get types --service %s`)",
 				     cli_prog, c.service);
 		goto out;
 	}
 	if (print_url && outpath) {
-		rc = cli_usage_error("merge", "--print-url and -o: choose one");
+		rc = cli_usage_error("merge", "--print-url and -O: choose one");
 		goto out;
 	}
 	if (!print_url && !outpath)
 		outpath = "-";
 	if (!print_url && !strcmp(outpath, "-") && isatty(1)) {
-		rc = cli_usage_error("merge", "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
+		rc = cli_usage_error("merge",
+		                     "refusing to write a binary profile to a terminal; use -O FILE or --print-url");
 		goto out;
 	}
 	if ((rc = client_ready(&c, true)))
 		goto out;
+	if (query) { /* API v1: the selector, with -l and -n appended */
+		sel = strdup(query);
+		for (size_t i = 0; sel && i < c.nlabels; i++) {
+			char *y = client_selector_with(sel, c.labels[i].key, c.labels[i].value);
+			free(sel);
+			sel = y;
+		}
+		struct pd_buf b = PD_BUF_INIT(0);
+		char t1[48], t2[48];
+		if (!sel || pd_buf_appendf(&b, "/api/1/merge?format=pprof") || client_add_param(&b, "query", sel) ||
+		    client_add_param(&b, "from", client_unix_time(c.from_ns, t1, sizeof t1)) ||
+		    client_add_param(&b, "to", client_unix_time(c.to_ns, t2, sizeof t2)) || pd_buf_append(&b, "", 1))
+			pd_buf_free(&b);
+		path = (char *)b.ptr;
+	} else {
 	struct pd_client_query q = client_query(&c, NULL);
 	q.limit = limit;
 	path = pd_client_query_path("/api/0/profiles/merge", &q);
+	}
 	if (print_url) {
 		if (!path) {
 			cli_cmd_error("merge", "out of memory");
@@ -127,10 +155,21 @@ int cmd_merge(int argc, char **argv)
 	char range[128], lbl[600];
 	client_range_str(&c, range, sizeof range);
 	client_labels_str(&c, lbl, sizeof lbl);
+	if (!path) {
+		cli_cmd_error("merge", "out of memory");
+		rc = EXIT_INPUT;
+		goto out;
+	}
 	if ((rc = client_get(&c, path, PD_CLIENT_MAX_PPROF, &r)))
 		goto out;
+	if (query && r.status != 200) {
+		rc = client_http_fail(&c, &r, "merging the selected profiles");
+		goto out;
+	}
 	if (pd_client_nothing_found(&r)) {
-		cli_cmd_error("merge", "no %s profiles of service \"%s\" %s%s; see what there is with `%s get types --service %s "
+		cli_cmd_error(
+		    "merge",
+		    "no %s profiles of service \"%s\" %s%s; see what there is with `%s get types --service %s "
 			  "--from %s --to %s`",
 			  c.type, c.service, range, lbl, cli_prog, c.service, c.from, c.to);
 		rc = EXIT_INPUT;
@@ -155,14 +194,21 @@ int cmd_merge(int argc, char **argv)
 	}
 	if (!quiet) {
 		char sz[32];
-		fprintf(stderr, "%s merge: wrote %s (%s, %zu samples): %s profiles of service \"%s\" %s%s\n", cli_prog,
-			strcmp(outpath, "-") ? outpath : "stdout", pd_fmt_bytes(sz, sizeof sz, (double)r.body.len),
-			p->nsamples, c.type, c.service, range, lbl);
+		if (query)
+			fprintf(stderr, "%s merge: wrote %s (%s, %zu samples): %s %s\n", cli_prog,
+			        strcmp(outpath, "-") ? outpath : "stdout",
+			        pd_fmt_bytes(sz, sizeof sz, (double)r.body.len), p->nsamples, sel, range);
+		else
+			fprintf(stderr, "%s merge: wrote %s (%s, %zu samples): %s profiles of service \"%s\" %s%s\n",
+			        cli_prog, strcmp(outpath, "-") ? outpath : "stdout",
+			        pd_fmt_bytes(sz, sizeof sz, (double)r.body.len), p->nsamples, c.type, c.service, range,
+			        lbl);
 	}
 out:
 	pd_profile_free(p);
 	pd_client_resp_free(&r);
 	free(path);
+	free(sel);
 	client_free(&c);
 	return rc;
 }

@@ -106,6 +106,8 @@ int cmd_regressions(int argc, char **argv)
 	c.from = "-24h"; /* rollouts are rare: a day by default */
 	const char *service = NULL, *type = NULL, *query = NULL, *label = NULL, *minc = NULL, *base = NULL,
 	           *target = NULL, *sidx = NULL, *out = "table";
+	const char *ns = NULL;
+	char *nsel = NULL, *nbase = NULL, *ntarget = NULL;
 	bool all = false, cum = false;
 	long n = 20;
 	int o, rc = EXIT_OK;
@@ -126,11 +128,19 @@ int cmd_regressions(int argc, char **argv)
 		case CO_CUM: cum = true; break;
 		case 'i': sidx = optarg; break;
 		case 'o': out = optarg; break;
-		case 'n':
+		case CO_LIMIT:
 			if ((rc = client_count(&c, "--limit", optarg, &n)))
 				goto done;
 			if (n == 0)
 				n = 10000;
+			break;
+		case 'n':
+			if (!*optarg || strchr(optarg, ',') || strchr(optarg, '=')) {
+				rc = cli_usage_error("regressions", "-n/--namespace: want a namespace name, got '%s'",
+				                     optarg);
+				goto done;
+			}
+			ns = optarg;
 			break;
 		default:
 			if ((rc = client_other_opt(&c, o, optarg, argv)))
@@ -158,6 +168,22 @@ int cmd_regressions(int argc, char **argv)
 		cli_cmd_error("regressions", "out of memory");
 		rc = EXIT_INPUT;
 		goto done;
+	}
+	if (ns) { /* every selection in the namespace */
+		const char *qs = query ? query : sel;
+		if ((qs && !(nsel = client_selector_with(qs, "namespace", ns))) ||
+		    (base && (!(nbase = client_selector_with(base, "namespace", ns)) ||
+		              !(ntarget = client_selector_with(target, "namespace", ns))))) {
+			cli_cmd_error("regressions", "out of memory");
+			rc = EXIT_INPUT;
+			goto done;
+		}
+		if (qs)
+			query = nsel;
+		if (base) {
+			base = nbase;
+			target = ntarget;
+		}
 	}
 	char t1[48], t2[48], nb[32];
 	snprintf(nb, sizeof nb, "%ld", n);
@@ -196,6 +222,9 @@ int cmd_regressions(int argc, char **argv)
 	}
 done:
 	free(sel);
+	free(nsel);
+	free(nbase);
+	free(ntarget);
 	pd_client_resp_free(&r);
 	pd_buf_free(&q);
 	client_free(&c);

@@ -28,8 +28,9 @@
 #define API1_TOP_MAX_N 1000 /* rows /api/1/top returns at most */
 
 static const char top_help[] =
-	"Usage: profd top (--service S | --all) [--type T] [--from TIME] [--to TIME]\n"
-	"                 [-l K=V] [-n N] [-i SAMPLE_TYPE] [--cum] [--raw]\n"
+    "Usage: profd top (--service S | --all | --query SELECTOR) [--type T] [--from TIME]\n"
+    "                 [--to TIME] [-l K=V] [-n NAMESPACE] [--limit N] [-i SAMPLE_TYPE]\n"
+    "                 [--cum] [--raw] [-o table|json]\n"
 	"\n"
 	"The functions with the highest flat (self) cost in the profiles a collector\n"
 	"has for one service (--service) or for every service (--all), over a time\n"
@@ -44,28 +45,28 @@ static const char top_help[] =
 	"Options:\n"
 	"      --service NAME      one service\n"
 	"      --all               every service the collector has\n"
+    "      --query SELECTOR    the profiles as an API v1 selector instead, e.g.\n"
+    "                          'cpu{service=~\"api-.*\",version=\"1.2\"}'\n"
 	"      --type TYPE         cpu (default), heap, allocs, block, mutex, goroutine,\n"
-	"                          threadcreate\n"
-	CLIENT_HELP_RANGE
-	"  -n, --nodes N           show the top N functions (default 10, 0 = all)\n"
+    "                          threadcreate\n" CLIENT_HELP_RANGE CLIENT_HELP_NAMESPACE
+    "      --limit N           show the top N functions (default 10, 0 = all; also\n"
+    "                          --nodes N; -n N still works, with a warning)\n"
+    "  -o, --output FORMAT     table (default) or json (the collector's answer)\n"
 	"  -i, --sample-index NAME sample type to rank by, e.g. samples, cpu,\n"
 	"                          alloc_space, inuse_space, contentions, delay, or its\n"
 	"                          index (default: the profile's default)\n"
 	"      --cum               sort by cumulative instead of flat cost\n"
 	"      --raw               sum the profiles as they are (no per-source averages\n"
-	"                          or differences): go tool pprof -top of them merged\n"
-	CLIENT_HELP_COLLECTOR
-	"\n"
+    "                          or differences): go tool pprof -top of them merged\n" CLIENT_HELP_COLLECTOR "\n"
 	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
 	"sum% = running sum of flat%, cum = cost in the function and its callees.\n"
 	"For cpu the header has the cores used: CPU time / profiled wall time x\n"
 	"processes, per service, summed.\n"
-	"\n"
-	CLIENT_HELP_TIME
-	"\n"
+    "\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
 	"  profd top --all                    # the fleet's CPU, the last hour\n"
-	"  profd top --service auth --type heap -i alloc_space --from -24h -n 20\n"
+    "  profd top --service auth --type heap -i alloc_space --from -24h --limit 20\n"
+    "  profd top --query 'cpu{service=~\"api-.*\"}' -n prod -o json\n"
 	"  profd top --all --type heap --raw  # the snapshots summed, not averaged\n"
 	"  profd top --all --type mutex -i delay -l region=eu\n"
 	"  kubectl profd top --service auth --from now-2h --to now-1h\n"
@@ -78,6 +79,8 @@ struct top_opts {
 	bool all, cum, raw;
 	long n;
 	const char *sidx;
+	const char *query; /* --query: the selector as given (labels, -n appended) */
+	bool json;         /* -o json: the collector's answer */
 };
 
 /* ---- the selector ---------------------------------------------------------------- */
@@ -147,8 +150,8 @@ static int build_selector(const struct client *c, struct pd_buf *b)
 
 /* ---- the header ------------------------------------------------------------------- */
 
-static void print_header(const struct client *c, bool all, const char *sample_type, const char *services,
-			 size_t nused, size_t nsv)
+static void print_header(const struct client *c, bool all, const char *sample_type, const char *services, size_t nused,
+                         size_t nsv)
 {
 	char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ], lbl[600];
 	printf("Type: %s\n", sample_type);
@@ -169,18 +172,24 @@ static void nothing(const struct client *c, bool all)
 	client_range_str(c, range, sizeof range);
 	client_labels_str(c, lbl, sizeof lbl);
 	if (all)
-		cli_cmd_error("top",
+		cli_cmd_error(
+		    "top",
 			      "no %s profiles of any service %s%s; see what there is with `%s get types --from %s --to %s`",
 			      c->type, range, lbl, cli_prog, c->from, c->to);
 	else
-		cli_cmd_error("top", "no %s profiles of service \"%s\" %s%s; see what there is with `%s get types --service %s "
+		cli_cmd_error(
+		    "top",
+		    "no %s profiles of service \"%s\" %s%s; see what there is with `%s get types --service %s "
 				     "--from %s --to %s`",
 			      c->type, c->service, range, lbl, cli_prog, c->service, c->from, c->to);
 }
 
 /* ---- API v1 ------------------------------------------------------------------------ */
 
-static int64_t jint(json_t *o, const char *k) { return (int64_t)json_integer_value(json_object_get(o, k)); }
+static int64_t jint(json_t *o, const char *k)
+{
+	return (int64_t)json_integer_value(json_object_get(o, k));
+}
 static const char *jstr(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
@@ -220,18 +229,32 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	int rc = EXIT_INPUT;
 	long want = o->n == 0 || o->n > API1_TOP_MAX_N ? API1_TOP_MAX_N : o->n;
 	snprintf(nb, sizeof nb, "%ld", want);
-	if (build_selector(c, &sel) || pd_buf_append(&q, "/api/1/top?by=function", 22) ||
+	int bsel = 0;
+	if (o->query) { /* the selector as given, with -l and -n appended */
+		char *x = strdup(o->query);
+		for (size_t i = 0; x && i < c->nlabels; i++) {
+			char *y = client_selector_with(x, c->labels[i].key, c->labels[i].value);
+			free(x);
+			x = y;
+		}
+		bsel = !x || pd_buf_append(&sel, x, strlen(x) + 1);
+		free(x);
+	} else {
+		bsel = build_selector(c, &sel);
+	}
+	if (bsel || pd_buf_append(&q, "/api/1/top?by=function", 22) ||
 	    client_add_param(&q, "query", (const char *)sel.ptr) ||
 	    client_add_param(&q, "from", client_unix_time(c->from_ns, t1, sizeof t1)) ||
 	    client_add_param(&q, "to", client_unix_time(c->to_ns, t2, sizeof t2)) || client_add_param(&q, "n", nb) ||
-	    client_add_param(&q, "value", o->cum ? "cum" : "flat") || (o->sidx && client_add_param(&q, "si", o->sidx)) ||
+	    client_add_param(&q, "value", o->cum ? "cum" : "flat") ||
+	    (o->sidx && client_add_param(&q, "si", o->sidx)) ||
 	    (o->raw && client_add_param(&q, "normalize", "false")) || pd_buf_append(&q, "", 1)) {
 		cli_cmd_error("top", "out of memory");
 		goto out;
 	}
 	if ((rc = client_get(c, (const char *)q.ptr, PD_CLIENT_MAX_JSON, &r)))
 		goto out;
-	if (r.status == 404) { /* no such route: a profefe or API-v0-only collector */
+	if (r.status == 404 && !o->query && !o->json) { /* no such route: a profefe or API-v0-only collector */
 		rc = -1;
 		goto out;
 	}
@@ -262,13 +285,19 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	}
 	json_t *rows = json_object_get(body, "rows"), *svcs = json_object_get(body, "services");
 	size_t n = json_array_size(rows), functions = (size_t)jint(body, "functions");
+	if (o->json) {
+		json_dumpf(body, stdout, JSON_INDENT(2));
+		putchar('\n');
+		rc = EXIT_OK;
+		goto out;
+	}
 	if (jint(body, "profiles") == 0 || !json_array_size(svcs)) {
 		nothing(c, o->all);
 		rc = EXIT_INPUT;
 		goto out;
 	}
 	size_t need = o->n == 0 ? functions : (size_t)o->n < functions ? (size_t)o->n : functions;
-	if (n < need) { /* more rows than the route returns: rank them here */
+	if (n < need && !o->query) { /* more rows than the route returns: rank them here */
 		rc = -1;
 		goto out;
 	}
@@ -319,7 +348,8 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	print_normalization(json_object_get(body, "normalization"));
 	json_t *cores = json_object_get(body, "cores");
 	if (json_is_number(cores))
-		printf("Cores: %.3f (CPU time / profiled wall time x processes, per service)\n", json_number_value(cores));
+		printf("Cores: %.3f (CPU time / profiled wall time x processes, per service)\n",
+		       json_number_value(cores));
 	fwrite(text.ptr, 1, text.len, stdout);
 	rc = EXIT_OK;
 out:
@@ -376,7 +406,8 @@ static int top_local(struct client *c, const struct top_opts *o)
 		int drc = pd_pprof_decode(r.body.ptr, r.body.len, NULL, &one, &err);
 		pd_client_resp_free(&r);
 		if (drc) {
-			cli_cmd_error("top", "service \"%s\": the collector's merge is not a valid profile: %s", sv[s], err.msg);
+			cli_cmd_error("top", "service \"%s\": the collector's merge is not a valid profile: %s", sv[s],
+			              err.msg);
 			rc = EXIT_INPUT;
 			goto out;
 		}
@@ -430,7 +461,8 @@ static int top_local(struct client *c, const struct top_opts *o)
 	snprintf(stype, sizeof stype, "%.*s", (int)st.len, st.ptr);
 	print_header(c, o->all, stype, (const char *)used.ptr, nused, nsv);
 	if (strcmp(c->type, "cpu"))
-		printf("Normalized: no: the collector has no API v1 (GET /api/1/top); the profiles summed as they are\n");
+		printf(
+		    "Normalized: no: the collector has no API v1 (GET /api/1/top); the profiles summed as they are\n");
 	fwrite(text.ptr, 1, text.len, stdout);
 out:
 	pd_buf_free(&text);
@@ -446,7 +478,10 @@ int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {CLIENT_OPTS,
 					     {"all", no_argument, 0, CO_ALL},
-					     {"nodes", required_argument, 0, 'n'},
+	                                     {"nodes", required_argument, 0, CO_LIMIT},
+	                                     {"limit", required_argument, 0, CO_LIMIT},
+	                                     {"query", required_argument, 0, CO_QUERY},
+	                                     {"output", required_argument, 0, 'o'},
 					     {"sample-index", required_argument, 0, 'i'},
 					     {"cum", no_argument, 0, CO_CUM},
 					     {"raw", no_argument, 0, CO_RAW},
@@ -454,17 +489,31 @@ int cmd_top(int argc, char **argv)
 					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "top");
-	struct top_opts to = {false, false, false, 10, NULL};
+	struct top_opts to = {false, false, false, 10, NULL, NULL, false};
+	const char *ns = NULL;
 	int o, rc = EXIT_OK;
-	while ((o = getopt_long(argc, argv, ":l:n:i:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":l:n:i:o:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h': cli_help(top_help); goto out;
 		case CO_ALL: to.all = true; break;
 		case CO_CUM: to.cum = true; break;
 		case CO_RAW: to.raw = true; break;
+		case CO_QUERY: to.query = optarg; break;
 		case 'i': to.sidx = optarg; break;
-		case 'n':
-			if ((rc = client_count(&c, "-n", optarg, &to.n)))
+		case 'o':
+			if (strcmp(optarg, "table") && strcmp(optarg, "json")) {
+				rc = cli_usage_error("top", "-o: want table or json, got '%s'", optarg);
+				goto out;
+			}
+			to.json = !strcmp(optarg, "json");
+			break;
+		case CO_LIMIT:
+			if ((rc = client_count(&c, "--limit", optarg, &to.n)))
+				goto out;
+			break;
+		case 'n': /* the namespace, as everywhere; a number: the old row count */
+			ns = NULL;
+			if ((rc = client_n_legacy(&c, optarg, &to.n, &ns)) || (ns && (rc = client_opt(&c, 'n', ns))))
 				goto out;
 			break;
 		default:
@@ -474,9 +523,15 @@ int cmd_top(int argc, char **argv)
 	}
 	if ((rc = client_no_args(&c, argc, argv, "")))
 		goto out;
-	if (to.all == (c.service != NULL)) {
-		rc = cli_usage_error("top", to.all ? "--service and --all: choose one"
-						   : "--service NAME or --all (every service) is required");
+	if (to.query && (to.all || c.service || c.type)) {
+		rc = cli_usage_error(
+		    "top", "--query SELECTOR already says the type and services: no --service, --all or --type");
+		goto out;
+	}
+	if (!to.query && to.all == (c.service != NULL)) {
+		rc = cli_usage_error("top",
+		                     to.all ? "--service and --all: choose one"
+		                            : "--service NAME, --all (every service) or --query SELECTOR is required");
 		goto out;
 	}
 	if (!c.type)
@@ -484,7 +539,10 @@ int cmd_top(int argc, char **argv)
 	if ((rc = client_ready(&c, true)))
 		goto out;
 	rc = top_api1(&c, &to);
-	if (rc == -1)
+	if (rc == -1 && (to.query || to.json)) {
+		cli_cmd_error("top", "the collector has no API v1 (GET /api/1/top): --query and -o json need it");
+		rc = EXIT_INPUT;
+	} else if (rc == -1)
 		rc = top_local(&c, &to);
 out:
 	client_free(&c);

@@ -164,15 +164,15 @@ table_eq() { # NAME PROFD_OUT PPROF_OUT [strip-inline]
 for n in 10 0; do
 	nc=$n
 	[ "$n" = 0 ] && nc=100000
-	if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" -n "$n" >"$T/d.out" 2>>"$T/d.err"; then
+	if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" --limit "$n" >"$T/d.out" 2>>"$T/d.err"; then
 		go tool pprof "${TOPA[@]}" -nodecount=$nc -diff_base "$T/base.pb.gz" "$T/target.pb.gz" >"$T/d.want" 2>/dev/null
 		table_eq "profd diff -n $n: the table = go tool pprof -top -diff_base's" "$T/d.out" "$T/d.want" \
 			"$([ "$n" = 0 ] || echo strip)"
 	else
-		fail "profd diff -n $n" "exit $?: $(head -c 400 "$T/d.err")"
+		fail "profd diff --limit $n" "exit $?: $(head -c 400 "$T/d.err")"
 	fi
 done
-if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" --normalize --cum -n 15 >"$T/d.out" 2>>"$T/d.err"; then
+if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" --normalize --cum --limit 15 >"$T/d.out" 2>>"$T/d.err"; then
 	go tool pprof "${TOPA[@]}" -cum -nodecount=15 -normalize -diff_base "$T/base.pb.gz" "$T/target.pb.gz" >"$T/d.want" 2>/dev/null
 	table_eq "profd diff --normalize --cum: = go tool pprof -top -cum -normalize -diff_base" "$T/d.out" "$T/d.want" strip
 	if grep -q '^Base: cpu{service="api",version="1.0"}, 3 profiles, ' "$T/d.out" &&
@@ -184,13 +184,13 @@ if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" --normalize --cum -
 else
 	fail "profd diff --normalize --cum" "$(head -c 400 "$T/d.err")"
 fi
-if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" -o "$T/diff.pb.gz" 2>>"$T/d.err" &&
+if "$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" -O "$T/diff.pb.gz" 2>>"$T/d.err" &&
 	go tool pprof "${TOPA[@]}" -nodecount=100000 "$T/diff.pb.gz" 2>/dev/null | sed -n '/^Showing nodes/,$p' >"$T/d.got" &&
 	go tool pprof "${TOPA[@]}" -nodecount=100000 -diff_base "$T/base.pb.gz" "$T/target.pb.gz" 2>/dev/null |
 	sed -n '/^Showing nodes/,$p' >"$T/d.want" && [ -s "$T/d.want" ] && grep -q "wrote $T/diff.pb.gz" "$T/d.err"; then
 	same_output "profd diff -o FILE: go tool pprof -top FILE = go tool pprof -top -diff_base" "$T/d.got" "$T/d.want"
 else
-	fail "profd diff -o FILE" "$(head -c 400 "$T/d.err")"
+	fail "profd diff -O FILE" "$(head -c 400 "$T/d.err")"
 fi
 if u=$("$PROFD" diff "${R[@]}" --base "$BASE" --target "$TARGET" --print-url 2>>"$T/d.err") &&
 	go tool pprof "${TOPA[@]}" -nodecount=100000 "$u" 2>/dev/null | sed -n '/^Showing nodes/,$p' >"$T/d.got"; then
@@ -200,8 +200,8 @@ else
 fi
 expect_exit "profd diff without --target: usage error" 2 "--base SELECTOR and --target SELECTOR are required" \
 	"$PROFD" diff --collector "$URL" --base cpu
-expect_exit "profd diff -o and --print-url: usage error" 2 "choose one" \
-	"$PROFD" diff --collector "$URL" --base cpu --target cpu -o x --print-url
+expect_exit "profd diff -O and --print-url: usage error" 2 "choose one" \
+	"$PROFD" diff --collector "$URL" --base cpu --target cpu -O x --print-url
 expect_exit "profd diff --base-from after --base-to: usage error" 2 "the base's range starts" \
 	"$PROFD" diff --collector "$URL" --base cpu --target cpu --base-from -1h --base-to -2h
 expect_exit "profd diff: a selector error is the collector's message" 1 \

@@ -141,7 +141,7 @@ expect_exit "profd load with a read token: exit 1, 403 and the hint" 1 'answered
 	"$PROFD" load --service cli --token-file "$T/read.tok" "$C/cpu.pb.gz"
 check "profd load --token-file (write)" "$PROFD" load --service cli --token-file "$T/write.tok" "$C/cpu.pb.gz" "$C/heap.pb.gz"
 check "profd top --token-file (read)" "$PROFD" top --service cli --token-file "$T/read.tok"
-check "profd merge --token-file (read)" "$PROFD" merge --service cli --type cpu --token-file "$T/read.tok" -o "$T/m.pb.gz"
+check "profd merge --token-file (read)" "$PROFD" merge --service cli --type cpu --token-file "$T/read.tok" -O "$T/m.pb.gz"
 check "profd diff --token-file (read)" "$PROFD" diff --base 'cpu{service="cli"}' --target 'cpu{service="cli"}' --token-file "$T/read.tok"
 expect_exit "--token-file that does not exist: exit 2, names it" 2 "token-file $T/nope" \
 	"$PROFD" get services --token-file "$T/nope"

@@ -353,7 +353,7 @@ PM=$T/pm
 mkdir -p "$PM"
 for t in $TYPES; do proto "$PM/$t-12.pb.gz" "$C/1/$t.pb.gz" "$C/2/$t.pb.gz"; done
 for t in $STRICT_TYPES; do
-	if expect_ok "merge $t" merge --service both --type "$t" -o "$PM/m-$t.pb.gz"; then
+	if expect_ok "merge $t" merge --service both --type "$t" -O "$PM/m-$t.pb.gz"; then
 		same_pprof "merge $t -o FILE: go tool pprof -top = go tool pprof -proto of the same 2 files" "$PM/m-$t.pb.gz" "$PM/$t-12.pb.gz" "${TOP[@]}"
 	fi
 done
@@ -361,13 +361,13 @@ done
 # locations (its focus filter), which these profiles have: compare after
 # passing profd's merge through the same filter
 for t in goroutine threadcreate; do
-	if expect_ok "merge $t" merge --service both --type "$t" -o "$PM/m-$t.pb.gz"; then
+	if expect_ok "merge $t" merge --service both --type "$t" -O "$PM/m-$t.pb.gz"; then
 		proto "$PM/mf-$t.pb.gz" "$PM/m-$t.pb.gz"
 		same_pprof "merge $t -o FILE: go tool pprof -top = go tool pprof -proto of the same 2 files (empty stacks filtered alike)" \
 			"$PM/mf-$t.pb.gz" "$PM/$t-12.pb.gz" "${TOP[@]}"
 	fi
 done
-if expect_ok "merge summary" merge --service both --type cpu -o "$PM/s.pb.gz" && grep -Eq '^profd merge: wrote .*s\.pb\.gz \(.*, [0-9]+ samples\): cpu profiles of service "both" between' "$T/e"; then
+if expect_ok "merge summary" merge --service both --type cpu -O "$PM/s.pb.gz" && grep -Eq '^profd merge: wrote .*s\.pb\.gz \(.*, [0-9]+ samples\): cpu profiles of service "both" between' "$T/e"; then
 	ok "merge: one summary line on stderr"
 else
 	fail "merge: one summary line on stderr" "$(head -c 300 "$T/e")"
@@ -375,17 +375,17 @@ fi
 leftover=$(find "$PM" -name '*.tmp*' | head -3)
 if [ -z "$leftover" ]; then ok "merge -o: no temporary files left"; else fail "merge -o: no temporary files left" "$leftover"; fi
 # -o - to stdout (a pipe), -q
-if "$PROFD" merge --service both --type heap -o - -q >"$PM/stdout.pb.gz" 2>"$T/e" && [ ! -s "$T/e" ]; then
+if "$PROFD" merge --service both --type heap -O - -q >"$PM/stdout.pb.gz" 2>"$T/e" && [ ! -s "$T/e" ]; then
 	same_pprof "merge -o - -q: stdout is the profile, go tool pprof -top = -proto of the files" "$PM/stdout.pb.gz" "$PM/heap-12.pb.gz" "${TOP[@]}" -sample_index=alloc_space
 else
-	fail "merge -o - -q" "$(head -c 300 "$T/e")"
+	fail "merge -O - -q" "$(head -c 300 "$T/e")"
 fi
 # labels and the time range select the profiles merged
-if expect_ok "merge -l version=1.0" merge --service both --type cpu -l version=1.0 -o "$PM/v1.pb.gz"; then
+if expect_ok "merge -l version=1.0" merge --service both --type cpu -l version=1.0 -O "$PM/v1.pb.gz"; then
 	proto "$PM/cpu-1.pb.gz" "$C/1/cpu.pb.gz"
 	same_pprof "merge -l version=1.0: only set 1 (go tool pprof -top)" "$PM/v1.pb.gz" "$PM/cpu-1.pb.gz" "${TOP[@]}"
 fi
-if expect_ok "merge --from 2019" merge --service auth --type cpu --from 2019-05-30T11:49:00Z --to 2019-05-30T11:49:00Z -o "$PM/old.pb.gz"; then
+if expect_ok "merge --from 2019" merge --service auth --type cpu --from 2019-05-30T11:49:00Z --to 2019-05-30T11:49:00Z -O "$PM/old.pb.gz"; then
 	proto "$PM/cpu-old.pb.gz" "$C/2/cpu.pb.gz"
 	same_pprof "merge --from = --to = the old profile's time: only it" "$PM/old.pb.gz" "$PM/cpu-old.pb.gz" "${TOP[@]}"
 fi
@@ -402,12 +402,51 @@ if expect_ok "merge --print-url with labels" merge --service both --type cpu -l 
 	same_pprof "merge --print-url -l version=1.0: go tool pprof -top URL = set 1" "$(cat "$T/o")" "$PM/cpu-1.pb.gz" "${TOP[@]}"
 fi
 one_line "merge with nothing in the range: one line, exit 1" 1 'merge: no cpu profiles of service "both" between .*; see what there is with `profd get types --service both' \
-	merge --service both --type cpu --from now-3h --to now-2h -o "$PM/none.pb.gz"
+	merge --service both --type cpu --from now-3h --to now-2h -O "$PM/none.pb.gz"
 if [ ! -e "$PM/none.pb.gz" ]; then ok "merge with nothing: no file written"; else fail "merge with nothing: no file written" "$PM/none.pb.gz exists"; fi
 one_line "merge of incompatible types (--type other over nothing): exit 1" 1 'no other profiles' \
-	merge --service both --type other -o "$PM/none.pb.gz"
-one_line "merge -o into a missing directory: one line, exit 1" 1 'merge: .*nodir' \
-	merge --service both --type cpu -o "$T/nodir/x.pb.gz"
+	merge --service both --type other -O "$PM/none.pb.gz"
+one_line "merge -O into a missing directory: one line, exit 1" 1 'merge: .*nodir' \
+	merge --service both --type cpu -O "$T/nodir/x.pb.gz"
+
+# ---- 3b. one meaning per flag (issue 17): -n namespace, --limit, -o FORMAT / -O FILE, --query ----
+
+# in a window of their own (2021-03-01 10:00), out of the other sections' last hour
+W=(--from 2021-03-01T09:00:00Z --to 2021-03-01T11:00:00Z)
+expect_ok "load nsapp prod" load --service nsapp -l namespace=prod --created-at 2021-03-01T10:00:00Z "$C/1/cpu.pb.gz" >/dev/null
+expect_ok "load nsapp dev" load --service nsapp -l namespace=dev --created-at 2021-03-01T10:00:01Z "$C/2/cpu.pb.gz" >/dev/null
+nprof() { run "$1" "${@:2}" -o json; if [ "$RC" -eq 0 ]; then jq -r '.profiles' "$T/o"; else echo "exit $RC: $(head -c 200 "$T/e")"; fi; }
+expect "top -n prod: the namespace (1 of the 2 profiles)" 1 "$(nprof "top -n prod" top --service nsapp -n prod "${W[@]}")"
+expect "top --namespace dev" 1 "$(nprof "top --namespace dev" top --service nsapp --namespace dev "${W[@]}")"
+expect "top without -n: both" 2 "$(nprof "top nsapp" top --service nsapp "${W[@]}")"
+expect "top --query SELECTOR" 2 "$(nprof "top --query" top --query 'cpu{service="nsapp"}' "${W[@]}")"
+expect "top --query with -n" 1 "$(nprof "top --query -n" top --query 'cpu{service=~"ns.*"}' -n prod "${W[@]}")"
+run "top -n 3 (the old count)" top --service nsapp -n 3 "${W[@]}"
+if [ "$RC" -eq 0 ] && grep -q 'warning: -n 3 as a row count is deprecated.*--limit 3' "$T/e" && grep -q '^Showing 3 of ' "$T/o"; then
+	ok "top -n 3: still the row count, with a warning naming --limit"
+else fail "top -n 3" "exit $RC: $(head -c 300 "$T/e")"; fi
+run "top --limit 4" top --service nsapp --limit 4 "${W[@]}"
+if [ "$RC" -eq 0 ] && [ ! -s "$T/e" ] && grep -q '^Showing 4 of ' "$T/o"; then ok "top --limit 4"; else fail "top --limit 4" "exit $RC: $(head -c 300 "$T/e")"; fi
+if expect_ok "get profiles -n dev" get profiles --service nsapp -n dev "${W[@]}" && [ "$(grep -c ' nsapp ' "$T/o")" = 1 ] && grep -q 'namespace=dev' "$T/o"; then
+	ok "get profiles -n dev: the dev profile only"
+else fail "get profiles -n dev" "$(head -c 300 "$T/o")"; fi
+if expect_ok "merge -n prod -O" merge --service nsapp --type cpu -n prod "${W[@]}" -O "$PM/ns-prod.pb.gz" &&
+	expect_ok "merge --query -O" merge --query 'cpu{service="nsapp",namespace="prod"}' "${W[@]}" -O "$PM/ns-q.pb.gz"; then
+	same_pprof "merge -n prod = merge --query of the same profile (go tool pprof -top)" "$PM/ns-prod.pb.gz" "$PM/ns-q.pb.gz" "${TOP[@]}"
+	same_pprof "merge -n prod = the prod profile (go tool pprof -top)" "$PM/ns-prod.pb.gz" "$C/1/cpu.pb.gz" "${TOP[@]}"
+fi
+run "merge -o FILE (the old spelling)" merge --service nsapp --type cpu "${W[@]}" -o "$PM/ns-old.pb.gz"
+if [ "$RC" -eq 0 ] && [ -s "$PM/ns-old.pb.gz" ] && grep -q 'warning: -o FILE is deprecated.*-O ' "$T/e"; then
+	ok "merge -o FILE: still the file, with a warning naming -O"
+else fail "merge -o FILE" "exit $RC: $(head -c 300 "$T/e")"; fi
+run "diff -n prod -o json" diff --base 'cpu{service="nsapp"}' --target 'cpu{service="nsapp"}' -n prod "${W[@]}" -o json
+if [ "$RC" -eq 0 ] && [ "$(jq -r '.base.query' "$T/o")" = 'cpu{service="nsapp",namespace="prod"}' ] && [ "$(jq -r '.target.profiles' "$T/o")" = 1 ]; then
+	ok "diff -n prod: both sides in the namespace; -o json"
+else fail "diff -n prod -o json" "exit $RC: $(head -c 300 "$T/o") $(head -c 300 "$T/e")"; fi
+usage "top -o yaml" "top: -o: want table or json" top --all -o yaml
+usage "top --query with --service" "top: --query SELECTOR already says" top --query cpu --service a
+usage "merge --query with --type" "merge: --query SELECTOR already says" merge --query cpu --type cpu -O x
+usage "top -n a,b" "namespace" top --all -n a,b
 
 # ---- 4. top ---------------------------------------------------------------------------
 
@@ -421,7 +460,7 @@ top_compare() {
 		fail "$name" "go tool pprof: $(head -c 300 "$T/.gt.err")"
 		return
 	fi
-	run "$name" top -n 0 "$@"
+	run "$name" top --limit 0 "$@"
 	if [ "$RC" -ne 0 ]; then
 		fail "$name" "exit $RC: $(head -c 300 "$T/e")"
 		return
@@ -441,10 +480,10 @@ top_compare "top --service both (cpu) = go tool pprof -top of the -proto merge" 
 top_compare "top --service both --type heap -i alloc_space = go tool pprof -top -sample_index=alloc_space" \
 	"-sample_index=alloc_space" "$PM/heap-12.pb.gz" --service both --type heap -i alloc_space
 top_compare "top --service both --type mutex --cum = go tool pprof -top -cum" "-cum" "$PM/mutex-12.pb.gz" --service both --type mutex --cum
-# --all: the cpu profiles of every service: auth (set 1), both (1, 2), search (2), mixed (1)
+# --all: the cpu profiles of every service: auth (set 1), both (1, 2), search (2), mixed (1); nsapp (3b) has profiles in another hour only
 proto "$PM/cpu-all.pb.gz" "$C/1/cpu.pb.gz" "$C/1/cpu.pb.gz" "$C/2/cpu.pb.gz" "$C/2/cpu.pb.gz" "$C/1/cpu.pb.gz"
 top_compare "top --all = go tool pprof -top of the -proto merge of every service's cpu files" "" "$PM/cpu-all.pb.gz" --all
-if grep -q '^Profiles: cpu, 4 of 8 services: auth, both, mixed, search$' "$T/o" && grep -q '^Type: cpu$' "$T/o" &&
+if grep -q '^Profiles: cpu, 4 of 9 services: auth, both, mixed, search$' "$T/o" && grep -q '^Type: cpu$' "$T/o" &&
 	grep -Eq '^Range: 20..-..-..T..:..:..Z to 20..-..-..T..:..:..Z \(UTC\)$' "$T/o"; then
 	ok "top --all: header names the type, the services used and the range"
 else
@@ -542,7 +581,7 @@ wait "$PROXY_PID" 2>/dev/null
 
 dead=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 DEAD=http://127.0.0.1:$dead
-for cmd in "get services" "get profiles --service a" "get types" "merge --service a --type cpu -o $T/x.pb.gz" \
+for cmd in "get services" "get profiles --service a" "get types" "merge --service a --type cpu -O $T/x.pb.gz" \
 	"load --service a $C/1/cpu.pb.gz" "top --all"; do
 	# shellcheck disable=SC2086 # cmd is word-split on purpose
 	one_line "collector down: $cmd: one line, exit 1" 1 \
@@ -621,16 +660,16 @@ usage "an unknown short option" "^profd top: unknown option '-x'$" top --all -x
 usage "-l without =" '-l: want KEY=VALUE' get profiles --service a -l version
 usage "--collector ftp://" 'only http:// and https://' get services --collector ftp://x
 usage "--timeout 0" '--timeout must be at least 1ms' get services --timeout 0s
-usage "merge without --type" 'merge: --type is required' merge --service a -o x
-usage "merge without --service" 'merge: --service is required' merge --type cpu -o x
-usage "merge --print-url and -o" 'choose one' merge --service a --type cpu --print-url -o x
-usage "merge --type trace" 'trace' merge --service a --type trace -o x
+usage "merge without --type" 'merge: --type is required' merge --service a -O x
+usage "merge without --service" 'merge: --service is required' merge --type cpu -O x
+usage "merge --print-url and -O" 'choose one' merge --service a --type cpu --print-url -O x
+usage "merge --type trace" 'trace' merge --service a --type trace -O x
 usage "load without files" 'load: no files to load' load --service a
 usage "load without --service" 'load: --service is required' load "$C/1/cpu.pb.gz"
 usage "load --created-at garbage" '--created-at: bad "created-at" timestamp' load --service a --created-at x "$C/1/cpu.pb.gz"
-usage "top without --service or --all" 'top: --service NAME or --all' top
+usage "top without --service or --all" 'top: --service NAME, --all \(every service\) or --query' top
 usage "top --service and --all" 'choose one' top --service a --all
-usage "top -n -1" '-n needs a count' top --all -n -1
+usage "top --limit -1" '--limit needs a count' top --all --limit -1
 for c in get merge load top; do
 	if expect_ok "$c --help" "$c" --help && grep -q '^Usage: profd '"$c" "$T/o" && grep -q '^Examples:' "$T/o" &&
 		grep -q '^Exit codes:' "$T/o" && grep -q -- '--collector URL' "$T/o"; then
@@ -694,16 +733,16 @@ else
 	else
 		fail "kubectl profd get services (real kubectl)" "$(head -c 400 "$T/e")"
 	fi
-	PATH="$T/bin:$PATH" PROFD_COLLECTOR=$URL timeout 60 kubectl profd top --service both -n 0 >"$T/o" 2>"$T/e"
+	PATH="$T/bin:$PATH" PROFD_COLLECTOR=$URL timeout 60 kubectl profd top --service both --limit 0 >"$T/o" 2>"$T/e"
 	sed -n '/^ *flat  *flat%  *sum%  *cum  *cum%/,$p' "$T/o" >"$T/.ptt"
 	gp "$T/.gt" "${TOP[@]}" "$PM/cpu-12.pb.gz"
 	sed -n '/^ *flat  *flat%  *sum%  *cum  *cum%/,$p' "$T/.gt" >"$T/.gtt"
 	same_output "kubectl profd top --service both (env collector) = go tool pprof -top" "$T/.gtt" "$T/.ptt"
-	PATH="$T/bin:$PATH" timeout 30 kubectl profd merge --type cpu --service both -o "$PM/k.pb.gz" 2>"$T/e" >/dev/null
+	PATH="$T/bin:$PATH" timeout 30 kubectl profd merge --type cpu --service both -O "$PM/k.pb.gz" 2>"$T/e" >/dev/null
 	if [ -s "$PM/k.pb.gz" ]; then
 		same_pprof "kubectl profd merge -o FILE = go tool pprof -proto" "$PM/k.pb.gz" "$PM/cpu-12.pb.gz" "${TOP[@]}"
 	else
-		fail "kubectl profd merge -o FILE" "$(head -c 300 "$T/e")"
+		fail "kubectl profd merge -O FILE" "$(head -c 300 "$T/e")"
 	fi
 	PATH="$T/bin:$PATH" timeout 30 kubectl profd get bogus >/dev/null 2>"$T/e"
 	rc=$?

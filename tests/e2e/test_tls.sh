@@ -75,7 +75,7 @@ expect_exit "profd get services without --cacert: exit 1, hints --cacert" 1 'cac
 	"$PROFD" get services --collector "$URL"
 check "profd get services --insecure" "$PROFD" get services --collector "$URL" --insecure
 check "profd load --cacert" "$PROFD" load --collector "$URL" --cacert "$K/ca.pem" --service tlsload "$C/heap.pb.gz"
-check "profd merge --cacert" "$PROFD" merge --collector "$URL" --cacert "$K/ca.pem" --service tls --type cpu -o "$T/m.pb.gz"
+check "profd merge --cacert" "$PROFD" merge --collector "$URL" --cacert "$K/ca.pem" --service tls --type cpu -O "$T/m.pb.gz"
 if go_pprof -top "$T/m.pb.gz" >"$T/top" && grep -q flat% "$T/top"; then ok "... the merge go tool pprof reads"; else fail "... the merge go tool pprof reads" "$(head -3 "$T/top")"; fi
 start_goapp app auth
 check "profd scrape --once --collector-cacert" "$PROFD" scrape --once --collector "$URL" --collector-cacert "$K/ca.pem" \
