@@ -141,8 +141,8 @@ static int parse_common(struct pd_api1_req *q, int flags, struct pd_err *err)
 			return rc;
 	}
 	const char *s = pd_api1_param(q, "query");
-	if (!s && (flags & NEED_QUERY))
-		return pd_errf(err, PD_EINVAL, "missing \"query\" (a selector, e.g. query=cpu{service=\"auth\"})");
+	if (!s && (flags & NEED_QUERY) && !pd_api1_param(q, "id"))
+		return pd_errf(err, PD_EINVAL, "missing \"query\" (a selector, e.g. query=cpu{service=\"auth\"}, or id=ID)");
 	if (s) {
 		int rc = pd_selector_parse(s, &q->sel, err);
 		if (rc)
@@ -218,8 +218,74 @@ int pd_api1_nothing(const struct pd_api1_req *q, struct pd_err *err)
 		       pd_api_format_time(q->from_ns, a, sizeof a), pd_api_format_time(q->to_ns, b, sizeof b));
 }
 
+#define API1_MAX_IDS 64
+
+/* id=ID[,ID...]: exactly those profiles (that the query, if any, also
+ * selects), whatever from and to say: each is looked for in the second its
+ * xid names. An id that is not stored is a 404 naming it. */
+static int select_ids(const struct pd_api1_req *q, const char *ids, struct pd_profile_meta **v, size_t *n,
+		      struct pd_err *err)
+{
+	*v = NULL;
+	*n = 0;
+	size_t cap = 0;
+	int rc = 0, k = 0;
+	for (const char *p = ids; !rc && *p;) {
+		size_t len = strcspn(p, ",");
+		char id[PD_STORE_ID_LEN + 1];
+		if (len != PD_STORE_ID_LEN || ++k > API1_MAX_IDS) {
+			rc = k > API1_MAX_IDS ? pd_errf(err, PD_ELIMIT, "more than %d ids in \"id\"", API1_MAX_IDS)
+					      : pd_errf(err, PD_EINVAL, "bad \"id\" \"%.*s\": want profile ids (20 characters of "
+								    "0-9a-v) separated by ','",
+						    (int)(len > 40 ? 40 : len), p);
+			break;
+		}
+		memcpy(id, p, len);
+		id[len] = 0;
+		int64_t t = pd_xid_time(id);
+		struct pd_profile_meta *w = NULL;
+		size_t m = 0;
+		if (t < 0) {
+			rc = pd_errf(err, PD_EINVAL, "bad \"id\" \"%s\": not a profile id", id);
+			break;
+		}
+		if ((rc = pd_query_select(q->cfg->st, &q->sel, t, t + 999999999LL, 0, &w, &m, err)))
+			break;
+		bool found = false;
+		for (size_t i = 0; i < *n && !found; i++) /* named twice: once */
+			found = !strcmp((*v)[i].id, id);
+		for (size_t i = 0; i < m; i++) {
+			if (!found && !strcmp(w[i].id, id)) {
+				if (pd_grow((void **)v, &cap, *n + 1, sizeof **v)) {
+					rc = pd_errf(err, PD_ENOMEM, "out of memory");
+				} else {
+					(*v)[(*n)++] = w[i];
+					memset(&w[i], 0, sizeof w[i]); /* moved */
+					found = true;
+				}
+			}
+		}
+		pd_query_metas_free(w, m);
+		if (!rc && !found)
+			rc = pd_errf(err, PD_ENOTFOUND, "nothing found: no profile %s%s%s", id, q->has_query ? " matching " : "",
+				     q->has_query ? q->query_text : "");
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (rc) {
+		pd_query_metas_free(*v, *n);
+		*v = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 int pd_api1_select(const struct pd_api1_req *q, struct pd_profile_meta **v, size_t *n, struct pd_err *err)
 {
+	const char *ids = pd_api1_param(q, "id");
+	if (ids)
+		return select_ids(q, ids, v, n, err);
 	int rc = pd_query_select(q->cfg->st, &q->sel, q->from_ns, q->to_ns, q->cfg->max_profiles, v, n, err);
 	if (rc == PD_ELIMIT)
 		pd_errf(err, PD_ELIMIT,
@@ -341,11 +407,16 @@ int pd_api1_h_profiles(struct pd_api1_req *q, struct pd_api1_resp *out, struct p
 	if (rc)
 		return rc;
 	json_t *arr = json_array();
-	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr, pd_api1_meta_json(&v[i]))) {
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *m = pd_api1_meta_json(&v[i]); /* API v0's object, and (v1 only) the stored size */
+		bool bad = !m || json_object_set_new(m, "size", json_integer((json_int_t)v[i].stored_bytes));
+		if (bad)
+			json_decref(m);
+		if (bad || json_array_append_new(arr, m)) {
 			json_decref(arr);
 			arr = NULL;
 		}
+	}
 	pd_query_metas_free(v, n);
 	return pd_api1_reply_json(out, arr, err);
 }

@@ -16,6 +16,21 @@
 #define MERGE_TOP_DEFAULT_N 100
 #define MERGE_TOP_MAX_N     100000
 
+/* [{"type":"cpu","unit":"nanoseconds"}, ...]: what sample_index may name. */
+static json_t *types_json(const struct pd_profile *p)
+{
+	json_t *a = json_array();
+	for (uint32_t i = 0; a && i < p->nsample_types; i++)
+		if (json_array_append_new(a, json_pack("{s:s%,s:s%}", "type", p->strings[p->sample_types[i].type].ptr,
+						       (size_t)p->strings[p->sample_types[i].type].len, "unit",
+						       p->strings[p->sample_types[i].unit].ptr,
+						       (size_t)p->strings[p->sample_types[i].unit].len))) {
+			json_decref(a);
+			a = NULL;
+		}
+	return a;
+}
+
 /* One depth rule: every flame graph the API builds (2 JSON levels per frame
  * below the envelope) can be encoded. */
 _Static_assert(2 * (PD_FLAME_MAX_DEPTH + 2) + 8 <= PD_JSON_MAX_DEPTH, "a flame graph nests deeper than JSON may");
@@ -94,7 +109,8 @@ static int merge_top(struct pd_api1_req *q, const struct pd_profile *p, uint32_t
 	      json_object_set_new(o, "unit", str_json(unit)) || json_object_set_new(o, "total", json_integer(t.total)) ||
 	      json_object_set_new(o, "profiles", json_integer((json_int_t)nprof)) ||
 	      json_object_set_new(o, "functions", json_integer((json_int_t)t.n)) ||
-	      json_object_set_new(o, "normalization", pd_api1_norm_json(ni));
+	      json_object_set_new(o, "normalization", pd_api1_norm_json(ni)) ||
+	      json_object_set_new(o, "sample_types", types_json(p));
 	if (!bad) {
 		bad = json_object_set_new(o, "rows", rows) != 0; /* steals rows, also on failure */
 		rows = NULL;
@@ -128,7 +144,8 @@ static int merge_flame(struct pd_api1_req *q, const struct pd_profile *p, uint32
 	    json_object_set_new(o, "nodes", json_integer((json_int_t)f.n)) ||
 	    json_object_set_new(o, "frames", json_integer((json_int_t)f.frames)) ||
 	    json_object_set_new(o, "truncated", json_boolean(f.truncated)) ||
-	    json_object_set_new(o, "normalization", pd_api1_norm_json(ni)) || json_object_set_new(o, "root", root)) {
+	    json_object_set_new(o, "normalization", pd_api1_norm_json(ni)) ||
+	    json_object_set_new(o, "sample_types", types_json(p)) || json_object_set_new(o, "root", root)) {
 		json_decref(o);
 		o = NULL;
 	}

@@ -316,6 +316,21 @@ api profiles "query=heap" "${W[@]}"
 api profiles "query=goroutine"
 [ "$CODE" = 200 ] && [ "$(jq -c .body "$T/b")" = '[]' ] && ok "profiles with no match: 200 []" ||
 	fail "profiles empty" "$CODE $(head -c 300 "$T/b")"
+# id=: exactly the named profiles, whatever the range; sizes in the list; sample types in merges
+api profiles "query=cpu{service=\"auth\"}" "${W[@]}"
+ids=$(jq -r '[.body[].id] | join(",")' "$T/b")
+id1=$(jq -r '.body[] | select(any(.labels[]; .key == "version" and .value == "1.1")) | .id' "$T/b") # auth1's
+[ "$(jq -r '[.body[].size > 0] | all' "$T/b")" = true ] && ok "profiles: each with its stored size" || fail "profiles: size" "$(head -c 300 "$T/b")"
+api merge format=top n=100000 "id=$id1" from=now-1m to=now-1m
+pprof_rows "$C/auth1/cpu.pb.gz" -unit=ns >"$T/want.id"
+[ "$CODE" = 200 ] && jq -r '.body.rows[] | "\(.flat) \(.cum) \(.name)"' "$T/b" >"$T/got.id"
+if [ "$CODE" = 200 ] && [ "$(jq -r .body.profiles "$T/b")" = 1 ]; then same_rows "merge id=ONE (outside from/to): that profile's go tool pprof -top" "$T/want.id" "$T/got.id"
+else fail "merge id=ONE" "$CODE $(head -c 300 "$T/b")"; fi
+api merge format=flamegraph "id=$ids,$id1"
+[ "$CODE" = 200 ] && [ "$(jq -r .body.profiles "$T/b")" = 2 ] && [ "$(jq -c '[.body.sample_types[].type]' "$T/b")" = '["samples","cpu"]' ] &&
+	ok "merge id=A,B,A: 2 profiles (an id named twice counts once); sample_types listed" || fail "merge id=A,B" "$CODE $(head -c 300 "$T/b")"
+expect_err "merge id= of another type than the query: 404 naming it" 404 "no profile $id1 matching heap" merge format=top query=heap "id=$id1"
+expect_err "merge id=bad: 400" 400 'bad "id" "x1"' merge format=top id=x1
 api labels
 grep -q '^{"code":200,"body":\["env","service","version"\]}$' "$T/b" && ok "envelope: {\"code\":200,\"body\":...} as API v0" ||
 	fail "envelope" "$(head -c 300 "$T/b")"
