@@ -133,3 +133,8 @@ BUILD=$BUILD ROUNDS=$ROUNDS bench/scrape.sh
 # Fleet analytics: a simulated day of 150 pods, top and series with and
 # without rollups, against go tool pprof (appends its tables to $results).
 BUILD=$BUILD ROUNDS=$ROUNDS bench/fleet.sh
+
+# The web UI: the flame graph of a 100,000-node profile in headless Chromium
+# (first render, hover and zoom per frame) and the page weight (appends its
+# tables to $results; skipped without chromium or npm).
+bash bench/ui.sh | tee -a "$results"

@@ -8,7 +8,7 @@
 # profefe's API, POST /api/0/profiles); then asks the collector with the
 # client commands: services, types, profiles, hottest functions per service
 # and for the fleet (profd get / top / merge); and prints the URLs go tool
-# pprof opens.
+# pprof opens, and the web UI's.
 #   DEMO_ROUNDS (default 3), DEMO_DIR (default build/demo), DEMO_KEEP=1
 #   leaves the collector running at the end.
 set -euo pipefail
@@ -94,14 +94,14 @@ echo "== profd get profiles --service auth --type cpu"
 
 # The collector merges on stored ids, never re-parsing pprof.
 echo
-echo "== profd merge --service auth --type cpu -o $OUT/auth-cpu-merged.pb.gz"
-"$PROFD" merge --service auth --type cpu -o "$OUT/auth-cpu-merged.pb.gz"
+echo "== profd merge --service auth --type cpu -O $OUT/auth-cpu-merged.pb.gz"
+"$PROFD" merge --service auth --type cpu -O "$OUT/auth-cpu-merged.pb.gz"
 echo
 echo "== service auth: hottest functions over the last hour (profd top --service auth)"
-"$PROFD" top --service auth -n 8
+"$PROFD" top --service auth --limit 8
 echo
 echo "== the fleet's 10 hottest functions (profd top --all: CPU, every service, every round)"
-"$PROFD" top --all -n 10
+"$PROFD" top --all --limit 10
 echo
 echo "== collector metrics (excerpt)"
 curl -sS "$API/metrics" | grep -E '^profd_(profiles_ingested_total\{type="cpu"\}|store_profiles|store_disk_bytes|ingest_received_bytes_total|merges_total) '
@@ -110,10 +110,15 @@ echo
 echo "Open the merged profile with go tool pprof, straight from the collector:"
 echo "  go tool pprof -top '$("$PROFD" merge --service auth --type cpu --print-url)'"
 echo "  go tool pprof -http=127.0.0.1:8080 '$API/api/0/profiles/merge?service=search&type=cpu&from=now-1h&to=now'"
+echo
+echo "Look at it in the browser (flame graph, top table, timeline, diff, fleet, profiles; docs/ui.md):"
+echo "  $API/?query=cpu%7Bservice%3D%22auth%22%7D&from=now-1h&to=now"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$API/")
+[ "$code" = 200 ] || { echo "demo: the web UI did not answer: HTTP $code" >&2; exit 1; }
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
-	echo "The collector keeps running (pid $serve_pid); stop it with: kill $serve_pid"
+	echo "The collector keeps running (pid $serve_pid), its UI at $API/; stop it with: kill $serve_pid"
 else
 	echo "(The demo stops the collector now; the profiles stay in $OUT/data. To query them again:"
-	echo "  $BUILD/profd serve --data-dir $OUT/data      # then use http://localhost:10100/api/0/... as above"
+	echo "  $BUILD/profd serve --data-dir $OUT/data      # then http://localhost:10100/ (the UI) and /api/0/... as above"
 	echo " or rerun with DEMO_KEEP=1 to leave it running.)"
 fi

@@ -19,7 +19,12 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
  libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev sqlite3 libyaml-dev libpcre2-dev openssl
  golang-go golang-github-google-pprof-dev curl time procps ca-certificates python3-yaml jq
  golang-github-influxdata-influxdb1-client-dev
- clickhouse-server clickhouse-client zookeeper"
+ clickhouse-server clickhouse-client zookeeper
+ chromium"
+# The web UI's browser tests drive Debian's chromium with playwright-core, an npm package
+# pinned in tests/ui/package-lock.json and installed there by `npm ci` (ui_deps below). Node.js
+# and npm come from Debian unless the machine already has them.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
@@ -36,12 +41,22 @@ install_promtool() {
 	rm -rf "$d"
 }
 
+# tests/ui's node_modules, as its lockfile pins them (again only when the lockfile changed).
+ui_deps() {
+	ui=$(cd "$(dirname "$0")/../tests/ui" && pwd)
+	cmp -s "$ui/package-lock.json" "$ui/node_modules/.profd-lock" 2>/dev/null && return 0
+	echo "deps: npm ci in tests/ui (playwright-core, pinned by its package-lock.json)"
+	(cd "$ui" && npm ci --no-audit --no-fund --loglevel=error) &&
+		cp "$ui/package-lock.json" "$ui/node_modules/.profd-lock"
+}
+
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
 	install_promtool
+	ui_deps
 	echo "deps: all packages present"
 	exit 0
 fi
@@ -58,3 +73,4 @@ $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
 install_promtool
+ui_deps
