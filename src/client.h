@@ -39,6 +39,14 @@ enum {
 	CO_QUERY,
 };
 
+/* The collector and time range flags alone (commands that select with
+ * selectors, not --service/--type/-l). */
+#define CLIENT_CONN_OPTS                                                                                 \
+	{"collector", required_argument, 0, CO_COLLECTOR}, {"token-file", required_argument, 0, CO_TOKEN_FILE}, \
+	{"cacert", required_argument, 0, CO_CACERT}, {"insecure", no_argument, 0, CO_INSECURE},                \
+	{"timeout", required_argument, 0, CO_TIMEOUT}, {"from", required_argument, 0, CO_FROM},                \
+	{"to", required_argument, 0, CO_TO}
+
 #define CLIENT_OPTS                                                                                      \
 	{"collector", required_argument, 0, CO_COLLECTOR}, {"timeout", required_argument, 0, CO_TIMEOUT},      \
 	{"service", required_argument, 0, CO_SERVICE}, {"type", required_argument, 0, CO_TYPE},                \

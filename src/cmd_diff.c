@@ -145,13 +145,7 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {{"collector", required_argument, 0, CO_COLLECTOR},
-					     {"token-file", required_argument, 0, CO_TOKEN_FILE},
-					     {"cacert", required_argument, 0, CO_CACERT},
-					     {"insecure", no_argument, 0, CO_INSECURE},
-					     {"timeout", required_argument, 0, CO_TIMEOUT},
-					     {"from", required_argument, 0, CO_FROM},
-					     {"to", required_argument, 0, CO_TO},
+	static const struct option opts[] = {CLIENT_CONN_OPTS,
 					     {"base", required_argument, 0, O_BASE},
 					     {"target", required_argument, 0, O_TARGET},
 					     {"base-from", required_argument, 0, O_BASE_FROM},

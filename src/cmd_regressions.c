@@ -80,14 +80,8 @@ static char *selector_of(const char *type, const char *service)
 
 int cmd_regressions(int argc, char **argv)
 {
-	static const struct option opts[] = {{"collector", required_argument, 0, CO_COLLECTOR},
-	                                     {"token-file", required_argument, 0, CO_TOKEN_FILE},
-	                                     {"cacert", required_argument, 0, CO_CACERT},
-	                                     {"insecure", no_argument, 0, CO_INSECURE},
-	                                     {"timeout", required_argument, 0, CO_TIMEOUT},
-	                                     {"from", required_argument, 0, CO_FROM},
-	                                     {"to", required_argument, 0, CO_TO},
-	                                     {"service", required_argument, 0, 's'},
+	static const struct option opts[] = {CLIENT_CONN_OPTS,
+					     {"service", required_argument, 0, 's'},
 	                                     {"type", required_argument, 0, 't'},
 	                                     {"all", no_argument, 0, O_ALL},
 	                                     {"query", required_argument, 0, O_QUERY},

@@ -309,13 +309,15 @@ int pd_api1_merge(const struct pd_api1_req *q, const struct pd_profile_meta *v, 
 	return rc;
 }
 
+const char *pd_api1_si_param(const struct pd_api1_req *q, const char **key)
+{
+	const char *v = pd_api1_param(q, *key = "sample_index");
+	return v ? v : pd_api1_param(q, *key = "si");
+}
+
 int pd_api1_sample_index(const struct pd_api1_req *q, const struct pd_profile *p, uint32_t *si, struct pd_err *err)
 {
-	const char *key = "sample_index", *v = pd_api1_param(q, key);
-	if (!v) {
-		key = "si";
-		v = pd_api1_param(q, key);
-	}
+	const char *key, *v = pd_api1_si_param(q, &key);
 	if (!v) {
 		*si = pd_profile_default_index(p);
 		return 0;

@@ -103,6 +103,8 @@ int pd_api1_merge(const struct pd_api1_req *q, const struct pd_profile_meta *v, 
 /* The sample index of parameter "sample_index" (alias "si": a sample type
  * name as pprof's -sample_index, or a number); absent = the profile's
  * default type (pd_profile_default_index). PD_EINVAL lists the types. */
+/* The value of "sample_index" (or its alias "si"; *key = which), or NULL. */
+const char *pd_api1_si_param(const struct pd_api1_req *q, const char **key);
 int pd_api1_sample_index(const struct pd_api1_req *q, const struct pd_profile *p, uint32_t *si,
 			 struct pd_err *err) PD_WUR;
 /* Parameter "normalize" (docs/api.md "Normalisation"): true (default) or

@@ -328,11 +328,7 @@ static int side_totals(struct reg *g, const struct cmp *c, bool target, struct s
  * type name as pprof's -sample_index, "space" = inuse_space, or an index). */
 static int totals_index(const struct pd_api1_req *q, const struct pd_fn_totals *t, uint32_t *si, struct pd_err *err)
 {
-	const char *key = "sample_index", *v = pd_api1_param(q, key);
-	if (!v) {
-		key = "si";
-		v = pd_api1_param(q, key);
-	}
+	const char *key, *v = pd_api1_si_param(q, &key);
 	if (!v) {
 		*si = pd_fn_totals_default_index(t);
 		return 0;

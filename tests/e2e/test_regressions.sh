@@ -177,7 +177,7 @@ for args in "query=cpu{}&format=x" "query={}" "query=cpu{}&min_change=abc" "quer
 done
 expect "regressions: bad format, no type, bad min_change/value, base alone, types differ, label=service: 400" \
 	"400 400 400 400 400 400 400 " "$codes"
-"$PROFD" regressions --collector "$URL" --from -6h -n 5 >"$T/cli.txt" 2>&1
+"$PROFD" regressions --collector "$URL" --from -6h --limit 5 >"$T/cli.txt" 2>&1
 if grep -q '^service auth: 1.0 -> 1.1' "$T/cli.txt" && grep -q 'main.authStretchKey' "$T/cli.txt"; then ok "profd regressions: the table"
 else fail "profd regressions: the table" "$(head -c 600 "$T/cli.txt")"; fi
 n=$("$PROFD" regressions --collector "$URL" --from -6h --service auth -o json | jq '.comparisons | length')
