@@ -16,7 +16,8 @@
 static const char regressions_help[] =
     "Usage: profd regressions [--service S | --all | --query SELECTOR] [--type TYPE]\n"
     "                         [--from TIME] [--to TIME] [--label NAME] [--min-change P]\n"
-    "                         [--base SELECTOR --target SELECTOR] [-n N] [--cum] [-o table|json]\n"
+    "                         [--base SELECTOR --target SELECTOR] [-n NAMESPACE]\n"
+    "                         [--limit N] [--cum] [-o table|json]\n"
     "\n"
     "Which functions got more expensive after each rollout, in which services, and by\n"
     "how much. A rollout is found in the data: per service, a value of the version\n"
@@ -42,7 +43,8 @@ static const char regressions_help[] =
     "                          e.g. 5% or 0.05 (default: all)\n"
     "      --base SELECTOR     instead of the rollouts: compare these two selections,\n"
     "      --target SELECTOR   service by service (both needed)\n"
-    "  -n, --limit N           functions per service (default 20)\n"
+    CLIENT_HELP_NAMESPACE
+    "      --limit N           functions per service (default 20, 0 = all)\n"
     "      --cum               rank by the change of cum (function and callees) instead\n"
     "                          of flat\n"
     "  -i, --sample-index NAME sample type, e.g. alloc_space (default: the profiles')\n"
@@ -50,7 +52,8 @@ static const char regressions_help[] =
     "\n"
     "Examples:\n"
     "  profd regressions --from -24h --min-change 5%\n"
-    "  profd regressions --service auth --cum -n 10\n"
+    "  profd regressions --service auth --cum --limit 10\n"
+    "  kubectl profd regressions -n prod --min-change 10%\n"
     "  profd regressions --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}'\n"
     "  kubectl profd regressions --all -o json | jq '.fleet[:5]'\n"
     "\n"
@@ -89,7 +92,8 @@ int cmd_regressions(int argc, char **argv)
 	                                     {"min-change", required_argument, 0, O_MIN},
 	                                     {"base", required_argument, 0, O_BASE},
 	                                     {"target", required_argument, 0, O_TARGET},
-	                                     {"limit", required_argument, 0, 'n'},
+	                                     {"limit", required_argument, 0, CO_LIMIT},
+	                                     {"namespace", required_argument, 0, 'n'},
 	                                     {"cum", no_argument, 0, CO_CUM},
 	                                     {"sample-index", required_argument, 0, 'i'},
 	                                     {"output", required_argument, 0, 'o'},
