@@ -7,7 +7,8 @@
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
-#   make install         PREFIX/bin/profd and the kubectl plugin link kubectl-profd
+#   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd and
+#                        bash completion
 
 CC      ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
@@ -44,7 +45,7 @@ GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOP
 .PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
-$(BUILD)/src/cmd_serve.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
+$(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
 
 $(BUILD)/%.o: %.c $(wildcard lib/*/*.h src/*.h)
 	@mkdir -p $(dir $@)
@@ -204,9 +205,12 @@ PREFIX ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/profd $(DESTDIR)$(PREFIX)/bin/profd
 	ln -sfn profd $(DESTDIR)$(PREFIX)/bin/kubectl-profd
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	$(BUILD)/profd completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/kubectl-profd $(DESTDIR)$(PREFIX)/bin/profd
+	rm -f $(DESTDIR)$(PREFIX)/bin/kubectl-profd $(DESTDIR)$(PREFIX)/bin/profd \
+	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd
 
 # make krew [KREW_URL=https://.../v0.1.0]: the krew archive of this build
 # ($(BUILD)/krew/profd_linux_<arch>.tar.gz) and its manifest

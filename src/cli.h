@@ -26,6 +26,10 @@ void cli_error(const char *fmt, ...) PD_PRINTF(1, 2);
 void cli_cmd_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
 /* Print "<prog> <cmd>: <msg>" and a hint to run --help; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
+/* getopt_long's '?' or ':' (optstring starting with ':', opterr 0) as one
+ * usage error: "unknown option '--x'" or "option '--x' needs a value";
+ * every command reports its bad options so. EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int opt, char **argv);
 /* Print a --help text to stdout, each command line "profd ..." in it
  * written with cli_prog ("kubectl profd ..." as the plugin). */
 void cli_help(const char *text);

@@ -16,17 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-int client_bad_option(const char *cmd, int opt, char **argv)
-{
-	const char *arg = optind > 0 ? argv[optind - 1] : "?";
-	char shortopt[3] = {'-', (char)optopt, 0};
-	/* a short option inside a group (-qx) is not argv[optind-1] as such */
-	if (optopt && strncmp(arg, "--", 2))
-		arg = shortopt;
-	if (opt == ':')
-		return cli_usage_error(cmd, "option '%s' needs a value", arg);
-	return cli_usage_error(cmd, "unknown option '%s'", arg);
-}
+int client_bad_option(const char *cmd, int opt, char **argv) { return cli_bad_option(cmd, opt, argv); }
 
 void client_init(struct client *c, const char *cmd)
 {

@@ -351,7 +351,7 @@ int cmd_capture(int argc, char **argv)
 	struct pd_err err;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:Al:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:Al:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			ns = short_arg(optarg);
@@ -421,7 +421,7 @@ int cmd_capture(int argc, char **argv)
 			break;
 		case 'q': quiet = true; break;
 		case 'h': cli_help(usage_text); return EXIT_OK;
-		default: return cli_usage_error("capture", "unknown option");
+		default: return cli_bad_option("capture", c, argv);
 		}
 	}
 	const char *const *names = (const char *const *)argv + optind;

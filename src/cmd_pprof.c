@@ -289,7 +289,7 @@ static int pprof_merge(int argc, char **argv)
 	bool raw = false;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:j:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outpath = optarg; break;
 		case 'r': raw = true; break;
@@ -305,7 +305,7 @@ static int pprof_merge(int argc, char **argv)
 			break;
 		case 'q': in.quiet = true; break;
 		case 'h': fputs(merge_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("pprof merge", "bad option");
+		default: return cli_bad_option("pprof merge", c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -398,7 +398,7 @@ static int pprof_top(int argc, char **argv)
 	int c;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:i:j:ch", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:i:j:ch", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if ((n = cli_parse_count(optarg)) < 0)
@@ -412,7 +412,7 @@ static int pprof_top(int argc, char **argv)
 				return cli_usage_error("pprof top", "--jobs must be 1..64, got '%s'", optarg);
 			break;
 		case 'h': fputs(top_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("pprof top", "bad option");
+		default: return cli_bad_option("pprof top", c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -489,7 +489,7 @@ static int pprof_folded(int argc, char **argv)
 	int c;
 	struct inputs in = {0};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:j:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': sidx = optarg; break;
 		case 's': in.skip_bad = true; break;
@@ -498,7 +498,7 @@ static int pprof_folded(int argc, char **argv)
 				return cli_usage_error("pprof folded", "--jobs must be 1..64, got '%s'", optarg);
 			break;
 		case 'h': fputs(folded_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("pprof folded", "bad option");
+		default: return cli_bad_option("pprof folded", c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -679,12 +679,12 @@ static int pprof_info(int argc, char **argv)
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(info_help, stdout);
 			return EXIT_OK;
 		}
-		return cli_usage_error("pprof info", "bad option");
+		return cli_bad_option("pprof info", c, argv);
 	}
 	if (optind >= argc)
 		return cli_usage_error("pprof info", "no input file");
@@ -725,7 +725,7 @@ static int pprof_convert(int argc, char **argv)
 	int level = 6, c;
 	bool raw = false;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': raw = true; break;
 		case 'l':
@@ -734,7 +734,7 @@ static int pprof_convert(int argc, char **argv)
 				return cli_usage_error("pprof convert", "--level must be 1..12, got '%s'", optarg);
 			break;
 		case 'h': fputs(convert_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("pprof convert", "bad option");
+		default: return cli_bad_option("pprof convert", c, argv);
 		}
 	}
 	if (argc - optind != 2)
@@ -789,7 +789,7 @@ static int pprof_delta(int argc, char **argv)
 	int level = 6, c;
 	const char *outp = "-";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': outp = optarg; break;
 		case 'l':
@@ -798,7 +798,7 @@ static int pprof_delta(int argc, char **argv)
 				return cli_usage_error("pprof delta", "--level must be 1..12, got '%s'", optarg);
 			break;
 		case 'h': fputs(delta_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("pprof delta", "bad option");
+		default: return cli_bad_option("pprof delta", c, argv);
 		}
 	}
 	if (argc - optind != 2)

@@ -395,7 +395,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	long v;
 	struct pd_err err;
 	optind = in_serve ? 0 : 1; /* 0: getopt starts afresh on this other argv */
-	while ((c = getopt_long(argc, argv, "L:n:Al:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":L:n:Al:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_KUBE: sc->kube = true; break;
 		case O_KUBECONFIG:
@@ -570,7 +570,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			fputs(usage_text, stdout);
 			ret = EXIT_OK;
 			goto out;
-		default: cli_usage_error(cmdname, "unknown option"); goto out;
+		default: cli_bad_option(cmdname, c, argv); goto out;
 		}
 	}
 	if (optind < argc) {

@@ -412,7 +412,7 @@ int cmd_serve(int argc, char **argv)
 	int c;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_ADDR: cfg.addr = optarg; break;
 		case O_DIR: dir = optarg; break;
@@ -548,7 +548,7 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'q': cfg.log = NULL; break;
 		case 'h': fputs(usage_text, stdout); return EXIT_OK;
-		default: return cli_usage_error("serve", "unknown option");
+		default: return cli_bad_option("serve", c, argv);
 		}
 	}
 	if (optind < argc)

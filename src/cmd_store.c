@@ -51,12 +51,12 @@ static int store_check(int argc, char **argv)
 	bool quiet = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'q': quiet = true; break;
 		case 'h': cli_help(check_help); return EXIT_OK;
-		default: return cli_usage_error("store check", "bad option");
+		default: return cli_bad_option("store check", c, argv);
 		}
 	}
 	if (optind < argc)

@@ -6,6 +6,7 @@
 #include "version.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -13,13 +14,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef PD_COMMIT
+#define PD_COMMIT ""
+#endif
+#ifndef PD_BUILD_TIME
+#define PD_BUILD_TIME ""
+#endif
+
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	printf("profd %s\n", PD_VERSION);
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc &&
+		    (!strcmp(argv[i + 1], "json") || !strcmp(argv[i + 1], "table"))) {
+			json = !strcmp(argv[++i], "json");
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("Usage: %s version [-o json]\n\nThe version, the commit it was built from and when (UTC).\n",
+			       cli_prog);
+			return EXIT_OK;
+		} else {
+			return cli_usage_error("version", "unexpected argument '%s' (only -o json)", argv[i]);
+		}
+	}
+	if (json)
+		printf("{\"version\":\"%s\",\"commit\":\"%s\",\"build_time\":\"%s\"}\n", PD_VERSION, PD_COMMIT,
+		       PD_BUILD_TIME);
+	else
+		printf("profd %s (commit %s, built %s)\n", PD_VERSION, *PD_COMMIT ? PD_COMMIT : "unknown",
+		       *PD_BUILD_TIME ? PD_BUILD_TIME : "unknown");
 	return EXIT_OK;
 }
+
+static int cmd_completion(int argc, char **argv);
 
 static const struct pd_cmd commands[] = {
 	{"serve", cmd_serve, "run the collector: store profiles, serve profefe's API v0"},
@@ -33,8 +59,52 @@ static const struct pd_cmd commands[] = {
 	{"regressions", cmd_regressions, "which functions got costlier after each rollout, per service and fleet"},
 	{"pprof", cmd_pprof, "local tools on pprof files: merge, top, folded, info, convert"},
 	{"store", cmd_store, "a data directory, offline: check (verify every day file)"},
-	{"version", cmd_version, "print the version"},
+	{"version", cmd_version, "print the version, commit and build time"},
+	{"completion", cmd_completion, "shell completion: eval \"$(profd completion bash)\" (or zsh)"},
+	{"help", NULL, "help about a command: profd help merge"},
 };
+
+/* Completion asks the binary itself: the commands from this table, each
+ * command's flags from its --help (every --flag it prints), subcommands
+ * (get, pprof, store) from their usage lines. One source: the help texts. */
+static int cmd_completion(int argc, char **argv)
+{
+	if (argc != 2 || (strcmp(argv[1], "bash") && strcmp(argv[1], "zsh"))) {
+		if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			printf("Usage: %s completion bash|zsh\n\n"
+			       "A completion script for the shell: commands, subcommands and each command's flags.\n"
+			       "  bash: eval \"$(profd completion bash)\"   (or save it in\n"
+			       "        /etc/bash_completion.d/profd)\n"
+			       "  zsh:  eval \"$(profd completion zsh)\"\n",
+			       cli_prog);
+			return EXIT_OK;
+		}
+		return cli_usage_error("completion", "want bash or zsh");
+	}
+	if (!strcmp(argv[1], "zsh"))
+		printf("autoload -U +X bashcompinit && bashcompinit\n");
+	printf("_profd_complete() {\n"
+	       "  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} bin=${COMP_WORDS[0]}\n"
+	       "  [ \"$bin\" = kubectl ] && { bin=kubectl-profd; cmd=${COMP_WORDS[2]}; }\n"
+	       "  local first=1; [ \"${COMP_WORDS[0]}\" = kubectl ] && first=2\n"
+	       "  if [ \"$COMP_CWORD\" -le \"$first\" ]; then\n"
+	       "    COMPREPLY=($(compgen -W \"");
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		printf("%s%s", i ? " " : "", commands[i].name);
+	printf("\" -- \"$cur\"))\n"
+	       "    return\n"
+	       "  fi\n"
+	       "  local sub=\"\"\n"
+	       "  case $cmd in get|pprof|store) [ \"$COMP_CWORD\" -gt $((first + 1)) ] && sub=${COMP_WORDS[first + 1]} ;; esac\n"
+	       "  if [ -z \"$sub\" ] && [[ $cmd == get || $cmd == pprof || $cmd == store ]] && [[ $cur != -* ]]; then\n"
+	       "    COMPREPLY=($(compgen -W \"$(\"$bin\" \"$cmd\" --help 2>/dev/null | sed -n 's/^  \\([a-z][a-z-]*\\)  .*/\\1/p')\" -- \"$cur\"))\n"
+	       "    return\n"
+	       "  fi\n"
+	       "  COMPREPLY=($(compgen -W \"$(\"$bin\" $cmd $sub --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u)\" -- \"$cur\"))\n"
+	       "}\n"
+	       "complete -o default -F _profd_complete profd kubectl-profd\n");
+	return EXIT_OK;
+}
 
 const char *cli_prog = "profd";
 
@@ -79,6 +149,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	fprintf(stderr, "\nRun '%s %s --help' for usage.\n", cli_prog, cmd);
 	va_end(ap);
 	return EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int opt, char **argv)
+{
+	extern int optind, optopt;
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	char shortopt[3] = {'-', (char)optopt, 0};
+	/* a short option inside a group (-qx) is not argv[optind-1] as such */
+	if (optopt && strncmp(arg, "--", 2))
+		arg = shortopt;
+	if (opt == ':')
+		return cli_usage_error(cmd, "option '%s' needs a value", arg);
+	if (opt == '?')
+		return cli_usage_error(cmd, "unknown option '%s'", arg);
+	return cli_usage_error(cmd, "bad option");
 }
 
 void cli_help(const char *text)
@@ -154,6 +239,16 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *c = argv[1];
+	if (!strcmp(c, "help") && argc > 2) { /* profd help merge = profd merge --help */
+		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+			if (commands[i].run && !strcmp(argv[2], commands[i].name)) {
+				char *args[] = {argv[2], "--help", NULL};
+				return commands[i].run(2, args);
+			}
+		fprintf(stderr, "%s: unknown command '%s'\n\n", cli_prog, argv[2]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
 	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
 		usage(stdout);
 		return EXIT_OK;
@@ -161,7 +256,7 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "--version") || !strcmp(c, "-v"))
 		return cmd_version(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		if (!strcmp(c, commands[i].name))
+		if (commands[i].run && !strcmp(c, commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "%s: unknown command '%s'\n\n", cli_prog, c);
 	usage(stderr);
