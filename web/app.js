@@ -7,18 +7,22 @@ import { flameView, tableView } from './views/explore.js';
 import { diffView } from './views/diff.js';
 import { fleetView } from './views/fleet.js';
 import { profilesView } from './views/profiles.js';
+import { regressionsView } from './views/regressions.js';
 
 const KEYS = ['view', 'query', 'from', 'to', 'si', 'max_nodes', 'n', 'focus', 'search', 'sandwich', 'sort', 'dir', 'filter',
-  'by', 'step', 'base', 'target', 'base_from', 'base_to', 'normalize', 'fn', 'value', 'picked'];
-const DEFAULTS = { view: 'flame', from: 'now-1h', to: 'now' };
+  'by', 'step', 'base', 'target', 'base_from', 'base_to', 'normalize', 'fn', 'value', 'picked', 'id', 'label', 'min_change'];
+const DEFAULTS = { view: 'flame', from: 'now-1h', to: 'now', label: 'version', min_change: '5%' };
 const VIEWS = [
   ['flame', 'Flame graph', 'f', flameView],
   ['table', 'Top table', 't', tableView],
   ['diff', 'Diff', 'd', diffView],
   ['fleet', 'Fleet', 'l', fleetView],
   ['profiles', 'Profiles', 'p', profilesView],
+  ['regressions', 'Regressions', 'g', regressionsView],
 ];
-export const SAMPLE_TYPES = {
+// the sample types of a profile type: the API's (sample_types of the last
+// merge answer of that type), this list only before the first answer
+const SAMPLE_TYPES = {
   cpu: ['samples', 'cpu'], heap: ['alloc_objects', 'alloc_space', 'inuse_objects', 'inuse_space'],
   allocs: ['alloc_objects', 'alloc_space', 'inuse_objects', 'inuse_space'], block: ['contentions', 'delay'],
   mutex: ['contentions', 'delay'], goroutine: ['goroutine'], threadcreate: ['threadcreate'], other: [],
@@ -49,6 +53,7 @@ export function hrefOf(s) {
 
 export function navigate(patch, opts = {}) {
   const s = { ...state, ...patch };
+  if (!('id' in patch) && ('query' in patch || 'from' in patch || 'to' in patch)) s.id = ''; // a new selection: no longer one profile
   const u = hrefOf(s);
   if (opts.replace) history.replaceState(null, '', u); else history.pushState(null, '', u);
   if (opts.silent) { state = readState(); return; }
@@ -136,7 +141,7 @@ function promptToken(msg, refused) {
 }
 
 // ---- help ----
-const SHORTCUTS = [['?', 'this help'], ['f t d l p', 'flame graph, top table, diff, fleet, profiles'], ['/', 'search (flame graph) or filter (tables)'],
+const SHORTCUTS = [['?', 'this help'], ['f t d l p g', 'flame graph, top table, diff, fleet, profiles, regressions'], ['/', 'search (flame graph) or filter (tables)'],
   ['Esc', 'reset zoom, close a dialog'], ['u or Backspace', 'zoom out one frame'], ['s', 'sandwich of the zoomed frame'], ['r', 'reload from the collector'],
   ['m', 'light / dark theme'], ['Alt+← Alt+→', 'back / forward (every view is a URL)']];
 function showHelp() {
@@ -189,7 +194,13 @@ export function cli(args) {
   return ['profd', ...args, '--collector', collectorBase()].map(shQuote).join(' ');
 }
 
+// the selection of the merge views: the profiles named by id, else query and range
+export function selOf(s) {
+  return s.id ? { id: s.id } : { query: s.query, from: s.from, to: s.to };
+}
+
 export function cliMerge(s) {
+  if (s.id) return `# profile ${s.id} as one pprof:\ncurl -sS -o ${shQuote(s.id.split(',')[0] + '.pb.gz')} ${shQuote(new URL(api.url('api/1/merge', { id: s.id }), document.baseURI).href)}`;
   const x = simpleSelection(s.query);
   if (x && x.service !== null) {
     const a = ['merge', '--service', x.service, '--type', x.type, ...timeFlags(s)];
@@ -209,6 +220,29 @@ export function cliTop(s, n) {
   if (n) a.push('-n', String(n));
   if (s.si) a.push('-i', s.si);
   return cli(a);
+}
+
+// ---- sample types ----
+const apiSampleTypes = new Map(); // profile type (or id:ID) -> [{type, unit}] from the API
+const stKey = (s) => (s.id ? 'id:' + s.id : parseSelector(s.query)?.type || '');
+function fillSampleTypes(sel, s) {
+  const type = parseSelector(s.query)?.type || '', si = s.si;
+  const got = apiSampleTypes.get(stKey(s));
+  const names = got ? got.map((t) => t.type) : SAMPLE_TYPES[type] || [];
+  clear(sel);
+  sel.dataset.source = got ? 'api' : 'builtin';
+  sel.appendChild(h('option', { value: '' }, 'default sample'));
+  for (const [i, n] of names.entries()) sel.appendChild(h('option', { value: n, title: got ? got[i].unit : null }, got ? `${n} (${got[i].unit})` : n));
+  if (si && !names.includes(si)) sel.appendChild(h('option', { value: si }, si));
+  sel.value = si;
+}
+// setSampleTypes: the sample_types of a merge answer for the selection S
+export function setSampleTypes(s, list) {
+  if (!Array.isArray(list) || !list.length) return;
+  const k = stKey(s), prev = apiSampleTypes.get(k);
+  apiSampleTypes.set(k, list);
+  const sel = $('si');
+  if (sel && (!prev || JSON.stringify(prev) !== JSON.stringify(list) || sel.dataset.source !== 'api')) fillSampleTypes(sel, s);
 }
 
 // ---- selection bar ----
@@ -241,11 +275,8 @@ function renderSelection(s) {
   }).catch(() => {});
 
   // sample type
-  const sts = SAMPLE_TYPES[type] || [];
-  const siSel = h('select', { id: 'si', 'aria-label': 'sample type', onchange: () => navigate({ si: siSel.value }) },
-    h('option', { value: '' }, 'default sample'), sts.map((t) => h('option', { value: t }, t)));
-  if (s.si && !sts.includes(s.si)) siSel.appendChild(h('option', { value: s.si }, s.si));
-  siSel.value = s.si;
+  const siSel = h('select', { id: 'si', 'aria-label': 'sample type', onchange: () => navigate({ si: siSel.value }) });
+  fillSampleTypes(siSel, s);
 
   // service, with counts and share
   const svcMatch = sel.matchers.filter((m) => m.name === 'service');
@@ -270,6 +301,11 @@ function renderSelection(s) {
 
   // matchers
   const chips = h('span', { class: 'chips', 'data-role': 'matchers' });
+  if (s.id) {
+    chips.appendChild(h('span', { class: 'chip id', 'data-role': 'profile-id', 'data-id': s.id, title: 'the flame graph, top table and profiles show this profile alone (not the selector)' },
+      `profile ${s.id.split(',').join(', ')}`,
+      h('button', { type: 'button', class: 'x', 'data-role': 'clear-id', 'aria-label': 'back to the selection', title: 'back to the selection', onclick: () => navigate({ id: '' }) }, '×')));
+  }
   sel.matchers.forEach((m, i) => {
     if (m.name === 'service' && m.op === '=' && svcMatch.length === 1) return;
     chips.appendChild(h('span', { class: 'chip', 'data-name': m.name },
@@ -329,7 +365,7 @@ function autoStep(s) {
 function renderTimeline(s) {
   const el = $('timeline-host');
   clear(el);
-  const show = ['flame', 'table', 'profiles'].includes(s.view) && parseSelector(s.query)?.type;
+  const show = ['flame', 'table', 'profiles'].includes(s.view) && parseSelector(s.query)?.type && !s.id;
   el.hidden = !show;
   if (!show) return;
   const my = seq;
@@ -403,7 +439,7 @@ async function render() {
   for (const f of cleanups) f();
   cleanups = [];
   updateTabs(s);
-  document.title = `profd · ${VIEWS.find((v) => v[0] === s.view)[1]}${s.query ? ' · ' + s.query : ''}`;
+  document.title = `profd · ${VIEWS.find((v) => v[0] === s.view)[1]}${s.id ? ' · profile ' + s.id : s.query ? ' · ' + s.query : ''}`;
   const main = $('view');
   if (!s.query) {
     loading(main, 'profile types');
@@ -412,7 +448,7 @@ async function render() {
       if (my !== seq) return;
       if (types.length) {
         const t = types.find((x) => x.type === 'cpu') || types[0];
-        navigate({ query: t.type }, { replace: true });
+        navigate({ query: t.type, id: s.id }, { replace: true });
         return;
       }
       renderSelection(s);

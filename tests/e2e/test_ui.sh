@@ -4,16 +4,19 @@
 # `profd serve` holding real profiles.
 #   1. capture real profiles from three goapp workloads (auth, search,
 #      ingest), two captures each, POST them through API v0 as two versions
-#      (version=1.0 and 1.1; heap too);
+#      (version=1.0 and 1.1, five minutes apart: a rollout; heap too);
 #   2. the expected top table: `go tool pprof -top` of Go's merge
 #      (`go tool pprof -proto`) of the six CPU files, raw values;
 #   3. tests/ui/ui_test.mjs: every view loads without a console error or a
 #      failed request; the top table equals go tool pprof's; the flame graph
 #      is drawn, hover, zoom, search, sandwich, "other"; diff colours; the
-#      fleet and its series; profiles (open, download, diff two); a copied
+#      fleet and its series; regressions (= the API's, a row opens its diff);
+#      profiles (open one by id, download, diff two); a copied
 #      URL reproduces the view; back/forward; themes; a phone width;
 #   4. the same server with --tokens: the page asks for a read token, works
-#      with it, and shows the API's message without one or with a bad one.
+#      with it, and shows the API's message without one or with a bad one;
+#   5. the same server with --web-prefix /profd: the page under /profd/ makes
+#      every request under /profd/.
 # Screenshots of every view go to ${UI_SHOTS:-$BUILD/ui-shots} (UI_DOCS=1 also
 # copies them into docs/ui/). Without chromium or npm: one skipped check.
 # Run: BUILD=build bash tests/e2e/test_ui.sh
@@ -111,24 +114,28 @@ done
 cp -r "$C" "$T/cap.used" # what is uploaded and what go tool pprof merges: the same bytes
 C=$T/cap.used
 
-post() { # post FILE SERVICE TYPE LABELS
+post() { # post FILE SERVICE TYPE LABELS CREATED_AT
 	local code
 	code=$(curl -sS -o "$T/post.out" -w '%{http_code}' --data-binary @"$1" \
-		"$BASE/api/0/profiles?service=$2&type=$3&labels=$4")
+		"$BASE/api/0/profiles?service=$2&type=$3&labels=$4&created_at=$5")
 	[ "$code" = 200 ] || { echo "# POST $1 $2 $3: $code $(head -c 300 "$T/post.out")"; return 1; }
 }
+# version 1.0 ten minutes ago, 1.1 five minutes later: a rollout per service
+# (the regressions view), both inside the UI's default range (the last hour)
+now=$(date +%s)
+AT=($((now - 600)) $((now - 300)))
 postfail=
 for w in "${WL[@]}"; do
 	for i in 1 2; do
-		post "$C/$w$i/cpu.pb.gz" "$w" cpu "env=prod,version=1.$((i - 1))" || postfail=1
+		post "$C/$w$i/cpu.pb.gz" "$w" cpu "env=prod,version=1.$((i - 1))" "${AT[i - 1]}" || postfail=1
 	done
 done
-for i in 1 2; do post "$C/auth$i/heap.pb.gz" auth heap "env=prod,version=1.$((i - 1))" || postfail=1; done
+for i in 1 2; do post "$C/auth$i/heap.pb.gz" auth heap "env=prod,version=1.$((i - 1))" "${AT[i - 1]}" || postfail=1; done
 if [ -n "$postfail" ]; then
 	fail "setup: POST" "see above"
 	exit 1
 fi
-ok "setup: POST 6 cpu profiles (auth, search, ingest x version 1.0, 1.1) + 2 heap"
+ok "setup: POST 6 cpu profiles (auth, search, ingest x version 1.0 at now-10m, 1.1 at now-5m) + 2 heap"
 
 # ---- 2. what go tool pprof says ------------------------------------------------------------
 
@@ -174,6 +181,10 @@ stop_serve
 serve --tokens "$T/tokens"
 ok "setup: profd serve --tokens at $BASE"
 run_node tokens "$BASE"
+stop_serve
+serve --web-prefix /profd
+ok "setup: profd serve --web-prefix /profd at $BASE"
+run_node prefix "$BASE"
 stop_serve
 
 if [ "${UI_DOCS:-0}" = 1 ]; then

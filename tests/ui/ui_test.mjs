@@ -1,7 +1,7 @@
 // ui_test.mjs — profd's web UI in a real browser (headless Chromium driven by
 // playwright-core). Run by tests/e2e/test_ui.sh, which starts the collector,
-// posts real profiles and writes the config (argv[2]): {base, phase ("open"
-// or "tokens"), shots, chromium, readToken, expect: {total, rows: [{name,
+// posts real profiles and writes the config (argv[2]): {base, phase ("open",
+// "tokens" or "prefix": the server under --web-prefix /profd), shots, chromium, readToken, expect: {total, rows: [{name,
 // flat, cum}]} (go tool pprof -top of Go's merge)}. Prints one TAP line per
 // check: "ok - ui: NAME" or "not ok - ui: NAME: why". Exit 1 if any failed.
 import { chromium } from 'playwright-core';
@@ -102,10 +102,11 @@ function outermostShare(root, re) { // value of the frames matching RE, each sam
   return v;
 }
 
-const VIEWS = { flame: 'canvas[data-role="flame"]', table: 'table[data-role="top"] tbody tr', diff: 'canvas[data-role="diff-flame"]', fleet: 'table[data-role="fleet"] tbody tr', profiles: 'table[data-role="profiles"] tbody tr' };
+const VIEWS = { flame: 'canvas[data-role="flame"]', table: 'table[data-role="top"] tbody tr', diff: 'canvas[data-role="diff-flame"]', fleet: 'table[data-role="fleet"] tbody tr', profiles: 'table[data-role="profiles"] tbody tr', regressions: 'section[data-role="regress-comparison"]' };
 const exp = cfg.expect;
 
 if (cfg.phase === 'open') await openPhase();
+else if (cfg.phase === 'prefix') await prefixPhase();
 else await tokenPhase();
 await browser.close();
 process.exit(failures ? 1 : 0);
@@ -289,6 +290,13 @@ async function openPhase() {
     const si = await page.$eval('#si', (s) => s.value);
     return (/alloc_space/.test(t) && si === 'alloc_space') || t;
   });
+  await check('sample type selector lists the sample_types of the API\'s merge answer (heap: four, with units)', async () => {
+    const api = await apiGet('api/1/merge', { query: 'heap', format: 'top', n: 1 });
+    await page.waitForFunction(() => document.querySelector('#si').dataset.source === 'api');
+    const opts = await page.$$eval('#si option', (o) => o.filter((x) => x.value).map((x) => [x.value, x.textContent]));
+    const want = (api.sample_types || []).map((t) => [t.type, `${t.type} (${t.unit})`]);
+    return (want.length === 4 && JSON.stringify(opts) === JSON.stringify(want)) || `UI ${JSON.stringify(opts)}, API ${JSON.stringify(want)}`;
+  });
 
   // 4. diff
   const dq = `base=${encodeURIComponent('cpu{version="1.0"}')}&target=${encodeURIComponent('cpu{version="1.1"}')}`;
@@ -346,6 +354,118 @@ async function openPhase() {
     return (fn === api.rows[0].name && n === api.rows[0].services.length && px > 20 && !missing.length) || `fn ${fn}, ${n} services, ${px} coloured pixels, series ${legend}, missing ${missing}`;
   });
 
+  // 5b. regressions
+  // the page's /api/1/regressions request (absolute), and the API's answer to it
+  const regressionsOfPage = async () => {
+    const u = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name).filter((n) => n.includes('/api/1/regressions?')).pop());
+    if (!u) throw new Error('the page made no /api/1/regressions request');
+    const res = await fetch(u);
+    return [new URL(u), (await res.json()).body];
+  };
+  // every cell of the page's tables against the answer; null when equal
+  const sameAsApi = async (api, value) => {
+    const ui = await page.$$eval('section[data-role="regress-comparison"]', (secs) => secs.map((sec) => ({
+      service: sec.dataset.service, from: sec.dataset.from, to: sec.dataset.to,
+      head: sec.querySelector('[data-role="regress-head"]').textContent,
+      rows: [...sec.querySelectorAll('table[data-role="regress-rows"] tbody tr[data-name]')].map((tr) => {
+        const v = (k) => tr.querySelector(`td[data-key="${k}"]`).dataset.value;
+        const n = (k) => (v(k) === '' ? null : Number(v(k)));
+        return { name: v('name'), base: n('base'), target: n('target'), change: n('change'), relative: n('relative'), noise: n('noise'), samples: v('samples'),
+          within: tr.dataset.within === 'true', muted: tr.classList.contains('within-noise'), tag: /within noise/.test(tr.textContent),
+          up: tr.querySelector('td[data-key="change"]').classList.contains('up'), down: tr.querySelector('td[data-key="change"]').classList.contains('down'),
+          relText: tr.querySelector('td[data-key="relative"]').textContent };
+      }),
+    })));
+    const cs = api.comparisons;
+    if (ui.length !== cs.length) return `${ui.length} comparisons shown, the API has ${cs.length}`;
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i], u = ui[i];
+      const at = new Date(c.at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+      if (u.service !== c.service || u.head !== `${c.service}: ${c.from} → ${c.to}, first seen ${at}`) return `comparison ${i}: "${u.head}", API ${c.service} ${c.from} ${c.to} ${c.at}`;
+      if (u.rows.length !== c.rows.length) return `${c.service}: ${u.rows.length} rows, API ${c.rows.length}`;
+      for (let j = 0; j < c.rows.length; j++) {
+        const a = u.rows[j], x = c.rows[j][value];
+        const b = { name: c.rows[j].name, base: x.base, target: x.target, change: x.change, relative: x.relative, noise: x.noise, samples: `${x.base_samples ?? ''}/${x.target_samples ?? ''}` };
+        for (const k of Object.keys(b)) if (a[k] !== b[k]) return `${c.service} row ${j + 1} ${k}: UI ${a[k]}, API ${b[k]}`;
+        if (a.within !== x.within_noise || a.muted !== x.within_noise || a.tag !== x.within_noise) return `${c.service} row ${j + 1} (${b.name}): within noise ${x.within_noise}, UI muted ${a.muted}, tagged ${a.tag}`;
+        if (a.up !== x.change > 0 || a.down !== x.change < 0) return `${c.service} row ${j + 1}: change ${x.change}, coloured up ${a.up} down ${a.down}`;
+        if ((x.relative === null) !== (a.relText === 'new')) return `${c.service} row ${j + 1}: relative ${x.relative} shown "${a.relText}"`;
+      }
+    }
+    const fleet = await page.$$eval('table[data-role="regress-fleet"] tbody tr', (trs) => trs.map((tr) => [tr.querySelector('[data-key=name]').dataset.value, Number(tr.querySelector('[data-key=change]').dataset.value), tr.querySelector('[data-key=services]').dataset.value]));
+    const wf = (api.fleet || []).map((f) => [f.name, f.change, f.services.join(',')]);
+    if (JSON.stringify(fleet) !== JSON.stringify(wf)) return `fleet: UI ${JSON.stringify(fleet.slice(0, 2))}, API ${JSON.stringify(wf.slice(0, 2))} (${fleet.length} vs ${wf.length})`;
+    return null;
+  };
+  let reg = null;
+  await check('regressions: one comparison per rollout (auth, ingest, search: 1.0 → 1.1), the rates\' mode and unit stated', async () => {
+    await page.goto(`${BASE}/?view=regressions&query=cpu`);
+    await page.waitForSelector(VIEWS.regressions);
+    const [u, api] = await regressionsOfPage();
+    reg = api;
+    const mode = await page.$eval('[data-role="regress-mode"]', (e) => e.textContent);
+    const got = api.comparisons.map((c) => `${c.service} ${c.from} ${c.to}`).join(', ');
+    if (got !== 'auth 1.0 1.1, ingest 1.0 1.1, search 1.0 1.1') return 'API comparisons: ' + got;
+    if (u.searchParams.get('label') !== 'version' || u.searchParams.get('min_change') !== '5%' || u.searchParams.get('query') !== 'cpu') return 'request ' + u;
+    return (mode.includes(api.rate_unit) && mode.includes(api.mode) && api.rate_unit === 'share of CPU time') || `mode "${mode}", API ${api.rate_unit} / ${api.mode}`;
+  });
+  await check('regressions: every table cell (rates, change, relative, noise, samples, within noise, colour) and the fleet table equal the API\'s JSON for the same URL', async () => {
+    const [, api] = await regressionsOfPage();
+    const n = api.comparisons.reduce((a, c) => a + c.rows.length, 0);
+    if (!n) return 'no rows in any comparison';
+    return (await sameAsApi(api, 'flat')) || true;
+  });
+  await check('regressions: rank by cum and min change "any" go into the URL and the tables follow', async () => {
+    await page.selectOption('[data-role="regress-value"]', 'cum');
+    await page.waitForFunction(() => /value=cum/.test(location.search));
+    await page.waitForSelector(VIEWS.regressions);
+    await page.selectOption('[data-role="regress-min"]', '0');
+    await page.waitForFunction(() => /min_change=0/.test(location.search));
+    await page.waitForSelector('[data-role="regress-min"]');
+    await page.waitForFunction(() => document.querySelector('[data-role="regress-min"]').value === '0');
+    const [u, api] = await regressionsOfPage();
+    if (u.searchParams.get('value') !== 'cum' || u.searchParams.get('min_change') !== '0') return 'request ' + u;
+    const rows = (x) => x.comparisons.reduce((a, c) => a + c.rows.length, 0);
+    if (rows(api) < rows(reg)) return `min_change=0: ${rows(api)} rows, 5%: ${rows(reg)}`;
+    return (await sameAsApi(api, 'cum')) || true;
+  });
+  await check('regressions: clicking a row opens the diff of that service\'s two versions (URL base/target, diff drawn)', async () => {
+    await page.goto(`${BASE}/?view=regressions&query=cpu&min_change=0`);
+    await page.waitForSelector(VIEWS.regressions);
+    const sec = await page.$('section[data-role="regress-comparison"][data-service="search"]');
+    const tr = await sec.$('table[data-role="regress-rows"] tbody tr[data-name]');
+    const name = await tr.getAttribute('data-name');
+    await tr.click();
+    await waitCanvas(page, 'diff-flame');
+    const u = new URL(page.url()).searchParams;
+    if (u.get('view') !== 'diff' || u.get('base') !== 'cpu{service="search", version="1.0"}' || u.get('target') !== 'cpu{service="search", version="1.1"}') return page.url();
+    const px = await pixels(page, 'canvas[data-role="diff-flame"]');
+    const summary = await page.$eval('[data-role="diff-summary"]', (e) => e.textContent);
+    const hl = await page.$eval('[data-role="diff-search"]', (e) => e.textContent);
+    return (px.fg > px.total * 0.02 && /base: 1 profiles/.test(summary) && /target: 1 profiles/.test(summary) && hl.includes(name.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&'))) || `${px.fg} of ${px.total} pixels, "${summary}", "${hl}"`;
+  });
+  await check('regressions: a comparison\'s header opens its diff too', async () => {
+    await page.goBack();
+    await page.waitForSelector(VIEWS.regressions);
+    await page.click('section[data-role="regress-comparison"][data-service="auth"] [data-role="regress-head"]');
+    await waitCanvas(page, 'diff-flame');
+    const u = new URL(page.url()).searchParams;
+    return (u.get('base') === 'cpu{service="auth", version="1.0"}' && u.get('target') === 'cpu{service="auth", version="1.1"}' && !u.get('search')) || page.url();
+  });
+  await check('regressions: no rollout of the label (env has one value) says so', async () => {
+    await page.goto(`${BASE}/?view=regressions&query=cpu&label=env`);
+    await page.waitForSelector('[data-role="regress-empty"]');
+    const t = await page.$eval('[data-role="regress-empty"]', (e) => e.textContent);
+    const label = await page.$eval('[data-role="regress-label"]', (e) => e.value);
+    return (t.includes('no rollout of label env in the range: no service has two values of it') && label === 'env') || t;
+  });
+  await check('regressions: an API error is shown as the other views show it', async () => {
+    await page.goto(`${BASE}/?view=regressions&query=${encodeURIComponent('{service="auth"}')}`);
+    await page.waitForSelector('main .error[data-status="400"]');
+    page.problems.splice(0);
+    return true;
+  });
+
   // 6. profiles
   await check('profiles: the 6 cpu profiles listed, one downloads as the stored pprof', async () => {
     await page.goto(`${BASE}/?view=profiles&query=cpu`);
@@ -359,13 +479,34 @@ async function openPhase() {
     const want = Buffer.from(await (await fetch(`${BASE}/api/0/profiles/${id}`)).arrayBuffer());
     return (got.equals(want) && got[0] === 0x1f && got[1] === 0x8b) || `downloaded ${got.length} bytes, API ${want.length}`;
   });
-  await check('profiles: open one as a flame graph of that profile alone', async () => {
+  await check('profiles: each profile\'s size (bytes, formatted) is a column', async () => {
+    const api = await apiGet('api/1/profiles', { query: 'cpu{service="auth"}' });
     await page.goto(`${BASE}/?view=profiles&query=${encodeURIComponent('cpu{service="auth"}')}`);
     await page.waitForSelector(VIEWS.profiles);
+    const got = await page.$$eval('table[data-role="profiles"] tbody tr', (trs) => trs.map((tr) => [tr.querySelector('td[data-key=id]').dataset.value, Number(tr.querySelector('td[data-key=size]').dataset.value), tr.querySelector('td[data-key=size]').textContent]));
+    const want = api.map((p) => [p.id, p.size]);
+    return (JSON.stringify(got.map((g) => g.slice(0, 2))) === JSON.stringify(want) && got.every((g) => /^[0-9.]+(B|kB|MB)$/.test(g[2])) && want.every((w) => w[1] > 0)) || `UI ${JSON.stringify(got)}, API ${JSON.stringify(want)}`;
+  });
+  await check('profiles: open one by id: id= in the URL and the merge, "profile ID" in the selection bar, flame total = /api/1/merge?id=&format=top', async () => {
+    await page.goto(`${BASE}/?view=profiles&query=${encodeURIComponent('cpu{service="auth"}')}`);
+    await page.waitForSelector(VIEWS.profiles);
+    const id = await page.$eval('table[data-role="profiles"] tbody tr:first-child td[data-key=id]', (td) => td.dataset.value);
     await page.click('table[data-role="profiles"] tbody tr:first-child [data-role="open-profile"]');
     await waitCanvas(page, 'flame');
-    const info = await page.$eval('[data-role="flame-info"]', (e) => e.textContent);
-    return /· 1 profile ·/.test(info) || info;
+    const api = await apiGet('api/1/merge', { id, format: 'top', n: 1 });
+    const info = await page.$eval('[data-role="flame-info"]', (e) => ({ text: e.textContent, total: Number(e.dataset.total), profiles: Number(e.dataset.profiles) }));
+    const chip = await page.$eval('[data-role="profile-id"]', (e) => e.textContent);
+    const merges = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name).filter((n) => n.includes('/api/1/merge?')));
+    const u = new URL(page.url()).searchParams;
+    if (u.get('id') !== id || !chip.includes('profile ' + id)) return `URL id ${u.get('id')}, chip "${chip}" (want ${id})`;
+    if (!merges.length || !merges.every((m) => new URL(m).searchParams.get('id') === id && !new URL(m).searchParams.get('query'))) return 'merges: ' + merges.join(' ');
+    if (api.profiles !== 1 || info.profiles !== 1 || !/· 1 profile ·/.test(info.text)) return `${info.text} (API: ${api.profiles} profiles)`;
+    return info.total === api.total || `flame total ${info.total}, API ${api.total}`;
+  });
+  await check('profiles: clearing the profile id goes back to the whole selection', async () => {
+    await page.click('[data-role="clear-id"]');
+    await page.waitForFunction(() => !new URLSearchParams(location.search).get('id') && document.querySelector('[data-role="flame-info"]')?.dataset.profiles === '2');
+    return (await page.$('[data-role="profile-id"]')) === null || 'chip still shown';
   });
   await check('profiles: pick two and diff them', async () => {
     await page.goto(`${BASE}/?view=profiles&query=${encodeURIComponent('cpu{service="auth"}')}`);
@@ -477,6 +618,8 @@ async function openPhase() {
     await page.waitForSelector('#help-dialog', { state: 'detached' });
     await page.keyboard.press('t');
     await page.waitForSelector(VIEWS.table);
+    await page.keyboard.press('g');
+    await page.waitForSelector(VIEWS.regressions);
     return n >= 6 || `${n} shortcuts`;
   });
   await check('theme toggle: dark theme, the flame graph redrawn on a dark background', async () => {
@@ -554,7 +697,7 @@ async function tokenPhase() {
     await page.fill('#token-input', cfg.readToken);
     await page.press('#token-input', 'Enter');
     await waitCanvas(page, 'flame');
-    for (const v of ['table', 'fleet', 'profiles', 'diff']) {
+    for (const v of ['table', 'fleet', 'profiles', 'regressions', 'diff']) {
       await page.click(`#tabs [data-view="${v}"]`);
       await page.waitForSelector(VIEWS[v]);
     }
@@ -573,4 +716,47 @@ async function tokenPhase() {
     return (got[0] === 0x1f && got[1] === 0x8b) || `${got.length} bytes: ${got.slice(0, 60)}`;
   });
   await check('tokens: no console error or failed request but the 401s asked for', async () => problems(page) || true);
+}
+
+async function prefixPhase() {
+  const P = BASE + '/profd/';
+  const page = await open();
+  const reqs = [];
+  page.on('request', (r) => { if (!/^(data|blob):/.test(r.url())) reqs.push(r.url()); });
+  const outside = () => reqs.filter((u) => !u.startsWith(P));
+  await check('prefix: GET /profd is a redirect to /profd/ (query kept)', async () => {
+    const res = await fetch(`${BASE}/profd?query=cpu`, { redirect: 'manual' });
+    const loc = res.headers.get('location') || '';
+    return ([301, 302, 307, 308].includes(res.status) && new URL(loc, BASE).href === `${P}?query=cpu`) || `${res.status} ${loc}`;
+  });
+  await check('prefix: the flame graph under /profd/ loads without a console error or failed request, every request under /profd/', async () => {
+    await page.goto(`${P}?query=cpu`);
+    await waitCanvas(page, 'flame');
+    await page.waitForLoadState('networkidle');
+    const base = await page.evaluate(() => document.baseURI);
+    if (base !== P) return 'baseURI ' + base;
+    if (!reqs.some((u) => u.startsWith(P + 'api/1/merge?'))) return 'no merge request under /profd/: ' + reqs.slice(0, 5).join(' ');
+    return problems(page) || (outside().length ? 'outside /profd/: ' + outside().join(' ') : true);
+  });
+  await check('prefix: the copied go tool pprof URL is under /profd/api/1/merge and answers a pprof', async () => {
+    await page.click('[data-role="copy-pprof"]');
+    const t = await page.$eval('#copied', (i) => i.value);
+    const m = /^go tool pprof -http=: '([^']+)'$/.exec(t);
+    if (!m || !m[1].startsWith(P + 'api/1/merge?')) return t;
+    const res = await fetch(m[1]);
+    const b = Buffer.from(await res.arrayBuffer());
+    return (res.status === 200 && b[0] === 0x1f && b[1] === 0x8b) || `${res.status}`;
+  });
+  await check('prefix: the tabs, the regressions view and a profile opened by id stay under /profd/', async () => {
+    await page.click('#tabs [data-view="regressions"]');
+    await page.waitForSelector(VIEWS.regressions);
+    await page.click('#tabs [data-view="profiles"]');
+    await page.waitForSelector(VIEWS.profiles);
+    await page.click('table[data-role="profiles"] tbody tr:first-child [data-role="open-profile"]');
+    await waitCanvas(page, 'flame');
+    await page.waitForLoadState('networkidle');
+    const path = await page.evaluate(() => location.pathname);
+    if (path !== '/profd/' || !new URL(page.url()).searchParams.get('id')) return page.url();
+    return problems(page) || (outside().length ? 'outside /profd/: ' + outside().join(' ') : true);
+  });
 }

@@ -97,6 +97,11 @@ export async function diffView(ctx) {
   ctx.onCleanup(() => fl.destroy());
   fl.set(L, { unit: fg.unit, baseTotal: fg.root.base || (top.total || 0), maxNodes: s.max_nodes || 1000 });
   window.profdFlame = fl;
+  if (s.search) {
+    fl.setSearch(s.search);
+    legend.appendChild(h('span', { class: 'small', 'data-role': 'diff-search' }, ` · highlighted: ${s.search} `,
+      h('button', { type: 'button', class: 'link', onclick: () => ctx.navigate({ search: '' }) }, 'clear')));
+  }
   if (top instanceof Error) { ctx.showError(tableHost, top, 'Diff table'); return; }
   const u = top.unit;
   new Table(tableHost, {

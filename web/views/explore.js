@@ -4,7 +4,7 @@ import { h, clear, fmtValue, fmtPct, reEscape, debounce } from '../util.js';
 import * as api from '../api.js';
 import { Flame, layout, pathOf, findPath, sandwich } from '../flame.js';
 import { Table } from '../table.js';
-import { cliMerge, cliTop } from '../app.js';
+import { cliMerge, cliTop, selOf, setSampleTypes } from '../app.js';
 
 const layouts = new WeakMap();
 export function layoutOf(data, diff) {
@@ -15,9 +15,9 @@ export function layoutOf(data, diff) {
 
 function mergeActions(ctx, extra) {
   const s = ctx.state;
-  const sel = { query: s.query, from: s.from, to: s.to };
+  const sel = selOf(s);
   ctx.setActions({
-    download: { path: 'api/1/merge', params: sel, name: 'profile.pb.gz' },
+    download: { path: 'api/1/merge', params: sel, name: s.id ? s.id.split(',')[0] + '.pb.gz' : 'profile.pb.gz' },
     pprof: { path: 'api/1/merge', params: sel },
     cli: extra || (() => cliMerge(s)),
   });
@@ -50,13 +50,14 @@ export async function flameView(ctx) {
   mergeActions(ctx);
   const maxNodes = s.max_nodes || '1000';
   loading(ctx, 'flame graph');
-  const data = await api.get('api/1/merge', { query: s.query, from: s.from, to: s.to, si: s.si, format: 'flamegraph', max_nodes: maxNodes });
+  const data = await api.get('api/1/merge', { ...selOf(s), si: s.si, format: 'flamegraph', max_nodes: maxNodes });
   if (!ctx.live()) return;
+  setSampleTypes(s, data.sample_types);
   clear(main);
   const L = layoutOf(data, false);
   const search = h('input', { type: 'search', class: 'search', 'data-role': 'search', placeholder: 'search functions (regex)', value: s.search, 'aria-label': 'search functions' });
   const found = h('span', { class: 'found', 'data-role': 'search-result', 'aria-live': 'polite' });
-  const info = h('div', { class: 'muted small', 'data-role': 'flame-info' }, flameSummary(data));
+  const info = h('div', { class: 'muted small', 'data-role': 'flame-info', 'data-total': data.total, 'data-profiles': data.profiles }, flameSummary(data));
   if (data.truncated) {
     const more = Math.min(100000, Math.max(data.frames, Number(maxNodes) * 4));
     info.appendChild(h('span', {}, ` · ${data.nodes} of ${data.frames} frames shown (the smallest folded into "other") `,
@@ -130,7 +131,7 @@ export async function flameView(ctx) {
   if (s.search) doSearch(s.search);
 
   // linked top table
-  const top = await api.get('api/1/merge', { query: s.query, from: s.from, to: s.to, si: s.si, format: 'top', n: 50 }).catch((e) => e);
+  const top = await api.get('api/1/merge', { ...selOf(s), si: s.si, format: 'top', n: 50 }).catch((e) => e);
   if (!ctx.live()) return;
   if (top instanceof Error) { ctx.showError(tableHost, top, 'Top table'); return; }
   tableHost.appendChild(h('div', { class: 'row head' }, h('strong', {}, 'Top functions'),
@@ -148,10 +149,11 @@ function loading(ctx, what) { ctx.loading(ctx.main, what); }
 export async function tableView(ctx) {
   const s = ctx.state, main = ctx.main;
   const n = s.n || '1000';
-  mergeActions(ctx, () => cliTop(s, Number(n)));
+  mergeActions(ctx, s.id ? null : () => cliTop(s, Number(n)));
   loading(ctx, 'top table');
-  const top = await api.get('api/1/merge', { query: s.query, from: s.from, to: s.to, si: s.si, format: 'top', n, value: s.value });
+  const top = await api.get('api/1/merge', { ...selOf(s), si: s.si, format: 'top', n, value: s.value });
   if (!ctx.live()) return;
+  setSampleTypes(s, top.sample_types);
   clear(main);
   const nSel = h('select', { 'aria-label': 'rows', onchange: () => ctx.navigate({ n: nSel.value }) },
     ['100', '1000', '10000', '100000'].map((v) => h('option', { value: v }, v + ' rows')));

@@ -1,12 +1,12 @@
 // views/profiles.js — the individual profiles of the selection
 // (/api/1/profiles): open one as a flame graph, download it, pick two to diff.
-import { h, clear, quote, fmtTime, toUnix } from '../util.js';
+import { h, clear, quote, fmtTime, toUnix, parseSelector, withType } from '../util.js';
 import * as api from '../api.js';
 import { Table } from '../table.js';
-import { cli, simpleSelection } from '../app.js';
+import { cli, simpleSelection, selOf } from '../app.js';
 
 // the selector and window that select profile P alone (its type, service,
-// labels and second): API v1 has no id matcher
+// labels and second): for /api/1/diff, whose id parameter would name both sides
 export function profileSelection(p) {
   const m = [`service=${quote(p.service)}`, ...(p.labels || []).map((l) => `${/^[A-Za-z_][A-Za-z0-9_.:/-]*$/.test(l.key) ? l.key : quote(l.key)}=${quote(l.value)}`)];
   const to = p.created_at.replace(/(\.\d+)?Z$/, '.999999999Z');
@@ -25,10 +25,10 @@ export async function profilesView(ctx) {
     if (x && x.labels.length) a.push('-l', x.labels.join(','));
     return cli(a);
   };
-  const sel = { query: s.query, from: s.from, to: s.to };
+  const sel = selOf(s);
   ctx.setActions({ download: { path: 'api/1/merge', params: sel, name: 'profiles.pb.gz' }, pprof: { path: 'api/1/merge', params: sel }, cli: listCli });
   ctx.loading(main, 'profiles');
-  const list = await api.get('api/1/profiles', { query: s.query, from: s.from, to: s.to });
+  const list = await api.get('api/1/profiles', sel);
   if (!ctx.live()) return;
   clear(main);
   const picked = new Set((s.picked || '').split(',').filter(Boolean));
@@ -55,7 +55,10 @@ export async function profilesView(ctx) {
       { key: 'id', label: 'id', kind: 'text' },
     ].filter(Boolean),
     actions: [
-      (p) => h('button', { type: 'button', class: 'link', 'data-role': 'open-profile', onclick: () => { const q = profileSelection(p); ctx.navigate({ view: 'flame', ...q, focus: '', search: '', sandwich: '' }); } }, 'open'),
+      (p) => h('button', { type: 'button', class: 'link', 'data-role': 'open-profile', title: 'the flame graph of this profile alone', onclick: () => {
+        const query = parseSelector(s.query)?.type === p.type ? s.query : withType(s.query, p.type);
+        ctx.navigate({ view: 'flame', id: p.id, query, si: p.type === parseSelector(s.query)?.type ? s.si : '', focus: '', search: '', sandwich: '' });
+      } }, 'open'),
       (p) => h('button', { type: 'button', class: 'link', 'data-role': 'download-profile', onclick: async () => {
         try { const r = await api.download('api/0/profiles/' + p.id, null, `${p.service}-${p.type}-${p.id}.pb.gz`); ctx.toast(`Saved ${r.name}`); } catch (e) { ctx.toast('Download failed: ' + e.message, 'bad'); }
       } }, 'download'),
