@@ -1,5 +1,6 @@
 /*
- * cmd_store.c — `profd store check`: verify a data directory offline
+ * cmd_store.c — `profd store check`: verify a data directory offline;
+ * `backup` and `restore` (lib/store/backup.c)
  * (lib/store/check.c does the work): one line per damaged thing, a
  * summary, exit 1 naming the damaged files, 0 when everything is clean.
  */
@@ -80,8 +81,132 @@ static int store_check(int argc, char **argv)
 	return EXIT_INPUT;
 }
 
+static const char backup_help[] =
+	"Usage: profd store backup [--data-dir DIR] OUT\n"
+	"\n"
+	"Copy every day file of a data directory into OUT (a new or empty directory,\n"
+	"made mode 700) with SQLite's online backup API: safe while the collector\n"
+	"runs and writes (each day is copied as of one commit: an upload is in the\n"
+	"backup whole or not at all; one acknowledged before the backup started is in\n"
+	"it). Each copy is synced and renamed into place, then the backup is verified\n"
+	"as `profd store check` verifies. OUT gets a BACKUP note saying what it is.\n"
+	"\n"
+	"Options:\n"
+	"      --data-dir DIR  the data directory (default ./profd-data)\n"
+	"  -q, --quiet         no line per file\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Examples:\n"
+	"  profd store backup --data-dir /var/lib/profd /backup/profd-$(date +%F)\n"
+	"  kubectl exec deploy/profd -- profd store backup --data-dir /data /data/backup-1\n"
+	"\n"
+	"The ClickHouse store is backed up with ClickHouse's own tools: docs/scale-out.md.\n"
+	"\n"
+	"Exit codes: 0 backed up and verified, 1 a file could not be copied or the\n"
+	"copy does not verify (named), 2 usage error (OUT not empty).\n";
+
+static const char restore_help[] =
+	"Usage: profd store restore [--data-dir DIR] [--force] BACKUP\n"
+	"\n"
+	"Put the day files of a backup (profd store backup) into a data directory\n"
+	"(made if missing), after verifying the backup. A day the directory already\n"
+	"has is not replaced unless --force (it would lose that day's profiles since\n"
+	"the backup): move it away first, or restore into a new directory and point\n"
+	"the collector at it. Stop the collector first.\n"
+	"\n"
+	"Options:\n"
+	"      --data-dir DIR  the data directory (default ./profd-data)\n"
+	"      --force         replace the days the directory has\n"
+	"  -q, --quiet         no line per file\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Exit codes: 0 restored, 1 the backup is damaged or a file could not be\n"
+	"copied, 2 usage error (a day exists without --force).\n";
+
+static void copied(void *ctx, const char *file, size_t bytes)
+{
+	if (!*(bool *)ctx)
+		printf("%s: %zu bytes\n", file, bytes);
+}
+
+static void report_quiet(void *ctx, const char *file, const char *what)
+{
+	(void)ctx;
+	fprintf(stderr, "%s: %s\n", file, what);
+}
+
+/* backup (restore = false) or restore */
+static int store_copy(int argc, char **argv, bool restore)
+{
+	static const struct option opts[] = {{"data-dir", required_argument, 0, 'd'},
+					     {"force", no_argument, 0, 'f'},
+					     {"quiet", no_argument, 0, 'q'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	const char *name = restore ? "store restore" : "store backup";
+	const char *dir = "./profd-data";
+	bool quiet = false, force = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'q': quiet = true; break;
+		case 'f':
+			if (!restore)
+				return cli_usage_error(name, "--force is for restore");
+			force = true;
+			break;
+		case 'h': cli_help(restore ? restore_help : backup_help); return EXIT_OK;
+		default: return cli_bad_option(name, c, argv);
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error(name, optind < argc ? "one %s directory, got more" : "the %s directory is missing",
+				       restore ? "BACKUP" : "OUT");
+	const char *other = argv[optind];
+	struct pd_err err;
+	struct pd_store_copy sum;
+	struct pd_store_check chk;
+	if (restore) { /* a damaged backup is not put in place */
+		if (pd_store_check_dir(other, report_quiet, NULL, &chk, &err)) {
+			cli_cmd_error(name, "%s", err.msg);
+			return EXIT_INPUT;
+		}
+		if (chk.damaged_files) {
+			cli_cmd_error(name, "%s: %zu of its %zu day files are damaged (named above): nothing restored", other,
+				      chk.damaged_files, chk.files);
+			return EXIT_INPUT;
+		}
+	}
+	int rc = restore ? pd_store_restore_dir(other, dir, force, copied, &quiet, &sum, &err)
+			 : pd_store_backup_dir(dir, other, copied, &quiet, &sum, &err);
+	if (rc) {
+		cli_cmd_error(name, "%s", err.msg);
+		return rc == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
+	}
+	if (!restore) { /* verified as check verifies */
+		if (pd_store_check_dir(other, report_quiet, NULL, &chk, &err)) {
+			cli_cmd_error(name, "%s", err.msg);
+			return EXIT_INPUT;
+		}
+		if (chk.damaged_files) {
+			cli_cmd_error(name, "%s: %zu day files of the copy do not verify (named above)", other, chk.damaged_files);
+			return EXIT_INPUT;
+		}
+	}
+	printf("%s %zu day files (%zu bytes, %zu profiles) %s %s%s\n", restore ? "restored" : "backed up", sum.files,
+	       sum.bytes, chk.profiles, restore ? "into" : "to", restore ? dir : other, restore ? "" : ": verified");
+	return EXIT_OK;
+}
+
+static int store_backup(int argc, char **argv) { return store_copy(argc, argv, false); }
+static int store_restore(int argc, char **argv) { return store_copy(argc, argv, true); }
+
 static const struct pd_cmd subcommands[] = {
 	{"check", store_check, "verify every day file of a data directory (checksums, SQLite integrity)"},
+	{"backup", store_backup, "copy a data directory's day files, consistent while the collector runs"},
+	{"restore", store_restore, "put a backup's day files into a data directory"},
 };
 
 static void store_usage(FILE *f)

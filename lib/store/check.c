@@ -176,32 +176,16 @@ out:
 	sqlite3_close(db);
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *file, const char *what), void *ctx,
 		       struct pd_store_check *out, struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
-	DIR *d = opendir(dir);
-	if (!d)
-		return pd_errf(err, PD_EIO, "store: %s: %s", dir, strerror(errno));
 	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t l = strlen(e->d_name);
-		if (strncmp(e->d_name, "profd-", 6) || l < 9 || strcmp(e->d_name + l - 3, ".db"))
-			continue;
-		if (pd_grow((void **)&names, &cap, n + 1, sizeof *names) || !(names[n] = strdup(e->d_name))) {
-			rc = pd_errf(err, PD_ENOMEM, "out of memory");
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	if (n)
-		qsort(names, n, sizeof *names, cmp_name);
+	size_t n = 0;
+	int rc = pd_store_day_files(dir, &names, &n, err);
+	if (rc)
+		return rc;
 	struct chk c = {report, ctx, NULL, out, 0, ZSTD_createDCtx()};
 	if (!rc && !c.dctx)
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
@@ -216,8 +200,6 @@ int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *fi
 			out->damaged_files++;
 	}
 	ZSTD_freeDCtx(c.dctx);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	pd_store_names_free(names, n);
 	return rc;
 }

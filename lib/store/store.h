@@ -269,6 +269,27 @@ struct pd_store_check {
 int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *file, const char *what), void *ctx,
 		       struct pd_store_check *out, struct pd_err *err) PD_WUR;
 
+/* The day files of a data directory (profd-YYYYMMDD.db), sorted; free with
+ * pd_store_names_free. */
+int pd_store_day_files(const char *dir, char ***names, size_t *n, struct pd_err *err) PD_WUR;
+void pd_store_names_free(char **names, size_t n);
+
+/* Backups (`profd store backup` / `restore`, lib/store/backup.c): every day
+ * file copied with SQLite's online backup API (a consistent snapshot of
+ * each day, also while a collector writes it), synced, renamed in place.
+ * backup: dst must be new or empty (made 0700), a BACKUP note is written.
+ * restore: into dst (made if missing); a day file dst already has is a
+ * PD_EUSAGE naming it unless force (then replaced, its -wal/-shm removed);
+ * the collector must be stopped. fn (may be NULL) is called per file. */
+struct pd_store_copy {
+	size_t files, bytes;
+};
+typedef void (*pd_store_copied_fn)(void *ctx, const char *file, size_t bytes);
+int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn, void *ctx,
+			struct pd_store_copy *out, struct pd_err *err) PD_WUR;
+int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_store_copied_fn fn, void *ctx,
+			 struct pd_store_copy *out, struct pd_err *err) PD_WUR;
+
 /* Thin wrappers over the ops. */
 static inline int pd_store_ingest(struct pd_store *s, const struct pd_ingest *in, const uint8_t *data, size_t len,
 				  struct pd_profile_meta *out, struct pd_err *err)
