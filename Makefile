@@ -7,8 +7,8 @@
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
-#   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd and
-#                        bash completion
+#   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, bash
+#                        completion, the systemd unit, LICENSE and docs
 
 CC      ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
@@ -207,10 +207,15 @@ install: all
 	ln -sfn profd $(DESTDIR)$(PREFIX)/bin/kubectl-profd
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	$(BUILD)/profd completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/doc/profd
+	sed 's|/usr/local|$(PREFIX)|g' deploy/systemd/profd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	install -m 0644 LICENSE README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/profd/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/kubectl-profd $(DESTDIR)$(PREFIX)/bin/profd \
-	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd
+	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd \
+	      $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/profd
 
 # make krew [KREW_URL=https://.../v0.1.0]: the krew archive of this build
 # ($(BUILD)/krew/profd_linux_<arch>.tar.gz) and its manifest
