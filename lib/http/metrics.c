@@ -6,21 +6,52 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <dirent.h>
 #include <time.h>
 
 static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      "allocs",       "block",
-							  "mutex", "goroutine", "threadcreate", "other"};
-static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty",
-						   "too_large",   "too_old",   "internal", "busy"};
-static const char *const route_names[PD_RT_N] = {"post_profile", "list",    "get",    "merge",   "delete",
-						 "services",     "version", "health", "metrics", "api1", "ui",
-						 "other"};
+                                                          "mutex", "goroutine", "threadcreate", "other"};
+static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty", "too_large",
+                                                   "too_old",     "internal",  "busy"};
+static const char *const route_names[PD_RT_N] = {
+    "post_profile", "list",        "get",       "merge",         "delete",           "services", "version",
+    "health",       "metrics",     "api1",      "api1_profiles", "api1_merge",       "api1_top", "api1_labels",
+    "api1_types",   "api1_series", "api1_diff", "api1_rollouts", "api1_regressions", "ui",       "other"};
+static const double req_buckets[PD_METRICS_NREQ_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                            0.25,  0.5,    1,     2.5,  5,     10,   30};
 static const int code_values[PD_METRICS_NCODES - 2] = {200, 400, 404, 405, 408, 413, 500, 503};
 /* merge latency buckets, seconds */
 static const double buckets[PD_METRICS_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-						    1,     2.5,  5,     10,   30,  60,  120};
+                                                    1,     2.5,  5,     10,   30,  60,   120};
 
-const char *pd_route_name(int route) { return route >= 0 && route < PD_RT_N ? route_names[route] : "other"; }
+const char *pd_route_name(int route)
+{
+	return route >= 0 && route < PD_RT_N ? route_names[route] : "other";
+}
+
+int pd_route_api1(const char *path)
+{
+	static const struct {
+		const char *name;
+		int route;
+	} t[] = {{"profiles", PD_RT_API1_PROFILES},
+	         {"merge", PD_RT_API1_MERGE},
+	         {"top", PD_RT_API1_TOP},
+	         {"labels", PD_RT_API1_LABELS},
+	         {"types", PD_RT_API1_TYPES},
+	         {"series", PD_RT_API1_SERIES},
+	         {"diff", PD_RT_API1_DIFF},
+	         {"rollouts", PD_RT_API1_ROLLOUTS},
+	         {"regressions", PD_RT_API1_REGRESSIONS}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		size_t n = strlen(t[i].name);
+		if (!strncmp(path, t[i].name, n) && (!path[n] || (path[n] == '/' && t[i].route == PD_RT_API1_LABELS)))
+			return t[i].route;
+	}
+	return PD_RT_API1;
+}
 
 void pd_metrics_init(struct pd_metrics *m)
 {
@@ -52,7 +83,7 @@ void pd_metrics_merge(struct pd_metrics *m, size_t nprofiles, int64_t ns)
 	atomic_fetch_add(&m->merge_bucket[b], 1);
 }
 
-void pd_metrics_request(struct pd_metrics *m, int route, int status)
+void pd_metrics_request(struct pd_metrics *m, int route, int status, int64_t ns)
 {
 	int c = status >= 500 ? PD_METRICS_NCODES - 1 : PD_METRICS_NCODES - 2;
 	for (int i = 0; i < PD_METRICS_NCODES - 2; i++)
@@ -61,6 +92,12 @@ void pd_metrics_request(struct pd_metrics *m, int route, int status)
 	if (route < 0 || route >= PD_RT_N)
 		route = PD_RT_OTHER;
 	atomic_fetch_add(&m->requests[route][c], 1);
+	double sec = (double)(ns > 0 ? ns : 0) / 1e9;
+	int b = 0;
+	while (b < PD_METRICS_NREQ_BUCKETS && sec > req_buckets[b])
+		b++;
+	atomic_fetch_add(&m->req_bucket[route][b], 1);
+	atomic_fetch_add(&m->req_ns_sum[route], (uint64_t)(ns > 0 ? ns : 0));
 }
 
 struct out {
@@ -83,6 +120,48 @@ static void put(struct out *o, const char *fmt, ...)
 static void head(struct out *o, const char *name, const char *type, const char *help)
 {
 	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* process_* as Prometheus' client libraries export them, from /proc. */
+static void process_metrics(struct out *o, const struct pd_metrics *m)
+{
+	FILE *f = fopen("/proc/self/stat", "r");
+	char buf[1024];
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* the command may hold spaces: fields after its ')' */
+	unsigned long long utime = 0, stime = 0, vsize = 0;
+	long long rss = 0;
+	if (p &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %llu %lld",
+	           &utime, &stime, &vsize, &rss) == 4) {
+		double tick = (double)sysconf(_SC_CLK_TCK);
+		head(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+		put(o, "process_cpu_seconds_total %.2f\n", (double)(utime + stime) / (tick > 0 ? tick : 100));
+		head(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+		put(o, "process_virtual_memory_bytes %llu\n", vsize);
+		head(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+		put(o, "process_resident_memory_bytes %lld\n", rss * (long long)sysconf(_SC_PAGESIZE));
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		long fds = -1; /* the directory's own descriptor is not counted */
+		struct dirent *e;
+		while ((e = readdir(d)))
+			fds += e->d_name[0] != '.';
+		closedir(d);
+		head(o, "process_open_fds", "gauge", "Number of open file descriptors.");
+		put(o, "process_open_fds %ld\n", fds > 0 ? fds : 0);
+	}
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		head(o, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+		put(o, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+	}
+	head(o, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+	put(o, "process_start_time_seconds %.3f\n", (double)m->start_ns / 1e9);
 }
 
 #define LD(x) ((unsigned long long)atomic_load(&(x)))
@@ -119,8 +198,7 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 	put(&o, "profd_merge_duration_seconds_count %llu\n", cum);
 	head(&o, "profd_retention_runs_total", "counter", "Retention passes run.");
 	put(&o, "profd_retention_runs_total %llu\n", LD(m->retention_runs));
-	head(&o, "profd_retention_dropped_partitions_total", "counter",
-	     "Time partitions (days) deleted by retention.");
+	head(&o, "profd_retention_dropped_partitions_total", "counter", "Time partitions (days) deleted by retention.");
 	put(&o, "profd_retention_dropped_partitions_total %llu\n", LD(m->retention_dropped));
 	if (st) {
 		head(&o, "profd_store_partitions", "gauge", "Time partitions in the store.");
@@ -132,7 +210,8 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 		head(&o, "profd_store_quarantined_partitions", "gauge",
 		     "Damaged day files the store skips (logged; listed by /readyz; `profd store check`).");
 		put(&o, "profd_store_quarantined_partitions %llu\n", (unsigned long long)st->quarantined);
-		head(&o, "profd_store_open_partitions", "gauge", "Day files open now (--max-open-partitions when idle).");
+		head(&o, "profd_store_open_partitions", "gauge",
+		     "Day files open now (--max-open-partitions when idle).");
 		put(&o, "profd_store_open_partitions %llu\n", (unsigned long long)st->open_partitions);
 	}
 	head(&o, "profd_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
@@ -148,9 +227,35 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 				put(&o, "profd_http_requests_total{route=\"%s\",code=\"%s\"} %llu\n", route_names[r],
 				    c == PD_METRICS_NCODES - 1 ? "5xx" : "4xx", v);
 		}
+	head(&o, "profd_http_request_duration_seconds", "histogram",
+	     "Time from a request's first byte to its answer's last, by route (routes that had requests).");
+	for (int r = 0; r < PD_RT_N; r++) {
+		unsigned long long total = 0;
+		for (int b = 0; b <= PD_METRICS_NREQ_BUCKETS; b++)
+			total += LD(m->req_bucket[r][b]);
+		if (!total)
+			continue;
+		unsigned long long rcum = 0;
+		for (int b = 0; b < PD_METRICS_NREQ_BUCKETS; b++) {
+			rcum += LD(m->req_bucket[r][b]);
+			put(&o, "profd_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+			    route_names[r], req_buckets[b], rcum);
+		}
+		put(&o, "profd_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", route_names[r],
+		    total);
+		put(&o, "profd_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n", route_names[r],
+		    (double)LD(m->req_ns_sum[r]) / 1e9);
+		put(&o, "profd_http_request_duration_seconds_count{route=\"%s\"} %llu\n", route_names[r], total);
+	}
 	head(&o, "profd_http_requests_in_flight", "gauge", "Requests being served.");
 	put(&o, "profd_http_requests_in_flight %llu\n", LD(m->in_flight));
 	head(&o, "profd_start_time_seconds", "gauge", "Start time of the process, unix seconds.");
 	put(&o, "profd_start_time_seconds %.3f\n", (double)m->start_ns / 1e9);
+	if (m->version) {
+		head(&o, "profd_build_info", "gauge", "The running binary: version, commit and build time (always 1).");
+		put(&o, "profd_build_info{version=\"%s\",commit=\"%s\",build_time=\"%s\"} 1\n", m->version,
+		    m->commit ? m->commit : "", m->build_time ? m->build_time : "");
+	}
+	process_metrics(&o, m);
 	return o.rc;
 }

@@ -1253,7 +1253,7 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 		return get ? h_version(c, r) : method_not_allowed(c, r, "GET, HEAD");
 	}
 	if (!strncmp(path, "/api/1/", 7)) {
-		r->route = PD_RT_API1;
+		r->route = pd_route_api1(path + 7);
 		if (!api1_merges(path + 7))
 			return h_api1(c, r, path + 7, method);
 		if (!merge_take(r->s))
@@ -1521,7 +1521,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 	*con_cls = NULL;
 	if (s->cfg.log || (r->err_detail[0] && s->cfg.errlog))
 		log_request(s, c, r, toe);
-	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500);
+	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500, now_ns() - r->t0_ns);
 	atomic_fetch_sub(&s->m.in_flight, 1);
 	pd_buf_free(&r->body);
 	mem_give(s, &r->reserved);
@@ -1642,6 +1642,9 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 		s->client_ca = (char *)ca.ptr;
 	}
 	pd_metrics_init(&s->m);
+	s->m.version = s->cfg.version;
+	s->m.commit = s->cfg.commit;
+	s->m.build_time = s->cfg.build_time;
 	pthread_mutex_init(&s->log_mu, NULL);
 	pthread_rwlock_init(&s->auth_mu, NULL);
 	/* event-driven: one epoll set served by a pool of workers, so idle or

@@ -364,8 +364,24 @@ code=$(curl -sS -o "$T/b" -D "$T/h" -w '%{http_code}' -X POST "$BASE/api/1/top?q
 [ "$code" = 405 ] && grep -qi '^allow: GET, HEAD' "$T/h" && ok "POST /api/1/top: 405 with Allow" || fail "405" "$code"
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/healthz")
 [ "$code" = 200 ] && ok "server alive after the bad queries" || fail "server alive" "$code"
-curl -sS "$BASE/metrics" | grep -q '^profd_http_requests_total{route="api1",code="400"} [1-9]' &&
-	ok "/metrics counts API v1 requests (route=\"api1\")" || fail "/metrics api1" "no api1 400 series"
+curl -sS "$BASE/metrics" >"$T/metrics"
+grep -q '^profd_http_requests_total{route="api1_top",code="400"} [1-9]' "$T/metrics" &&
+	grep -q '^profd_http_requests_total{route="api1_merge",code="400"} [1-9]' "$T/metrics" &&
+	grep -q '^profd_http_requests_total{route="api1",code="404"} 1$' "$T/metrics" &&
+	ok "/metrics counts API v1 requests by route (api1_top, api1_merge; api1 = unknown routes)" ||
+	fail "/metrics api1 routes" "$(grep 'route="api1' "$T/metrics" | head -5)"
+n=$(awk '$1 == "profd_http_request_duration_seconds_count{route=\"api1_top\"}" {print $2}' "$T/metrics")
+inf=$(awk '$1 == "profd_http_request_duration_seconds_bucket{route=\"api1_top\",le=\"+Inf\"}" {print $2}' "$T/metrics")
+[ -n "$n" ] && [ "$n" -ge 5 ] && [ "$n" = "$inf" ] && ok "/metrics: request duration histogram per route ($n api1_top requests)" ||
+	fail "/metrics duration histogram" "count '$n', +Inf '$inf'"
+if grep -q '^profd_build_info{version="[0-9.]*",commit="[0-9a-f]*",build_time="[0-9T:Z-]*"} 1$' "$T/metrics" &&
+	grep -Eq '^process_resident_memory_bytes [1-9][0-9]{5,}$' "$T/metrics" && grep -Eq '^process_open_fds [1-9]' "$T/metrics" &&
+	grep -Eq '^process_cpu_seconds_total [0-9.]+$' "$T/metrics" && grep -Eq '^process_max_fds [1-9]' "$T/metrics"; then
+	ok "/metrics: profd_build_info and process_* (cpu, memory, fds)"
+else fail "/metrics: build_info, process_*" "$(grep -E '^(profd_build_info|process_)' "$T/metrics")"; fi
+if command -v promtool >/dev/null; then
+	check "/metrics passes promtool check metrics" promtool check metrics <"$T/metrics"
+fi
 
 kill -TERM "$SPID"
 wait "$SPID"

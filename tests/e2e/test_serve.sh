@@ -868,12 +868,15 @@ prom_check() {
 	  seen[f] = 1
 	  if (series[$1]++) bad("duplicate series")
 	  if (types[f] == "counter" && $2 < 0) bad("negative counter")
-	  if (n ~ /_bucket$/) { if ($1 !~ /le="/) bad("bucket without le"); if (f == lastb && $2 < lastv) bad("buckets not cumulative"); lastb = f; lastv = $2; if ($1 ~ /le="\+Inf"/) inf[f] = $2 }
-	  if (types[f] == "histogram" && n == f "_count") cnt[f] = $2
+	  # a histogram series is its family and labels without le: buckets cumulative, +Inf = _count, per series
+	  if (n ~ /_bucket$/) { if ($1 !~ /le="/) bad("bucket without le"); k = $1; sub(/_bucket/, "", k); sub(/,?le="[^"]*"/, "", k); sub(/\{\}$/, "", k); sub(/\{,/, "{", k)
+	                        if (k == lastb && $2 < lastv) bad("buckets not cumulative"); lastb = k; lastv = $2; if ($1 ~ /le="\+Inf"/) inf[k] = $2 }
+	  if (types[f] == "histogram" && n == f "_count") { k = $1; sub(/_count/, "", k); cnt[k] = $2 }
 	  nl++ }
 	END { if (err) exit 1
-	      for (h in types) if (types[h] == "histogram") { if (!(h in inf)) { print "histogram " h " without le=\"+Inf\""; exit 1 }
-	                                                      if (inf[h] != cnt[h]) { print "histogram " h ": +Inf bucket " inf[h] " != _count " cnt[h]; exit 1 } }
+	      for (h in types) if (types[h] == "histogram" && seen[h]) { ok = 0; for (k in inf) if (index(k, h) == 1) ok = 1; if (!ok) { print "histogram " h " without le=\"+Inf\""; exit 1 } }
+	      for (k in inf) if (inf[k] != cnt[k]) { print "histogram " k ": +Inf bucket " inf[k] " != _count " cnt[k]; exit 1 }
+	      for (k in cnt) if (!(k in inf)) { print "histogram " k ": _count without a +Inf bucket"; exit 1 }
 	      if (nl < 10) { print "only " nl " samples"; exit 1 } }' "$1" >"$T/.prom" 2>&1 || return 1
 	[ -z "$(tail -c1 "$1")" ] || { echo "no final newline" >"$T/.prom"; return 1; }
 }
