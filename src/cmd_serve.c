@@ -19,6 +19,7 @@
 #include "../lib/http/server.h"
 #include "../lib/http/export.h"
 #include "../lib/http/web.h"
+#include "../lib/http/profmetrics.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -124,6 +125,14 @@ static const char usage_text[] =
 	"      --allowed-origins LIST    web origins (https://ui.example,...) whose pages may\n"
 	"                                POST or DELETE here; others are refused (403): a page\n"
 	"                                of another site must not change the store\n"
+	"      --profile-metrics-window DUR  GET /metrics/profiles: per service the CPU used\n"
+	"                                (cores) and its top functions, and the other types'\n"
+	"                                values, over the latest complete window of DUR\n"
+	"                                (default 5m), as gauges for Prometheus\n"
+	"      --profile-metrics-top N   functions per service and type (default 10)\n"
+	"      --profile-metrics-query SELECTOR  which profiles (default: every profile)\n"
+	"      --profile-metrics-max-series N  at most N series, the largest first (default 2000)\n"
+	"      --profile-metrics-delay DUR  a window is final this long after it ends (default 30s)\n"
 	"      --web-prefix PATH         the web UI and the API also under PATH (e.g. /profd, for\n"
 	"                                an ingress that forwards /profd/... as it is); the\n"
 	"                                unprefixed paths keep working (an ingress that strips)\n"
@@ -334,6 +343,8 @@ int cmd_serve(int argc, char **argv)
 	int64_t retention = 0, interval = 0, shutdown = 0, timeout = 0, rollup_every = 0, skew = 0;
 	long max_open = 64;
 	bool max_open_set = false, no_ui = false;
+	struct pd_profmetrics_config pmc;
+	pd_profmetrics_config_default(&pmc);
 	const char *web_prefix = NULL, *web_dir = NULL;
 	parse_dur("max-future-skew", "1h", &skew);
 	parse_dur("retention", DEFAULT_RETENTION, &retention);
@@ -352,7 +363,7 @@ int cmd_serve(int argc, char **argv)
 	const char *store_url = NULL, *store_pw_file = NULL;
 	struct pd_store_ch_opts store_ch = {0};
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -390,6 +401,11 @@ int cmd_serve(int argc, char **argv)
 		{"export-top", required_argument, 0, O_EXP_TOP},
 		{"export-query", required_argument, 0, O_EXP_QUERY},
 		{"export-delay", required_argument, 0, O_EXP_DELAY},
+		{"profile-metrics-window", required_argument, 0, O_PM_WIN},
+		{"profile-metrics-top", required_argument, 0, O_PM_TOP},
+		{"profile-metrics-query", required_argument, 0, O_PM_QUERY},
+		{"profile-metrics-max-series", required_argument, 0, O_PM_MAX},
+		{"profile-metrics-delay", required_argument, 0, O_PM_DELAY},
 		{"web-prefix", required_argument, 0, O_WEB_PREFIX},
 		{"web-dir", required_argument, 0, O_WEB_DIR},
 		{"no-ui", no_argument, 0, O_NO_UI},
@@ -453,6 +469,26 @@ int cmd_serve(int argc, char **argv)
 		case O_TOKENS: cfg.tokens_path = optarg; break;
 		case O_METRICS_OPEN: cfg.metrics_open = true; break;
 		case O_WEB_PREFIX: web_prefix = optarg; break;
+		case O_PM_WIN:
+			if (parse_dur("profile-metrics-window", optarg, &pmc.window_ns))
+				return EXIT_USAGE;
+			break;
+		case O_PM_DELAY:
+			if (parse_dur("profile-metrics-delay", optarg, &pmc.delay_ns))
+				return EXIT_USAGE;
+			break;
+		case O_PM_TOP:
+			if ((v = cli_parse_count(optarg)) < 1 || v > 1000)
+				return cli_usage_error("serve", "--profile-metrics-top: want 1..1000, got '%s'", optarg);
+			pmc.top = (size_t)v;
+			break;
+		case O_PM_MAX:
+			if ((v = cli_parse_count(optarg)) < 1)
+				return cli_usage_error("serve", "--profile-metrics-max-series: want a positive integer, got '%s'",
+						       optarg);
+			pmc.max_series = (size_t)v;
+			break;
+		case O_PM_QUERY: pmc.query = optarg; break;
 		case O_WEB_DIR: web_dir = optarg; break;
 		case O_NO_UI: no_ui = true; break;
 		case O_ORIGINS: cfg.allowed_origins = optarg; break;
@@ -555,6 +591,15 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	if (no_ui && (web_prefix || web_dir))
 		return cli_usage_error("serve", "--no-ui with --web-prefix or --web-dir");
+	struct pd_profmetrics *pm = NULL;
+	{ /* checked now, made for good once the store is open */
+		struct pd_err perr;
+		pmc.max_profiles = cfg.max_merge;
+		if (pd_profmetrics_new(&pmc, &pm, &perr))
+			return cli_usage_error("serve", "%s", perr.msg);
+		pd_profmetrics_free(pm);
+		pm = NULL;
+	}
 	struct pd_web *web = NULL;
 	if (!no_ui) { /* checked now, opened for good once the store is */
 		struct pd_err werr;
@@ -692,9 +737,19 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	cfg.web = web;
+	if (pd_profmetrics_new(&pmc, &pm, &err)) {
+		cli_error("%s", err.msg);
+		pd_web_free(web);
+		pd_exporter_free(extras.ex);
+		scrape_cmd_free(sc);
+		pd_store_close(st);
+		return EXIT_INPUT;
+	}
+	cfg.profmetrics = pm;
 	if (pd_server_start(&cfg, st, &srv, &err)) {
 		cli_error("%s", err.msg);
 		pd_web_free(web);
+		pd_profmetrics_free(pm);
 		pd_exporter_free(extras.ex);
 		scrape_cmd_free(sc); /* stops the loop first */
 		pd_store_close(st);
@@ -756,6 +811,7 @@ int cmd_serve(int argc, char **argv)
 	scrape_cmd_free(sc); /* after the server: its /metrics reads the scraper */
 	pd_exporter_free(extras.ex); /* likewise; before the store it reads */
 	pd_web_free(web);
+	pd_profmetrics_free(pm);
 	pd_store_close(st);
 	if (left)
 		log_line("level=warn msg=\"%u request(s) were still running at the shutdown timeout\"", left);

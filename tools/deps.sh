@@ -7,6 +7,7 @@ set -e
 # check profd's Influx output with it. They check its Prometheus output with promtool, which
 # Debian ships only inside the prometheus server package: installing that would start a
 # Prometheus daemon on the machine, so only promtool is taken out of the package (below).
+# (promtool and, for the tests that scrape with a real Prometheus, the prometheus binary.)
 # clickhouse-server, clickhouse-client (ClickHouse 18.16.1) and zookeeper (3.8, pulls Java 17)
 # are for the ClickHouse store's tests, which start their own servers on free loopback ports
 # (tests/e2e/clickhouse.sh); nothing uses the packages' own service. zookeeper ships none;
@@ -29,15 +30,18 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 
-# promtool alone, from Debian's prometheus package, into /usr/local/bin.
+# promtool and the prometheus binary alone, from Debian's prometheus package, into
+# /usr/local/bin (the tests start their own Prometheus on a loopback port; the package's
+# service is never installed).
 install_promtool() {
-	command -v promtool >/dev/null 2>&1 && return 0
-	echo "deps: installing promtool (from Debian's prometheus package, without the server)"
+	command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
+	echo "deps: installing promtool and prometheus (from Debian's prometheus package, without its service)"
 	d=$(mktemp -d) && chmod 755 "$d"
 	(cd "$d" && apt-get download prometheus >/dev/null 2>&1) ||
 		{ $SUDO apt-get update -qq && (cd "$d" && apt-get download prometheus >/dev/null); }
-	dpkg-deb --fsys-tarfile "$d"/prometheus_*.deb | tar -x -C "$d" ./usr/bin/promtool
-	$SUDO install -m 0755 "$d/usr/bin/promtool" /usr/local/bin/promtool
+	dpkg-deb --fsys-tarfile "$d"/prometheus_*.deb | tar -x -C "$d" ./usr/bin/promtool ./usr/bin/prometheus
+	command -v promtool >/dev/null 2>&1 || $SUDO install -m 0755 "$d/usr/bin/promtool" /usr/local/bin/promtool
+	command -v prometheus >/dev/null 2>&1 || $SUDO install -m 0755 "$d/usr/bin/prometheus" /usr/local/bin/prometheus
 	rm -rf "$d"
 }
 

@@ -17,7 +17,7 @@ static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "
                                                    "too_old",     "internal",  "busy"};
 static const char *const route_names[PD_RT_N] = {
     "post_profile", "list",        "get",       "merge",         "delete",           "services", "version",
-    "health",       "metrics",     "api1",      "api1_profiles", "api1_merge",       "api1_top", "api1_labels",
+    "health",       "metrics", "metrics_profiles", "api1",      "api1_profiles", "api1_merge",       "api1_top", "api1_labels",
     "api1_types",   "api1_series", "api1_diff", "api1_rollouts", "api1_regressions", "ui",       "other"};
 static const double req_buckets[PD_METRICS_NREQ_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                             0.25,  0.5,    1,     2.5,  5,     10,   30};

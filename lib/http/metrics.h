@@ -37,6 +37,7 @@ enum pd_route {
 	PD_RT_VERSION,
 	PD_RT_HEALTH,
 	PD_RT_METRICS,
+	PD_RT_METRICS_PROFILES, /* /metrics/profiles */
 	PD_RT_API1, /* an unknown route under /api/1/ (the known ones: below) */
 	PD_RT_API1_PROFILES,
 	PD_RT_API1_MERGE,

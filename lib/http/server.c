@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "server.h"
+#include "profmetrics.h"
 #include "params.h"
 #include "api1.h"
 #include "auth.h"
@@ -759,6 +760,19 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* GET /metrics/profiles: the latest window's profile-derived gauges. */
+static enum MHD_Result h_metrics_profiles(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	int rc = pd_profmetrics_render(r->s->cfg.profmetrics, r->s->st, now_ns(), &b, &err);
+	if (rc || pd_buf_append(&b, "", 1)) {
+		pd_buf_free(&b);
+		return rc ? reply_err(c, r, rc, &err) : reply_error(c, r, 500, "out of memory");
+	}
+	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 /* API v1 (lib/http/api1.h): the handler fills a response, sent here. */
 static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const char *path, const char *method)
 {
@@ -1292,6 +1306,10 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	if (!strcmp(path, "/metrics")) {
 		r->route = PD_RT_METRICS;
 		return get ? h_metrics(c, r) : method_not_allowed(c, r, "GET, HEAD");
+	}
+	if (!strcmp(path, "/metrics/profiles") && r->s->cfg.profmetrics) {
+		r->route = PD_RT_METRICS_PROFILES;
+		return get ? h_metrics_profiles(c, r) : method_not_allowed(c, r, "GET, HEAD");
 	}
 	if (r->s->cfg.web && ui_path(path)) {
 		r->route = PD_RT_UI;

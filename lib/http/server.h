@@ -59,6 +59,8 @@ struct pd_server_config {
 	 * and HEAD without a token (the page holds no data; its API calls need
 	 * one); NULL = no UI (GET / is a 404). Borrowed: must outlive the server. */
 	const struct pd_web *web;
+	/* GET /metrics/profiles (lib/http/profmetrics.h); NULL = 404. Borrowed. */
+	struct pd_profmetrics *profmetrics;
 	/* optional: more series appended to /metrics (e.g. the in-process
 	 * scraper's); ctx must outlive the server */
 	int (*metrics_extra)(void *ctx, struct pd_buf *out);
