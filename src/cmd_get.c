@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "client.h"
+#include "../lib/pprof/ptype.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -300,9 +301,8 @@ out:
 /* get types: per service, the profiles in the range counted by type. */
 static int get_types(struct client *c, int out)
 {
-	static const char *const types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
-					    "other"};
-	enum { NT = sizeof types / sizeof *types };
+		const char *const *types = pd_ptype_names;
+	enum { NT = PD_PT_N };
 	static const char *const head[] = {"SERVICE", "TYPE", "PROFILES", "FIRST (UTC)", "LAST (UTC)"};
 	bool seen_any[NT] = {0};
 	struct listing ls;

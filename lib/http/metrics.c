@@ -2,6 +2,7 @@
  * metrics.c — counters and their Prometheus text rendering.
  */
 #include "metrics.h"
+#include "../pprof/ptype.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,8 +12,8 @@
 #include <dirent.h>
 #include <time.h>
 
-static const char *const type_names[PD_METRICS_NTYPES] = {"cpu",   "heap",      "allocs",       "block",
-                                                          "mutex", "goroutine", "threadcreate", "other"};
+#define type_names pd_ptype_names /* labels "type": the profile type table's names */
+_Static_assert(PD_METRICS_NTYPES == PD_PT_N, "a counter per profile type");
 static const char *const reject_names[PD_REJ_N] = {"bad_request", "malformed", "empty", "too_large",
                                                    "too_old",     "internal",  "busy"};
 static const char *const route_names[PD_RT_N] = {
@@ -63,10 +64,9 @@ void pd_metrics_init(struct pd_metrics *m)
 
 void pd_metrics_ingested(struct pd_metrics *m, const char *type, size_t stored_bytes)
 {
-	int t = PD_METRICS_NTYPES - 1;
-	for (int i = 0; i < PD_METRICS_NTYPES; i++)
-		if (!strcmp(type, type_names[i]))
-			t = i;
+		int t = pd_ptype_find(type);
+	if (t < 0)
+		t = PD_PT_OTHER;
 	atomic_fetch_add(&m->ingested[t], 1);
 	atomic_fetch_add(&m->stored_bytes, stored_bytes);
 }

@@ -3,6 +3,7 @@
  * profile type a profile is (pd_profile_go_type, used by `profd load`).
  */
 #include "report.h"
+#include "ptype.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -523,8 +524,7 @@ const char *pd_profile_go_type(const struct pd_profile *p)
 
 int pd_profile_check_type(const struct pd_profile *p, const char *declared, const char **out, struct pd_err *err)
 {
-	static const char *const types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
-					    "other"};
+	
 	const char *kind = pd_profile_kind(p);
 	*out = NULL;
 	if (!declared || !*declared) {
@@ -535,9 +535,8 @@ int pd_profile_check_type(const struct pd_profile *p, const char *declared, cons
 		*out = t ? t : "other";
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-		if (!strcmp(declared, types[i]))
-			*out = types[i];
+		int dt = pd_ptype_find(declared);
+	*out = dt >= 0 ? pd_ptypes[dt].name : NULL;
 	if (!*out)
 		return pd_errf(err, PD_EINVAL, "unknown profile type \"%.32s\"", declared);
 	if (!strcmp(*out, "other"))

@@ -17,20 +17,26 @@
 
 int pd_norm_kind(const struct pd_profile_meta *m)
 {
-	if (!strcmp(m->type, "heap") || !strcmp(m->type, "goroutine") || !strcmp(m->type, "threadcreate"))
+	int t = pd_ptype_find(m->type);
+	if (t >= 0 && pd_ptypes[t].gauge)
 		return PD_NORM_GAUGE;
-	if (!strcmp(m->type, "allocs") || !strcmp(m->type, "block") || !strcmp(m->type, "mutex"))
+	if (t >= 0 && pd_ptypes[t].cumulative)
 		for (size_t i = 0; i < m->nlabels; i++)
 			if (!strcmp(m->labels[i].key, PD_NORM_CUMULATIVE_LABEL))
 				return !strcmp(m->labels[i].value, "true") ? PD_NORM_CUMULATIVE : PD_NORM_SUM;
 	return PD_NORM_SUM;
 }
 
-bool pd_norm_type_sums(const char *type) { return type && (!strcmp(type, "cpu") || !strcmp(type, "other")); }
+bool pd_norm_type_sums(const char *type)
+{
+	int t = pd_ptype_find(type);
+	return t >= 0 && !pd_ptypes[t].gauge && !pd_ptypes[t].cumulative;
+}
 
 bool pd_norm_type_gauge(const char *type)
 {
-	return !type || !strcmp(type, "heap") || !strcmp(type, "goroutine") || !strcmp(type, "threadcreate");
+	int t = pd_ptype_find(type);
+	return !type || (t >= 0 && pd_ptypes[t].gauge);
 }
 
 static const char *label(const struct pd_profile_meta *m, const char *key)

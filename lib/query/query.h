@@ -36,6 +36,7 @@
 #define PD_QUERY_H
 
 #include "../store/store.h"
+#include "../pprof/ptype.h"
 #include "../pprof/report.h"
 
 /* Caps. */
@@ -94,7 +95,7 @@ const char *pd_selector_service(const struct pd_selector *sel);
  * into buf (truncated to n); returns buf. */
 const char *pd_selector_format(const struct pd_selector *sel, char *buf, size_t n);
 /* The profile types a selector may name, in docs order; NULL-terminated. */
-extern const char *const pd_query_types[];
+#define pd_query_types pd_ptype_names /* lib/pprof/ptype.h: the names, NULL-terminated */
 
 /*
  * Every profile the selector matches, created in [from_ns, to_ns], of every

@@ -21,8 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const pd_query_types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate", "other",
-				      NULL};
+
 
 static const char *const op_names[] = {"=", "!=", "=~", "!~"};
 

@@ -7,13 +7,17 @@
  */
 #define _GNU_SOURCE
 #include "scrape.h"
+#include "../pprof/ptype.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static const char *const type_names[PD_ST_N] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate"};
+#define type_names pd_ptype_names /* the scraped types are the table's first PD_ST_N */
+_Static_assert((int)PD_ST_N == (int)PD_PT_OTHER && (int)PD_ST_CPU == (int)PD_PT_CPU &&
+		       (int)PD_ST_THREADCREATE == (int)PD_PT_THREADCREATE,
+	       "the scraper's types are the profile type table's, in its order");
 static const char *const type_kinds[PD_ST_N] = {"cpu",         "heap",      "allocs",      "block/mutex",
 						"block/mutex", "goroutine", "threadcreate"};
 

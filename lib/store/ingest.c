@@ -10,6 +10,7 @@
  * share): their layout below must never change.
  */
 #include "prepare.h"
+#include "../pprof/ptype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,7 @@
 #define XXH_INLINE_ALL /* the one-shot hashes of small keys inline: no call, no dispatch */
 #include <xxhash.h>
 
-static const char *const known_types[] = {"cpu", "heap", "allocs", "block", "mutex", "goroutine", "threadcreate",
-					  "other"};
+
 
 _Static_assert(sizeof(struct pd_h128) == sizeof(XXH128_hash_t), "parents hash a content hash as 16 bytes");
 
@@ -207,9 +207,7 @@ int pd_prepare(const struct pd_ingest *in, const uint8_t *data, size_t len, cons
 		return pd_errf(err, PD_EINVAL, "service must be 1..%zu bytes",
 			       sizeof ((struct pd_profile_meta *)0)->service - 1);
 	}
-	bool known = !in->type; /* NULL: inferred */
-	for (size_t i = 0; i < sizeof known_types / sizeof *known_types && in->type; i++)
-		known = known || !strcmp(in->type, known_types[i]);
+		bool known = !in->type || pd_ptype_find(in->type) >= 0; /* NULL: inferred */
 	if (!known) {
 		*why = PD_REFUSE_UNKNOWN_TYPE;
 		return pd_errf(err, PD_EINVAL, "unknown profile type \"%s\"", in->type ? in->type : "");

@@ -3,6 +3,7 @@
  * messages, gzip (multi-member, caps), byte formatting, file helpers.
  */
 #include "testutil.h"
+#include "../../lib/pprof/ptype.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -552,9 +553,31 @@ static void test_gzip_mt(void **state)
 	free(in);
 }
 
+/* The profile type table (lib/pprof/ptype.h): its names list is its names,
+ * lookups find each, and the kinds are Go's. */
+static void test_ptype_table(void **state)
+{
+	(void)state;
+	for (int i = 0; i < PD_PT_N; i++) {
+		assert_string_equal(pd_ptype_names[i], pd_ptypes[i].name);
+		assert_int_equal(pd_ptype_find(pd_ptypes[i].name), i);
+		assert_false(pd_ptypes[i].gauge && pd_ptypes[i].cumulative);
+	}
+	assert_null(pd_ptype_names[PD_PT_N]);
+	assert_int_equal(pd_ptype_find("trace"), -1);
+	assert_int_equal(pd_ptype_find(NULL), -1);
+	assert_int_equal(pd_ptype_find("Cpu"), -1);
+	assert_string_equal(pd_ptype_name(99), "other");
+	assert_true(pd_ptypes[PD_PT_HEAP].gauge && pd_ptypes[PD_PT_GOROUTINE].gauge && pd_ptypes[PD_PT_THREADCREATE].gauge);
+	assert_true(pd_ptypes[PD_PT_ALLOCS].cumulative && pd_ptypes[PD_PT_BLOCK].cumulative && pd_ptypes[PD_PT_MUTEX].cumulative);
+	assert_false(pd_ptypes[PD_PT_CPU].gauge || pd_ptypes[PD_PT_CPU].cumulative || !pd_ptypes[PD_PT_CPU].scraped);
+	assert_false(pd_ptypes[PD_PT_OTHER].scraped);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ptype_table),
 		cmocka_unit_test(test_arena_many_allocs),
 		cmocka_unit_test(test_arena_big_allocs),
 		cmocka_unit_test(test_arena_calloc_dup),
