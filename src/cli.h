@@ -21,6 +21,16 @@ struct pd_cmd {
 extern const char *cli_prog;
 /* Print "<prog>: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) PD_PRINTF(1, 2);
+/* One log line on stderr: "ts=... " and fmt's logfmt fields (pd_log_emit:
+ * --log-format, --log-level). For the long-running commands. */
+void cli_log(const char *fmt, ...) PD_PRINTF(1, 2);
+/* --log-format logfmt|json (level false) or --log-level debug|info|warn|error
+ * (level true): set for the whole process; EXIT_USAGE on a bad value. */
+int cli_log_option(const char *cmd, bool level, const char *arg);
+#define CLI_HELP_LOG                                                                                    \
+	"      --log-format FORMAT       logfmt (default) or json: one JSON object per line\n"                  \
+	"      --log-level LEVEL         debug, info (default), warn or error: lines below it\n"                \
+	"                                are dropped (the request log is info)\n"
 /* Print "<prog> <cmd>: <msg>" to stderr: a command's failure (the collector
  * commands and capture: "profd get services: cannot reach ..."). */
 void cli_cmd_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);

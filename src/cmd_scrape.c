@@ -134,6 +134,8 @@ static const char usage_text[] =
 	"      --listen ADDR         serve /metrics, /healthz and /targets on ADDR\n"
 	"                            (host:port, :port; port 0 = any free port; default off)\n"
 	"  -q, --quiet               log only warnings and errors\n"
+	"      --log-format FORMAT   logfmt (default) or json: one JSON object per line\n"
+	"      --log-level LEVEL     debug, info (default), warn or error\n"
 	"  -h, --help                this help\n"
 	"\n"
 	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
@@ -187,23 +189,7 @@ static int parse_dur(const char *opt, const char *s, int64_t *out)
 	return 0;
 }
 
-static void log_line(const char *fmt, ...) PD_PRINTF(1, 2);
-static void log_line(const char *fmt, ...)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char t[40];
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "ts=%s.%03ldZ ", t, ts.tv_nsec / 1000000);
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
-}
+#define log_line cli_log
 
 /* The static targets as given on the command line. */
 struct spec {
@@ -354,7 +340,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	enum {
 		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
 		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
-		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE, O_TCA, O_TINSECURE
+		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE, O_TCA, O_TINSECURE, O_LOG_FORMAT, O_LOG_LEVEL
 	};
 	static const struct option opts[] = {
 		{"collector", required_argument, 0, O_COLL},
@@ -387,6 +373,8 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		{"all-namespaces", no_argument, 0, 'A'},
 		{"selector", required_argument, 0, 'l'},
 		{"pod-labels", required_argument, 0, O_PODLABELS},
+		{"log-format", required_argument, 0, O_LOG_FORMAT},
+		{"log-level", required_argument, 0, O_LOG_LEVEL},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -566,6 +554,11 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 				goto out;
 			break;
 		case 'q': cfg->quiet = true; break;
+		case O_LOG_FORMAT:
+		case O_LOG_LEVEL:
+			if (cli_log_option(cmdname, c == O_LOG_LEVEL, optarg))
+				goto out;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			ret = EXIT_OK;

@@ -141,6 +141,7 @@ static const char usage_text[] =
 	"                                into the binary: for working on the UI\n"
 	"      --no-ui                   no web UI (GET / is a 404)\n"
 	"  -q, --quiet                   no request log (errors are still logged)\n"
+	CLI_HELP_LOG
 	"  -h, --help                    this help\n"
 	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
 	"                                store directly: everything after --scrape is\n"
@@ -215,23 +216,7 @@ static int parse_dur(const char *opt, const char *s, int64_t *out)
 	return 0;
 }
 
-static void log_line(const char *fmt, ...) PD_PRINTF(1, 2);
-static void log_line(const char *fmt, ...)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char t[40];
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "ts=%s.%03ldZ ", t, ts.tv_nsec / 1000000);
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
-}
+#define log_line cli_log
 
 /* One retention pass; returns the partitions dropped. */
 static size_t run_retention(struct pd_store *st, struct pd_metrics *m, int64_t retention)
@@ -363,7 +348,7 @@ int cmd_serve(int argc, char **argv)
 	const char *store_url = NULL, *store_pw_file = NULL;
 	struct pd_store_ch_opts store_ch = {0};
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY, O_LOG_FORMAT, O_LOG_LEVEL };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -409,6 +394,8 @@ int cmd_serve(int argc, char **argv)
 		{"web-prefix", required_argument, 0, O_WEB_PREFIX},
 		{"web-dir", required_argument, 0, O_WEB_DIR},
 		{"no-ui", no_argument, 0, O_NO_UI},
+		{"log-format", required_argument, 0, O_LOG_FORMAT},
+		{"log-level", required_argument, 0, O_LOG_LEVEL},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -583,6 +570,11 @@ int cmd_serve(int argc, char **argv)
 			ex_flags = true;
 			break;
 		case 'q': cfg.log = NULL; break;
+		case O_LOG_FORMAT:
+		case O_LOG_LEVEL:
+			if (cli_log_option("serve", c == O_LOG_LEVEL, optarg))
+				return EXIT_USAGE;
+			break;
 		case 'h': fputs(usage_text, stdout); return EXIT_OK;
 		default: return cli_bad_option("serve", c, argv);
 		}

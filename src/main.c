@@ -120,6 +120,34 @@ static void usage(FILE *f)
 		   "Exit codes: 0 success, 1 bad input or failed operation, 2 usage error.\n", cli_prog);
 }
 
+void cli_log(const char *fmt, ...)
+{
+	char line[4096];
+	size_t o = pd_log_ts(line, sizeof line);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + o, sizeof line - o, fmt, ap);
+	va_end(ap);
+	pd_log_emit(stderr, line);
+}
+
+int cli_log_option(const char *cmd, bool level, const char *arg)
+{
+	static int format = PD_LOG_LOGFMT, min = PD_LOG_DEBUG;
+	if (level) {
+		int l = pd_log_parse_level(arg);
+		if (l < 0)
+			return cli_usage_error(cmd, "--log-level: want debug, info, warn or error, got '%s'", arg);
+		min = l;
+	} else if (!strcmp(arg, "json") || !strcmp(arg, "logfmt")) {
+		format = !strcmp(arg, "json") ? PD_LOG_JSON : PD_LOG_LOGFMT;
+	} else {
+		return cli_usage_error(cmd, "--log-format: want logfmt or json, got '%s'", arg);
+	}
+	pd_log_setup(format, min);
+	return 0;
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;

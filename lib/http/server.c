@@ -1472,21 +1472,22 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	return r;
 }
 
-/* Log values are quoted: escape what would break a line or a quote. */
-static void put_quoted(FILE *f, const char *s)
+/* A log value, quoted: escapes what would break a line or the quote. */
+static int buf_quoted(struct pd_buf *b, const char *v)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	int bad = pd_buf_append(b, "\"", 1);
+	for (; v && *v && !bad; v++) {
+		unsigned char ch = (unsigned char)*v;
 		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
+			bad = pd_buf_appendf(b, "\\%c", ch);
 		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\x%02x", ch);
+			bad = pd_buf_appendf(b, "\\x%02x", ch);
 		else
-			fputc(ch, f);
+			bad = pd_buf_append(b, v, 1);
 	}
-	fputc('"', f);
+	return bad || pd_buf_append(b, "\"", 1);
 }
+
 
 static void log_request(struct pd_server *s, struct MHD_Connection *c, struct req *r,
 			enum MHD_RequestTerminationCode toe)
@@ -1507,26 +1508,27 @@ static void log_request(struct pd_server *s, struct MHD_Connection *c, struct re
 	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
 	int ms = (int)(r->t0_ns / 1000000 % 1000);
 	FILE *f = s->cfg.log, *ef = s->cfg.errlog ? s->cfg.errlog : f;
+	struct pd_buf b = PD_BUF_INIT(0);
 	pthread_mutex_lock(&s->log_mu);
-	if (f) {
-		fprintf(f, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
-			r->method[0] ? r->method : "-");
-		put_quoted(f, r->uri);
-		fprintf(f, " code=%d bytes=%llu rtime=%.3fms ip=%s", r->status, (unsigned long long)r->bytes_out,
-			(double)(now_ns() - r->t0_ns) / 1e6, ip);
-		if (r->who[0]) {
-			fputs(" token=", f);
-			put_quoted(f, r->who);
-		}
-		fputs(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\n" : " aborted=true\n", f);
-		fflush(f);
+	if (f) { /* one line per request (pd_log_emit: logfmt or JSON) */
+		int bad = pd_buf_appendf(&b, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
+					 r->method[0] ? r->method : "-") ||
+			  buf_quoted(&b, r->uri) ||
+			  pd_buf_appendf(&b, " code=%d bytes=%llu rtime=%.3fms ip=%s", r->status,
+					 (unsigned long long)r->bytes_out, (double)(now_ns() - r->t0_ns) / 1e6, ip) ||
+			  (r->who[0] && (pd_buf_appendf(&b, " token=") || buf_quoted(&b, r->who))) ||
+			  (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && pd_buf_appendf(&b, " aborted=true")) ||
+			  pd_buf_append(&b, "", 1);
+		if (!bad)
+			pd_log_emit(f, (const char *)b.ptr);
+		b.len = 0;
 	}
 	if (r->err_detail[0] && ef) { /* errors are logged with -q too */
-		fprintf(ef, "ts=%s.%03dZ rid=%s level=error code=%d msg=", ts, ms, r->rid, r->status);
-		put_quoted(ef, r->err_detail);
-		fputc('\n', ef);
-		fflush(ef);
+		if (!pd_buf_appendf(&b, "ts=%s.%03dZ rid=%s level=error code=%d msg=", ts, ms, r->rid, r->status) &&
+		    !buf_quoted(&b, r->err_detail) && !pd_buf_append(&b, "", 1))
+			pd_log_emit(ef, (const char *)b.ptr);
 	}
+	pd_buf_free(&b);
 	pthread_mutex_unlock(&s->log_mu);
 }
 
@@ -1562,12 +1564,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = 0;
-	pthread_mutex_lock(&s->log_mu);
-	fprintf(f, "level=warn component=http msg=");
-	put_quoted(f, msg);
-	fputc('\n', f);
-	fflush(f);
-	pthread_mutex_unlock(&s->log_mu);
+	pd_log_line(f, "warn", "http", msg); /* with its ts=, as every line */
 }
 
 int pd_http_parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, struct pd_err *err)

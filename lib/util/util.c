@@ -510,15 +510,9 @@ void pd_log_vf(FILE *f, bool quiet, const char *level, const char *component, co
 
 void pd_log_line(FILE *f, const char *level, const char *component, const char *msg)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char t[40];
-	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
 	char line[2600];
-	size_t o = (size_t)snprintf(line, sizeof line, "ts=%s.%03ldZ level=%s component=%s msg=\"", t,
-				    ts.tv_nsec / 1000000, level, component);
+	size_t o = pd_log_ts(line, sizeof line);
+	o += (size_t)snprintf(line + o, sizeof line - o, "level=%s component=%s msg=\"", level, component);
 	for (const unsigned char *p = (const unsigned char *)msg; *p && o + 8 < sizeof line; p++) {
 		if (*p == '"' || *p == '\\') {
 			line[o++] = '\\';
@@ -530,7 +524,6 @@ void pd_log_line(FILE *f, const char *level, const char *component, const char *
 		}
 	}
 	line[o++] = '"';
-	line[o++] = '\n';
-	fwrite(line, 1, o, f);
-	fflush(f);
+	line[o] = 0;
+	pd_log_emit(f, line);
 }

@@ -153,6 +153,20 @@ int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
 /* ---- misc ------------------------------------------------------------ */
 /* Format v as a human-readable byte count into buf ("1.5 MiB"). */
 const char *pd_fmt_bytes(char *buf, size_t n, double v);
+/* Logging: every line of the binary's logs is built as logfmt and written
+ * by pd_log_emit (lib/util/log.c): as it is (the default), or as one JSON
+ * object per line; lines below the minimum level are dropped (a line
+ * without level= counts as info). */
+enum { PD_LOG_DEBUG, PD_LOG_INFO, PD_LOG_WARN, PD_LOG_ERROR };
+enum { PD_LOG_LOGFMT, PD_LOG_JSON };
+/* --log-format, --log-level (process-wide). */
+void pd_log_setup(int format, int min_level);
+/* "debug", "info", "warn" (or "warning"), "error" -> PD_LOG_*; -1 otherwise. */
+int pd_log_parse_level(const char *s);
+/* One logfmt line (no newline) to f, in the chosen format, flushed. */
+void pd_log_emit(FILE *f, const char *line);
+/* "ts=2026-12-02T07:00:00.123Z " into buf (NUL-terminated); its length. */
+size_t pd_log_ts(char *buf, size_t n);
 /* Write one logfmt line to f and flush it:
  * ts=<RFC3339 UTC, ms> level=<level> component=<component> msg="<msg>"
  * with quotes and backslashes escaped and control bytes as \xNN. */
