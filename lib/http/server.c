@@ -760,6 +760,42 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* GET /readyz?format=json: the same verdict (and status code) as /readyz,
+ * with its detail as JSON for dashboards and scripts. */
+static enum MHD_Result h_ready_json(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_store_health h;
+	memset(&h, 0, sizeof h);
+	bool started = atomic_load(&r->s->ready);
+	if (r->s->st)
+		pd_store_health(r->s->st, &h);
+	bool ready = started && !h.cannot_write;
+	json_t *q = json_array(), *o = json_object();
+	for (size_t i = 0; q && i < h.nquarantined && i < PD_STORE_MAX_QUARANTINED; i++)
+		json_array_append_new(q, json_pack("{ssss}", "file", h.quarantined[i].file, "reason", h.quarantined[i].reason));
+	if (!o || !q || json_object_set_new(o, "ready", json_boolean(ready)) ||
+	    json_object_set_new(o, "started", json_boolean(started)) ||
+	    json_object_set_new(o, "writable", json_boolean(!h.cannot_write)) ||
+	    json_object_set_new(o, "write_error", h.cannot_write ? json_string(h.write_error) : json_null()) ||
+	    json_object_set_new(o, "quarantined_count", json_integer((json_int_t)h.nquarantined)) ||
+	    json_object_set_new(o, "quarantined", q)) {
+		json_decref(o);
+		return reply_error(c, r, 500, "out of memory");
+	}
+	char *t = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!t)
+		return reply_error(c, r, 500, "out of memory");
+	size_t n = strlen(t);
+	char *t2 = realloc(t, n + 2);
+	if (!t2) {
+		free(t);
+		return reply_error(c, r, 500, "out of memory");
+	}
+	memcpy(t2 + n, "\n", 2);
+	return reply_owned(c, r, ready ? 200 : 503, t2, "application/json");
+}
+
 /* GET /metrics/profiles: the latest window's profile-derived gauges. */
 static enum MHD_Result h_metrics_profiles(struct MHD_Connection *c, struct req *r)
 {
@@ -1280,6 +1316,9 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 		r->route = PD_RT_HEALTH;
 		if (!get)
 			return method_not_allowed(c, r, "GET, HEAD");
+		const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+		if (path[1] == 'r' && fmt && !strcmp(fmt, "json"))
+			return h_ready_json(c, r);
 		if (path[1] == 'r' && !atomic_load(&r->s->ready))
 			return reply_text(c, r, 503, "not ready\n");
 		if (path[1] == 'r' && r->s->st) { /* the store's detail: cannot write (disk full), damaged days */

@@ -21,7 +21,7 @@
 source "$(dirname "$0")/lib.sh"
 
 need_built 1 "make BUILD=$BUILD $BUILD/profd $BUILD/goapp" "$PROFD" "$GOAPP"
-need_cmds 1 curl python3 sqlite3 prlimit
+need_cmds 1 curl python3 sqlite3 prlimit jq
 kill_started_on_exit
 PRE=
 
@@ -90,6 +90,10 @@ else
 	code=$(req "$T/ready" "$SURL/readyz")
 	if [ "$code" = 503 ] && grep -q 'cannot write' "$T/ready"; then ok "disk full: /readyz says it cannot write"
 	else fail "disk full: /readyz says it cannot write" "$code $(cat "$T/ready")"; fi
+	code=$(req "$T/ready.json" "$SURL/readyz?format=json")
+	if [ "$code" = 503 ] && [ "$(jq -r '"\(.ready) \(.writable)"' "$T/ready.json")" = "false false" ] &&
+		jq -r .write_error "$T/ready.json" | grep -q 'disk is full'; then ok "disk full: /readyz?format=json: not ready, not writable, why"
+	else fail "disk full: /readyz?format=json" "$code $(cat "$T/ready.json")"; fi
 	# free space: delete half of what was stored, then writes resume
 	n=0
 	while read -r id; do
@@ -184,6 +188,12 @@ else fail "damaged: /metrics counts 3 quarantined partitions" "$(grep quarantine
 code=$(req "$T/ready" "$SURL/readyz")
 if [ "$code" = 200 ] && grep -q 'quarantined: profd-20260112.db: zero-length' "$T/ready"; then ok "damaged: /readyz lists the quarantined days"
 else fail "damaged: /readyz lists the quarantined days" "$code $(cat "$T/ready")"; fi
+code=$(req "$T/ready.json" "$SURL/readyz?format=json")
+if [ "$code" = 200 ] && [ "$(jq -r '"\(.ready) \(.writable) \(.quarantined_count) " + ([.quarantined[].file] | sort | join(","))' "$T/ready.json")" = \
+	"true true 3 profd-20260110.db,profd-20260111.db,profd-20260112.db" ] &&
+	jq -r '.quarantined[] | select(.file == "profd-20260112.db") | .reason' "$T/ready.json" | grep -q zero-length; then
+	ok "damaged: /readyz?format=json: ready, writable, the 3 quarantined days with their reasons"
+else fail "damaged: /readyz?format=json" "$code $(cat "$T/ready.json")"; fi
 # a write to a damaged day is refused; the empty file is not written over
 code=$(post "$C/cpu.pb.gz" "service=svc1&type=cpu&created_at=$(day_ts 2026-01-12)" "$T/b.out")
 size=$(stat -c %s "$D/profd-20260112.db")
