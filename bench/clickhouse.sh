@@ -14,8 +14,23 @@
 #       go tool pprof -proto on the same files; go tool pprof -top of the
 #       ClickHouse merge must equal Go's (checked once).
 #
+#   (c) fleet top (FLEET=0 skips it): bench/fleet.sh's day of a 150-pod
+#       fleet (bench/gen -fleet -seed 1: 21,600 CPU profiles, generated once
+#       into $BUILD/bench-data/fleet) loaded into a fresh ClickHouse
+#       database (loadgen post -fleet, 8 connections); a collector with
+#       --rollup-interval 1s builds the 360 hourly rollups (its log line's
+#       time); then GET /api/1/top?query=cpu{}&from=<day>&to=<day+24h>&n=10
+#       ROUNDS times each: from the rollups, from the profiles (range
+#       merges before any rollup: a second database, a copy of the first's
+#       profiles and symbols) and the selection path (rollups=false); the
+#       three answers (total, rows) must be equal.
+#   OLD_PROFD=PATH (optional): another profd binary (e.g. a build of the
+#       previous commit: git worktree add /tmp/old HEAD && make -C /tmp/old
+#       BUILD=b) measured in the same rounds as "ClickHouse (OLD_PROFD)",
+#       for a before/after of the same run.
+#
 # Results: Markdown on stdout, appended to $BUILD/bench-results.md.
-# Env: ROUNDS (default 3), BUILD (default build), CONNS (default 8).
+# Env: ROUNDS (default 3), BUILD (default build), CONNS (default 8), OLD_PROFD.
 # Skipped (exit 0, with a line saying so) without clickhouse-server.
 set -uo pipefail
 # shellcheck disable=SC2154 # CH_HTTP_bench, CH_PID_bench: set by ch_start
@@ -46,11 +61,18 @@ FILES=("$DATA"/large/*.pb.gz)
 TICK=$(getconf CLK_TCK)
 cp "$BUILD/profd" "$T/profd"
 P=$T/profd
+STORES="sqlite ch"
+if [ -n "${OLD_PROFD:-}" ]; then
+	cp "$OLD_PROFD" "$T/profd-old" || exit 1
+	STORES="sqlite chold ch"
+fi
+label() { case $1 in sqlite) echo 'embedded (SQLite)' ;; ch) echo ClickHouse ;; chold) echo 'ClickHouse (OLD_PROFD)' ;; esac; }
 results=$BUILD/bench-results.md
 out() { tee -a "$results"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 col() { awk -v c="$1" '{print $c}' "$2" | median; }
 now() { date +%s.%N; }
+inserts() { ch_q bench "SELECT toUInt64(sum(value)) FROM system.events WHERE event = 'InsertQuery'"; }
 cpu_of() { awk -v t="$TICK" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
 ch_start bench >/dev/null || { echo "bench: clickhouse-server did not start" >&2; exit 1; }
@@ -58,14 +80,14 @@ CHPID=$CH_PID_bench
 CHURL=clickhouse://127.0.0.1:$CH_HTTP_bench
 
 SPID='' SPORT=''
-start() { # CPULIST STORE-ARGS...: profd serve; sets SPID, SPORT
+start() { # CPULIST STORE-ARGS...: profd serve ($PB, default $P); sets SPID, SPORT
 	local cpus=$1
 	shift
 	: >"$T/serve.log"
 	if [ -n "$cpus" ]; then
-		taskset -c "$cpus" "$P" serve -q --retention 0 --addr 127.0.0.1:0 "$@" 2>"$T/serve.log" &
+		taskset -c "$cpus" "${PB:-$P}" serve -q --retention 0 --addr 127.0.0.1:0 "$@" 2>"$T/serve.log" &
 	else
-		"$P" serve -q --retention 0 --addr 127.0.0.1:0 "$@" 2>"$T/serve.log" &
+		"${PB:-$P}" serve -q --retention 0 --addr 127.0.0.1:0 "$@" 2>"$T/serve.log" &
 	fi
 	SPID=$!
 	SPORT=$(serve_port "$T/serve.log" "$SPID")
@@ -81,10 +103,11 @@ echo
 echo "ClickHouse store bench: $ROUNDS rounds, medians; $(nproc) CPUs; ClickHouse $(ch_q bench 'SELECT version()'); $(date -u +%Y-%m-%dT%H:%MZ)" | out
 
 # ---- (a) ingest ---------------------------------------------------------------
-: >"$T/ing-sqlite"
-: >"$T/ing-ch"
+for store in $STORES; do : >"$T/ing-$store"; done
 for r in $(seq "$ROUNDS"); do
-	for store in sqlite ch; do
+	for store in $STORES; do
+		PB=$P
+		[ "$store" = chold ] && PB=$T/profd-old
 		if [ "$store" = sqlite ]; then
 			rm -rf "$BUILD/bench-chs-data"
 			start 0 --data-dir "$PWD/$BUILD/bench-chs-data"
@@ -93,30 +116,31 @@ for r in $(seq "$ROUNDS"); do
 			ch_q bench "CREATE DATABASE ing" >/dev/null
 			start 0 --store "$CHURL/ing"
 		fi
-		c0=$(cpu_of "$SPID") h0=$(cpu_of "$CHPID")
+		c0=$(cpu_of "$SPID") h0=$(cpu_of "$CHPID") i0=$(inserts)
 		line=$(taskset -c 1 "$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service bench -type cpu "${FILES[@]}") ||
 			{ echo "bench: ingest into $store failed" >&2; exit 1; }
-		c1=$(cpu_of "$SPID") h1=$(cpu_of "$CHPID")
+		c1=$(cpu_of "$SPID") h1=$(cpu_of "$CHPID") i1=$(inserts)
 		stop
 		echo "$line" | awk -v c="$(awk -v a="$c0" -v b="$c1" 'BEGIN{print b-a}')" -v h="$(awk -v a="$h0" -v b="$h1" 'BEGIN{print b-a}')" '{
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-			print v["seconds"], v["bytes"], c, h }' >>"$T/ing-$store"
+			print v["seconds"], v["bytes"], c, h, '"$((i1 - i0))"' }' >>"$T/ing-$store"
 	done
 done
 {
 	echo
 	echo "Ingest of the 200 large CPU profiles: collector pinned to core 0, loadgen ($CONNS connections) on core 1, fresh store per round"
 	echo
-	echo "| store | wall | MB/s (gz) | collector CPU | MB/s per collector CPU-s | ClickHouse CPU |"
-	echo "|---|---|---|---|---|---|"
+	echo "| store | wall | MB/s (gz) | collector CPU | MB/s per collector CPU-s | ClickHouse CPU | INSERTs |"
+	echo "|---|---|---|---|---|---|---|"
 } | out
-for store in sqlite ch; do
+for store in $STORES; do
 	f=$T/ing-$store
-	awk -v l="$([ $store = ch ] && echo ClickHouse || echo 'embedded (SQLite)')" -v w="$(col 1 "$f")" -v b="$(col 2 "$f")" \
-		-v c="$(col 3 "$f")" -v h="$(col 4 "$f")" -v ch="$store" 'BEGIN {
-		printf "| %s | %.3f s | %.1f | %.3f s | %.1f | %s |\n", l, w, b / 1e6 / w, c, b / 1e6 / c,
-			(ch == "ch" ? sprintf("%.3f s", h) : "–") }' | out
+	awk -v l="$(label "$store")" -v w="$(col 1 "$f")" -v b="$(col 2 "$f")" \
+		-v c="$(col 3 "$f")" -v h="$(col 4 "$f")" -v i="$(col 5 "$f")" -v ch="$store" 'BEGIN {
+		printf "| %s | %.3f s | %.1f | %.3f s | %.1f | %s | %s |\n", l, w, b / 1e6 / w, c, b / 1e6 / c,
+			(ch != "sqlite" ? sprintf("%.3f s", h) : "–"), (ch != "sqlite" ? i : "–") }' | out
 done
+PB=
 echo "Target (ClickHouse): >= 20 MB/s of gzip input per collector core." | out
 
 # ---- (b) merge ------------------------------------------------------------------
@@ -168,3 +192,73 @@ for store in ch sqlite; do
 done
 echo "Target (ClickHouse): merge >= 30x faster than go tool pprof -proto." | out
 rm -rf "$BUILD/bench-chs-data" "$BUILD/bench-chs-merge"
+
+# ---- (c) fleet top --------------------------------------------------------------
+[ "${FLEET:-1}" = 0 ] && exit 0
+FL=$DATA/fleet
+if [ ! -f "$FL/.done-v1" ]; then
+	echo "bench: generating the fleet's day (21,600 profiles), once" >&2
+	rm -rf "$FL"
+	"$BUILD/gen" -fleet -seed 1 -o "$FL" >"$DATA/fleet-gen.txt"
+	touch "$FL/.done-v1"
+fi
+ch_q bench "DROP DATABASE IF EXISTS fleet" >/dev/null
+ch_q bench "CREATE DATABASE fleet" >/dev/null
+FURL="$CHURL/fleet"
+start "" --store "$FURL" --rollup-interval 0
+t0=$(now)
+fline=$("$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -fleet "$FL" -type cpu) ||
+	{ echo "bench: loading the fleet into ClickHouse failed" >&2; exit 1; }
+t1=$(now)
+stop
+# the same rows, without rollups, in a second database (tables made by a collector)
+ch_q bench "DROP DATABASE IF EXISTS fleetraw" >/dev/null
+ch_q bench "CREATE DATABASE fleetraw" >/dev/null
+start "" --store "$CHURL/fleetraw" --rollup-interval 0
+stop
+for t in profiles symbols; do ch_q bench "INSERT INTO fleetraw.$t SELECT * FROM fleet.$t" >/dev/null; done
+: >"$T/serve-roll.log"
+"$P" serve --retention 0 --max-merge-profiles 100000 --addr 127.0.0.1:0 --store "$FURL" --rollup-interval 1s 2>"$T/serve-roll.log" &
+SPID=$!
+SPORT=$(serve_port "$T/serve-roll.log" "$SPID")
+for _ in $(seq 1200); do
+	grep -q 'component=rollup' "$T/serve-roll.log" && break
+	sleep 0.5
+done
+rline=$(grep -m1 'component=rollup' "$T/serve-roll.log")
+[[ $rline == *built* ]] || { echo "bench: no rollups built: $rline" >&2; exit 1; }
+RPORT=$SPORT RPID=$SPID
+start "" --store "$CHURL/fleetraw" --rollup-interval 0 --max-merge-profiles 100000
+TQ="/api/1/top?query=cpu%7B%7D&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&n=10"
+: >"$T/ft"
+for r in $(seq "$ROUNDS"); do
+	t0r=$(now)
+	curl -sS -o "$T/ft-roll.json" "http://127.0.0.1:$RPORT$TQ"
+	t1r=$(now)
+	curl -sS -o "$T/ft-raw.json" "http://127.0.0.1:$SPORT$TQ"
+	t2r=$(now)
+	curl -sS -o "$T/ft-sel.json" "http://127.0.0.1:$SPORT$TQ&rollups=false"
+	t3r=$(now)
+	awk -v a="$t0r" -v b="$t1r" -v c="$t2r" -v d="$t3r" 'BEGIN { print b - a, c - b, d - c }' >>"$T/ft"
+done
+stop
+kill -TERM "$RPID"
+wait "$RPID" 2>/dev/null
+[ "$(jq -r .body.rollups "$T/ft-roll.json")" = true ] || { echo "bench: the fleet top did not use rollups" >&2; exit 1; }
+for f in raw sel; do
+	cmp -s <(jq -c '.body | {total, rows}' "$T/ft-roll.json") <(jq -c '.body | {total, rows}' "$T/ft-$f.json") ||
+		{ echo "bench: the fleet top from rollups differs from $f" >&2; exit 1; }
+done
+{
+	echo
+	echo "Fleet top over a day of 150 pods (21,600 CPU profiles, $(echo "$fline" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p' | awk '{printf "%.0f MB", $1 / 1e6}') gzip'd) on ClickHouse: GET /api/1/top?query=cpu{}&n=10 over the day (unpinned); the three answers identical"
+	echo
+	echo "| | time |"
+	echo "|---|---|"
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "| load (loadgen post -fleet, %s connections) | %.1f s |\n", "'"$CONNS"'", b - a }'
+	echo "| rollups built by one collector ($(echo "$rline" | sed -n 's/.*built \([0-9]*\) hourly.*/\1/p') hours) | $(echo "$rline" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p') s |"
+	echo "| top from the rollups | $(col 1 "$T/ft") s |"
+	echo "| top from the profiles (range merges, no rollup built) | $(col 2 "$T/ft") s |"
+	echo "| top by the selection path (rollups=false) | $(col 3 "$T/ft") s |"
+} | out
+echo "Target (ClickHouse): fleet top over the day < 1 s." | out

@@ -62,6 +62,8 @@ static const char usage_text[] =
 	"                                (default " DEFAULT_DATA_DIR ")\n"
 	"      --store STORE             sqlite (the default: embedded, under --data-dir), or\n"
 	"                                clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]\n"
+	"                                [&cluster=NAME[&insert_quorum=N]] for a sharded or\n"
+	"                                replicated cluster (docs/scale-out.md)\n"
 	"                                (ClickHouse's HTTP port; many collectors may share it;\n"
 	"                                the tables are created at start)\n"
 	"      --store-password-file F   ClickHouse password from file F (first line), instead\n"

@@ -20,14 +20,15 @@
 
 #include <pthread.h>
 
-/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&secure=1] */
+/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&insert_quorum=N&secure=1] */
 struct pd_ch_url {
 	char *user, *password; /* NULL: ClickHouse's "default" user without one */
 	char *host;            /* as given (IPv6 in brackets) */
 	int port;              /* its HTTP(S) interface: 8123 / 8443 when absent */
 	char *database;
-	char *cluster; /* ?cluster=NAME: tables ON CLUSTER, Distributed reads and writes */
-	bool secure;   /* ?secure=1: https */
+	char *cluster;     /* ?cluster=NAME: tables ON CLUSTER, Distributed reads and writes */
+	bool secure;       /* ?secure=1: https */
+	int insert_quorum; /* ?insert_quorum=N (1..16): INSERTs wait for N replicas; 0 = not set */
 };
 /* Parse a store URL; PD_EUSAGE with what is wrong. */
 int pd_ch_url_parse(const char *url, struct pd_ch_url *out, struct pd_err *err) PD_WUR;

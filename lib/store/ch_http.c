@@ -91,7 +91,8 @@ int pd_ch_url_parse(const char *url, struct pd_ch_url *out, struct pd_err *err)
 {
 	static const char pre[] = "clickhouse://";
 	memset(out, 0, sizeof *out);
-	const char *want = "want clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&secure=1]";
+	const char *want =
+	    "want clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&insert_quorum=N&secure=1]";
 	if (strncasecmp(url, pre, sizeof pre - 1))
 		return pd_errf(err, PD_EUSAGE, "store URL: %s", want);
 	const char *p = url + sizeof pre - 1;
@@ -172,6 +173,10 @@ int pd_ch_url_parse(const char *url, struct pd_ch_url *out, struct pd_err *err)
 		if (kn == 7 && !strncmp(q, "cluster", 7) && name_ok(v)) {
 			free(out->cluster);
 			out->cluster = v;
+		} else if (kn == 13 && !strncmp(q, "insert_quorum", 13) && v[0] >= '1' && v[0] <= '9' &&
+		           (!v[1] || (v[0] == '1' && v[1] >= '0' && v[1] <= '6' && !v[2]))) {
+			out->insert_quorum = atoi(v);
+			free(v);
 		} else if (kn == 6 && !strncmp(q, "secure", 6) &&
 		           (!strcmp(v, "1") || !strcmp(v, "0") || !strcmp(v, "true") || !strcmp(v, "false"))) {
 			out->secure = v[0] == '1' || v[0] == 't';
@@ -179,7 +184,7 @@ int pd_ch_url_parse(const char *url, struct pd_ch_url *out, struct pd_err *err)
 		} else {
 			pd_errf(err, PD_EUSAGE,
 			        "store URL: unknown or bad parameter \"%.*s\" (known: cluster=NAME of [A-Za-z0-9_], "
-			        "secure=1)",
+			        "insert_quorum=1..16, secure=1)",
 			        (int)(e - q), q);
 			free(v);
 			pd_ch_url_free(out);

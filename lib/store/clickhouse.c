@@ -14,6 +14,18 @@
  *   symbols       (day Date, kind UInt8, h FixedString(16), data String)
  *                 ReplacingMergeTree PARTITION BY day ORDER BY (kind, h)
  *   deleted       (day Date, id String)  ReplacingMergeTree PARTITION BY day ORDER BY id
+ *   rollups       (day Date, service, type, hour Int64, profiles, fp UInt64,
+ *                  built_ns Int64, header, block, refs String)
+ *                 ReplacingMergeTree(built_ns) PARTITION BY day ORDER BY (service, type, hour)
+ *
+ * Rollups: an hour's profiles of one service and type aggregated, stored
+ * as a profile row (refs into the day's symbols), valid while the hour's
+ * live profiles are `profiles` many with the sum of their cityHash64(id)
+ * `fp` (a late upload or a removal makes it stale: not used, rebuilt by
+ * the next pass of any collector). Range merges read the valid rollups of
+ * their whole hours and the profiles of the rest, by the sorting key's
+ * (service, type, created_ns) prefix. profiles and rollups have small
+ * index granules (their rows are KBs: refs hold 16 bytes per stack).
  *
  * A profile is stored as the embedded store stores it (DESIGN.md): its
  * strings, functions, mappings, locations, stacks and label sets are
@@ -31,10 +43,24 @@
  * (symbols too: a day's symbols are those its profiles use), so retention
  * is ALTER TABLE ... DROP PARTITION and needs no other bookkeeping.
  *
- * Writes: symbols first, then the profile row; an upload is acknowledged
- * only once ClickHouse acknowledged both (a retry writes the same rows,
- * which collapse). A profile row is never visible before its symbols.
- * DELETE writes a tombstone (deleted); retention drops both.
+ * Writes are batched (batch_submit): the rows of the uploads that arrive
+ * while a batch's INSERTs are in flight (or within a few ms while others
+ * are still being decoded) go in one symbols INSERT, then one profiles
+ * INSERT; each upload is acknowledged only once ClickHouse acknowledged
+ * both INSERTs of its batch, and a failed batch fails every upload in it
+ * (a retry writes the same rows, which collapse). A profile row is never
+ * visible before its symbols. DELETE writes a tombstone (deleted);
+ * retention drops both.
+ *
+ * With ?cluster=NAME, each table T above is T_local on every server
+ * (Replicated(Replacing)MergeTree, ZooKeeper path
+ * /clickhouse/tables/{shard}/profd/NAME/DB/T, replica {replica}: the
+ * servers' macros) plus T itself, a Distributed table over every shard's
+ * T_local (profiles and deleted sharded by cityHash64(id), symbols by
+ * cityHash64(h)), all created ON CLUSTER; queries name T as on one server
+ * (IN (SELECT ... FROM deleted) becomes GLOBAL IN), INSERTs into T are
+ * synchronous (insert_distributed_sync=1) and with ?insert_quorum=N wait
+ * for N replicas; retention drops T_local's partitions ON CLUSTER.
  *
  * Only SQL that Debian's ClickHouse 18.16 runs: no TTL, codecs, query
  * parameters, LowCardinality or mutations; strings are sent as
@@ -52,18 +78,60 @@
 #include <time.h>
 #include <zstd.h>
 
-#define CH_SCHEMA         1
-#define DAY_NS            (86400LL * 1000000000LL)
-#define CH_MAX_ANSWER     ((size_t)1 << 30)
-#define CH_KNOWN_MAX      (1u << 20) /* symbols remembered as written, before the set is cleared */
-#define CH_MAX_DAY        49672      /* 2105-12-31: the last date ClickHouse 18.16 parses */
+#define CH_SCHEMA     1
+#define DAY_NS        (86400LL * 1000000000LL)
+#define HOUR_NS       PD_ROLLUP_NS
+#define CH_MAX_ANSWER ((size_t)1 << 30)
+#define CH_KNOWN_MAX  (1u << 20) /* symbols remembered as written, before the set is cleared */
+#define CH_MAX_DAY    49672      /* 2105-12-31: the last date ClickHouse 18.16 parses */
+/* rollups: per (service, type, hour) the hour's profiles aggregated (a
+ * profile row's header, block and refs), valid while the hour's live
+ * profiles are still `profiles` many with these ids (fp: the sum of their
+ * cityHash64(id)) */
+#define CH_ROLLUP_COLS                                                                                                 \
+	"(day Date, service String, type String, hour Int64, profiles UInt64, fp UInt64, built_ns Int64, header "      \
+	"String, block String, refs String)"
+/* the newest rollup of each (service, type, hour): rcnt, rfp, rok (has
+ * a block), without reading the blobs (FINAL would) */
+#define CH_ROLLUPS_NOW                                                                                                 \
+	"SELECT service, type, hour, argMax(profiles, built_ns) AS rcnt, argMax(fp, built_ns) AS rfp, "                \
+	"argMax(length(header) > 0, built_ns) AS rok FROM rollups GROUP BY service, type, hour"
 #define CH_QUERY_SETTINGS "max_query_size=268435456&max_ast_elements=10000000&wait_end_of_query=1"
+/* the batcher: uploads that arrive while a batch's INSERTs are in flight,
+ * or within CH_BATCH_WINDOW_NS of the batch's first one while others are
+ * still being decoded, share one symbols and one profiles INSERT; a batch
+ * is closed at CH_BATCH_MAX bytes */
+#define CH_BATCH_WINDOW_NS (5 * 1000000LL)
+#define CH_BATCH_MAX       ((size_t)32 << 20)
+
+/* One group of uploads' rows, sent as one INSERT into symbols, then one
+ * into profiles; every upload of it waits for the result. */
+struct chbatch {
+	struct pd_buf sym, prof; /* RowBinary rows */
+	size_t nup;              /* uploads in it */
+	size_t waiting;          /* uploads still to read the result (the last frees it) */
+	int64_t opened_ns;       /* CLOCK_MONOTONIC */
+	bool done;
+	int rc;
+	struct pd_err err;
+};
 
 struct chs {
 	struct pd_store base;
 	struct pd_ch *ch;
 	struct pd_pprof_limits lim;
-	char *cluster;
+	char *cluster;  /* ?cluster=NAME, or NULL: one server */
+	const char *gl; /* "GLOBAL " with a cluster: IN (SELECT ... FROM deleted) of a Distributed table */
+	char *on;       /* " ON CLUSTER NAME" or "" */
+	/* the batcher (bmu, bcv): open gathers rows; busy: a batch was taken by
+	 * its leader (window, then INSERTs); preparing: ingests still decoding */
+	pthread_mutex_t bmu;
+	pthread_cond_t bcv; /* CLOCK_MONOTONIC */
+	struct chbatch *open;
+	bool busy;
+	size_t preparing;
+	char *ins_settings;        /* URL settings of the INSERTs */
+	uint64_t batches, batched; /* INSERT pairs sent, uploads they held */
 	/* symbols this process wrote (day, kind, hash): not sent again */
 	pthread_mutex_t mu;
 	uint64_t *known;
@@ -124,6 +192,101 @@ static int q(struct chs *s, const char *sql, struct pd_buf *out, struct pd_err *
 	return pd_ch_query(s->ch, sql, NULL, 0, CH_QUERY_SETTINGS, out, err);
 }
 
+/* The columns and engines of the tables (after the table's name). */
+static const struct {
+	const char *name, *cols, *engine, *order, *key, *ver; /* ver: a ReplacingMergeTree's version column */
+} ch_tables[] = {
+    {"profd_schema", "(version UInt32)", "MergeTree", "ORDER BY version", "version", NULL},
+    {"profiles",
+     "(day Date, service String, type String, created_ns Int64, id String, label_keys Array(String), "
+     "label_values Array(String), header String, block String, refs String, stored_bytes UInt64)",
+     "ReplacingMergeTree", "PARTITION BY day ORDER BY (service, type, created_ns, id) SETTINGS index_granularity = 256",
+     "cityHash64(id)", NULL},
+    {"symbols", "(day Date, kind UInt8, h FixedString(16), data String)", "ReplacingMergeTree",
+     "PARTITION BY day ORDER BY (kind, h)", "cityHash64(h)", NULL},
+    {"deleted", "(day Date, id String)", "ReplacingMergeTree", "PARTITION BY day ORDER BY id", "cityHash64(id)", NULL},
+    {"rollups", CH_ROLLUP_COLS, "ReplacingMergeTree",
+     "PARTITION BY day ORDER BY (service, type, hour) SETTINGS index_granularity = 32",
+     "cityHash64(service, type, hour)", "built_ns"},
+};
+#define CH_NTABLES (sizeof ch_tables / sizeof *ch_tables)
+
+/* With ?cluster=NAME: per table T, T_local on every server (Replicated*,
+ * its ZooKeeper path per shard: the {shard} and {replica} macros of each
+ * server's config) and T, a Distributed table over the T_local of every
+ * shard, sharded by ch_tables' key, created ON CLUSTER (distributed DDL,
+ * through ZooKeeper) unless this server has them all already (a start
+ * with a replica down does not wait for it). */
+static int create_cluster_tables(struct chs *s, struct pd_err *err)
+{
+	const char *db = pd_ch_database(s->ch);
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(1 << 20);
+	int rc = pd_buf_appendf(&sql, "SELECT name, engine FROM system.tables WHERE database = ") ||
+	                 pd_ch_lit_s(&sql, db) || pd_buf_appendf(&sql, " FORMAT RowBinary") ||
+	                 pd_buf_append(&sql, "", 1)
+	             ? nomem(err)
+	             : q(s, (const char *)sql.ptr, &ans, err);
+	size_t have = 0;
+	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+	while (!rc && r.p < r.end) {
+		size_t nn, en;
+		const char *nm = (const char *)pd_rb_get_str(&r, &nn), *en_ = (const char *)pd_rb_get_str(&r, &en);
+		if (r.bad) {
+			rc = pd_errf(err, PD_EIO, "ClickHouse at %s: a malformed answer", pd_ch_where(s->ch));
+			break;
+		}
+		for (size_t t = 0; t < CH_NTABLES && !rc; t++) {
+			size_t tl = strlen(ch_tables[t].name);
+			bool dist = nn == tl && !memcmp(nm, ch_tables[t].name, tl);
+			bool local =
+			    nn == tl + 6 && !memcmp(nm, ch_tables[t].name, tl) && !memcmp(nm + tl, "_local", 6);
+			if (dist && (en != 11 || memcmp(en_, "Distributed", 11)))
+				rc = pd_errf(
+				    err, PD_EUSAGE,
+				    "ClickHouse at %s: table %s is a %.*s, not a Distributed table: this database "
+				    "was made for one server; use another database with ?cluster=",
+				    pd_ch_where(s->ch), ch_tables[t].name, (int)en, en_);
+			else if (local && (en < 10 || memcmp(en_, "Replicated", 10)))
+				rc = pd_errf(err, PD_EUSAGE,
+				             "ClickHouse at %s: table %s_local is a %.*s, not replicated",
+				             pd_ch_where(s->ch), ch_tables[t].name, (int)en, en_);
+			have += dist || local;
+		}
+	}
+	for (size_t t = 0; t < CH_NTABLES && !rc && have < 2 * CH_NTABLES; t++) {
+		const char *n = ch_tables[t].name;
+		sql.len = 0;
+		if (pd_buf_appendf(&sql,
+		                   "CREATE TABLE IF NOT EXISTS %s.%s_local%s %s ENGINE = Replicated%s("
+		                   "'/clickhouse/tables/{shard}/profd/%s/%s/%s', '{replica}'%s%s) %s",
+		                   db, n, s->on, ch_tables[t].cols, ch_tables[t].engine, s->cluster, db, n,
+		                   ch_tables[t].ver ? ", " : "", ch_tables[t].ver ? ch_tables[t].ver : "",
+		                   ch_tables[t].order) ||
+		    pd_buf_append(&sql, "", 1)) {
+			rc = nomem(err);
+			break;
+		}
+		if ((rc = q(s, (const char *)sql.ptr, NULL, err)))
+			break;
+		sql.len = 0;
+		if (pd_buf_appendf(
+		        &sql,
+		        "CREATE TABLE IF NOT EXISTS %s.%s%s AS %s.%s_local ENGINE = Distributed(%s, %s, %s_local, "
+		        "%s)",
+		        db, n, s->on, db, n, s->cluster, db, n, ch_tables[t].key) ||
+		    pd_buf_append(&sql, "", 1)) {
+			rc = nomem(err);
+			break;
+		}
+		rc = q(s, (const char *)sql.ptr, NULL, err);
+	}
+	pd_buf_free(&sql);
+	pd_buf_free(&ans);
+	if (rc)
+		pd_err_prefix(err, "creating the tables on cluster %s", s->cluster);
+	return rc;
+}
+
 static int create_schema(struct chs *s, struct pd_err *err)
 {
 	static const char *const ddl[] = {
@@ -131,15 +294,19 @@ static int create_schema(struct chs *s, struct pd_err *err)
 	    "CREATE TABLE IF NOT EXISTS profiles (day Date, service String, type String, created_ns Int64, id String, "
 	    "label_keys Array(String), label_values Array(String), header String, block String, refs String, "
 	    "stored_bytes UInt64) ENGINE = ReplacingMergeTree PARTITION BY day ORDER BY (service, type, created_ns, "
-	    "id)",
+	    "id) SETTINGS index_granularity = 256",
 	    "CREATE TABLE IF NOT EXISTS symbols (day Date, kind UInt8, h FixedString(16), data String) "
 	    "ENGINE = ReplacingMergeTree PARTITION BY day ORDER BY (kind, h)",
 	    "CREATE TABLE IF NOT EXISTS deleted (day Date, id String) ENGINE = ReplacingMergeTree PARTITION BY day "
 	    "ORDER BY id",
+	    "CREATE TABLE IF NOT EXISTS rollups " CH_ROLLUP_COLS " ENGINE = ReplacingMergeTree(built_ns) PARTITION BY "
+	    "day ORDER BY (service, type, hour) SETTINGS index_granularity = 32",
 	};
 	struct pd_buf out = PD_BUF_INIT(1 << 20);
 	int rc = 0;
-	for (size_t i = 0; i < sizeof ddl / sizeof *ddl && !rc; i++)
+	if (s->cluster)
+		rc = create_cluster_tables(s, err);
+	for (size_t i = 0; i < sizeof ddl / sizeof *ddl && !rc && !s->cluster; i++)
 		rc = q(s, ddl[i], NULL, err);
 	if (!rc)
 		rc = q(s, "SELECT toUInt32(max(version)), toUInt64(count()) FROM profd_schema FORMAT RowBinary", &out,
@@ -159,7 +326,8 @@ static int create_schema(struct chs *s, struct pd_err *err)
 			    "upgrade profd, or use another database",
 			    pd_ch_where(s->ch), ver, CH_SCHEMA);
 		else if (!n)
-			rc = q(s, "INSERT INTO profd_schema VALUES (1)", NULL, err);
+			rc = pd_ch_query(s->ch, "INSERT INTO profd_schema VALUES (1)", NULL, 0, s->ins_settings, NULL,
+			                 err);
 	}
 	pd_buf_free(&out);
 	return rc;
@@ -433,6 +601,118 @@ static int framed(const struct pd_buf *payload, const char *id, enum pd_blob_rol
 	return 0;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The INSERTs of one batch: symbols first (a profile row is never visible
+ * before its symbols), then the profiles. */
+static int batch_insert(struct chs *s, struct chbatch *b)
+{
+	int rc = 0;
+	if (b->sym.len)
+		rc = pd_ch_query(s->ch, "INSERT INTO symbols FORMAT RowBinary", b->sym.ptr, b->sym.len, s->ins_settings,
+		                 NULL, &b->err);
+	if (!rc)
+		rc = pd_ch_query(s->ch, "INSERT INTO profiles FORMAT RowBinary", b->prof.ptr, b->prof.len,
+		                 s->ins_settings, NULL, &b->err);
+	return rc;
+}
+
+static void batch_unref(struct chbatch *b)
+{
+	if (--b->waiting == 0) {
+		pd_buf_free(&b->sym);
+		pd_buf_free(&b->prof);
+		free(b);
+	}
+}
+
+/* Add one upload's symbol and profile rows to the open batch and wait
+ * until ClickHouse acknowledged (or refused) the INSERTs that hold them:
+ * 0 only then. The first upload of a batch leads it: once no other
+ * batch is in flight, it waits (at most CH_BATCH_WINDOW_NS from the
+ * batch's start) while other ingests are still decoding, closes the batch
+ * and sends it; the uploads that arrive meanwhile gather in the next one.
+ * Called with s->preparing counting this ingest. */
+static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd_buf *prof, struct pd_err *err)
+{
+	pthread_mutex_lock(&s->bmu);
+	s->preparing--;
+	while (s->open && s->open->sym.len + s->open->prof.len >= CH_BATCH_MAX)
+		pthread_cond_wait(&s->bcv, &s->bmu); /* full: wait until its leader takes it */
+	struct chbatch *b = s->open;
+	if (!b) {
+		if (!(b = calloc(1, sizeof *b))) {
+			pthread_mutex_unlock(&s->bmu);
+			return nomem(err);
+		}
+		b->sym = (struct pd_buf)PD_BUF_INIT(0);
+		b->prof = (struct pd_buf)PD_BUF_INIT(0);
+		b->opened_ns = mono_ns();
+		s->open = b;
+	}
+	size_t sl = b->sym.len, pl = b->prof.len;
+	if (pd_buf_append(&b->sym, sym->ptr, sym->len) || pd_buf_append(&b->prof, prof->ptr, prof->len)) {
+		b->sym.len = sl, b->prof.len = pl;
+		if (!b->nup) {
+			s->open = NULL;
+			b->waiting = 1;
+			batch_unref(b);
+		}
+		pthread_mutex_unlock(&s->bmu);
+		return nomem(err);
+	}
+	b->nup++;
+	b->waiting++;
+	pthread_cond_broadcast(&s->bcv); /* a leader in its window counts the ingests still decoding */
+	while (!b->done) {
+		if (!s->busy && s->open == b) {
+			s->busy = true;
+			int64_t end = b->opened_ns + CH_BATCH_WINDOW_NS;
+			while (s->preparing && b->sym.len + b->prof.len < CH_BATCH_MAX) {
+				int64_t now = mono_ns();
+				if (now >= end)
+					break;
+				struct timespec ts = {(time_t)(end / 1000000000), (long)(end % 1000000000)};
+				pthread_cond_timedwait(&s->bcv, &s->bmu, &ts);
+			}
+			s->open = NULL;
+			pthread_cond_broadcast(&s->bcv); /* uploads waiting for room start the next batch */
+			pthread_mutex_unlock(&s->bmu);
+			int rc = batch_insert(s, b);
+			pthread_mutex_lock(&s->bmu);
+			b->rc = rc;
+			b->done = true;
+			s->busy = false;
+			s->batches++;
+			s->batched += b->nup;
+			pthread_cond_broadcast(&s->bcv); /* its uploads, and the next batch's leader */
+			break;
+		}
+		pthread_cond_wait(&s->bcv, &s->bmu);
+	}
+	int rc = b->rc;
+	if (rc && err)
+		*err = b->err;
+	batch_unref(b);
+	pthread_mutex_unlock(&s->bmu);
+	return rc;
+}
+
+/* An ingest that will not join a batch (refused, failed) is no longer
+ * waited for. */
+static void prep_done(struct chs *s)
+{
+	pthread_mutex_lock(&s->bmu);
+	s->preparing--;
+	pthread_cond_broadcast(&s->bcv);
+	pthread_mutex_unlock(&s->bmu);
+}
+
 static int ch_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
                      struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err)
 {
@@ -444,10 +724,16 @@ static int ch_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		if (!in->labels[i].key || !in->labels[i].value)
 			return pd_errf(err, PD_EINVAL, "insert label %s: no value",
 			               in->labels[i].key ? in->labels[i].key : "(null)");
+	pthread_mutex_lock(&s->bmu);
+	s->preparing++; /* a batch's leader may wait for this one */
+	pthread_mutex_unlock(&s->bmu);
+	bool submitted = false;
 	struct pd_prepared pp;
 	int rc = pd_prepare(in, data, len, &s->lim, &pp, why, err);
-	if (rc)
+	if (rc) {
+		prep_done(s);
 		return rc;
+	}
 	struct ing g;
 	memset(&g, 0, sizeof g);
 	g.s = s;
@@ -498,12 +784,9 @@ static int ch_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 		goto out;
 	}
 	pd_prepared_drop_profile(&pp);
-	/* symbols first: a profile row is never visible before them */
-	if (g.nrows && (rc = pd_ch_query(s->ch, "INSERT INTO symbols FORMAT RowBinary", g.rows.ptr, g.rows.len,
-	                                 CH_QUERY_SETTINGS, NULL, err)))
-		goto fail;
-	if ((rc = pd_ch_query(s->ch, "INSERT INTO profiles FORMAT RowBinary", row.ptr, row.len, CH_QUERY_SETTINGS, NULL,
-	                      err)))
+	/* with the other uploads of its batch: symbols first, then profiles */
+	submitted = true;
+	if ((rc = batch_submit(s, &g.rows, &row, err)))
 		goto fail;
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < g.nkeys; i++)
@@ -515,6 +798,8 @@ fail:
 	pd_meta_clear(&m);
 	pd_err_prefix(err, "store");
 out:
+	if (!submitted)
+		prep_done(s);
 	pd_buf_free(&hdr), pd_buf_free(&blk), pd_buf_free(&refs), pd_buf_free(&row), pd_buf_free(&fh), pd_buf_free(&fb);
 	ing_free(&g);
 	pd_prepared_free(&pp);
@@ -562,7 +847,7 @@ static int ch_find(struct pd_store *base, const struct pd_store_query *fq, pd_me
 		     !pd_buf_appendf(&sql, ") AND label_values[indexOf(label_keys, ") && !pd_ch_lit_s(&sql, k) &&
 		     !pd_buf_appendf(&sql, ")] = ") && !pd_ch_lit_s(&sql, v);
 	}
-	ok = ok && !pd_buf_appendf(&sql, " AND id NOT IN (SELECT id FROM deleted WHERE 1") &&
+	ok = ok && !pd_buf_appendf(&sql, " AND id %sNOT IN (SELECT id FROM deleted WHERE 1", s->gl) &&
 	     !days_clause(&sql, fq->from_ns, fq->to_ns) && !pd_buf_appendf(&sql, ")");
 	if (ok && fq->limit)
 		ok = !pd_buf_appendf(&sql, " ORDER BY created_ns DESC, id DESC LIMIT %zu", fq->limit);
@@ -663,9 +948,9 @@ static int live(struct chs *s, const char *id, int64_t day, uint64_t *n, struct 
 	pd_store_day_name(day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(1 << 16);
 	int rc = pd_buf_appendf(&sql,
-	                        "SELECT toUInt64(count()) FROM profiles WHERE day = '%s' AND id = '%s' AND id NOT IN "
+	                        "SELECT toUInt64(count()) FROM profiles WHERE day = '%s' AND id = '%s' AND id %sNOT IN "
 	                        "(SELECT id FROM deleted WHERE day = '%s') FORMAT RowBinary",
-	                        dn, id, dn) ||
+	                        dn, id, s->gl, dn) ||
 	                 pd_buf_append(&sql, "", 1)
 	             ? nomem(err)
 	             : q(s, (const char *)sql.ptr, &ans, err);
@@ -696,7 +981,7 @@ static int ch_remove(struct pd_store *base, const char *id, struct pd_err *err)
 	struct pd_buf row = PD_BUF_INIT(0);
 	rc = pd_rb_u16(&row, (uint16_t)day) || pd_rb_str(&row, id, strlen(id))
 	         ? nomem(err)
-	         : pd_ch_query(s->ch, "INSERT INTO deleted FORMAT RowBinary", row.ptr, row.len, CH_QUERY_SETTINGS, NULL,
+	         : pd_ch_query(s->ch, "INSERT INTO deleted FORMAT RowBinary", row.ptr, row.len, s->ins_settings, NULL,
 	                       err);
 	pd_buf_free(&row);
 	return rc;
@@ -708,10 +993,12 @@ static int ch_services(struct pd_store *base, char ***out, size_t *n, struct pd_
 	*out = NULL;
 	*n = 0;
 	struct pd_buf ans = PD_BUF_INIT(CH_MAX_ANSWER);
-	int rc = q(s,
-	           "SELECT DISTINCT service FROM profiles WHERE id NOT IN (SELECT id FROM deleted) ORDER BY service "
-	           "FORMAT RowBinary",
-	           &ans, err);
+	char sql[200];
+	snprintf(sql, sizeof sql,
+	         "SELECT DISTINCT service FROM profiles WHERE id %sNOT IN (SELECT id FROM deleted) ORDER BY service "
+	         "FORMAT RowBinary",
+	         s->gl);
+	int rc = q(s, sql, &ans, err);
 	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 	size_t cap = 0;
 	char **v = NULL;
@@ -740,20 +1027,33 @@ static int ch_services(struct pd_store *base, char ***out, size_t *n, struct pd_
 	return rc;
 }
 
-/* The days (partitions) present in our tables, ascending. */
+/* The tables whose parts are ours on this server (system.parts). */
+static const char *parts_tables(const struct chs *s)
+{
+	return s->cluster ? "('profiles_local', 'symbols_local', 'deleted_local', 'rollups_local')"
+	                  : "('profiles', 'symbols', 'deleted', 'rollups')";
+}
+
+/* The days (partitions) present in our tables, ascending: on one server,
+ * from system.parts; with a cluster, the days of every shard's rows
+ * (through the Distributed tables). */
 static int days_present(struct chs *s, int64_t **out, size_t *n, struct pd_err *err)
 {
 	*out = NULL;
 	*n = 0;
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
-	int rc = pd_buf_appendf(
-	             &sql, "SELECT DISTINCT toUInt16(min_date) AS d FROM system.parts WHERE active AND database = ") ||
-	                 pd_ch_lit_s(&sql, pd_ch_database(s->ch)) ||
-	                 pd_buf_appendf(
-	                     &sql, " AND table IN ('profiles', 'symbols', 'deleted') ORDER BY d FORMAT RowBinary") ||
-	                 pd_buf_append(&sql, "", 1)
-	             ? nomem(err)
-	             : q(s, (const char *)sql.ptr, &ans, err);
+	bool ok;
+	if (s->cluster)
+		ok = !pd_buf_appendf(&sql,
+		                     "SELECT DISTINCT toUInt16(day) AS d FROM (SELECT DISTINCT day FROM profiles "
+		                     "UNION ALL SELECT DISTINCT day FROM symbols UNION ALL SELECT DISTINCT day FROM "
+		                     "deleted) ORDER BY d FORMAT RowBinary");
+	else
+		ok = !pd_buf_appendf(&sql, "SELECT DISTINCT toUInt16(min_date) AS d FROM system.parts WHERE active AND "
+		                           "database = ") &&
+		     !pd_ch_lit_s(&sql, pd_ch_database(s->ch)) &&
+		     !pd_buf_appendf(&sql, " AND table IN %s ORDER BY d FORMAT RowBinary", parts_tables(s));
+	int rc = ok && !pd_buf_append(&sql, "", 1) ? q(s, (const char *)sql.ptr, &ans, err) : nomem(err);
 	size_t cap = 0;
 	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 	while (!rc && r.p < r.end) {
@@ -782,14 +1082,18 @@ static int ch_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 	int64_t *days;
 	size_t n;
 	int rc = days_present(s, &days, &n, err);
-	static const char *const tables[] = {"profiles", "symbols", "deleted"};
+	static const char *const tables[] = {"profiles", "symbols", "deleted", "rollups"};
 	for (size_t i = 0; i < n && !rc; i++) {
 		if ((days[i] + 1) * DAY_NS > cutoff) /* the day ends after the cutoff: kept */
 			continue;
-		char dn[16], sql[160];
+		char dn[16], sql[400];
 		pd_store_day_name(days[i], dn);
-		for (size_t t = 0; t < 3 && !rc; t++) {
-			snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION '%s'", tables[t], dn);
+		for (size_t t = 0; t < 4 && !rc; t++) {
+			if (s->cluster) /* each shard's local table, on one replica (the others follow) */
+				snprintf(sql, sizeof sql, "ALTER TABLE %s.%s_local%s DROP PARTITION '%s'",
+				         pd_ch_database(s->ch), tables[t], s->on, dn);
+			else
+				snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION '%s'", tables[t], dn);
 			rc = q(s, sql, NULL, err);
 		}
 		if (!rc)
@@ -808,7 +1112,7 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	                        "SELECT toUInt64(uniqExact(partition)), toUInt64(sum(bytes_on_disk)) FROM system.parts "
 	                        "WHERE active AND database = ") ||
 	                 pd_ch_lit_s(&sql, pd_ch_database(s->ch)) ||
-	                 pd_buf_appendf(&sql, " AND table IN ('profiles', 'symbols', 'deleted') FORMAT RowBinary") ||
+	                 pd_buf_appendf(&sql, " AND table IN %s FORMAT RowBinary", parts_tables(s)) ||
 	                 pd_buf_append(&sql, "", 1)
 	             ? nomem(err)
 	             : q(s, (const char *)sql.ptr, &ans, err);
@@ -819,14 +1123,39 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 		if (r.bad)
 			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer");
 	}
-	if (!rc)
-		rc = q(s,
-		       "SELECT toUInt64(count()) FROM profiles FINAL WHERE id NOT IN (SELECT id FROM deleted) FORMAT "
-		       "RowBinary",
-		       &ans, err);
+	if (!rc) {
+		char cnt[200];
+		snprintf(
+		    cnt, sizeof cnt,
+		    "SELECT toUInt64(count()) FROM profiles FINAL WHERE id %sNOT IN (SELECT id FROM deleted) FORMAT "
+		    "RowBinary",
+		    s->gl);
+		rc = q(s, cnt, &ans, err);
+	}
 	if (!rc) {
 		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 		st->profiles = pd_rb_get_u64(&r);
+		if (r.bad)
+			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer");
+	}
+	/* valid rollups: the newest of each hour, with a block, built from the
+	 * hour's live profiles */
+	sql.len = 0;
+	if (!rc &&
+	    (pd_buf_appendf(&sql,
+	                    "SELECT toUInt64(count()) FROM (SELECT service, type, intDiv(created_ns, "
+	                    "3600000000000) AS hour, toUInt64(count()) AS cnt, sum(cityHash64(id)) AS fp FROM "
+	                    "profiles FINAL WHERE id %sNOT IN (SELECT id FROM deleted) GROUP BY service, type, "
+	                    "hour) %sANY INNER JOIN (" CH_ROLLUPS_NOW
+	                    ") USING (service, type, hour) WHERE rok AND rcnt = cnt AND rfp = fp FORMAT RowBinary",
+	                    s->gl, s->gl) ||
+	     pd_buf_append(&sql, "", 1)))
+		rc = nomem(err);
+	if (!rc)
+		rc = q(s, (const char *)sql.ptr, &ans, err);
+	if (!rc) {
+		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+		st->rollups = pd_rb_get_u64(&r);
 		if (r.bad)
 			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer");
 	}
@@ -1184,6 +1513,25 @@ static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn
 				rc = nomem(err);
 		}
 	}
+	/* a rollup's refs go on with every location and function its stacks
+	 * reach (its strings and mappings are in the first two): wanted now,
+	 * so that one round fetches all of its symbols */
+	static const int more[2] = {PD_SYM_LOC, PD_SYM_FN};
+	for (int t = 0; t < 2 && !rc && x.p < x.end; t++) {
+		size_t c = pd_rd_v(&x);
+		if (x.bad || c > rn / 16) {
+			rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+			break;
+		}
+		for (size_t i = 0; i < c && !rc; i++) {
+			struct pd_h128 h = rd_h(&x);
+			int64_t sq;
+			if (x.bad)
+				rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+			else if (cday_seq(d, more[t], h, &sq))
+				rc = nomem(err);
+		}
+	}
 	/* local numbers (1-based; 0 = none) to seqs */
 #define XL(t, v)                                                                                                       \
 	do {                                                                                                           \
@@ -1239,7 +1587,8 @@ static int load_rows(struct cday *d, const char *const *ids, size_t n, struct cr
 	for (size_t i = 0; i < n && ok; i++)
 		ok = !pd_buf_appendf(&sql, "%s'%s'", i ? ", " : "", ids[i]);
 	ok = ok &&
-	     !pd_buf_appendf(&sql, ") AND id NOT IN (SELECT id FROM deleted WHERE day = '%s') FORMAT RowBinary", dn) &&
+	     !pd_buf_appendf(&sql, ") AND id %sNOT IN (SELECT id FROM deleted WHERE day = '%s') FORMAT RowBinary",
+	                     d->s->gl, dn) &&
 	     !pd_buf_append(&sql, "", 1);
 	int rc = ok ? q(d->s, (const char *)sql.ptr, &ans, err) : nomem(err);
 	pd_buf_free(&sql);
@@ -1399,6 +1748,436 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 	return rc;
 }
 
+/* ---- range merge ---------------------------------------------------------------- */
+
+/* Days' partial profiles combined: the first one as it is, then through
+ * the pprof merger (as ch_merge does). */
+struct dayacc {
+	struct pd_merger *mg;
+	struct pd_profile *single;
+	size_t ndays;
+};
+
+static int dayacc_add(struct dayacc *a, struct pd_profile *part, struct pd_err *err)
+{
+	int rc = 0;
+	if (a->ndays++ == 0) {
+		a->single = part;
+		return 0;
+	}
+	if (!a->mg && !(a->mg = pd_merger_new()))
+		rc = nomem(err);
+	if (!rc && a->single) {
+		rc = pd_merger_add_partial(a->mg, a->single, err);
+		pd_profile_free(a->single);
+		a->single = NULL;
+	}
+	if (!rc)
+		rc = pd_merger_add_partial(a->mg, part, err);
+	pd_profile_free(part);
+	return rc;
+}
+
+static int dayacc_finish(struct dayacc *a, int rc, struct pd_profile **out, struct pd_err *err)
+{
+	if (!rc && a->mg)
+		rc = pd_merger_finish(a->mg, out, err);
+	else if (!rc)
+		*out = a->single, a->single = NULL;
+	pd_profile_free(a->single);
+	pd_merger_free(a->mg);
+	return rc;
+}
+
+/* Merge the live profiles of rq->service and rq->type created in [lo, hi]
+ * (within day d), but those of the hours in skip (answered by rollups;
+ * ascending), into pm: one query by the sorting key's prefix (service,
+ * type, created_ns ranges: only the granules of those are read; none if
+ * the rollups cover [lo, hi]). *n += profiles merged (over max, 0 = none:
+ * PD_ELIMIT); *fp (may be NULL) += the sum of their cityHash64(id). */
+static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t lo, int64_t hi,
+                      const int64_t *skip, size_t nskip, uint64_t *fp, size_t *n, size_t max, struct pd_err *err)
+{
+	char dn[16];
+	pd_store_day_name(d->day, dn);
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
+	bool ok =
+	    !pd_buf_appendf(&sql,
+	                    "SELECT id, header, block, refs, cityHash64(id) FROM profiles FINAL WHERE service = ") &&
+	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
+	    !pd_buf_appendf(&sql, " AND day = '%s' AND id %sNOT IN (SELECT id FROM deleted WHERE day = '%s') AND (0",
+	                    dn, d->s->gl, dn);
+	/* [lo, hi] less the skipped hours */
+	size_t spans = 0;
+	int64_t t = lo;
+	for (size_t i = 0; ok && i <= nskip; i++) {
+		int64_t e = i < nskip ? skip[i] * HOUR_NS - 1 : hi;
+		if (e > hi)
+			e = hi;
+		if (t <= e) {
+			ok = !pd_buf_appendf(&sql, " OR created_ns BETWEEN %lld AND %lld", (long long)t, (long long)e);
+			spans++;
+		}
+		if (i < nskip && (skip[i] + 1) * HOUR_NS > t)
+			t = (skip[i] + 1) * HOUR_NS;
+	}
+	ok = ok && !pd_buf_appendf(&sql, ") ORDER BY created_ns, id FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
+	int rc = !ok ? nomem(err) : spans ? q(d->s, (const char *)sql.ptr, &ans, err) : 0;
+	pd_buf_free(&sql);
+	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+	while (!rc && r.p < r.end) {
+		size_t idn, hn, bn, rn;
+		const uint8_t *idp = pd_rb_get_str(&r, &idn), *hp = pd_rb_get_str(&r, &hn),
+		              *bp = pd_rb_get_str(&r, &bn), *rp = pd_rb_get_str(&r, &rn);
+		uint64_t h = pd_rb_get_u64(&r);
+		if (r.bad || idn != PD_STORE_ID_LEN) {
+			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer to a query of profiles");
+			break;
+		}
+		if (max && *n >= max) {
+			rc = pd_errf(err, PD_ELIMIT,
+			             "more than %zu profiles of \"%s\" to merge: over the limit of profiles per query",
+			             max, rq->service);
+			break;
+		}
+		char id[PD_STORE_ID_LEN + 1];
+		memcpy(id, idp, idn);
+		id[idn] = 0;
+		struct crow row;
+		if ((rc = load_row(d, id, hp, hn, bp, bn, rp, rn, &row, err))) {
+			crow_free(&row);
+			break;
+		}
+		rc = pd_pm_add(pm, id, &row.h, row.rows, row.nrows, row.nv, false, err);
+		crow_free(&row);
+		if (fp)
+			*fp += h;
+		(*n)++;
+	}
+	pd_buf_free(&ans);
+	return rc;
+}
+
+/* ---- rollups --------------------------------------------------------------------- */
+
+static void rollup_id(const char *svc, const char *typ, int64_t hour, char *out, size_t n)
+{
+	snprintf(out, n, "rollup/%s/%s/%lld", svc, typ, (long long)hour);
+}
+
+/* The local number (refs table t of g) of seq of kind k of d; 0 stays 0. */
+static int seq_ref(struct ing *g, const struct cday *d, int t, int k, int64_t seq, int64_t *out)
+{
+	if (seq == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (seq < 0 || (size_t)seq > d->n[k])
+		return PD_EIO;
+	return ref_of(g, t, d->v[k][seq - 1].h, out);
+}
+
+static const int64_t *agg_vals(const void *ctx, size_t i)
+{
+	return pd_agg_values(ctx, i);
+}
+
+/* An aggregate (pm, on d's seqs) as a profile row's framed header and
+ * block and its refs, named rid. */
+static int enc_rollup(const struct cday *d, const struct pd_pmerge *pm, const char *rid, struct pd_buf *fh,
+                      struct pd_buf *fb, struct pd_buf *refs, struct pd_err *err)
+{
+	struct ing g;
+	memset(&g, 0, sizeof g);
+	struct pd_shdr h = pm->h;
+	h.stypes = calloc(2 * (size_t)h.nst + 1, sizeof *h.stypes);
+	h.comments = calloc((size_t)h.ncomments + 1, sizeof *h.comments);
+	h.maps = calloc((size_t)h.nmaps + 1, sizeof *h.maps);
+	size_t n = pm->agg.n;
+	int64_t *stk = malloc((n + 1) * sizeof *stk), *ls = malloc((n + 1) * sizeof *ls);
+	int rc = h.stypes && h.comments && h.maps && stk && ls ? 0 : PD_ENOMEM;
+	for (int t = 0; t < 4 && !rc; t++)
+		rc = pd_hidx_init(&g.ix[t], t == R_STK ? n + 16 : 64) ? PD_ENOMEM : 0;
+	for (uint32_t i = 0; i < 2 * h.nst && !rc; i++)
+		rc = seq_ref(&g, d, R_STR, PD_SYM_STR, pm->h.stypes[i], &h.stypes[i]);
+	for (uint32_t i = 0; i < h.ncomments && !rc; i++)
+		rc = seq_ref(&g, d, R_STR, PD_SYM_STR, pm->h.comments[i], &h.comments[i]);
+	for (uint32_t i = 0; i < h.nmaps && !rc; i++)
+		rc = seq_ref(&g, d, R_MAP, PD_SYM_MAP, pm->h.maps[i], &h.maps[i]);
+	int64_t *fields[] = {&h.ptype, &h.punit, &h.drop, &h.keep, &h.dflt, &h.doc};
+	for (size_t i = 0; i < 6 && !rc; i++)
+		rc = seq_ref(&g, d, R_STR, PD_SYM_STR, *fields[i], fields[i]);
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = seq_ref(&g, d, R_STK, PD_SYM_STACK, pm->stk.keys[pm->agg.rows[i].stack], &stk[i]);
+		if (!rc)
+			rc = seq_ref(&g, d, R_LS, PD_SYM_LSET, pm->ls.keys[pm->agg.rows[i].labels], &ls[i]);
+	}
+	struct pd_buf hdr = PD_BUF_INIT(0), blk = PD_BUF_INIT(0);
+	if (rc)
+		rc = rc == PD_ENOMEM ? nomem(err) : pd_errf(err, PD_EIO, "%s: a symbol out of range", rid);
+	if (!rc)
+		rc = pd_enc_header(&h, &hdr, err);
+	if (!rc) {
+		ZSTD_CCtx *z = ZSTD_createCCtx();
+		rc = z ? pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, &blk, err) : nomem(err);
+		ZSTD_freeCCtx(z);
+	}
+	/* the closure of the symbols (d has fetched them): every string and
+	 * mapping in the first two refs tables, then every location and
+	 * function, for a reader to fetch all of them in one round */
+	int64_t unused;
+	for (size_t i = 0; i < d->n[PD_SYM_STR] && !rc; i++)
+		if (d->v[PD_SYM_STR][i].have)
+			rc = ref_of(&g, R_STR, d->v[PD_SYM_STR][i].h, &unused) ? nomem(err) : 0;
+	for (size_t i = 0; i < d->n[PD_SYM_MAP] && !rc; i++)
+		if (d->v[PD_SYM_MAP][i].have)
+			rc = ref_of(&g, R_MAP, d->v[PD_SYM_MAP][i].h, &unused) ? nomem(err) : 0;
+	if (!rc &&
+	    (enc_refs(&g, refs) || framed(&hdr, rid, PD_BLOB_HEADER, fh) || framed(&blk, rid, PD_BLOB_BLOCK, fb)))
+		rc = nomem(err);
+	static const int more[2] = {PD_SYM_LOC, PD_SYM_FN};
+	for (int t = 0; t < 2 && !rc; t++) {
+		size_t c = 0;
+		for (size_t i = 0; i < d->n[more[t]]; i++)
+			c += d->v[more[t]][i].have;
+		rc = put_v(refs, c) ? nomem(err) : 0;
+		for (size_t i = 0; i < d->n[more[t]] && !rc; i++)
+			if (d->v[more[t]][i].have && put_h(refs, d->v[more[t]][i].h))
+				rc = nomem(err);
+	}
+	pd_buf_free(&hdr);
+	pd_buf_free(&blk);
+	free(h.stypes), free(h.comments), free(h.maps);
+	free(stk), free(ls);
+	ing_free(&g);
+	return rc;
+}
+
+/* Build the rollup of (svc, typ, hour): its profiles merged as a range
+ * merge merges them, their count and fingerprint taken from the same
+ * rows (a profile that arrives meanwhile makes the rollup stale, and the
+ * next pass builds it again). */
+static int rollup_hour(struct chs *s, const char *svc, const char *typ, int64_t hour, struct pd_err *err)
+{
+	int64_t day = floor_div(hour * HOUR_NS, DAY_NS);
+	struct pd_merge_range rq = {svc, typ, hour * HOUR_NS, hour * HOUR_NS + HOUR_NS - 1, 0, true};
+	struct cday d;
+	struct pd_pmerge pm;
+	memset(&pm, 0, sizeof pm);
+	uint64_t fp = 0;
+	size_t n = 0;
+	char rid[256];
+	rollup_id(svc, typ, hour, rid, sizeof rid);
+	struct pd_buf fh = PD_BUF_INIT(0), fb = PD_BUF_INIT(0), refs = PD_BUF_INIT(0), row = PD_BUF_INIT(0);
+	int rc = cday_init(&d, s, day, err);
+	pm.src = (struct pd_symsrc){src_get, NULL, &d};
+	if (!rc)
+		rc = pm_add_day(&d, &pm, &rq, rq.from_ns, rq.to_ns, NULL, 0, &fp, &n, 0, err);
+	if (!rc && pm.have)
+		rc = cday_fetch(&d); /* for the closure of its symbols (enc_rollup) */
+	if (rc == PD_EINCOMPAT) {    /* cannot be merged: a row without a block marks the hour as looked at */
+		rc = 0;
+		pd_pmerge_free(&pm);
+		memset(&pm, 0, sizeof pm);
+	}
+	if (!rc && pm.have)
+		rc = enc_rollup(&d, &pm, rid, &fh, &fb, &refs, err);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (!rc &&
+	    (pd_rb_u16(&row, (uint16_t)day) || pd_rb_str(&row, svc, strlen(svc)) || pd_rb_str(&row, typ, strlen(typ)) ||
+	     pd_rb_u64(&row, (uint64_t)hour) || pd_rb_u64(&row, n) || pd_rb_u64(&row, fp) ||
+	     pd_rb_u64(&row, (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec) ||
+	     pd_rb_str(&row, fh.ptr, fh.len) || pd_rb_str(&row, fb.ptr, fb.len) || pd_rb_str(&row, refs.ptr, refs.len)))
+		rc = nomem(err);
+	if (!rc)
+		rc = pd_ch_query(s->ch, "INSERT INTO rollups FORMAT RowBinary", row.ptr, row.len, s->ins_settings, NULL,
+		                 err);
+	pd_pmerge_free(&pm);
+	cday_free(&d);
+	pd_buf_free(&fh), pd_buf_free(&fb), pd_buf_free(&refs), pd_buf_free(&row);
+	if (rc)
+		pd_err_prefix(err, "%s", rid);
+	return rc;
+}
+
+/* pd_store_rollup: the hours ended by cutoff whose rollup is missing or
+ * does not match their live profiles any more (count, fingerprint), oldest
+ * first, at most max_hours. */
+static int ch_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *built, struct pd_err *err)
+{
+	struct chs *s = (struct chs *)base;
+	*built = 0;
+	int64_t end = floor_div(cutoff, HOUR_NS); /* hours before this one are over */
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
+	bool ok = !pd_buf_appendf(
+	    &sql,
+	    "SELECT service, type, hour FROM (SELECT service, type, intDiv(created_ns, 3600000000000) AS hour, "
+	    "toUInt64(count()) AS cnt, sum(cityHash64(id)) AS fp FROM profiles FINAL WHERE created_ns < %lld AND id "
+	    "%sNOT IN (SELECT id FROM deleted) GROUP BY service, type, hour) %sANY LEFT JOIN (" CH_ROLLUPS_NOW
+	    ") USING (service, type, hour) WHERE rcnt != cnt OR rfp != fp ORDER BY hour, service, type",
+	    (long long)(end * HOUR_NS), s->gl, s->gl);
+	ok = ok && (!max_hours || !pd_buf_appendf(&sql, " LIMIT %zu", max_hours)) &&
+	     !pd_buf_appendf(&sql, " FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
+	int rc = ok ? q(s, (const char *)sql.ptr, &ans, err) : nomem(err);
+	pd_buf_free(&sql);
+	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+	while (!rc && r.p < r.end) {
+		size_t sn, tn;
+		const uint8_t *sp = pd_rb_get_str(&r, &sn), *tp = pd_rb_get_str(&r, &tn);
+		int64_t hour = (int64_t)pd_rb_get_u64(&r);
+		if (r.bad || sn >= 128 || tn >= 16) {
+			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer to a query of stale rollups");
+			break;
+		}
+		char svc[128], typ[16];
+		memcpy(svc, sp, sn), svc[sn] = 0;
+		memcpy(typ, tp, tn), typ[tn] = 0;
+		if (!(rc = rollup_hour(s, svc, typ, hour, err)))
+			(*built)++;
+	}
+	pd_buf_free(&ans);
+	return rc;
+}
+
+/* The valid rollups of rq in day d's [h0, h1], into pm (and their hours
+ * into *hours for pm_add_day to skip). */
+static int pm_add_rollups(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t h0, int64_t h1,
+                          int64_t **hours, size_t *nh, struct pd_merge_info *info, struct pd_err *err)
+{
+	char dn[16];
+	pd_store_day_name(d->day, dn);
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
+	const char *gl = d->s->gl;
+	/* a rollup whose (profiles, fp) are those of the hour's live profiles
+	 * now (no FINAL: it would read every row's blobs; the same hour built
+	 * twice from the same profiles is the same rollup, taken once) */
+	bool ok =
+	    !pd_buf_appendf(&sql, "SELECT hour, profiles, header, block, refs FROM (SELECT hour, profiles, fp, header, "
+	                          "block, refs, built_ns FROM rollups WHERE service = ") &&
+	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
+	    !pd_buf_appendf(&sql,
+	                    " AND day = '%s' AND hour BETWEEN %lld AND %lld) %sANY INNER JOIN (SELECT "
+	                    "intDiv(created_ns, 3600000000000) AS hour, toUInt64(count()) AS cnt, sum(cityHash64(id)) "
+	                    "AS cfp FROM profiles FINAL WHERE service = ",
+	                    dn, (long long)h0, (long long)h1, gl) &&
+	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
+	    !pd_buf_appendf(&sql,
+	                    " AND day = '%s' AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
+	                    "deleted WHERE day = '%s') GROUP BY hour) USING (hour) WHERE cnt = profiles AND cfp = fp "
+	                    "AND length(block) > 0 ORDER BY hour, built_ns DESC FORMAT RowBinary",
+	                    dn, (long long)(h0 * HOUR_NS), (long long)(h1 * HOUR_NS + HOUR_NS - 1), gl, dn) &&
+	    !pd_buf_append(&sql, "", 1);
+	int rc = ok ? q(d->s, (const char *)sql.ptr, &ans, err) : nomem(err);
+	pd_buf_free(&sql);
+	size_t cap = 0;
+	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+	while (!rc && r.p < r.end) {
+		int64_t hour = (int64_t)pd_rb_get_u64(&r);
+		uint64_t np = pd_rb_get_u64(&r);
+		size_t hn, bn, rn;
+		const uint8_t *hp = pd_rb_get_str(&r, &hn), *bp = pd_rb_get_str(&r, &bn), *rp = pd_rb_get_str(&r, &rn);
+		if (r.bad) {
+			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer to a query of rollups");
+			break;
+		}
+		if (*nh && (*hours)[*nh - 1] == hour) /* built twice (not merged away yet): the same profiles */
+			continue;
+		char rid[256];
+		rollup_id(rq->service, rq->type, hour, rid, sizeof rid);
+		struct crow row;
+		if ((rc = load_row(d, rid, hp, hn, bp, bn, rp, rn, &row, err))) {
+			crow_free(&row);
+			break;
+		}
+		rc = pd_pm_add(pm, rid, &row.h, row.rows, row.nrows, row.nv, true, err);
+		crow_free(&row);
+		if (!rc && pd_grow((void **)hours, &cap, *nh + 1, sizeof **hours))
+			rc = nomem(err);
+		if (rc)
+			break;
+		(*hours)[(*nh)++] = hour;
+		info->rollup_hours++;
+		info->profiles += (size_t)np;
+	}
+	pd_buf_free(&ans);
+	return rc;
+}
+
+/* ---- range merge ------------------------------------------------------------------ */
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return -floor_div(-a, b);
+}
+
+/* pd_store_merge_range: per day, the valid rollups of the range's whole
+ * hours and the other hours' profiles aggregated on the day's seqs and
+ * materialised once, the days combined by the pprof merger. */
+static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq, struct pd_profile **out,
+                          struct pd_merge_info *info, struct pd_err *err)
+{
+	struct chs *s = (struct chs *)base;
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	int64_t d0 = floor_div(rq->from_ns < 0 ? 0 : rq->from_ns, DAY_NS), d1 = floor_div(rq->to_ns, DAY_NS);
+	if (d1 > CH_MAX_DAY)
+		d1 = CH_MAX_DAY;
+	/* the days that have rows of the service and type in the range */
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
+	char a[16], z[16];
+	pd_store_day_name(d0, a);
+	pd_store_day_name(d1 < d0 ? d0 : d1, z);
+	bool ok = !pd_buf_appendf(&sql, "SELECT DISTINCT toUInt16(day) AS d FROM profiles WHERE service = ") &&
+	          !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") &&
+	          !pd_ch_lit_s(&sql, rq->type) &&
+	          !pd_buf_appendf(&sql,
+	                          " AND created_ns BETWEEN %lld AND %lld AND day BETWEEN '%s' AND '%s' ORDER BY d "
+	                          "FORMAT RowBinary",
+	                          (long long)rq->from_ns, (long long)rq->to_ns, a, z) &&
+	          !pd_buf_append(&sql, "", 1);
+	int rc = ok ? q(s, (const char *)sql.ptr, &ans, err) : nomem(err);
+	pd_buf_free(&sql);
+	struct dayacc acc = {NULL, NULL, 0};
+	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+	while (!rc && r.p < r.end) {
+		int64_t day = pd_rb_get_u16(&r);
+		if (r.bad) {
+			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer");
+			break;
+		}
+		int64_t lo = rq->from_ns > day * DAY_NS ? rq->from_ns : day * DAY_NS;
+		int64_t hi = rq->to_ns < (day + 1) * DAY_NS - 1 ? rq->to_ns : (day + 1) * DAY_NS - 1;
+		int64_t h0 = ceil_div(lo, HOUR_NS), h1 = floor_div(hi - HOUR_NS + 1, HOUR_NS);
+		struct cday d;
+		struct pd_pmerge pm;
+		memset(&pm, 0, sizeof pm);
+		int64_t *hours = NULL;
+		size_t nh = 0, n0 = info->raw;
+		rc = cday_init(&d, s, day, err);
+		pm.src = (struct pd_symsrc){src_get, NULL, &d};
+		if (!rc && !rq->no_rollups && h0 <= h1)
+			rc = pm_add_rollups(&d, &pm, rq, h0, h1, &hours, &nh, info, err);
+		if (!rc)
+			rc = pm_add_day(&d, &pm, rq, lo, hi, hours, nh, NULL, &info->raw, rq->max_raw, err);
+		if (!rc)
+			rc = cday_fetch(&d);
+		struct pd_profile *part = NULL;
+		if (!rc && pm.have)
+			rc = pd_pm_profile(&pm, &part, err);
+		free(hours);
+		pd_pmerge_free(&pm);
+		cday_free(&d);
+		info->profiles += info->raw - n0;
+		if (!rc && part)
+			rc = dayacc_add(&acc, part, err);
+		else
+			pd_profile_free(part);
+	}
+	pd_buf_free(&ans);
+	return dayacc_finish(&acc, rc, out, err);
+}
+
 /* ---- open, close ---------------------------------------------------------------- */
 
 static void ch_close(struct pd_store *base)
@@ -1406,6 +2185,10 @@ static void ch_close(struct pd_store *base)
 	struct chs *s = (struct chs *)base;
 	pd_ch_close(s->ch);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->bmu);
+	pthread_cond_destroy(&s->bcv);
+	free(s->ins_settings);
+	free(s->on);
 	free(s->known);
 	free(s->cluster);
 	free(s);
@@ -1448,6 +2231,8 @@ static const struct pd_store_ops ch_ops = {
     .find = ch_find,
     .get = ch_get,
     .merge = ch_merge,
+    .merge_range = ch_merge_range,
+    .rollup = ch_rollup,
     .remove = ch_remove,
     .services = ch_services,
     .retain = ch_retain,
@@ -1471,19 +2256,34 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 			return nomem(err);
 		}
 	}
-	if (u.cluster) {
-		pd_ch_url_free(&u);
-		return pd_errf(err, PD_EUSAGE,
-		               "store URL: ?cluster= is not supported yet (one ClickHouse server or a "
-		               "load balancer in front of replicas)");
-	}
 	struct chs *s = calloc(1, sizeof *s);
 	if (!s) {
 		pd_ch_url_free(&u);
 		return nomem(err);
 	}
+	/* INSERTs: through Distributed tables synchronously (acknowledged once
+	 * every shard's replica has its rows), with insert_quorum replicas */
+	char ins[512];
+	snprintf(ins, sizeof ins, "%s%s", CH_QUERY_SETTINGS, u.cluster ? "&insert_distributed_sync=1" : "");
+	if (u.insert_quorum)
+		snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "&insert_quorum=%d&insert_quorum_timeout=%ld",
+		         u.insert_quorum, (o && o->timeout_ms ? o->timeout_ms : 30000) * 2 / 3);
+	s->gl = u.cluster ? "GLOBAL " : "";
+	if (u.cluster && !(s->cluster = strdup(u.cluster))) {
+		free(s);
+		pd_ch_url_free(&u);
+		return nomem(err);
+	}
+	if (asprintf(&s->on, "%s%s", u.cluster ? " ON CLUSTER " : "", u.cluster ? u.cluster : "") < 0)
+		s->on = NULL;
 	s->base.ops = &ch_ops;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->bmu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->bcv, &ca);
+	pthread_condattr_destroy(&ca);
 	s->kmask = (CH_KNOWN_MAX * 2) - 1;
 	s->known = calloc(s->kmask + 1, sizeof *s->known);
 	if (lim)
@@ -1491,7 +2291,8 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 	else
 		pd_pprof_limits_default(&s->lim);
 	struct pd_ch_opts co = {o ? o->cacert : NULL, o ? o->insecure : false, o ? o->timeout_ms : 0};
-	rc = s->known ? pd_ch_open(&u, &co, &s->ch, err) : nomem(err);
+	s->ins_settings = strdup(ins);
+	rc = s->known && s->ins_settings && s->on ? pd_ch_open(&u, &co, &s->ch, err) : nomem(err);
 	pd_ch_url_free(&u);
 	if (!rc)
 		rc = create_schema(s, err);

@@ -242,7 +242,7 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 void pd_store_sqlite_set_max_open(struct pd_store *s, size_t n);
 
 /* The ClickHouse backend (clickhouse.c): many collectors share one store.
- * url: clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]; the
+ * url: clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&insert_quorum=N&secure=1]; the
  * tables are created (or their schema version checked) here. Errors of an
  * unreachable or failing ClickHouse are PD_EUNAVAIL. */
 struct pd_store_ch_opts {

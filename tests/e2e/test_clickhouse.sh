@@ -7,6 +7,8 @@
 #      real examples/goapp CPU and heap profiles uploaded to A are listed,
 #      fetched and merged identically from B; go tool pprof -top and -tags of
 #      B's merge equal those of Go's own merge of the same files
+#      16 concurrent uploads are batched: fewer INSERTs than uploads,
+#      each acknowledged one listed
 #   3. kill -9 of A right after its acknowledgements: every acknowledged
 #      upload is listed and fetched from B
 #   4. retention: B restarted with --retention drops the old days'
@@ -38,7 +40,7 @@ if PD_TEST_STORE=$CHURL "$ROOT/$BUILD/tests/test_store" >"$T/conf.log" 2>&1; the
 else
 	fail "conformance suite on ClickHouse" "$(grep -E 'FAILED|ERROR|LINE' "$T/conf.log" | head -10)"
 fi
-grep -q "^\[  PASSED  \] 10 test(s)" "$T/conf.log" || fail "conformance: all 10 backend-independent tests ran" "$(tail -3 "$T/conf.log")"
+grep -q "^\[  PASSED  \] 14 test(s)" "$T/conf.log" || fail "conformance: all 14 backend-independent tests ran" "$(tail -3 "$T/conf.log")"
 
 # ---- 2. two collectors, one ClickHouse ----------------------------------------------
 ch_q one "CREATE DATABASE shared" >/dev/null
@@ -116,6 +118,23 @@ curl -sS -o /dev/null --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?servic
 ch_q one "OPTIMIZE TABLE shared.symbols FINAL" >/dev/null 2>&1 || true
 after=$(ch_q one "SELECT count() FROM shared.symbols FINAL")
 expect "dedup: the same profile through the other collector adds no symbol" "$before" "$after"
+
+# batched inserts: 16 concurrent uploads share INSERTs (one symbols and one
+# profiles INSERT per batch, not two per upload), and each 200 is stored
+i0=$(ch_q one "SELECT toUInt64(sum(value)) FROM system.events WHERE event = 'InsertQuery'")
+bp=()
+for i in $(seq 1 16); do
+	curl -sS -o "$T/b$i.json" -w '%{http_code}\n' --data-binary "@$T/p/heap$(((i % 3) + 1)).pb.gz" \
+		"$A/api/0/profiles?service=batch&type=heap&labels=n=$i" >"$T/b$i.code" &
+	bp+=("$!")
+done
+wait "${bp[@]}"
+i1=$(ch_q one "SELECT toUInt64(sum(value)) FROM system.events WHERE event = 'InsertQuery'")
+expect "batch: 16 concurrent uploads: all 200" 16 "$(cat "$T"/b*.code | grep -c '^200$')"
+expect "batch: ... all 16 listed" 16 "$(curl -sS "$B/api/0/profiles?service=batch&type=heap&from=0&to=now" | jq '.body | length')"
+if [ $((i1 - i0)) -lt 16 ]; then ok "batch: ... in $((i1 - i0)) INSERTs (fewer than one per upload)"; else
+	fail "batch: concurrent uploads share INSERTs" "$((i1 - i0)) INSERTs for 16 uploads"
+fi
 
 # ---- 3. kill -9 after the acknowledgements -------------------------------------------------
 acked=()

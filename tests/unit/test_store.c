@@ -109,8 +109,9 @@ static char tmpdir[256];
 
 /* PD_TEST_STORE=clickhouse://HOST:PORT: the backend-independent tests run
  * against the ClickHouse backend instead, each in a database of its own
- * (created by setup, dropped by teardown). */
-static const char *ch_base;
+ * (created by setup, dropped by teardown); with PD_TEST_CH_CLUSTER=NAME as
+ * well, on that cluster (?cluster=NAME, databases ON CLUSTER). */
+static const char *ch_base, *ch_cluster;
 static char ch_url[512], ch_db[64];
 
 static struct pd_store *open_store(void)
@@ -150,8 +151,10 @@ static int setup(void **state)
 		static int seq;
 		char sql[128];
 		snprintf(ch_db, sizeof ch_db, "pdtest_%d_%d", (int)getpid(), ++seq);
-		snprintf(ch_url, sizeof ch_url, "%s/%s", ch_base, ch_db);
-		snprintf(sql, sizeof sql, "CREATE DATABASE %s", ch_db);
+		snprintf(ch_url, sizeof ch_url, "%s/%s%s%s", ch_base, ch_db, ch_cluster ? "?cluster=" : "",
+		         ch_cluster ? ch_cluster : "");
+		snprintf(sql, sizeof sql, "CREATE DATABASE %s%s%s", ch_db, ch_cluster ? " ON CLUSTER " : "",
+		         ch_cluster ? ch_cluster : "");
 		if (ch_admin(sql))
 			return -1;
 	}
@@ -163,7 +166,8 @@ static int teardown(void **state)
 	(void)state;
 	if (ch_base && !getenv("PD_TEST_KEEP")) {
 		char sql[128];
-		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", ch_db);
+		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s%s%s", ch_db, ch_cluster ? " ON CLUSTER " : "",
+		         ch_cluster ? ch_cluster : "");
 		(void)ch_admin(sql);
 	}
 	return tu_rmdir(tmpdir);
@@ -1802,6 +1806,7 @@ static void test_future_skew(void **state)
 int main(void)
 {
 	ch_base = getenv("PD_TEST_STORE");
+	ch_cluster = getenv("PD_TEST_CH_CLUSTER");
 	if (ch_base && !*ch_base)
 		ch_base = NULL;
 	if (ch_base) {
@@ -1818,6 +1823,10 @@ int main(void)
 			cmocka_unit_test_setup_teardown(test_rollup_fallback, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_rollup_retention, setup, teardown),
 		};
 		return cmocka_run_group_tests_name("store conformance (ClickHouse)", generic, NULL, NULL);
 	}
