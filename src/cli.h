@@ -76,6 +76,9 @@ struct scrape_cmd;
 struct pd_store;
 struct pd_buf;
 int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **out);
+/* The next scrape_cmd_parse takes text (named name in messages) as its
+ * YAML --config: serve --config FILE's scrape: section. Borrowed. */
+void scrape_cmd_preset_config(const char *name, const char *text, size_t n);
 int scrape_cmd_start(struct scrape_cmd *c, struct pd_store *st, int64_t retention_ns);
 bool scrape_cmd_done(struct scrape_cmd *c);
 void scrape_cmd_stop(struct scrape_cmd *c);

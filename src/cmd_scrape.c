@@ -317,6 +317,18 @@ void scrape_cmd_free(struct scrape_cmd *c)
 	free(c);
 }
 
+/* serve --config's scrape: section, given as the scraper's --config text */
+static const char *preset_name;
+static const char *preset_text;
+static size_t preset_len;
+
+void scrape_cmd_preset_config(const char *name, const char *text, size_t n)
+{
+	preset_name = name;
+	preset_text = text;
+	preset_len = n;
+}
+
 int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **out)
 {
 	*out = NULL;
@@ -590,7 +602,20 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 
 	/* --config: read it now; a YAML file is parsed now too, since its global:
 	 * gives defaults to everything below (the flags given win over it) */
-	if (sc->config_file) {
+	if (preset_text && sc->config_file) {
+		cli_usage_error(cmdname, "--scrape --config %s and the scrape: section of %s: give one", sc->config_file,
+				preset_name);
+		goto out;
+	}
+	if (preset_text) { /* serve --config FILE's scrape: section, its lines where they are in FILE */
+		sc->config_file = preset_name;
+		if (pd_buf_append(&sc->cfgtext, preset_text, preset_len) || pd_buf_append(&sc->cfgtext, "", 1)) {
+			cli_error("%s: out of memory", cmdname);
+			ret = EXIT_INPUT;
+			goto out;
+		}
+		sc->yaml = true;
+	} else if (sc->config_file) {
 		if (pd_buf_read_file(&sc->cfgtext, sc->config_file, &err) || pd_buf_append(&sc->cfgtext, "", 1)) {
 			cli_error("%s: --config: %s", cmdname, err.msg);
 			ret = EXIT_INPUT;

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "serve_config.h"
 #include "version.h"
 #include "../lib/http/params.h"
 #include "../lib/http/server.h"
@@ -142,6 +143,11 @@ static const char usage_text[] =
 	"                                re-read on every request, instead of the copies built\n"
 	"                                into the binary: for working on the UI\n"
 	"      --no-ui                   no web UI (GET / is a 404)\n"
+	"      --config FILE             the flags from a YAML file: each key a flag without\n"
+	"                                its -- (data-dir: /var/lib/profd, metrics-open: true),\n"
+	"                                and scrape: the scraper's YAML (profd scrape --config);\n"
+	"                                the command line's flags win over the file's\n"
+	"      --print-config            print the settings in force as such a file, and exit\n"
 	"  -q, --quiet                   no request log (errors are still logged)\n"
 	CLI_HELP_LOG
 	"  -h, --help                    this help\n"
@@ -350,7 +356,7 @@ int cmd_serve(int argc, char **argv)
 	const char *store_url = NULL, *store_pw_file = NULL;
 	struct pd_store_ch_opts store_ch = {0};
 	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY, O_LOG_FORMAT, O_LOG_LEVEL };
+	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY, O_LOG_FORMAT, O_LOG_LEVEL, O_CONFIG, O_PRINT_CONFIG };
 	static const struct option opts[] = {
 		{"addr", required_argument, 0, O_ADDR},
 		{"data-dir", required_argument, 0, O_DIR},
@@ -399,12 +405,26 @@ int cmd_serve(int argc, char **argv)
 		{"log-format", required_argument, 0, O_LOG_FORMAT},
 		{"log-level", required_argument, 0, O_LOG_LEVEL},
 		{"quiet", no_argument, 0, 'q'},
+		{"config", required_argument, 0, O_CONFIG},
+		{"print-config", no_argument, 0, O_PRINT_CONFIG},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
+	/* --config FILE: its flags before the command line's (which win) */
+	static struct serve_cfg scfg; /* static: optarg strings point into it until exit */
+	int crc = serve_config_expand(argc, argv, opts, &scfg);
+	if (crc)
+		return crc;
+	argc = scfg.argc;
+	argv = scfg.argv;
 	/* everything after --scrape is the scraper's (profd scrape's options) */
 	int sargc = 0;
 	char **sargv = NULL;
+	static char *scrape_only[] = {"--scrape", NULL};
+	if (scfg.scrape) { /* the file's scrape: section, without --scrape on the command line */
+		sargc = 1;
+		sargv = scrape_only;
+	}
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--scrape")) {
 			sargc = argc - i;
@@ -572,6 +592,8 @@ int cmd_serve(int argc, char **argv)
 			ex_flags = true;
 			break;
 		case 'q': cfg.log = NULL; break;
+		case O_CONFIG:
+		case O_PRINT_CONFIG: break; /* taken out by serve_config_expand */
 		case O_LOG_FORMAT:
 		case O_LOG_LEVEL:
 			if (cli_log_option("serve", c == O_LOG_LEVEL, optarg))
@@ -585,6 +607,10 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("serve", "unexpected argument '%s'", argv[optind]);
 	if (no_ui && (web_prefix || web_dir))
 		return cli_usage_error("serve", "--no-ui with --web-prefix or --web-dir");
+	if (scfg.print) { /* the flags have been checked: print them as a --config file */
+		serve_config_print(&scfg, opts, argc, argv);
+		return EXIT_OK;
+	}
 	struct pd_profmetrics *pm = NULL;
 	{ /* checked now, made for good once the store is open */
 		struct pd_err perr;

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_serve_config.sh — `profd serve --config FILE` and `--print-config`
+# (docs/operations.md "A configuration file"):
+#   1. a file's flags act as the same flags on the command line (a max-body
+#      and a retention that refuse, the address), and --print-config of the
+#      file equals --print-config of the same flags; the command line wins
+#      over the file (flags > file > defaults);
+#   2. its scrape: section is the scraper's YAML: a real goapp target is
+#      scraped into the store;
+#   3. bad files exit 2 with FILE:LINE:COL (unknown key, a list for a value,
+#      a bad boolean, not YAML, a scrape: error at its own line); a missing
+#      file exits 1.
+# Run: BUILD=build bash tests/e2e/test_serve_config.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+for v in GOAPP; do # a Go program, not sanitized: take it from build/ when $BUILD lacks it
+	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
+		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
+	fi
+done
+need_built 1 "make && make build/goapp" "$PROFD" "$GOAPP"
+need_cmds 1 curl python3
+kill_started_on_exit
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+head -c 3000 /dev/urandom | gzip -c >"$T/big.gz" # 3 KB: over a max-body of 2KiB
+start_goapp cfgapp auth -service cfgapp
+curl -sf -o "$T/heap.pb.gz" "http://127.0.0.1:$PORT_cfgapp/debug/pprof/heap" || { fail "setup: a heap profile" "goapp"; exit 1; }
+
+# ---- 1. the file's flags = the same flags ------------------------------------------------------
+P1=$(free_port)
+cat >"$T/c.yaml" <<EOF
+# a collector's configuration
+addr: 127.0.0.1:$P1
+data-dir: $T/data1
+retention: 2h
+max-body: 2KiB
+metrics-open: true
+quiet: false
+EOF
+"$PROFD" serve --config "$T/c.yaml" --print-config >"$T/p-file.yaml"
+"$PROFD" serve --addr "127.0.0.1:$P1" --data-dir "$T/data1" --retention 2h --max-body 2KiB --metrics-open --print-config >"$T/p-flags.yaml"
+if diff <(grep -v '^#' "$T/p-file.yaml") <(grep -v '^#' "$T/p-flags.yaml") >"$T/d" && grep -q '^max-body: 2KiB$' "$T/p-file.yaml"; then
+	ok "--print-config: the file's settings are the same flags' ($(grep -vc '^#' "$T/p-file.yaml") settings)"
+else fail "--print-config: file = flags" "$(head -c 400 "$T/d")"; fi
+"$PROFD" serve --config "$T/c.yaml" 2>"$T/s1.log" &
+SPID=$!
+port=$(serve_port "$T/s1.log" "$SPID")
+expect "--config: serves on the file's address" "$P1" "$port"
+code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary "@$T/big.gz" "http://127.0.0.1:$P1/api/0/profiles?service=a&type=cpu")
+expect "--config: the file's max-body refuses a bigger upload (413)" 413 "$code"
+kill "$SPID" && wait "$SPID" 2>/dev/null
+"$PROFD" serve --config "$T/c.yaml" --max-body 1MiB --retention 1h --print-config >"$T/p-over.yaml"
+if grep -q '^max-body: 1MiB$' "$T/p-over.yaml" && grep -q '^retention: 1h$' "$T/p-over.yaml" && grep -q "^data-dir: $T/data1\$" "$T/p-over.yaml"; then
+	ok "the command line wins over the file (max-body, retention), the rest stays the file's"
+else fail "command line over file" "$(cat "$T/p-over.yaml")"; fi
+"$PROFD" serve --config "$T/c.yaml" --max-body 1MiB 2>"$T/s2.log" &
+SPID=$!
+serve_port "$T/s2.log" "$SPID" >/dev/null
+code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$T/big.gz" "http://127.0.0.1:$P1/api/0/profiles?service=a&type=cpu")
+expect "... and acts so (the 3 KB upload gets past the size check: 400, not a profile)" 400 "$code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P1/metrics")
+expect "--config: metrics-open: true" 200 "$code"
+code=$(curl -s -o "$T/old" -w '%{http_code}' --data-binary "@$T/heap.pb.gz" \
+	"http://127.0.0.1:$P1/api/0/profiles?service=a&type=heap&created_at=$(($(date +%s) - 3 * 3600))")
+code2=$(curl -s -o /dev/null -w '%{http_code}' --data-binary "@$T/heap.pb.gz" \
+	"http://127.0.0.1:$P1/api/0/profiles?service=a&type=heap&created_at=$(($(date +%s) - 3600))")
+if [ "$code" != 200 ] && grep -q 'retention' "$T/old" && [ "$code2" = 200 ]; then ok "--config: the file's retention (2h): 3 h ago refused, 1 h ago stored"
+else fail "--config: retention" "$code $(cat "$T/old"); 1h ago: $code2"; fi
+kill "$SPID" && wait "$SPID" 2>/dev/null
+
+# ---- 2. the scrape: section ---------------------------------------------------------------------
+P2=$(free_port)
+cat >"$T/s.yaml" <<EOF
+addr: 127.0.0.1:$P2
+data-dir: $T/data2
+retention: 0
+scrape:
+  global:
+    interval: 1s
+    types: [heap, goroutine]
+  scrape_configs:
+    - job_name: cfgapp
+      static_configs:
+        - targets: ["127.0.0.1:$PORT_cfgapp"]
+EOF
+: >"$T/s3.log"
+"$PROFD" serve --config "$T/s.yaml" 2>"$T/s3.log" &
+SPID=$!
+serve_port "$T/s3.log" "$SPID" >/dev/null
+n=0
+for _ in $(seq 100); do
+	n=$(curl -s "http://127.0.0.1:$P2/metrics" | awk '$1 == "profd_scrape_stored_total{result=\"ok\"}" {print $2}')
+	[ -n "$n" ] && [ "$n" -ge 2 ] && break
+	sleep 0.1
+done
+svc=$(curl -s "http://127.0.0.1:$P2/api/0/services")
+if [ -n "$n" ] && [ "$n" -ge 2 ] && grep -q '"cfgapp"' <<<"$svc"; then ok "--config scrape: the scraper's YAML: the goapp target scraped into the store ($n profiles)"
+else fail "--config scrape" "stored '$n', services $svc, log $(head -c 400 "$T/s3.log")"; fi
+kill "$SPID" && wait "$SPID" 2>/dev/null
+
+# ---- 3. bad files -------------------------------------------------------------------------------
+bad() { # NAME CONTENT REGEX
+	printf '%s' "$2" >"$T/bad.yaml"
+	expect_exit "bad config: $1: exit 2, FILE:LINE:COL" 2 "$3" "$PROFD" serve --config "$T/bad.yaml" --data-dir "$T/nodata"
+}
+bad "unknown key" $'addr: :0\nbogus: 1\n' "bad.yaml:2:1: unknown key \"bogus\""
+bad "a list for a value" $'addr: [1, 2]\n' "bad.yaml:1:7: addr: want a single value"
+bad "a bad boolean" $'metrics-open: maybe\n' "bad.yaml:1:15: metrics-open: want true or false"
+bad "not YAML" $'addr: "\n' "bad.yaml:2:1: not YAML"
+bad "not a mapping" $'- addr\n' "bad.yaml:1:1: want a mapping"
+bad "a scrape: error, at its line in the file" $'addr: :0\nscrape:\n  global:\n    intervl: 1s\n' "bad.yaml:4:5: global: unknown key \"intervl\""
+bad "a bad value, as the flag says it" $'max-body: lots\n' "max-body: bad size 'lots'"
+expect_exit "a missing config file: exit 1" 1 "no-such.yaml" "$PROFD" serve --config "$T/no-such.yaml"
+no_sanitizer "config: no sanitizer report" "$T"/s*.log
