@@ -7,8 +7,8 @@
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
-#   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, bash
-#                        completion, the systemd unit, LICENSE and docs
+#   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
+#                        pages, bash completion, the systemd unit, LICENSE and docs
 
 CC      ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
@@ -42,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -189,6 +189,12 @@ $(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
 	  grep -E "^Done|stat::number_of_executed_units" $(FUZZ_DIR)/$*.log | tail -1 | sed "s/^/fuzz: $*: /"; \
 	else tail -40 $(FUZZ_DIR)/$*.log; echo "fuzz: $* FAILED (reproducer: $(FUZZ_DIR)/$*-*)"; exit 1; fi
 
+# Man pages from the binary's own --help texts (tools/man.sh): profd.1, profd-CMD.1.
+man: $(BUILD)/man/profd.1
+$(BUILD)/man/profd.1: $(BUILD)/profd tools/man.sh
+	rm -rf $(BUILD)/man
+	tools/man.sh $(BUILD)/profd $(BUILD)/man
+
 deps:
 	tools/deps.sh
 
@@ -202,7 +208,7 @@ demo-run: all $(BUILD)/goapp
 # make install [PREFIX=/usr/local] [DESTDIR=...]: bin/profd and bin/kubectl-profd,
 # a relative symlink to it: kubectl finds it as the plugin `kubectl profd`.
 PREFIX ?= /usr/local
-install: all
+install: all man
 	install -D -m 0755 $(BUILD)/profd $(DESTDIR)$(PREFIX)/bin/profd
 	ln -sfn profd $(DESTDIR)$(PREFIX)/bin/kubectl-profd
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
@@ -210,12 +216,15 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/doc/profd
 	sed 's|/usr/local|$(PREFIX)|g' deploy/systemd/profd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
 	install -m 0644 LICENSE README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/profd/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/kubectl-profd $(DESTDIR)$(PREFIX)/bin/profd \
 	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/profd \
 	      $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/profd
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/profd.1 $(DESTDIR)$(PREFIX)/share/man/man1/profd-*.1
 
 # make krew [KREW_URL=https://.../v0.1.0]: the krew archive of this build
 # ($(BUILD)/krew/profd_linux_<arch>.tar.gz) and its manifest

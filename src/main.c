@@ -113,7 +113,7 @@ static void usage(FILE *f)
 	fprintf(f, "profd — continuous profiling for Go services\n\n"
 		   "Usage: %s <command> [options]\n\nCommands:\n", cli_prog);
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n"
 		   "Installed as kubectl-profd (make install links it), the same binary is the\n"
 		   "kubectl plugin `kubectl profd <command>`.\n"

@@ -18,9 +18,15 @@ want=$(
 	printf '%s\n' usr/bin/profd usr/bin/kubectl-profd usr/lib/systemd/system/profd.service \
 		usr/share/bash-completion/completions/profd usr/share/doc/profd/LICENSE usr/share/doc/profd/README.md
 	(cd "$ROOT/docs" && ls -- *.md) | sed 's|^|usr/share/doc/profd/|'
+	# a man page per command and per subcommand with a help of its own
+	echo usr/share/man/man1/profd.1
+	"$PROFD" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\)  *.*/\1/p' | grep -vx help | sed 's|.*|usr/share/man/man1/profd-&.1|'
+	for sub in "pprof merge" "pprof top" "pprof folded" "pprof info" "pprof convert" "pprof delta" "store check" "store backup" "store restore"; do
+		echo "usr/share/man/man1/profd-${sub/ /-}.1"
+	done
 )
 got=$(cd "$D" && find . -type f -o -type l | sed 's|^\./||' | sort)
-expect "install: exactly the binary, the plugin link, completion, the unit, LICENSE and docs" "$(sort <<<"$want")" "$got"
+expect "install: exactly the binary, the plugin link, man pages, completion, the unit, LICENSE and docs" "$(sort <<<"$want")" "$got"
 [ "$(readlink "$D/usr/bin/kubectl-profd")" = profd ] && ok "install: kubectl-profd is a relative link to profd" ||
 	fail "install: kubectl-profd link" "$(readlink "$D/usr/bin/kubectl-profd")"
 v=$("$D/usr/bin/profd" --version)
@@ -32,6 +38,13 @@ cmp -s "$D/usr/share/doc/profd/LICENSE" "$ROOT/LICENSE" && grep -q 'Apache Licen
 if bash -c 'source "$1" && complete -p profd' _ "$D/usr/share/bash-completion/completions/profd" | grep -q _profd_complete; then
 	ok "install: the bash completion loads"
 else fail "install: completion" "$(head -c 200 "$D/usr/share/bash-completion/completions/profd")"; fi
+bad=
+for m in "$D"/usr/share/man/man1/*.1; do
+	out=$(MANWIDTH=80 man -l "$m" 2>"$T/man.err") && [ ! -s "$T/man.err" ] && grep -q 'profd manual' <<<"$out" || bad+="$(basename "$m") "
+done
+[ -z "$bad" ] && ok "install: every man page renders with man -l ($(ls "$D"/usr/share/man/man1 | wc -l))" || fail "install: man pages" "$bad: $(head -c 300 "$T/man.err")"
+grep -q 'only profiles of pods in namespace NS' "$D/usr/share/man/man1/profd-top.1" &&
+	ok "install: a page is its command's --help (profd-top.1 has top's -n)" || fail "install: man = --help" "profd-top.1"
 U=$D/usr/lib/systemd/system/profd.service
 if grep -q '^ExecStart=/usr/bin/profd serve --data-dir /var/lib/profd' "$U" && grep -q '^DynamicUser=yes' "$U" &&
 	grep -q '^StateDirectory=profd' "$U" && grep -q '^Restart=on-failure' "$U" && grep -q '^ProtectSystem=strict' "$U"; then
