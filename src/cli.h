@@ -45,6 +45,10 @@ int cli_bad_option(const char *cmd, int opt, char **argv);
 void cli_help(const char *text);
 /* Parse a non-negative integer option value; -1 on error. */
 long cli_parse_count(const char *s);
+/* A Go duration flag (90s, 15m, 1h30m) of command cmd into *out (ns):
+ * positive, or with zero_ok 0 ("0" too) or more; else EXIT_USAGE after
+ * "--opt: why". One rule for every command. */
+int cli_parse_dur(const char *cmd, const char *opt, const char *s, bool zero_ok, int64_t *out);
 /* A size: bytes, or with a suffix K/KiB, M/MiB, G/GiB; -1 on error. */
 int cli_parse_size(const char *s, size_t *out);
 

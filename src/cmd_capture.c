@@ -306,15 +306,7 @@ static void fail_line(const char *fmt, ...)
 	va_end(ap);
 }
 
-static int parse_dur(const char *opt, const char *s, int64_t *out)
-{
-	struct pd_err err;
-	if (pd_api_parse_duration(s, strlen(s), out, &err))
-		return cli_usage_error("capture", "--%s: %s", opt, err.msg);
-	if (*out <= 0)
-		return cli_usage_error("capture", "--%s must be positive, got '%s'", opt, s);
-	return 0;
-}
+#define parse_dur(opt, s, out) cli_parse_dur("capture", opt, s, false, out)
 
 /* kubectl (pflag) takes -n=NS as -n NS: drop the '='. */
 static const char *short_arg(const char *s) { return s[0] == '=' ? s + 1 : s; }

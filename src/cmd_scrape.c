@@ -179,15 +179,7 @@ static const char usage_text[] =
 static const char *cmdname = "scrape";
 
 /* A positive Go duration; 0 or negative is a usage error. */
-static int parse_dur(const char *opt, const char *s, int64_t *out)
-{
-	struct pd_err err;
-	if (pd_api_parse_duration(s, strlen(s), out, &err))
-		return cli_usage_error(cmdname, "--%s: %s", opt, err.msg);
-	if (*out <= 0)
-		return cli_usage_error(cmdname, "--%s must be positive, got '%s'", opt, s);
-	return 0;
-}
+#define parse_dur(opt, s, out) cli_parse_dur(cmdname, opt, s, false, out)
 
 #define log_line cli_log
 

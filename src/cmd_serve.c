@@ -211,18 +211,7 @@ static const char *ui_host(const char *addr)
 	return h;
 }
 
-static int parse_dur(const char *opt, const char *s, int64_t *out)
-{
-	struct pd_err err;
-	if (!strcmp(s, "0")) {
-		*out = 0;
-		return 0;
-	}
-	if (pd_api_parse_duration(s, strlen(s), out, &err) || *out < 0)
-		return cli_usage_error("serve", "--%s: %s", opt,
-				       *out < 0 ? "must not be negative" : err.msg);
-	return 0;
-}
+#define parse_dur(opt, s, out) cli_parse_dur("serve", opt, s, true, out)
 
 #define log_line cli_log
 

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "version.h"
+#include "../lib/http/params.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -213,6 +214,20 @@ void cli_help(const char *text)
 		fputs(cli_prog, stdout);
 		p = q + 5;
 	}
+}
+
+int cli_parse_dur(const char *cmd, const char *opt, const char *s, bool zero_ok, int64_t *out)
+{
+	struct pd_err err;
+	if (zero_ok && !strcmp(s, "0")) {
+		*out = 0;
+		return 0;
+	}
+	if (pd_api_parse_duration(s, strlen(s), out, &err))
+		return cli_usage_error(cmd, "--%s: %s", opt, err.msg);
+	if (zero_ok ? *out < 0 : *out <= 0)
+		return cli_usage_error(cmd, "--%s must be %s, got '%s'", opt, zero_ok ? "0 or more" : "positive", s);
+	return 0;
 }
 
 long cli_parse_count(const char *s)
