@@ -240,12 +240,6 @@ static size_t run_retention(struct pd_store *st, struct pd_metrics *m, int64_t r
 	return dropped;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static bool hup_pending; /* SIGHUP taken while rolling up (main thread only) */
 
@@ -272,7 +266,7 @@ static void reload(struct pd_server *srv)
  * pending signal in set (then *sig). Returns the rollups built. */
 static size_t run_rollups(struct pd_store *st, const sigset_t *set, int *sig)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = pd_mono_ns();
 	size_t total = 0, built = 0;
 	do {
 		struct timespec ts;
@@ -293,7 +287,7 @@ static size_t run_rollups(struct pd_store *st, const sigset_t *set, int *sig)
 	} while (built == ROLLUP_CHUNK && !*sig);
 	if (total)
 		log_line("level=info component=rollup msg=\"built %zu hourly rollup(s)\" seconds=%.3f", total,
-			 (double)(mono_ns() - t0) / 1e9);
+			 (double)(pd_mono_ns() - t0) / 1e9);
 	return total;
 }
 
@@ -785,9 +779,9 @@ int cmd_serve(int argc, char **argv)
 			 cfg.addr);
 
 	int sig = 0;
-	int64_t next_ret = mono_ns() + interval, next_roll = rollup_every ? mono_ns() + rollup_every : INT64_MAX;
+	int64_t next_ret = pd_mono_ns() + interval, next_roll = rollup_every ? pd_mono_ns() + rollup_every : INT64_MAX;
 	while (!sig) {
-		int64_t wait = (next_ret < next_roll ? next_ret : next_roll) - mono_ns();
+		int64_t wait = (next_ret < next_roll ? next_ret : next_roll) - pd_mono_ns();
 		if (wait < 0)
 			wait = 0;
 		struct timespec tmo = {(time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL)};
@@ -798,13 +792,13 @@ int cmd_serve(int argc, char **argv)
 		} else if (r > 0) {
 			sig = r;
 		} else if (errno == EAGAIN) {
-			if (mono_ns() >= next_ret) {
+			if (pd_mono_ns() >= next_ret) {
 				run_retention(st, m, retention);
-				next_ret = mono_ns() + interval;
+				next_ret = pd_mono_ns() + interval;
 			}
-			if (mono_ns() >= next_roll) {
+			if (pd_mono_ns() >= next_roll) {
 				run_rollups(st, &set, &sig);
-				next_roll = mono_ns() + rollup_every;
+				next_roll = pd_mono_ns() + rollup_every;
 			}
 		}
 	}

@@ -109,12 +109,6 @@ struct pd_exporter {
 	_Atomic int64_t last_ok_ns; /* wall time of the last successful push */
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void logf_(struct pd_exporter *e, const char *level, const char *fmt, ...) PD_PRINTF(3, 4);
 static void logf_(struct pd_exporter *e, const char *level, const char *fmt, ...)
@@ -191,7 +185,7 @@ static bool sleep_until(struct pd_exporter *e, int64_t t)
 {
 	pthread_mutex_lock(&e->mu);
 	while (!atomic_load(&e->stop)) {
-		int64_t now = now_ns();
+		int64_t now = pd_wall_ns();
 		if (now >= t)
 			break;
 		struct timespec ts = {(time_t)(t / 1000000000LL), (long)(t % 1000000000LL)};
@@ -217,12 +211,12 @@ static void *run(void *arg)
 	}
 	int64_t every = e->c.every_ns;
 	/* the first window: the one open now (minus the delay) */
-	int64_t start = pd_series_step_start(now_ns() - e->c.delay_ns, every);
+	int64_t start = pd_series_step_start(pd_wall_ns() - e->c.delay_ns, every);
 	while (sleep_until(e, start + every + e->c.delay_ns)) {
 		struct pd_buf body = PD_BUF_INIT(0);
 		struct pd_err err = {0};
 		size_t lines = 0;
-		int64_t t0 = now_ns();
+		int64_t t0 = pd_wall_ns();
 		int rc = pd_export_window(e->st, &e->sel, start, every, e->c.top, e->c.max_profiles, &body, &lines, &err);
 		char a[PD_API_TIME_BUFSZ];
 		pd_api_format_time(start, a, sizeof a);
@@ -240,15 +234,15 @@ static void *run(void *arg)
 			atomic_fetch_add(&e->ok, 1);
 			atomic_fetch_add(&e->lines, lines);
 			atomic_fetch_add(&e->bytes, body.len);
-			atomic_store(&e->last_ok_ns, now_ns());
+			atomic_store(&e->last_ok_ns, pd_wall_ns());
 			if (e->c.verbose)
 				logf_(e, "info", "window %s: %zu lines pushed in %.3fs", a, lines,
-				      (double)(now_ns() - t0) / 1e9);
+				      (double)(pd_wall_ns() - t0) / 1e9);
 		}
 		pd_buf_free(&body);
 		/* next window; if pushing fell behind by more than a window, skip to the latest due one */
 		start += every;
-		int64_t latest = pd_series_step_start(now_ns() - e->c.delay_ns, every) - every;
+		int64_t latest = pd_series_step_start(pd_wall_ns() - e->c.delay_ns, every) - every;
 		if (latest > start) {
 			logf_(e, "warn", "%lld window(s) skipped: the exporter fell behind",
 			      (long long)((latest - start) / every));

@@ -125,12 +125,6 @@ static int req_reserve(void *ctx, size_t n)
 	return 0;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void pd_server_config_default(struct pd_server_config *c)
 {
@@ -406,7 +400,7 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
 		snprintf(msg, sizeof msg, "request body is over the limit of %zu bytes (--max-body)", s->cfg.max_body);
 		return reply_error(c, r, 413, msg);
 	}
-	int64_t now = now_ns();
+	int64_t now = pd_wall_ns();
 	struct pd_api_post p;
 	struct pd_err err;
 	int rc = pd_api_parse_post(qget, c, now, &p, &err);
@@ -481,7 +475,7 @@ static int found_add(void *ctx, const struct pd_profile_meta *m)
 static int run_query(struct MHD_Connection *c, struct req *r, struct pd_api_query *q, struct found *f,
 		     size_t limit_cap, struct pd_err *err)
 {
-	int64_t now = now_ns();
+	int64_t now = pd_wall_ns();
 	int rc = pd_api_parse_query(qget, c, now, q, err);
 	if (rc)
 		return rc;
@@ -528,7 +522,7 @@ static enum MHD_Result h_list(struct MHD_Connection *c, struct req *r)
 static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, const char *const *ids, size_t n,
 				       const char *filename)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = pd_wall_ns();
 	struct pd_profile *p = NULL;
 	struct pd_err err;
 	int rc = n == 1 ? pd_store_get(r->s->st, ids[0], &p, &err) : pd_store_merge(r->s->st, ids, n, &p, &err);
@@ -545,7 +539,7 @@ static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, 
 	enum MHD_Result ok = reply_pprof(c, r, p, filename);
 	pd_profile_free(p);
 	if (n > 1)
-		pd_metrics_merge(&r->s->m, n, now_ns() - t0);
+		pd_metrics_merge(&r->s->m, n, pd_wall_ns() - t0);
 	return ok;
 }
 
@@ -668,7 +662,7 @@ static enum MHD_Result h_get_ids(struct MHD_Connection *c, struct req *r, const 
 	if (!split_ids(c, r, spec, &ids, &n, &res))
 		return res;
 	enum MHD_Result ok;
-	int64_t cut = cutoff_ns(r->s, now_ns());
+	int64_t cut = cutoff_ns(r->s, pd_wall_ns());
 	size_t i = 0;
 	/* xids have second resolution: compare in seconds */
 	while (i < n && (cut == INT64_MIN || pd_xid_time(ids[i]) / 1000000000 >= cut / 1000000000 - 1))
@@ -801,7 +795,7 @@ static enum MHD_Result h_metrics_profiles(struct MHD_Connection *c, struct req *
 {
 	struct pd_buf b = PD_BUF_INIT(0);
 	struct pd_err err = {0};
-	int rc = pd_profmetrics_render(r->s->cfg.profmetrics, r->s->st, now_ns(), &b, &err);
+	int rc = pd_profmetrics_render(r->s->cfg.profmetrics, r->s->st, pd_wall_ns(), &b, &err);
 	if (rc || pd_buf_append(&b, "", 1)) {
 		pd_buf_free(&b);
 		return rc ? reply_err(c, r, rc, &err) : reply_error(c, r, 500, "out of memory");
@@ -815,7 +809,7 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 	struct pd_server *s = r->s;
 	struct pd_api1_config cfg = {s->st, s->cfg.max_merge, s->cfg.max_query_range_ns, s->cfg.retention_ns};
 	struct pd_api1_resp resp;
-	int64_t t0 = now_ns();
+	int64_t t0 = pd_wall_ns();
 	pd_api1_handle(&cfg, method, path, qget, c, t0, &resp);
 	r->ranged = resp.ranged, r->range_from = resp.from_ns, r->range_to = resp.to_ns; /* partial if damaged days */
 	enum MHD_Result ok;
@@ -835,7 +829,7 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 		ok = reply_body(c, r, j ? j : json_null());
 	}
 	if (resp.merged)
-		pd_metrics_merge(&s->m, resp.merged, now_ns() - t0);
+		pd_metrics_merge(&s->m, resp.merged, pd_wall_ns() - t0);
 	pd_api1_resp_free(&resp);
 	return ok;
 }
@@ -1373,7 +1367,7 @@ static void make_rid(struct MHD_Connection *c, struct req *r)
 	}
 	uint8_t b[8];
 	if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
-		uint64_t t = (uint64_t)now_ns() ^ (uint64_t)(uintptr_t)r;
+		uint64_t t = (uint64_t)pd_wall_ns() ^ (uint64_t)(uintptr_t)r;
 		memcpy(b, &t, sizeof b);
 	}
 	for (int i = 0; i < 8; i++)
@@ -1502,7 +1496,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	if (!r)
 		return NULL;
 	r->s = s;
-	r->t0_ns = now_ns();
+	r->t0_ns = pd_wall_ns();
 	r->route = PD_RT_OTHER;
 	r->body.max = s->cfg.max_body;
 	r->uri = strndup(uri ? uri : "", 2048);
@@ -1554,7 +1548,7 @@ static void log_request(struct pd_server *s, struct MHD_Connection *c, struct re
 					 r->method[0] ? r->method : "-") ||
 			  buf_quoted(&b, r->uri) ||
 			  pd_buf_appendf(&b, " code=%d bytes=%llu rtime=%.3fms ip=%s", r->status,
-					 (unsigned long long)r->bytes_out, (double)(now_ns() - r->t0_ns) / 1e6, ip) ||
+					 (unsigned long long)r->bytes_out, (double)(pd_wall_ns() - r->t0_ns) / 1e6, ip) ||
 			  (r->who[0] && (pd_buf_appendf(&b, " token=") || buf_quoted(&b, r->who))) ||
 			  (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && pd_buf_appendf(&b, " aborted=true")) ||
 			  pd_buf_append(&b, "", 1);
@@ -1580,7 +1574,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 	*con_cls = NULL;
 	if (s->cfg.log || (r->err_detail[0] && s->cfg.errlog))
 		log_request(s, c, r, toe);
-	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500, now_ns() - r->t0_ns);
+	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500, pd_wall_ns() - r->t0_ns);
 	atomic_fetch_sub(&s->m.in_flight, 1);
 	pd_buf_free(&r->body);
 	mem_give(s, &r->reserved);
@@ -1763,8 +1757,8 @@ unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s)
 	MHD_socket fd = MHD_quiesce_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
-	int64_t deadline = now_ns() + (int64_t)timeout_s * 1000000000;
-	while (atomic_load(&s->m.in_flight) > 0 && now_ns() < deadline) {
+	int64_t deadline = pd_wall_ns() + (int64_t)timeout_s * 1000000000;
+	while (atomic_load(&s->m.in_flight) > 0 && pd_wall_ns() < deadline) {
 		struct timespec ts = {0, 20 * 1000000};
 		nanosleep(&ts, NULL);
 	}

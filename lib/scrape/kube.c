@@ -623,12 +623,6 @@ static int on_event(void *ctx, const struct pd_kube_event *ev, struct pd_err *er
 	return rc;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Sleep ns, or until stopped. */
 static void nap(struct pd_scrape_kube *d, int64_t ns)
@@ -684,14 +678,14 @@ static void *run(void *arg)
 			atomic_fetch_add(&d->restarts, 1);
 		watched = true;
 		uint64_t ev0 = atomic_load(&d->events);
-		int64_t t0 = mono_ns();
+		int64_t t0 = pd_mono_ns();
 		rc = pd_kube_watch_pods(d->c, &q, d->rv, timeout_s, on_event, d, &d->stop, &err);
 		if (atomic_load(&d->stop))
 			break;
 		if (!rc) {
 			/* ended normally: resume from the last version seen; a server that
 			 * ends watches at once gets a pause */
-			if (atomic_load(&d->events) == ev0 && mono_ns() - t0 < 1000000000LL)
+			if (atomic_load(&d->events) == ev0 && pd_mono_ns() - t0 < 1000000000LL)
 				nap(d, next_backoff(0));
 			backoff = 0;
 			continue;

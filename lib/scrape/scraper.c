@@ -169,12 +169,6 @@ struct pd_scraper {
 
 #define TN(ts) pd_scrape_target_name(&(ts)->t)
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int64_t real_ns(void)
 {
@@ -240,7 +234,7 @@ static int timer_cb(CURLM *m, long ms, void *ud)
 {
 	(void)m;
 	struct pd_scraper *s = ud;
-	s->curl_due = ms < 0 ? -1 : mono_ns() + (int64_t)ms * 1000000;
+	s->curl_due = ms < 0 ? -1 : pd_mono_ns() + (int64_t)ms * 1000000;
 	return 0;
 }
 
@@ -602,7 +596,7 @@ static int apply_targets(struct pd_scraper *s, struct pd_err *err)
 	memset(&s->pending, 0, sizeof s->pending);
 	s->has_pending = false;
 	int rc = 0;
-	int64_t now = mono_ns();
+	int64_t now = pd_mono_ns();
 	struct pd_hidx idx = {0};
 	struct tstate **nv = calloc(l.n + 1, sizeof *nv);
 	/* the heap holds the jobs of the old and the new targets until the old retire */
@@ -1202,7 +1196,7 @@ static void fetch_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long
 {
 	struct job *j = x->job;
 	struct tstate *ts = j->ts;
-	int64_t now = mono_ns();
+	int64_t now = pd_mono_ns();
 	double secs = (double)(now - x->t0) / 1e9;
 	char msg[400] = "";
 	size_t got = x->body.len;
@@ -1378,7 +1372,7 @@ static void post_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long 
 	struct tstate *ts = it->owner;
 	struct job *j = &ts->jobs[it->type];
 	const char *tn = pd_scrape_type_name(it->type);
-	int64_t now = mono_ns();
+	int64_t now = pd_mono_ns();
 	s->posting--;
 	if (code == CURLE_OK && status == 200) {
 		atomic_fetch_add(&s->posts_ok, 1);
@@ -1607,7 +1601,7 @@ static void wait_and_act(struct pd_scraper *s, int64_t now, int64_t wake)
 			mask |= CURL_CSELECT_ERR;
 		curl_multi_socket_action(s->multi, ev[i].data.fd, mask, &still);
 	}
-	if (s->curl_due >= 0 && mono_ns() >= s->curl_due) {
+	if (s->curl_due >= 0 && pd_mono_ns() >= s->curl_due) {
 		s->curl_due = -1; /* the callback may set it again */
 		curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &still);
 	}
@@ -1634,7 +1628,7 @@ int pd_scraper_run(struct pd_scraper *s, struct pd_err *err)
 	bool flushing = false;
 	int64_t deadline = 0;
 	for (;;) {
-		int64_t now = mono_ns();
+		int64_t now = pd_mono_ns();
 		if (!flushing) {
 			if ((rc = apply_targets(s, err)))
 				break;

@@ -601,12 +601,6 @@ static int framed(const struct pd_buf *payload, const char *id, enum pd_blob_rol
 	return 0;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The INSERTs of one batch: symbols first (a profile row is never visible
  * before its symbols), then the profiles. */
@@ -652,7 +646,7 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 		}
 		b->sym = (struct pd_buf)PD_BUF_INIT(0);
 		b->prof = (struct pd_buf)PD_BUF_INIT(0);
-		b->opened_ns = mono_ns();
+		b->opened_ns = pd_mono_ns();
 		s->open = b;
 	}
 	size_t sl = b->sym.len, pl = b->prof.len;
@@ -674,7 +668,7 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 			s->busy = true;
 			int64_t end = b->opened_ns + CH_BATCH_WINDOW_NS;
 			while (s->preparing && b->sym.len + b->prof.len < CH_BATCH_MAX) {
-				int64_t now = mono_ns();
+				int64_t now = pd_mono_ns();
 				if (now >= end)
 					break;
 				struct timespec ts = {(time_t)(end / 1000000000), (long)(end % 1000000000)};

@@ -492,6 +492,20 @@ const char *pd_fmt_bytes(char *buf, size_t n, double v)
 	return buf;
 }
 
+int64_t pd_wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t pd_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 double pd_now(void)
 {
 	struct timespec ts;

@@ -177,5 +177,8 @@ void pd_log_vf(FILE *f, bool quiet, const char *level, const char *component, co
 	PD_PRINTF(5, 0);
 /* Monotonic time in seconds. */
 double pd_now(void);
+/* The clocks, in ns: wall (CLOCK_REALTIME, since the epoch) and monotonic. */
+int64_t pd_wall_ns(void);
+int64_t pd_mono_ns(void);
 
 #endif
