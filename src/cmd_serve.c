@@ -31,12 +31,6 @@
 #include <string.h>
 #include <time.h>
 
-#ifndef PD_COMMIT
-#define PD_COMMIT ""
-#endif
-#ifndef PD_BUILD_TIME
-#define PD_BUILD_TIME ""
-#endif
 
 #define DEFAULT_DATA_DIR "./profd-data"
 #define DEFAULT_RETENTION "720h"

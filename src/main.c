@@ -15,12 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef PD_COMMIT
-#define PD_COMMIT ""
-#endif
-#ifndef PD_BUILD_TIME
-#define PD_BUILD_TIME ""
-#endif
 
 static int cmd_version(int argc, char **argv)
 {

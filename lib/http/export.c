@@ -66,19 +66,8 @@ int pd_export_window(struct pd_store *st, const struct pd_selector *sel, int64_t
 		pd_query_metas_free(v, n);
 		return rc;
 	}
-	static const char *const by[] = {"service"};
-	struct pd_series_spec spec = {0};
-	spec.from_ns = start_ns;
-	spec.to_ns = start_ns + every_ns - 1;
-	spec.step_ns = every_ns;
-	spec.by = by;
-	spec.nby = 1;
-	spec.by_function = true;
-	spec.top = top;
-	spec.top_per_group = true;
-	spec.with_total = true;
-	spec.max_series = SIZE_MAX;
-	spec.normalize = true; /* as /api/1/series (docs/api.md "Normalisation") */
+		struct pd_series_spec spec;
+	pd_series_spec_window(&spec, start_ns, every_ns, top);
 	struct pd_series_set set;
 	rc = pd_series_compute(st, v, n, &spec, &set, err);
 	pd_query_metas_free(v, n);

@@ -71,21 +71,38 @@ static int esc(struct pd_buf *b, const char *s)
 static int series_of(struct pd_store *st, struct pd_profile_meta *v, size_t n, int64_t start, int64_t win, size_t top,
                      bool cores, struct pd_series_set *set, struct pd_err *err)
 {
-	static const char *const by[] = {"service"};
-	struct pd_series_spec spec = {0};
-	spec.from_ns = start;
-	spec.to_ns = start + win - 1;
-	spec.step_ns = win;
-	spec.by = by;
-	spec.nby = 1;
-	spec.by_function = true;
-	spec.top = top;
-	spec.top_per_group = true;
-	spec.with_total = true;
-	spec.max_series = SIZE_MAX;
-	spec.normalize = true;
+	struct pd_series_spec spec;
+	pd_series_spec_window(&spec, start, win, top);
 	spec.cores = cores;
 	return pd_series_compute(st, v, n, &spec, set, err);
+}
+
+/* One series set's lines (the largest first, while *left lasts; the others
+ * counted in *dropped): cpu in cores, or the other types' values. */
+static int gauges(struct pd_buf *b, const struct pd_series_set *set, bool cpu, size_t *left, size_t *dropped)
+{
+	int bad = 0;
+	for (size_t i = 0; !bad && i < set->n; i++) {
+		const struct pd_series *s = &set->v[i];
+		if (!s->npoints)
+			continue;
+		if (!*left) {
+			(*dropped)++;
+			continue;
+		}
+		(*left)--;
+		bad =
+		    pd_buf_appendf(b, cpu ? "profd_profile_cpu_cores{service=\"" : "profd_profile_value{service=\"") ||
+		    esc(b, s->labels[0]);
+		if (!cpu)
+			bad = bad || pd_buf_appendf(b, "\",type=\"") || esc(b, s->type) ||
+			      pd_buf_appendf(b, "\",sample_type=\"") || esc(b, s->sample_type) ||
+			      pd_buf_appendf(b, "\",unit=\"") || esc(b, s->unit);
+		bad = bad || pd_buf_appendf(b, "\",function=\"") || esc(b, s->function);
+		bad = bad || (cpu ? pd_buf_appendf(b, "\"} %.6g\n", s->points[0].cores)
+		                  : pd_buf_appendf(b, "\"} %lld\n", (long long)s->points[0].value));
+	}
+	return bad;
 }
 
 static int compute(struct pd_profmetrics *p, struct pd_store *st, int64_t start, struct pd_buf *b, struct pd_err *err)
@@ -114,39 +131,13 @@ static int compute(struct pd_profmetrics *p, struct pd_store *st, int64_t start,
 	    pd_buf_appendf(b, "# HELP profd_profile_cpu_cores CPU the profiled processes used, in cores, over the "
 	                      "window: per service its total (function=\"\") and top functions by flat\n"
 	                      "# TYPE profd_profile_cpu_cores gauge\n");
-	for (size_t i = 0; !bad && i < cs.n; i++) { /* ranked: the largest first */
-		const struct pd_series *s = &cs.v[i];
-		if (!s->npoints)
-			continue;
-		if (!left) {
-			dropped++;
-			continue;
-		}
-		left--;
-		bad = pd_buf_appendf(b, "profd_profile_cpu_cores{service=\"") || esc(b, s->labels[0]) ||
-		      pd_buf_appendf(b, "\",function=\"") || esc(b, s->function) ||
-		      pd_buf_appendf(b, "\"} %.6g\n", s->points[0].cores);
-	}
+	bad = bad || gauges(b, &cs, true, &left, &dropped);
 	bad = bad || pd_buf_appendf(b, "# HELP profd_profile_value The profiles' default sample type (heap: "
 	                               "inuse_space, ...) over the window, normalised as API v1 (snapshots "
 	                               "averaged per process): per service and type its total (function=\"\") and top "
 	                               "functions by flat\n"
 	                               "# TYPE profd_profile_value gauge\n");
-	for (size_t i = 0; !bad && i < os.n; i++) {
-		const struct pd_series *s = &os.v[i];
-		if (!s->npoints)
-			continue;
-		if (!left) {
-			dropped++;
-			continue;
-		}
-		left--;
-		bad = pd_buf_appendf(b, "profd_profile_value{service=\"") || esc(b, s->labels[0]) ||
-		      pd_buf_appendf(b, "\",type=\"") || esc(b, s->type) || pd_buf_appendf(b, "\",sample_type=\"") ||
-		      esc(b, s->sample_type) || pd_buf_appendf(b, "\",unit=\"") || esc(b, s->unit) ||
-		      pd_buf_appendf(b, "\",function=\"") || esc(b, s->function) ||
-		      pd_buf_appendf(b, "\"} %lld\n", (long long)s->points[0].value);
-	}
+	bad = bad || gauges(b, &os, false, &left, &dropped);
 	bad = bad || pd_buf_appendf(
 	                 b,
 	                 "# HELP profd_profile_metrics_window_end_timestamp_seconds The end of the window the "

@@ -1507,3 +1507,20 @@ out:
 	pd_arena_free(a);
 	return rc;
 }
+
+void pd_series_spec_window(struct pd_series_spec *spec, int64_t start_ns, int64_t win_ns, size_t top)
+{
+	static const char *const by[] = {"service"};
+	memset(spec, 0, sizeof *spec);
+	spec->from_ns = start_ns;
+	spec->to_ns = start_ns + win_ns - 1;
+	spec->step_ns = win_ns;
+	spec->by = by;
+	spec->nby = 1;
+	spec->by_function = true;
+	spec->top = top;
+	spec->top_per_group = true;
+	spec->with_total = true;
+	spec->max_series = SIZE_MAX;
+	spec->normalize = true; /* as /api/1/series (docs/api.md "Normalisation") */
+}

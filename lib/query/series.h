@@ -111,6 +111,10 @@ int64_t pd_series_step_start(int64_t t_ns, int64_t step_ns);
  * naming the cap or the parameter; the store's (PD_EINCOMPAT for profiles
  * of one group and step that cannot be merged).
  */
+/* The spec of one window [start, start + win) per service: its total and
+ * its top functions by flat (top per service), normalised: what the
+ * exporter pushes and /metrics/profiles shows. by must outlive the spec. */
+void pd_series_spec_window(struct pd_series_spec *spec, int64_t start_ns, int64_t win_ns, size_t top);
 int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size_t n,
 		      const struct pd_series_spec *spec, struct pd_series_set *out, struct pd_err *err) PD_WUR;
 void pd_series_set_free(struct pd_series_set *s);

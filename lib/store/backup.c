@@ -18,7 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 void pd_store_names_free(char **names, size_t n)
 {
@@ -103,8 +106,8 @@ static int copy_db(const char *src, const char *dst, size_t *bytes, struct pd_er
 	}
 	int fr = sqlite3_backup_finish(b);
 	if (r != SQLITE_DONE || fr != SQLITE_OK) {
-		rc = pd_errf(err, r == SQLITE_FULL || fr == SQLITE_FULL ? PD_ENOSPC : PD_EIO, "store: %s: backup: %s", src,
-			     sqlite3_errstr(r != SQLITE_DONE ? r : fr));
+		rc = pd_errf(err, r == SQLITE_FULL || fr == SQLITE_FULL ? PD_ENOSPC : PD_EIO, "store: %s: backup: %s",
+		             src, sqlite3_errstr(r != SQLITE_DONE ? r : fr));
 		goto out;
 	}
 	/* a self-contained file: the copy's own journal is not WAL (the restored
@@ -124,6 +127,33 @@ out:
 		unlink(aux);
 	} else if (bytes) {
 		*bytes = (size_t)st.st_size;
+	}
+	return rc;
+}
+
+/* Every day file names[] of from into to, counted in out (restore: a
+ * replaced day's stale -wal and -shm removed first). */
+static int copy_days(const char *from, const char *to, char **names, size_t n, bool restore, pd_store_copied_fn fn,
+                     void *ctx, struct pd_store_copy *out, struct pd_err *err)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char a[4096], b[4096], aux[4200];
+		snprintf(a, sizeof a, "%s/%s", from, names[i]);
+		snprintf(b, sizeof b, "%s/%s", to, names[i]);
+		if (restore) { /* a replaced day's write-ahead log and index belong to the old file */
+			snprintf(aux, sizeof aux, "%s-wal", b);
+			unlink(aux);
+			snprintf(aux, sizeof aux, "%s-shm", b);
+			unlink(aux);
+		}
+		size_t bytes = 0;
+		if (!(rc = copy_db(a, b, &bytes, err))) {
+			out->files++;
+			out->bytes += bytes;
+			if (fn)
+				fn(ctx, names[i], bytes);
+		}
 	}
 	return rc;
 }
@@ -149,8 +179,8 @@ static int empty_dir(const char *dir, bool make, struct pd_err *err)
 	return 0;
 }
 
-int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn, void *ctx,
-			struct pd_store_copy *out, struct pd_err *err)
+int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn, void *ctx, struct pd_store_copy *out,
+                        struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
 	char **names;
@@ -160,24 +190,14 @@ int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn,
 		return rc;
 	if (!n) {
 		pd_store_names_free(names, n);
-		return pd_errf(err, PD_ENOTFOUND, "store: %s has no day file (profd-YYYYMMDD.db): nothing to back up", src);
+		return pd_errf(err, PD_ENOTFOUND, "store: %s has no day file (profd-YYYYMMDD.db): nothing to back up",
+		               src);
 	}
 	if ((rc = empty_dir(dst, true, err))) {
 		pd_store_names_free(names, n);
 		return rc;
 	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		char a[4096], b[4096];
-		snprintf(a, sizeof a, "%s/%s", src, names[i]);
-		snprintf(b, sizeof b, "%s/%s", dst, names[i]);
-		size_t bytes = 0;
-		if (!(rc = copy_db(a, b, &bytes, err))) {
-			out->files++;
-			out->bytes += bytes;
-			if (fn)
-				fn(ctx, names[i], bytes);
-		}
-	}
+	rc = copy_days(src, dst, names, n, false, fn, ctx, out, err);
 	pd_store_names_free(names, n);
 	if (!rc) { /* what it is, for a person who finds the directory */
 		char path[4096];
@@ -188,10 +208,10 @@ int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn,
 		gmtime_r(&now, &tm);
 		if (f) {
 			fprintf(f,
-				"profd backup of %s, made %04d-%02d-%02dT%02d:%02d:%02dZ: %zu day files, %zu bytes.\n"
-				"Restore: profd store restore --data-dir DIR %s (the collector stopped).\n",
-				src, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-				out->files, out->bytes, dst);
+			        "profd backup of %s, made %04d-%02d-%02dT%02d:%02d:%02dZ: %zu day files, %zu bytes.\n"
+			        "Restore: profd store restore --data-dir DIR %s (the collector stopped).\n",
+			        src, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			        out->files, out->bytes, dst);
 			fclose(f);
 		}
 		if (fsync_path(dst, true))
@@ -201,7 +221,7 @@ int pd_store_backup_dir(const char *src, const char *dst, pd_store_copied_fn fn,
 }
 
 int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_store_copied_fn fn, void *ctx,
-			 struct pd_store_copy *out, struct pd_err *err)
+                         struct pd_store_copy *out, struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
 	char **names;
@@ -211,7 +231,8 @@ int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_sto
 		return rc;
 	if (!n) {
 		pd_store_names_free(names, n);
-		return pd_errf(err, PD_ENOTFOUND, "store: %s has no day file (profd-YYYYMMDD.db): not a backup", backup);
+		return pd_errf(err, PD_ENOTFOUND, "store: %s has no day file (profd-YYYYMMDD.db): not a backup",
+		               backup);
 	}
 	if (mkdir(dst, 0700) && errno != EEXIST) {
 		pd_store_names_free(names, n);
@@ -223,28 +244,14 @@ int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_sto
 		struct stat st;
 		snprintf(b, sizeof b, "%s/%s", dst, names[i]);
 		if (!stat(b, &st))
-			rc = pd_errf(err, PD_EUSAGE,
-				     "store: %s already has %s: restoring would replace that day (its profiles since the "
-				     "backup are lost): move it away, or give --force",
-				     dst, names[i]);
+			rc = pd_errf(
+			    err, PD_EUSAGE,
+			    "store: %s already has %s: restoring would replace that day (its profiles since the "
+			    "backup are lost): move it away, or give --force",
+			    dst, names[i]);
 	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		char a[4096], b[4096], aux[4200];
-		snprintf(a, sizeof a, "%s/%s", backup, names[i]);
-		snprintf(b, sizeof b, "%s/%s", dst, names[i]);
-		/* a replaced day's write-ahead log and index belong to the old file */
-		snprintf(aux, sizeof aux, "%s-wal", b);
-		unlink(aux);
-		snprintf(aux, sizeof aux, "%s-shm", b);
-		unlink(aux);
-		size_t bytes = 0;
-		if (!(rc = copy_db(a, b, &bytes, err))) {
-			out->files++;
-			out->bytes += bytes;
-			if (fn)
-				fn(ctx, names[i], bytes);
-		}
-	}
+	if (!rc)
+		rc = copy_days(backup, dst, names, n, true, fn, ctx, out, err);
 	pd_store_names_free(names, n);
 	if (!rc && fsync_path(dst, true))
 		rc = pd_errf(err, PD_EIO, "store: %s: %s", dst, strerror(errno));

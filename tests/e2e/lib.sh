@@ -110,6 +110,17 @@ kill_started_on_exit() {
 	trap "kill_started; $prev" EXIT
 }
 
+# go_bins_from_build VAR...: Go programs ($GOAPP, $ORACLE...) are not
+# sanitized: where $BUILD lacks one, take it from build/
+go_bins_from_build() {
+	local v
+	for v; do
+		if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
+			printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
+		fi
+	done
+}
+
 # need_built CODE HINT FILE...: each FILE must be an executable, else a
 # failed setup check naming HINT (how to build it) and exit CODE
 need_built() {

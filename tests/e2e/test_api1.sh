@@ -27,11 +27,7 @@ TOPARGS=(-top -nodecount=100000 -nodefraction=0 -edgefraction=0)
 C=$T/cap
 WL=(auth search ingest)
 
-for v in GOAPP; do # a Go program, not sanitized: take it from build/ when $BUILD lacks it
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP # Go programs, not sanitized
 need_built 1 "make && make build/goapp" "$PROFD" "$GOAPP"
 need_cmds 1 go curl jq
 

@@ -23,11 +23,7 @@ source "$(dirname "$0")/lib.sh"
 
 KUBEAPI=$ROOT/$BUILD/kubeapi
 # Go programs, not sanitized: take them from build/ when $BUILD lacks them
-for v in GOAPP KUBEAPI; do
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP KUBEAPI # Go programs, not sanitized
 
 if ! command -v kubectl >/dev/null 2>&1; then
 	ok "kubeapi: kubectl not installed # SKIP"

@@ -24,11 +24,7 @@
 # Run: BUILD=build bash tests/e2e/test_regressions.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
-for v in GOAPP ORACLE; do # Go programs, not sanitized: take them from build/ when $BUILD lacks them
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP ORACLE # Go programs, not sanitized
 need_built 1 "make && make build/goapp build/oracle" "$PROFD" "$GOAPP" "$ORACLE"
 need_cmds 1 go curl jq python3
 kill_started_on_exit

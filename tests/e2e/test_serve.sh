@@ -30,11 +30,7 @@ C=$T/cap # capture sets: $C/1 $C/2 $C/3
 
 # goapp and the oracle are Go programs, not sanitized: take them from build/
 # when $BUILD does not have them
-for v in GOAPP ORACLE; do
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP ORACLE # Go programs, not sanitized
 
 declare -A SPID SPORT
 stop_servers() {

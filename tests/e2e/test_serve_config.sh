@@ -13,11 +13,7 @@
 # Run: BUILD=build bash tests/e2e/test_serve_config.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
-for v in GOAPP; do # a Go program, not sanitized: take it from build/ when $BUILD lacks it
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP # Go programs, not sanitized
 need_built 1 "make && make build/goapp" "$PROFD" "$GOAPP"
 need_cmds 1 curl python3
 kill_started_on_exit

@@ -43,11 +43,7 @@ if [ ! -d "$UI/node_modules/playwright-core" ]; then
 		exit 1
 	fi
 fi
-for v in GOAPP; do # a Go program, not sanitized: take it from build/ when $BUILD lacks it
-	if [ ! -x "${!v}" ] && [ -x "$ROOT/build/$(basename "${!v}")" ]; then
-		printf -v "$v" '%s' "$ROOT/build/$(basename "${!v}")"
-	fi
-done
+go_bins_from_build GOAPP # Go programs, not sanitized
 need_built 1 "make && make build/goapp" "$PROFD" "$GOAPP"
 need_cmds 1 go curl jq
 
