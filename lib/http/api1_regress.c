@@ -781,7 +781,8 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 	if (rc)
 		goto out;
 	out->merged = g.merged;
-	qsort(g.fleet, g.nfleet, sizeof *g.fleet, cmp_fleet);
+	if (g.nfleet) /* qsort must not be given NULL, even for 0 rows */
+		qsort(g.fleet, g.nfleet, sizeof *g.fleet, cmp_fleet);
 	if (g.fmt) {
 		if (!nc && g.fmt == 1)
 			rc = pd_buf_appendf(&g.text,

@@ -16,7 +16,7 @@ ORACLE=$ROOT/$BUILD/oracle
 T=$(mktemp -d "${TMPDIR:-/tmp}/profd-e2e.XXXXXX")
 export HOME=$T/home PPROF_TMPDIR=$T/home/pprof
 mkdir -p "$HOME"
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT # KEEP_T=1: keep it (debugging)
 
 ok() { echo "ok - $1"; }
 fail() { echo "not ok - $1: $2"; }

@@ -174,6 +174,8 @@ if command -v promtool >/dev/null; then
 else ok "regressions: format=prometheus # skip no promtool"; fi
 small='[.body.comparisons[].rows[] | select(.flat.relative != null and (.flat.relative | fabs) < 0.5)] | length'
 n0=$(api regressions "${Q[@]}" -d n=1000 | jq "$small") n=$(api regressions "${Q[@]}" -d n=1000 -d min_change=50% | jq "$small")
+code=$(curl -s -o "$T/none.json" -w '%{http_code}' -G "$URL/api/1/regressions" --data-urlencode 'query=goroutine{}' -d from=now-6h)
+expect "regressions: nothing to compare (no fleet rows): 200, empty" "200 0 0" "$code $(jq '.body.comparisons | length' "$T/none.json") $(jq '.body.fleet | length' "$T/none.json")"
 if [ "$n0" -gt 0 ] && [ "$n" = 0 ]; then ok "regressions: min_change=50% leaves out the $n0 smaller changes"
 else fail "regressions: min_change" "rows under 50%: $n0 without, $n with"; fi
 codes=""
