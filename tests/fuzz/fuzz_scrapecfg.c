@@ -74,7 +74,9 @@ static void fuzz_yaml(const uint8_t *d, size_t n, unsigned param)
 		PD_ASSERT(t->types && !(t->types & ~PD_ST_ALL) && t->service[0]);
 		PD_ASSERT(t->interval_ns >= 1000000000LL && t->cpu_ns >= 1000000000LL && t->timeout_ns >= 1000000LL);
 		PD_ASSERT(!strncmp(t->url, "http://", 7) || !strncmp(t->url, "https://", 8));
-		PD_ASSERT(t->url[strlen(t->url) - 1] != '/' && !strcmp(t->key, t->url));
+		/* the path has no trailing '/' (a query, ?debug=1, may end with anything) */
+		size_t pl = strcspn(t->url, "?");
+		PD_ASSERT(pl > 0 && t->url[pl - 1] != '/' && !strcmp(t->key, t->url));
 		PD_ASSERT(t->nlabels <= PD_SCRAPE_MAX_LABELS);
 		for (size_t k = 0; k < i; k++)
 			PD_ASSERT(strcmp(f.targets.v[k].key, t->key));
