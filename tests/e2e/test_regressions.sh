@@ -15,9 +15,11 @@
 #      means for its share of the CPU (within the unit of auth work, a fixed
 #      CPU budget: a -> 6a/(1 - a + 6a), from go tool pprof -top of Go's
 #      merges of each version's files, within 25 %); its base and target
-#      rates equal go tool pprof's flat / total; a side's cores are its CPU
-#      time / profiled seconds (oracle); crypto/sha256.block's share went
-#      down; search: (almost) everything within noise; the fleet list;
+#      rates equal go tool pprof's flat / total, and the change go tool pprof
+#      -top -diff_base -normalize's delta / the base's total;
+#      crypto/sha256.block's share went down; search: (almost) everything
+#      within noise; the fleet list; the hours read from rollups give the
+#      same report as rollups=false;
 #   3. base/target selections give the same auth numbers; table and
 #      prometheus formats (promtool check metrics); min_change; errors;
 #      `profd regressions` prints the table and -o json.
@@ -126,6 +128,14 @@ if python3 - "$row" "$cb" "$ct" "$tb" "$tt" <<'EOF'; then ok "regressions: base 
 import json, sys
 r = json.loads(sys.argv[1]); cb, ct, tb, tt = map(float, sys.argv[2:])
 sys.exit(0 if abs(r["base"] - cb / tb) <= 1e-9 and abs(r["target"] - ct / tt) <= 1e-9 else 1)
+EOF
+# the change is go tool pprof -top -diff_base -normalize's delta (the target scaled to the base's
+# total: the shares' difference) over the base's total
+dd=$(go_pprof "${TOPARGS[@]}" -unit=ns -normalize -diff_base "$T/b.pb.gz" "$T/t.pb.gz" | awk '$NF == "main.authStretchKey" { gsub(/ns/, "", $1); print $1; exit }')
+if python3 - "$row" "$dd" "$tb" <<'EOF'; then ok "regressions: the change = go tool pprof -top -diff_base -normalize's delta / the base's total"; else fail "regressions: = -diff_base -normalize" "$row; go: delta $dd of $tb"; fi
+import json, sys
+r = json.loads(sys.argv[1]); d, tb = float(sys.argv[2]), float(sys.argv[3])
+sys.exit(0 if abs(r["change"] - d / tb) <= 0.01 * abs(r["change"]) + 1e-9 else 1)
 EOF
 h=$(jq -r '.body.rollup_hours' "$T/reg.json")
 api regressions "${Q[@]}" -d n=1000 -d rollups=false >"$T/raw.json"
