@@ -7,6 +7,7 @@
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
+#   make dist            the release archive (runs on any x86-64 Linux)
 #   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
 #                        pages, bash completion, the systemd unit, LICENSE and docs
 
@@ -42,7 +43,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -188,6 +189,12 @@ $(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
 	     -artifact_prefix=$(FUZZ_DIR)/$*- $(FUZZ_DIR)/corpus-$* tests/fuzz/corpus/$(*:fuzz_%=%) >$(FUZZ_DIR)/$*.log 2>&1; then \
 	  grep -E "^Done|stat::number_of_executed_units" $(FUZZ_DIR)/$*.log | tail -1 | sed "s/^/fuzz: $*: /"; \
 	else tail -40 $(FUZZ_DIR)/$*.log; echo "fuzz: $* FAILED (reproducer: $(FUZZ_DIR)/$*-*)"; exit 1; fi
+
+# The release archive for linux amd64 ($(BUILD)/dist/profd-VERSION-linux-amd64.tar.gz and its
+# .sha256): the binary with every library it loads and its loader, started by a static
+# launcher, so it runs on any x86-64 Linux (tools/dist.sh).
+dist: all
+	tools/dist.sh $(BUILD) $(BUILD)/dist
 
 # Man pages from the binary's own --help texts (tools/man.sh): profd.1, profd-CMD.1.
 man: $(BUILD)/man/profd.1
