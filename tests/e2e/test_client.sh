@@ -805,7 +805,8 @@ else
 		# what krew install does: unpack into the store, link bin/kubectl-profd to the bin
 		mkdir -p "$T/krew/store/profd/v$ver" "$T/krew/bin"
 		tar -xzf "$KB/krew/profd_linux_$arch.tar.gz" -C "$T/krew/store/profd/v$ver"
-		ln -s "$T/krew/store/profd/v$ver/profd" "$T/krew/bin/kubectl-profd"
+		kbin=$(sed -n 's/^    bin: //p' "$KB/krew/profd.yaml")
+		ln -s "$T/krew/store/profd/v$ver/$kbin" "$T/krew/bin/kubectl-profd"
 		if [ -n "$KUBECTL" ] && PATH="$T/krew/bin:$PATH" timeout 30 kubectl profd get services --collector "$URL" >"$T/o" 2>"$T/e"; then
 			same_output "the krew archive installed as krew does: kubectl profd get services works" "$T/direct" "$T/o"
 		elif [ -n "$KUBECTL" ]; then
