@@ -287,7 +287,7 @@ DJ=$T/default.json CJ=$T/cronjob.json TJ=$T/tls.json HJ=$T/clickhouse.json
 # the files, each on its own too (as `kubectl apply -f FILE` would take them;
 # *.patch.yaml are kustomize patches, not objects)
 mapfile -t FILES < <(cd "$SRC" && find . -name '*.yaml' ! -name kustomization.yaml ! -name '*.patch.yaml' | sed 's|^\./||' | sort)
-expect "manifests: the files" "base/collector.yaml base/namespace.yaml base/networkpolicy.yaml base/rbac.yaml clickhouse/pdb.yaml clickhouse/server/clickhouse.yaml clickhouse/server/networkpolicy.yaml cronjob/scraper-cronjob.yaml scraper/scraper.yaml secrets/example-secrets.yaml" "${FILES[*]}"
+expect "manifests: the files" "base/collector.yaml base/namespace.yaml base/networkpolicy.yaml base/rbac.yaml clickhouse/pdb.yaml clickhouse/server/clickhouse.yaml clickhouse/server/networkpolicy.yaml cronjob/scraper-cronjob.yaml monitoring/podmonitor.yaml monitoring/scraper-service.yaml monitoring/servicemonitor.yaml scraper/scraper.yaml secrets/example-secrets.yaml" "${FILES[*]}"
 
 # ---- 2. kubectl apply --dry-run=client against the test API server --------------------------
 
@@ -329,6 +329,10 @@ if [ -x "$KUBEAPI" ]; then
 			fi
 		done
 		for f in "${FILES[@]}"; do
+			if grep -q '^apiVersion: monitoring.coreos.com/' "$SRC/$f"; then # prometheus-operator's CRDs: not served here
+				ok "kubectl apply --dry-run=client -f $f # skip a prometheus-operator kind (checked on kustomize's output below)"
+				continue
+			fi
 			n=$(grep -c '^kind:' "$SRC/$f")
 			if timeout 30 kubectl --kubeconfig "$K" apply --dry-run=client --validate=false -f "$SRC/$f" \
 				>"$T/apply.out" 2>"$T/err" && [ "$(grep -c ' created (dry run)$' "$T/apply.out")" -eq "$n" ]; then
@@ -1267,6 +1271,50 @@ if [ -n "$json" ]; then
 			fail "setup: ClickHouse for the clickhouse layout (user '$chuser', database '$chdb')" "$(head -c 600 "$T/ch-start.err")"
 		fi
 	fi
+fi
+
+# ---- monitoring/: ServiceMonitor, PodMonitor, the scraper's Service ---------------------------
+# (prometheus-operator's CRDs are not on the test API server: checked on kustomize's output, each
+# selector against the labels and each port against the names of what it is to select)
+if timeout 30 kubectl kustomize "$DEPLOY/monitoring" >/dev/null 2>"$T/err"; then
+	fail "monitoring layout without monitoring/prometheus-token: kustomize fails" "it built"
+else
+	grep -q 'prometheus-token' "$T/err" && ok "monitoring layout without its token file: kustomize fails naming monitoring/prometheus-token" ||
+		fail "monitoring layout: kustomize fails naming the file" "$(head -c 300 "$T/err")"
+fi
+(umask 077 && printf '%s\n' "$TOK_READ" >"$DEPLOY/monitoring/prometheus-token")
+if timeout 30 kubectl kustomize "$DEPLOY/monitoring" >"$T/mon.yaml" 2>"$T/err"; then
+	if python3 - "$T/mon.yaml" "$TOK_READ" >"$T/mon.out" 2>&1 <<'EOF'; then ok "monitoring layout: $(cat "$T/mon.out")"; else fail "monitoring layout" "$(head -c 800 "$T/mon.out")"; fi
+import base64, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+def sub(sel, labels): return all(labels.get(k) == v for k, v in sel.items())
+errs = []
+svc, sm = by[("Service", "profd")], by[("ServiceMonitor", "profd")]
+if not sub(sm["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"]): errs.append("ServiceMonitor selects no collector Service")
+ports = {p["name"] for p in svc["spec"]["ports"]}
+for e in sm["spec"]["endpoints"]:
+    if e["port"] not in ports: errs.append("ServiceMonitor port %s not in the Service" % e["port"])
+paths = sorted(e["path"] for e in sm["spec"]["endpoints"])
+if paths != ["/metrics", "/metrics/profiles"]: errs.append("paths %s" % paths)
+dep = by[("Deployment", "profd-scraper")]
+plabels = dep["spec"]["template"]["metadata"]["labels"]
+cports = {p["name"] for c in dep["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+pm = by[("PodMonitor", "profd-scraper")]
+if not sub(pm["spec"]["selector"]["matchLabels"], plabels): errs.append("PodMonitor selects no scraper pod")
+if any(e["port"] not in cports for e in pm["spec"]["podMetricsEndpoints"]): errs.append("PodMonitor port not a container port")
+ss = by[("Service", "profd-scraper-metrics")]
+if not sub(ss["spec"]["selector"], plabels) or ss["spec"]["ports"][0]["targetPort"] not in cports: errs.append("scraper Service")
+if sub(ss["spec"]["selector"], by[("Deployment", "profd")]["spec"]["template"]["metadata"]["labels"]): errs.append("scraper Service also selects the collector")
+sec = by[("Secret", "profd-prometheus-token")]
+if base64.b64decode(sec["data"]["token"]).decode().strip() != sys.argv[2]: errs.append("token Secret")
+for e in sm["spec"]["endpoints"]:
+    if e["authorization"]["credentials"]["name"] != "profd-prometheus-token": errs.append("ServiceMonitor credentials")
+if errs: print("; ".join(errs)); sys.exit(1)
+print("ServiceMonitor (/metrics, /metrics/profiles with the read token), PodMonitor and the scraper's Service select what they should")
+EOF
+else
+	fail "monitoring layout: kustomize" "$(head -c 400 "$T/err")"
 fi
 
 # no sanitizer report from any profd run above (make SANITIZE=1 test)
