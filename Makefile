@@ -8,6 +8,7 @@
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
 #   make dist            the release archive (runs on any x86-64 Linux)
+#   make image           the container image IMAGE:VERSION (docker or podman)
 #   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
 #                        pages, bash completion, the systemd unit, LICENSE and docs
 
@@ -43,7 +44,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: image dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -195,6 +196,15 @@ $(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
 # launcher, so it runs on any x86-64 Linux (tools/dist.sh).
 dist: all
 	tools/dist.sh $(BUILD) $(BUILD)/dist
+
+# The container image (deploy/Dockerfile) with docker or podman: IMAGE:VERSION, with the
+# commit and the build time passed in (the build context may have no .git).
+IMAGE   ?= profd
+VERSION := $(shell sed -n 's/^\#define PD_VERSION "\(.*\)"/\1/p' src/version.h)
+image:
+	@engine=$$(command -v docker || command -v podman) || { echo "make image: neither docker nor podman is installed" >&2; exit 1; }; \
+	set -x; $$engine build -f deploy/Dockerfile -t $(IMAGE):$(VERSION) \
+	  --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} .
 
 # Man pages from the binary's own --help texts (tools/man.sh): profd.1, profd-CMD.1.
 man: $(BUILD)/man/profd.1
