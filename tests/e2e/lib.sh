@@ -121,6 +121,22 @@ go_bins_from_build() {
 	done
 }
 
+# wait_captures: wait for the capture.sh jobs of the associative array cap_pid
+# (NAME -> pid; NAME a workload and a digit, captured into $C/NAME); one that
+# failed (a loaded machine) is retried once alone; 1 if one still fails
+wait_captures() {
+	local k w bad=0
+	for k in "${!cap_pid[@]}"; do
+		if ! wait "${cap_pid[$k]}"; then
+			w=${k%?}
+			rm -rf "${C:?}/$k"
+			GOAPP_ARGS="-workload $w -service $w" "$ROOT/tests/e2e/capture.sh" "$GOAPP" "$C/$k" 2 \
+				>"$T/capture-$k.log" 2>&1 || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; bad=1; }
+		fi
+	done
+	return $bad
+}
+
 # need_built CODE HINT FILE...: each FILE must be an executable, else a
 # failed setup check naming HINT (how to build it) and exit CODE
 need_built() {

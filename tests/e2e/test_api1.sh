@@ -57,16 +57,7 @@ if [ -z "$PORT" ]; then
 fi
 BASE=http://127.0.0.1:$PORT
 ok "setup: profd serve on port $PORT (--max-merge-profiles 8 --max-query-range 48h)"
-capfail=0
-for k in "${!cap_pid[@]}"; do
-	if ! wait "${cap_pid[$k]}"; then # capture.sh can fail on a loaded machine: retry once alone
-		w=${k%?}
-		rm -rf "${C:?}/$k"
-		GOAPP_ARGS="-workload $w -service $w" "$ROOT/tests/e2e/capture.sh" "$GOAPP" "$C/$k" 2 \
-			>"$T/capture-$k.log" 2>&1 || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; capfail=1; }
-	fi
-done
-[ "$capfail" -eq 0 ] || exit 1
+wait_captures || exit 1
 ok "setup: captured 2 x 3 workloads (auth, search, ingest), cpu 2s each"
 # From here on, a copy: what is uploaded and what go tool pprof merges are
 # the same bytes even if a capture abandoned on a loaded machine (its

@@ -97,16 +97,7 @@ if [ ${#WEBARGS[@]} -eq 0 ]; then
 	fi
 fi
 ok "setup: profd serve at $BASE (UI: ${WEBARGS[*]:-built in})"
-capfail=0
-for k in "${!cap_pid[@]}"; do
-	if ! wait "${cap_pid[$k]}"; then # capture.sh can fail on a loaded machine: retry once alone
-		w=${k%?}
-		rm -rf "${C:?}/$k"
-		GOAPP_ARGS="-workload $w -service $w" "$ROOT/tests/e2e/capture.sh" "$GOAPP" "$C/$k" 2 \
-			>"$T/capture-$k.log" 2>&1 || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; capfail=1; }
-	fi
-done
-[ "$capfail" -eq 0 ] || exit 1
+wait_captures || exit 1
 cp -r "$C" "$T/cap.used" # what is uploaded and what go tool pprof merges: the same bytes
 C=$T/cap.used
 
