@@ -1176,6 +1176,7 @@ struct cday {
 	size_t nwant;
 	struct pd_buf bytes;
 	struct pd_err *err;
+	ZSTD_DCtx *dctx; /* the sample blocks' decompressor, made once per day (was: per profile) */
 };
 
 static bool csym_eq(void *ctx, uint32_t v)
@@ -1205,6 +1206,7 @@ static void cday_free(struct cday *d)
 		free(d->v[k]);
 	}
 	pd_buf_free(&d->bytes);
+	ZSTD_freeDCtx(d->dctx);
 }
 
 /* The seq of (kind, h), assigned if new (and then wanted). */
@@ -1477,9 +1479,9 @@ static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn
 		pd_err_prefix(err, "profile %s: sample block", id);
 		return rc;
 	}
-	ZSTD_DCtx *z = ZSTD_createDCtx();
-	rc = z ? pd_dec_block(z, pl, pn, &r->rows, &r->nrows, &r->nv, err) : nomem(err);
-	ZSTD_freeDCtx(z);
+	if (!d->dctx)
+		d->dctx = ZSTD_createDCtx();
+	rc = d->dctx ? pd_dec_block(d->dctx, pl, pn, &r->rows, &r->nrows, &r->nv, err) : nomem(err);
 	if (rc) {
 		pd_err_prefix(err, "profile %s: sample block", id);
 		return rc;
