@@ -124,7 +124,7 @@ $(BUILD)/gzbomb: tests/tools/gzbomb.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $< -o $@ $(LDFLAGS) -lz
 
-test-run: all $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi $(BUILD)/influxcheck
+test-run: all $(BUILD)/man/profd.1 $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi $(BUILD)/influxcheck
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)
@@ -208,9 +208,14 @@ image:
 
 # Man pages from the binary's own --help texts (tools/man.sh): profd.1, profd-CMD.1.
 man: $(BUILD)/man/profd.1
+# Made in a private directory, then renamed page by page (and pages no longer
+# made removed): two makes that regenerate them at once (tests run `make
+# install` in parallel) never see a half-written or vanished page.
 $(BUILD)/man/profd.1: $(BUILD)/profd tools/man.sh
-	rm -rf $(BUILD)/man
-	tools/man.sh $(BUILD)/profd $(BUILD)/man
+	@mkdir -p $(BUILD)/man
+	tmp=$$(mktemp -d $(BUILD)/man.tmp.XXXXXX) && tools/man.sh $(BUILD)/profd $$tmp && \
+	for f in $(BUILD)/man/*.1; do [ -e "$$tmp/$${f##*/}" ] || rm -f "$$f"; done && \
+	for f in $$tmp/*.1; do mv -f "$$f" $(BUILD)/man/; done && rm -rf $$tmp
 
 deps:
 	tools/deps.sh
