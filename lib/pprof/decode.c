@@ -421,6 +421,64 @@ static inline size_t count_packed(const uint8_t *p, size_t n)
 	return c;
 }
 
+static int too_deep(struct dec *d, size_t idx)
+{
+	return pd_errf(d->err, PD_ELIMIT, "sample #%zu has over %zu locations (stack depth limit)", idx,
+		       d->lim.max_stack_depth);
+}
+
+static int loc_not_found(struct dec *d, size_t idx, uint64_t v)
+{
+	return pd_errf(d->err, PD_EINVAL, "sample #%zu: location id %llu not found (profile has %u locations)", idx,
+		       (unsigned long long)v, d->p->nlocations);
+}
+
+/* A packed location_id field, appended to the scratch stack at *nlocs in one
+ * pass: the payload holds at most f->len ids, and no more than the depth
+ * limit allows are room-reserved (a hostile length costs nothing). Ids that
+ * are 1..n in order (as every Go profile has them) map by subtraction. */
+static int dec_packed_locs(struct dec *d, const struct field *f, size_t *nlocs, size_t idx)
+{
+	if (f->len == 0)
+		return 0;
+	size_t n = *nlocs, room = d->lim.max_stack_depth >= n ? d->lim.max_stack_depth - n : 0;
+	size_t want = f->len < room ? f->len : room + 1; /* + 1: "one too many" is detected, not stored */
+	if (pd_grow((void **)&d->sc_locs, &d->sc_locs_cap, n + want, sizeof *d->sc_locs))
+		return pd_errf(d->err, PD_ENOMEM, "out of memory");
+	const uint8_t *vp = f->data, *ve = f->data + f->len;
+	uint32_t *out = d->sc_locs + n, *lim = d->sc_locs + n + want;
+	uint64_t v;
+	if (d->lmap.dense) {
+		uint64_t cnt = d->lmap.n;
+		while (vp < ve) {
+			if (PD_UNLIKELY(out == lim))
+				return too_deep(d, idx);
+			if (PD_UNLIKELY(pd_varint(&vp, ve, &v)))
+				goto bad;
+			if (PD_UNLIKELY(v - 1 >= cnt))
+				return loc_not_found(d, idx, v);
+			*out++ = (uint32_t)(v - 1);
+		}
+	} else {
+		while (vp < ve) {
+			if (PD_UNLIKELY(out == lim))
+				return too_deep(d, idx);
+			if (PD_UNLIKELY(pd_varint(&vp, ve, &v)))
+				goto bad;
+			uint32_t li = idmap_find(&d->lmap, v);
+			if (PD_UNLIKELY(li == PD_NONE))
+				return loc_not_found(d, idx, v);
+			*out++ = li;
+		}
+	}
+	if ((size_t)(out - d->sc_locs) > d->lim.max_stack_depth)
+		return too_deep(d, idx);
+	*nlocs = (size_t)(out - d->sc_locs);
+	return 0;
+bad:
+	return pd_errf(d->err, PD_EINVAL, "sample #%zu at offset %zu: bad packed varint", idx, OFF(d, f->start));
+}
+
 /* Decode one Sample in a single scan into the decoder's scratch arrays, then
  * copy the exact sizes into the arena. */
 static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sample *s, size_t idx)
@@ -437,13 +495,16 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 			bool packed = f.wt == WT_LEN;
 			if (!packed && f.wt != WT_VARINT)
 				return want_wt(d, &f, WT_VARINT, msg, f.num == 1 ? "location_id" : "value");
+			if (f.num == 1 && packed) { /* the common case, in one pass */
+				if ((rc = dec_packed_locs(d, &f, &nlocs, idx)))
+					return rc;
+				continue;
+			}
 			size_t c = packed ? count_packed(f.data, f.len) : 1;
 			const uint8_t *vp = f.data, *ve = f.data ? f.data + f.len : NULL; /* unpacked: no payload */
 			if (f.num == 1) {
 				if (nlocs + c > d->lim.max_stack_depth)
-					return pd_errf(d->err, PD_ELIMIT,
-						       "sample #%zu has over %zu locations (stack depth limit)", idx,
-						       d->lim.max_stack_depth);
+					return too_deep(d, idx);
 				if (pd_grow((void **)&d->sc_locs, &d->sc_locs_cap, nlocs + c, sizeof *d->sc_locs))
 					return pd_errf(d->err, PD_ENOMEM, "out of memory");
 				for (size_t i = 0; i < c; i++) {
@@ -452,10 +513,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 						goto bad_packed;
 					uint32_t li = idmap_find(&d->lmap, v);
 					if (PD_UNLIKELY(li == PD_NONE))
-						return pd_errf(d->err, PD_EINVAL,
-							       "sample #%zu: location id %llu not found (profile has %u "
-							       "locations)",
-							       idx, (unsigned long long)v, d->p->nlocations);
+						return loc_not_found(d, idx, v);
 					d->sc_locs[nlocs++] = li;
 				}
 			} else {

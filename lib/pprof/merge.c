@@ -323,10 +323,11 @@ static uint64_t loc_hash(const struct mloc *c, const struct pd_line *lines)
 	return h;
 }
 
-static uint32_t map_location(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+/* Source location i, seen for the first time in this profile (m_loc[i] is
+ * its memo: every later use is one load, in merger_sample). Out of line, so
+ * that the per-location loop stays small. */
+static __attribute__((noinline)) uint32_t map_location_new(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
 {
-	if (m->m_loc[i] != PD_NONE)
-		return m->m_loc[i];
 	const struct pd_location *s = &src->locations[i];
 	struct mloc c = {s->address, s->address, PD_NONE, 0, s->nlines, s->is_folded};
 	if (s->mapping != PD_NONE) {
@@ -752,9 +753,13 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 	    VEC_RESERVE(m->tmp_labels, s->nlabels))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	uint32_t *st = e->stack.v;
-	for (uint32_t j = 0; j < s->nlocs; j++)
-		if ((st[j] = map_location(m, p, s->locs[j])) == PD_NONE)
+	const uint32_t *memo = m->m_loc, *sloc = s->locs;
+	for (uint32_t j = 0, n = s->nlocs; j < n; j++) {
+		uint32_t v = memo[sloc[j]];
+		if (PD_UNLIKELY(v == PD_NONE) && (v = map_location_new(m, p, sloc[j])) == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
+		st[j] = v;
+	}
 	e->stack.n = s->nlocs;
 	if (p->nsample_types)
 		memcpy(e->vals.v, s->values, p->nsample_types * sizeof *s->values);
@@ -781,10 +786,18 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 	/* stage B: read the (now cached) index slot, prefetch the stack entry */
 	if (m->pf_count > PF_B) {
 		struct pending *b = pf_at(m, PF_B);
-		const struct pd_hidx_slot *sl = &m->stacks_idx.slots[pd__hidx_fix(b->hash) & m->stacks_idx.mask];
-		if (sl->hash == pd__hidx_fix(b->hash) && sl->val < m->stacks.n) {
-			b->hint = sl->val;
-			__builtin_prefetch(&m->stacks.v[sl->val]);
+		uint64_t h = pd__hidx_fix(b->hash);
+		/* the home slot, or one a few places on (a displaced entry:
+		 * about one in six at the index's load) */
+		for (size_t i = h & m->stacks_idx.mask, k = 0; k < 8; k++, i = (i + 1) & m->stacks_idx.mask) {
+			const struct pd_hidx_slot *sl = &m->stacks_idx.slots[i];
+			if (sl->hash == 0)
+				break;
+			if (sl->hash == h && sl->val < m->stacks.n) {
+				b->hint = sl->val;
+				__builtin_prefetch(&m->stacks.v[sl->val]);
+				break;
+			}
 		}
 	}
 	/* stage C: prefetch the stack's locations and its aggregation row */
@@ -792,7 +805,11 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 		struct pending *c = pf_at(m, PF_C);
 		if (c->hint != PD_NONE && c->hint < m->stacks.n) {
 			const struct stackent *se = &m->stacks.v[c->hint];
-			__builtin_prefetch(m->stack_pool.v + se->off);
+			/* every line of it: deep stacks (64 locations = 4 lines)
+			 * are compared in full at the last stage */
+			const char *sp = (const char *)(m->stack_pool.v + se->off);
+			for (size_t o = 0; o < (size_t)se->n * sizeof(uint32_t); o += 64)
+				__builtin_prefetch(sp + o);
 			if (se->row0 != PD_NONE && c->lset == 0)
 				__builtin_prefetch(m->agg.vals + (size_t)se->row0 * m->agg.nvalues);
 		}
