@@ -5,6 +5,10 @@
 #   (a) merge of 1,000 small CPU profiles (~6 KB gz each)
 #   (b) merge of 200 large CPU profiles (~65 KB gz, ~1,450 functions each)
 #   (c) merge of real profiles captured from examples/goapp (7 types)
+#   (d), (e) the second shape (issue 18): 1,000 small (~6 KB) and 200 large
+#       (~75 KB, ~3,600 samples) CPU profiles with stacks up to 64 deep,
+#       a third of the locations inlined and many distinct leaf functions
+#       (bench/gen -kind deepsmall, deep)
 # profd: `profd pprof merge`; Go: the pprof tool behind `go tool pprof -proto`
 # (run directly, which spares Go the `go` wrapper's startup). Wall time from
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
@@ -36,6 +40,8 @@ gen() { # kind n dir
 }
 gen small 1000 "$DATA/small"
 gen large 200 "$DATA/large"
+gen deepsmall 1000 "$DATA/deepsmall"
+gen deep 200 "$DATA/deep"
 if [ ! -f "$DATA/goapp/.done" ]; then
 	rm -rf "$DATA/goapp"
 	mkdir -p "$DATA/goapp"
@@ -106,16 +112,18 @@ bench_set "(b) large CPU" "$DATA"/large/*.pb.gz
 for t in cpu heap goroutine; do
 	bench_set "(c) goapp $t" "$DATA"/goapp/run*/"$t".pb.gz
 done
+bench_set "(d) deep shape, small" "$DATA"/deepsmall/*.pb.gz
+bench_set "(e) deep shape, large" "$DATA"/deep/*.pb.gz
 
 echo
 echo "Codec alone, one core ($BUILD/bench_codec, median of 9):"
-for set in small large; do
+for set in small large deepsmall deep; do
 	"$BUILD/bench_codec" -r 9 "$DATA/$set"/*.pb.gz >"$DATA/codec-$set.txt"
 	awk -v s="$set" '
 		/^raw_bytes/ {raw=$2} /^gz_bytes/ {gz=$2}
 		/^decode_raw_MBps/ {d=$2} /^gunzip_raw_MBps/ {g=$2} /^encode_raw_MBps/ {e=$2}
 		/^merge_decoded_median_s/ {m=$2}
-		END {printf "  %-5s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
+		END {printf "  %-9s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
 done
 

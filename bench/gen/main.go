@@ -11,7 +11,7 @@
 //
 // Usage:
 //
-//	gen -kind small|large -n N -seed S -o DIR
+//	gen -kind small|large|deep|deepsmall -n N -seed S -o DIR
 //	gen -fleet [-services 15] [-pods 150] [-hours 24] [-per-hour 6] -seed S -o DIR
 //
 // writes DIR/p0000.pb.gz ... and prints a summary (files, total and average
@@ -33,6 +33,11 @@
 //     5-30.
 //   - large: ~60-70 KB gzipped; ~1300-1500 functions out of a pool of
 //     5000, 1500-2300 samples, depth up to 40, ~5% inlined locations.
+//   - deep: the second shape, ~70-80 KB gzipped; stacks 12-64 deep, ~1/3
+//     of application locations inlined, every leaf one of 24 renamed
+//     copies (many distinct leaf functions), 3000-4200 samples.
+//   - deepsmall: the same shape at ~5-6 KB gzipped (~150 functions, 70-100
+//     samples).
 //
 // Sizes are dominated by the Function and Location messages (about 30
 // bytes gzipped per function, as in real Go profiles), so the function
@@ -79,6 +84,11 @@ type kindSpec struct {
 	labelFrac  float64 // fraction of stacks carrying string labels
 	tailFrac   float64 // fraction of stacks ending in runtime/stdlib frames
 	countScale float64 // sample counts grow with popularity up to about this
+	// leafVariants > 0: every stack's leaf is one of this many renamed
+	// copies of the leaf function (its own name and code), so a profile
+	// holds many distinct leaf functions, as in a big binary where hot
+	// paths end in many small functions (the "deep" kinds).
+	leafVariants int
 }
 
 var kinds = map[string]kindSpec{
@@ -97,6 +107,25 @@ var kinds = map[string]kindSpec{
 		minSamples: 1500, maxSamples: 2300, zipf: 0.8,
 		inlineFrac: 0.1, labelFrac: 0.2, tailFrac: 0.35, countScale: 40,
 	},
+	// The second shape (issue 18): deeper stacks (up to 64 locations, a
+	// third of them with inlined frames), many distinct leaf functions,
+	// thousands of samples per profile.
+	// ~70-80 KB gzipped: ~2000-2400 functions, 3000-4200 samples.
+	"deep": {
+		appFuncs: 500, helpers: 120, levels: 64, fanout: 2, calleeSkew: 6, maxLines: 3,
+		minDepth: 12, maxDepth: 64, stackPool: 30000,
+		minSamples: 3000, maxSamples: 4200, zipf: 0.7,
+		inlineFrac: 0.35, labelFrac: 0.1, tailFrac: 0.4, countScale: 30,
+		leafVariants: 10,
+	},
+	// ~5-6 KB gzipped, the same shape scaled down.
+	"deepsmall": {
+		appFuncs: 64, helpers: 8, levels: 64, fanout: 2, calleeSkew: 3, maxLines: 2,
+		minDepth: 12, maxDepth: 64, stackPool: 800,
+		minSamples: 70, maxSamples: 100, zipf: 0.9,
+		inlineFrac: 0.35, labelFrac: 0.1, tailFrac: 0.4, countScale: 20,
+		leafVariants: 2,
+	},
 }
 
 const (
@@ -107,7 +136,7 @@ const (
 )
 
 func main() {
-	kind := flag.String("kind", "small", "profile kind: small or large")
+	kind := flag.String("kind", "small", "profile kind: small, large, deep or deepsmall")
 	n := flag.Int("n", 10, "number of profiles to write")
 	seed := flag.Int64("seed", 1, "PRNG seed; same seed, same profiles")
 	out := flag.String("o", "", "output directory (created if missing)")
@@ -129,7 +158,7 @@ func main() {
 
 	spec, ok := kinds[*kind]
 	if !ok || *out == "" || *n < 1 || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: gen -kind small|large -n N -seed S -o DIR")
+		fmt.Fprintln(os.Stderr, "usage: gen -kind small|large|deep|deepsmall -n N -seed S -o DIR")
 		os.Exit(2)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -230,6 +259,8 @@ type model struct {
 	funcs     []function
 	helpers   []int // functions that only appear inlined
 	locs      map[locKey]*location
+	variants  map[[2]int]int // (leaf function, variant) -> its copy's index
+	textEnd   uint64         // end of the laid-out text (variants go after it)
 	stacks    []stack
 	maxWeight float64
 	mapping   *profile.Mapping
@@ -409,6 +440,7 @@ func newModel(spec kindSpec, kind string, seed int64, service string, shared int
 		m.funcs[i].base = addr
 		addr += m.funcs[i].size
 	}
+	m.textEnd = addr
 	var buildID [20]byte
 	rng.Read(buildID[:])
 	binary := "/usr/local/bin/shopd"
@@ -435,6 +467,9 @@ func newModel(spec kindSpec, kind string, seed int64, service string, shared int
 		}
 		seen[key] = true
 		m.stacks = append(m.stacks, s)
+	}
+	if spec.leafVariants > 0 { // the copies were laid out past the text
+		m.mapping.Limit = (m.textEnd + 0x200fff) &^ 0xfff
 	}
 	rng.Shuffle(len(m.stacks), func(i, j int) { m.stacks[i], m.stacks[j] = m.stacks[j], m.stacks[i] })
 	for i := range m.stacks {
@@ -501,6 +536,30 @@ func (m *model) loc(fn, li int) locKey {
 	return k
 }
 
+// variant returns the index of copy v of function fn (a leaf): the same
+// file, its own name, lines and code placed after the text laid out so far.
+func (m *model) variant(fn, v int) int {
+	if m.variants == nil {
+		m.variants = map[[2]int]int{}
+	}
+	k := [2]int{fn, v}
+	if i, ok := m.variants[k]; ok {
+		return i
+	}
+	f := m.funcs[fn]
+	c := function{
+		name: fmt.Sprintf("%s.gen%02d", f.name, v), file: f.file,
+		lines: make([]int64, len(f.lines)), size: f.size, base: m.textEnd,
+	}
+	for j, l := range f.lines {
+		c.lines[j] = l + int64(400+40*v)
+	}
+	m.textEnd += c.size
+	m.funcs = append(m.funcs, c)
+	m.variants[k] = len(m.funcs) - 1
+	return len(m.funcs) - 1
+}
+
 // callLine is the line index from which fn calls callee (fixed per pair).
 func (m *model) callLine(fn, callee int) int {
 	return (fn*31 + callee*17) % len(m.funcs[fn].lines)
@@ -546,6 +605,9 @@ func (m *model) walk(rng *rand.Rand, root int, tails [][]int) stack {
 	locs := m.chainLocs(chain)
 	// The leaf spends CPU at any of its lines, not only at a call site.
 	leaf := chain[len(chain)-1]
+	if spec.leafVariants > 0 {
+		leaf = m.variant(leaf, rng.Intn(spec.leafVariants))
+	}
 	locs[0] = m.loc(leaf, rng.Intn(len(m.funcs[leaf].lines)))
 	labels := -1
 	if rng.Float64() < spec.labelFrac {
