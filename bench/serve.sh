@@ -24,12 +24,15 @@
 #       A second merge on the same process is timed as "warm". Checked once:
 #       go tool pprof -top of both merges is identical. The API merge is
 #       timed with tokens + TLS too (first shape only).
-#   (c) storage: scrapes of one service posted to a fresh server (service
-#       goapp): the 1,000 small CPU profiles, and 1,000 real scrapes of
-#       examples/goapp, 200 each of heap, allocs, goroutine, block and mutex
+#   (c) storage: scrapes of one service posted to a fresh server, one at a
+#       time over one connection, as a scraper sends a target's (service
+#       goapp): the 1,000 small CPU profiles, and 5,000 real scrapes of
+#       examples/goapp, 1,000 each of heap, allocs, goroutine, block and
+#       mutex (rounds 250 ms apart)
 #       (and the 1,000 small profiles of the deep shape)
-#       (taken once, round-robin 10 ms apart, kept in
-#       $BUILD/bench-data/scrapes). Data-dir bytes (du -sb) with the server
+#       (taken once, ~5 min, kept in
+#       $BUILD/bench-data/scrapes). Data-dir bytes (du -sb, without the
+#       fixed 4 MiB disk-full ballast .reserve) with the server
 #       running and after SIGTERM; any -wal file left after SIGTERM is
 #       reported. One data dir per type, and all six types in one data dir.
 #       The first profile is stored alone first, which gives the fixed size
@@ -95,8 +98,13 @@ gen deepsmall 1000 "$DATA/deepsmall"
 gen deep 200 "$DATA/deep"
 
 STYPES="heap allocs goroutine block mutex"
-if [ ! -f "$DATA/scrapes/.done" ]; then
-	echo "bench: scraping examples/goapp (200 x $STYPES), once" >&2
+# 1,000 rounds, 250 ms apart: consecutive scrapes of a type are as far
+# apart as several of goapp's GC cycles (a heap profile changes at each),
+# not the same profile twice (10 ms apart, most were: blocks stored
+# against the previous one looked 5x smaller than at 2 s apart, measured)
+NSCRAPES=1000 SPAUSE=250ms
+if [ ! -f "$DATA/scrapes/.done-$NSCRAPES-$SPAUSE" ]; then
+	echo "bench: scraping examples/goapp ($NSCRAPES rounds of $STYPES, $SPAUSE apart: ~5 min), once" >&2
 	rm -rf "$DATA/scrapes"
 	"$BUILD/goapp" -addr 127.0.0.1:0 2>"$WORK/goapp.log" &
 	GPID=$!
@@ -108,11 +116,11 @@ if [ ! -f "$DATA/scrapes/.done" ]; then
 	done
 	[ -n "$addr" ] || { echo "bench: goapp did not start: $(cat "$WORK/goapp.log")" >&2; exit 1; }
 	sleep 1 # let the workload run before the first scrape
-	"$LOADGEN" scrape -url "http://$addr" -n 200 -types "${STYPES// /,}" -pause 10ms -o "$DATA/scrapes"
+	"$LOADGEN" scrape -url "http://$addr" -n "$NSCRAPES" -types "${STYPES// /,}" -pause "$SPAUSE" -o "$DATA/scrapes"
 	kill "$GPID"
 	wait "$GPID" || true
 	GPID=
-	touch "$DATA/scrapes/.done"
+	touch "$DATA/scrapes/.done-$NSCRAPES-$SPAUSE"
 fi
 files_of() { # type -> the 1,000 files of (c)
 	case $1 in
@@ -373,7 +381,7 @@ echo "Target: merge >= 100x faster than go tool pprof -proto, first query and wa
 
 {
 	echo
-	echo "Storage: profiles of one service (goapp) posted to a fresh server: cpu = the 1,000 small generated profiles, the other types = 200 real scrapes each of examples/goapp; du -sb of the data dir"
+	echo "Storage: profiles of one service (goapp) posted to a fresh server, one at a time (as a scraper sends one target's): cpu = the 1,000 small generated profiles, the other types = 1,000 real scrapes each of examples/goapp, 250 ms apart; du -sb of the data dir, without the fixed disk-full ballast .reserve (4 MiB)"
 	echo
 	echo "| type | profiles | gzip'd input | per profile | on disk, running (with WAL) | on disk after SIGTERM | per profile | input / disk | data dir with 1 profile | marginal per profile | input / marginal | WAL left after SIGTERM |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -381,10 +389,18 @@ echo "Target: merge >= 100x faster than go tool pprof -proto, first query and wa
 post_files() { # type files... -> "files bytes", every answer 200
 	local typ=$1 line
 	shift
-	line=$("$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service goapp -type "$typ" "$@")
+	# one connection: a series (one target's scrapes of one type) arrives
+	# one scrape at a time, as from a scraper; each block is stored against
+	# the series' previous one (8 uploads of one series at once each find
+	# an older base: heap blocks measured ~2x larger)
+	line=$("$LOADGEN" post -c 1 -url "http://127.0.0.1:$SPORT" -service goapp -type "$typ" "$@")
 	[[ $line =~ files=([0-9]+)\ bytes=([0-9]+) ]] || { echo "bench: loadgen said: $line" >&2; exit 1; }
 	echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
 }
+# Bytes of a data dir without the store's disk-full ballast (.reserve, a
+# fixed <= 4 MiB kept so that DELETEs can be written on a full disk; it
+# does not grow with the data).
+dsize() { du -sb --exclude=.reserve "$1" | cut -f1; }
 # The first profile goes in alone (then SIGTERM, du: the size of a partition
 # holding one profile, mostly fixed cost: every table and index takes at
 # least one 4 KiB page), the rest after a restart on the same data dir; the
@@ -402,7 +418,7 @@ store_row() { # label dir "type files..."...
 			nb=$(post_files "$typ" "${files[0]}")
 			n=$((n + ${nb% *})) bytes=$((bytes + ${nb#* }))
 			stop_server
-			base=$(du -sb "$dir" | cut -f1)
+			base=$(dsize "$dir")
 			start_server "$dir" ""
 			files=("${files[@]:1}")
 		fi
@@ -410,9 +426,9 @@ store_row() { # label dir "type files..."...
 		n=$((n + ${nb% *})) bytes=$((bytes + ${nb#* }))
 	done
 	local live after wal
-	live=$(du -sb "$dir" | cut -f1)
+	live=$(dsize "$dir")
 	stop_server
-	after=$(du -sb "$dir" | cut -f1)
+	after=$(dsize "$dir")
 	wal=$(find "$dir" -name '*-wal' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 	awk -v l="$label" -v n="$n" -v b="$bytes" -v live="$live" -v a="$after" -v w="$wal" -v base="$base" 'BEGIN {
 		m = (a - base) / (n - 1)

@@ -24,7 +24,38 @@ struct chk {
 	struct pd_store_check *out;
 	size_t problems; /* in this file */
 	ZSTD_DCtx *dctx;
+	sqlite3_stmt *base_get; /* the blocks that may be row pk's (codec.h: chains) */
+	struct pd_rawcache raws;
 };
+
+/* pd_block_fetch over the file being checked */
+static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+{
+	struct chk *c = ctx;
+	sqlite3_stmt *st = c->base_get;
+	if (!st)
+		return 0;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, pk);
+	int r = SQLITE_ROW;
+	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
+		r = sqlite3_step(st);
+	if (r != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return r == SQLITE_DONE ? 0 : pd_errf(err, PD_EIO, "base block: %s", sqlite3_errmsg(sqlite3_db_handle(st)));
+	}
+	const char *xid = (const char *)sqlite3_column_text(st, 0);
+	const uint8_t *p;
+	size_t n;
+	bool checked;
+	int rc = pd_blob_open(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+			      pd_blob_seed(xid ? xid : "", xid ? strlen(xid) : 0, PD_BLOB_BLOCK), &p, &n, &checked, err);
+	out->len = 0;
+	if (!rc && pd_buf_append(out, p, n))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	sqlite3_reset(st);
+	return rc ? rc : 1;
+}
 
 static void say(struct chk *c, const char *fmt, ...) PD_PRINTF(2, 3);
 static void say(struct chk *c, const char *fmt, ...)
@@ -60,10 +91,18 @@ static void blob(struct chk *c, const char *row, const char *what, const void *b
 			pd_shdr_free(&h);
 	} else if (role == PD_BLOB_BLOCK) {
 		int64_t *rows;
-		size_t nr;
+		size_t nr, rn;
 		uint32_t nv;
-		if (!(rc = pd_dec_block(c->dctx, p, pn, &rows, &nr, &nv, &e)))
-			free(rows);
+		uint8_t *raw;
+		int ver;
+		if (!(rc = pd_block_resolve(c->dctx, &c->raws, p, pn, fetch_base, c, &raw, &rn, &ver, &e))) {
+			if (!(rc = pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &e)))
+				free(rows);
+			if (!rc && ver == 2)
+				pd_rawcache_put(&c->raws, pd_block_raw_hash(raw, rn), raw, rn);
+			else
+				free(raw);
+		}
 	} else {
 		struct pd_fnt_acc a;
 		if (!(rc = pd_fnt_init(&a, &e))) {
@@ -107,8 +146,14 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "integrity_check: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	st = NULL;
-	/* profiles */
-	if (sqlite3_prepare_v2(db, "SELECT xid, header, block FROM profiles", -1, &st, NULL) != SQLITE_OK) {
+	/* profiles (in order: a block's base comes before it) */
+	if (sqlite3_prepare_v2(db,
+			       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases"
+			       " WHERE pk = ?1",
+			       -1, &c->base_get, NULL) != SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT xid, block FROM profiles WHERE pk = ?1", -1, &c->base_get, NULL) != SQLITE_OK)
+		c->base_get = NULL; /* reported below */
+	if (sqlite3_prepare_v2(db, "SELECT xid, header, block FROM profiles ORDER BY pk", -1, &st, NULL) != SQLITE_OK) {
 		say(c, "profiles: %s", sqlite3_errmsg(db));
 		goto out;
 	}
@@ -173,6 +218,9 @@ static void check_file(struct chk *c, const char *path)
 	}
 out:
 	sqlite3_finalize(st);
+	sqlite3_finalize(c->base_get);
+	c->base_get = NULL;
+	pd_rawcache_free(&c->raws);
 	sqlite3_close(db);
 }
 
@@ -186,7 +234,7 @@ int pd_store_check_dir(const char *dir, void (*report)(void *ctx, const char *fi
 	int rc = pd_store_day_files(dir, &names, &n, err);
 	if (rc)
 		return rc;
-	struct chk c = {report, ctx, NULL, out, 0, ZSTD_createDCtx()};
+	struct chk c = {.report = report, .ctx = ctx, .out = out, .dctx = ZSTD_createDCtx()};
 	if (!rc && !c.dctx)
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && !rc; i++) {

@@ -558,7 +558,7 @@ static int enc_block(struct ing *g, struct pd_buf *out, struct pd_err *err)
 		rc = nomem(err);
 	else {
 		ZSTD_CCtx *z = ZSTD_createCCtx();
-		rc = z ? pd_enc_block(z, p, stk, ls, out, err) : nomem(err);
+		rc = z ? pd_enc_block(z, p, stk, ls, NULL, out, err) : nomem(err);
 		ZSTD_freeCCtx(z);
 	}
 	free(stk);
@@ -1915,7 +1915,7 @@ static int enc_rollup(const struct cday *d, const struct pd_pmerge *pm, const ch
 		rc = pd_enc_header(&h, &hdr, err);
 	if (!rc) {
 		ZSTD_CCtx *z = ZSTD_createCCtx();
-		rc = z ? pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, &blk, err) : nomem(err);
+		rc = z ? pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, NULL, &blk, err) : nomem(err);
 		ZSTD_freeCCtx(z);
 	}
 	/* the closure of the symbols (d has fetched them): every string and

@@ -195,41 +195,115 @@ static int unz(ZSTD_DCtx *dctx, const void *z, size_t zn, uint8_t **out, size_t 
 	return 0;
 }
 
-int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv,
-		 struct pd_err *err)
+int pd_block_base(const void *payload, size_t n, int64_t *pk, uint64_t *hash, struct pd_err *err)
 {
-	*out = NULL;
-	uint8_t *b;
-	size_t raw;
-	int rc = unz(dctx, z, zn, &b, &raw);
-	if (rc)
-		return rc == PD_ENOMEM ? pd_errf(err, PD_ENOMEM, "out of memory")
-				       : pd_errf(err, PD_EIO, "store: corrupt sample block");
-	struct pd_rd r = {b, b + raw, false};
-	uint64_t n = pd_rd_v(&r);
-	uint64_t v = pd_rd_v(&r);
-	/* a row takes at least 2 + v bytes */
-	if (r.bad || v > PD_DEFAULT_MAX_SAMPLE_TYPES || n > raw / (2 + v)) {
+	const uint8_t *p = payload;
+	*pk = 0;
+	*hash = 0;
+	if (n == 0 || p[0] != PD_BLOCK_V2)
+		return 0; /* version 1: a bare zstd frame */
+	const uint8_t *q = p + 1, *end = p + n;
+	uint64_t v;
+	if (pd_varint(&q, end, &v) || v > INT64_MAX)
+		return pd_errf(err, PD_EIO, "store: corrupt sample block (base)");
+	if (v) {
+		if (end - q < 8)
+			return pd_errf(err, PD_EIO, "store: corrupt sample block (base)");
+		for (int i = 0; i < 8; i++)
+			*hash |= (uint64_t)q[i] << (8 * i);
+	}
+	*pk = (int64_t)v;
+	return 0;
+}
+
+int pd_block_raw(ZSTD_DCtx *dctx, const void *payload, size_t n, const void *base, size_t bn, uint8_t **raw,
+		 size_t *rn, int *ver, struct pd_err *err)
+{
+	const uint8_t *p = payload, *z = p;
+	size_t zn = n;
+	*raw = NULL;
+	*ver = 1;
+	if (n && p[0] == PD_BLOCK_V2) {
+		*ver = 2;
+		const uint8_t *q = p + 1, *end = p + n;
+		uint64_t v;
+		if (pd_varint(&q, end, &v) || (v && end - q < 8))
+			return pd_errf(err, PD_EIO, "store: corrupt sample block (base)");
+		if (v)
+			q += 8;
+		else
+			base = NULL, bn = 0;
+		if (v && !base)
+			return pd_errf(err, PD_EIO, "store: sample block without its base");
+		z = q, zn = (size_t)(end - q);
+	} else
+		base = NULL, bn = 0;
+	unsigned long long want = ZSTD_getFrameContentSize(z, zn);
+	if (want == ZSTD_CONTENTSIZE_ERROR || want == ZSTD_CONTENTSIZE_UNKNOWN || want > PD_STORE_MAX_BLOCK)
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	uint8_t *b = malloc(want + 1);
+	if (!b)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	if (base)
+		ZSTD_DCtx_refPrefix(dctx, base, bn);
+	size_t got = ZSTD_decompressDCtx(dctx, b, want, z, zn);
+	if (ZSTD_isError(got) || got != want) {
+		ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
 		free(b);
 		return pd_errf(err, PD_EIO, "store: corrupt sample block");
 	}
-	int64_t *rows = malloc(((size_t)n * (2 + (size_t)v) + 1) * sizeof *rows);
-	if (!rows) {
-		free(b);
+	*raw = b;
+	*rn = (size_t)want;
+	return 0;
+}
+
+int pd_block_rows(const uint8_t *b, size_t raw, int ver, int64_t **out, size_t *nrows, uint32_t *nv,
+		  struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_rd r = {b, b + raw, false};
+	uint64_t n = pd_rd_v(&r);
+	uint64_t v = pd_rd_v(&r);
+	int64_t mul[PD_DEFAULT_MAX_SAMPLE_TYPES + 1] = {0};
+	if (!r.bad && ver == 2 && v <= PD_DEFAULT_MAX_SAMPLE_TYPES)
+		for (uint64_t j = 1; j < v; j++)
+			mul[j] = pd_unzz(pd_rd_v(&r));
+	/* a row takes at least 2 bytes, plus one per stored value */
+	size_t stored = 0;
+	for (uint64_t j = 0; j < v && j <= PD_DEFAULT_MAX_SAMPLE_TYPES; j++)
+		stored += ver == 1 || j == 0 || !mul[j];
+	if (r.bad || v > PD_DEFAULT_MAX_SAMPLE_TYPES || n > (size_t)(r.end - r.p) / (2 + stored))
+		return pd_errf(err, PD_EIO, "store: corrupt sample block");
+	size_t w = 2 + (size_t)v;
+	int64_t *rows = malloc(((size_t)n * w + 1) * sizeof *rows);
+	if (!rows)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
-	}
 	int64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		int64_t *row = rows + i * (2 + v);
-		prev = (int64_t)((uint64_t)prev + pd_rd_v(&r));
-		row[0] = prev;
-		row[1] = (int64_t)pd_rd_v(&r);
+	bool bad = false;
+	if (ver == 1)
+		for (size_t i = 0; i < n; i++) {
+			int64_t *row = rows + i * w;
+			prev = (int64_t)((uint64_t)prev + pd_rd_v(&r));
+			row[0] = prev;
+			row[1] = (int64_t)pd_rd_v(&r);
+			for (uint32_t j = 0; j < v; j++)
+				row[2 + j] = pd_unzz(pd_rd_v(&r));
+		}
+	else {
+		for (size_t i = 0; i < n; i++)
+			rows[i * w] = prev = (int64_t)((uint64_t)prev + pd_rd_v(&r));
+		for (size_t i = 0; i < n; i++)
+			rows[i * w + 1] = (int64_t)pd_rd_v(&r);
 		for (uint32_t j = 0; j < v; j++)
-			row[2 + j] = pd_unzz(pd_rd_v(&r));
+			if (j == 0 || !mul[j])
+				for (size_t i = 0; i < n; i++)
+					rows[i * w + 2 + j] = pd_unzz(pd_rd_v(&r));
+		for (uint32_t j = 1; j < v; j++)
+			if (mul[j])
+				for (size_t i = 0; i < n; i++)
+					bad |= __builtin_mul_overflow(rows[i * w + 2], mul[j], &rows[i * w + 2 + j]);
 	}
-	bool bad = r.bad || r.p != r.end;
-	free(b);
-	if (bad) {
+	if (bad || r.bad || r.p != r.end) {
 		free(rows);
 		return pd_errf(err, PD_EIO, "store: corrupt sample block");
 	}
@@ -237,6 +311,139 @@ int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_
 	*nrows = (size_t)n;
 	*nv = (uint32_t)v;
 	return 0;
+}
+
+int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv,
+		 struct pd_err *err)
+{
+	*out = NULL;
+	uint8_t *b;
+	size_t raw;
+	int ver, rc = pd_block_raw(dctx, z, zn, NULL, 0, &b, &raw, &ver, err);
+	if (rc)
+		return rc;
+	rc = pd_block_rows(b, raw, ver, out, nrows, nv, err);
+	free(b);
+	return rc;
+}
+
+/* ---- chains of blocks ------------------------------------------------------------ */
+
+void pd_rawcache_free(struct pd_rawcache *c)
+{
+	for (int i = 0; i < PD_RAWCACHE_N; i++)
+		free(c->e[i].raw);
+	memset(c, 0, sizeof *c);
+}
+
+void pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t n)
+{
+	for (int i = 0; i < PD_RAWCACHE_N; i++)
+		if (c->e[i].raw && c->e[i].hash == hash) {
+			free(raw);
+			return;
+		}
+	unsigned i = c->next++ % PD_RAWCACHE_N;
+	free(c->e[i].raw);
+	c->e[i].hash = hash, c->e[i].raw = raw, c->e[i].n = n;
+}
+
+static const uint8_t *rawcache_get(struct pd_rawcache *c, uint64_t hash, size_t *n)
+{
+	for (int i = 0; i < PD_RAWCACHE_N; i++)
+		if (c->e[i].raw && c->e[i].hash == hash) {
+			*n = c->e[i].n;
+			return c->e[i].raw;
+		}
+	return NULL;
+}
+
+struct chain {
+	ZSTD_DCtx *dctx;
+	struct pd_rawcache *c;
+	pd_block_fetch fetch;
+	void *fctx;
+	int budget; /* fetches left: damage cannot make a search long */
+};
+
+/* The raw bytes of row pk's block that hash to hash, in the cache (the
+ * pointer is the cache's, valid until its next put). A row may have
+ * several candidates (a removed profile's pk given to a later one): each
+ * is tried, and only the one whose raw bytes have the hash is it. */
+static int base_raw(struct chain *ch, int64_t pk, uint64_t hash, int depth, const uint8_t **out, size_t *on,
+		    struct pd_err *err)
+{
+	if ((*out = rawcache_get(ch->c, hash, on)))
+		return 0;
+	if (depth > PD_CHAIN_MAX)
+		return pd_errf(err, PD_EIO, "store: corrupt sample block (a chain of over %d bases)", PD_CHAIN_MAX);
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err last = {0};
+	int rc = 0, k;
+	for (k = 0; !rc; k++) {
+		if (ch->budget-- <= 0) {
+			rc = pd_errf(err, PD_EIO, "store: corrupt sample block (its bases cannot be resolved)");
+			break;
+		}
+		int got = ch->fetch(ch->fctx, pk, k, &b, &last);
+		if (got == 0)
+			break;
+		if (got < 0) {
+			if (got == PD_ENOMEM)
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			continue; /* a damaged candidate: the next one may be it */
+		}
+		int64_t bpk;
+		uint64_t bh;
+		const uint8_t *braw = NULL;
+		size_t bn = 0;
+		uint8_t *raw;
+		size_t rn;
+		int ver;
+		if (pd_block_base(b.ptr, b.len, &bpk, &bh, &last) || (bpk == pk && bh == hash) /* not its own base */)
+			continue;
+		if (bpk && (got = base_raw(ch, bpk, bh, depth + 1, &braw, &bn, &last))) {
+			if (got == PD_ENOMEM)
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			continue;
+		}
+		if ((got = pd_block_raw(ch->dctx, b.ptr, b.len, braw, bn, &raw, &rn, &ver, &last))) {
+			if (got == PD_ENOMEM)
+				rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			continue;
+		}
+		if (ver == 2 && pd_block_raw_hash(raw, rn) == hash) {
+			pd_rawcache_put(ch->c, hash, raw, rn);
+			*out = rawcache_get(ch->c, hash, on);
+			pd_buf_free(&b);
+			return 0;
+		}
+		free(raw);
+	}
+	pd_buf_free(&b);
+	if (rc)
+		return rc;
+	if (last.msg[0])
+		return pd_errf(err, PD_EIO, "store: the base of a sample block (row %lld): %s", (long long)pk, last.msg);
+	return pd_errf(err, PD_EIO, "store: the base of a sample block (row %lld) is %s", (long long)pk,
+		       k > 0 ? "not the one it was written against" : "missing");
+}
+
+int pd_block_resolve(ZSTD_DCtx *dctx, struct pd_rawcache *c, const void *payload, size_t n, pd_block_fetch fetch,
+		     void *fctx, uint8_t **raw, size_t *rn, int *ver, struct pd_err *err)
+{
+	struct chain ch = {dctx, c, fetch, fctx, 4 * PD_CHAIN_MAX};
+	int64_t pk;
+	uint64_t h;
+	const uint8_t *braw = NULL;
+	size_t bn = 0;
+	*raw = NULL;
+	int rc = pd_block_base(payload, n, &pk, &h, err);
+	if (!rc && pk)
+		rc = base_raw(&ch, pk, h, 1, &braw, &bn, err);
+	if (!rc)
+		rc = pd_block_raw(dctx, payload, n, braw, bn, raw, rn, ver, err);
+	return rc;
 }
 
 /* ---- function table ----------------------------------------------------------- */
@@ -394,12 +601,43 @@ static void sort_keys(struct skey *a, struct skey *tmp, size_t n)
 		memcpy(a, src, n * sizeof *a);
 }
 
+/* Column j > 0 of a v2 block is derived when v_j == m * v_0 in every row
+ * (a CPU profile's nanoseconds are its sample count times the period):
+ * the multiplier m (!= 0) is stored once instead of the column. 0: not. */
+static int64_t derived_mul(size_t n, const uint32_t *order, uint32_t j,
+			   const int64_t *(*vals)(const void *ctx, size_t i), const void *ctx)
+{
+	int64_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		const int64_t *v = vals(ctx, order[i]);
+		if (v[0] != 0) {
+			if (v[j] % v[0] != 0 || (v[0] == -1 && v[j] == INT64_MIN))
+				return 0;
+			m = v[j] / v[0];
+			break;
+		}
+	}
+	if (m == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const int64_t *v = vals(ctx, order[i]);
+		int64_t y;
+		if (__builtin_mul_overflow(v[0], m, &y) || y != v[j])
+			return 0;
+	}
+	return m;
+}
+
 /* The rows (stack, label set, values) sorted by stack and label set,
- * stacks delta-encoded, varints, zstd. */
+ * stacks delta-encoded, varints, zstd: version 1 (o NULL) row by row,
+ * version 2 column by column with derived columns, against o->base's raw
+ * bytes as a zstd prefix when there is one. */
 int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const int64_t *lset,
-		const int64_t *(*vals)(const void *ctx, size_t i), const void *ctx, struct pd_buf *out, struct pd_err *err)
+		const int64_t *(*vals)(const void *ctx, size_t i), const void *ctx, const struct pd_blkopt *o,
+		struct pd_buf *out, struct pd_err *err)
 {
 	uint32_t *order = malloc((n + 1) * sizeof *order);
+	int64_t *mul = NULL;
 	struct pd_buf raw = PD_BUF_INIT(0);
 	int rc = 0;
 	if (!order || n > UINT32_MAX)
@@ -428,44 +666,96 @@ int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const i
 			order[i] = r[i].i;
 		free(r);
 	}
-	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv)))
+	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv) + 10 * (size_t)nv))
 		goto oom;
 	uint8_t *e = raw.ptr;
 	PD_PV(e, n);
 	PD_PV(e, nv);
 	int64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t o = order[i];
-		PD_PV(e, stk[o] - prev);
-		PD_PV(e, lset[o]);
-		prev = stk[o];
-		const int64_t *v = vals(ctx, o);
+	if (!o) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t r = order[i];
+			PD_PV(e, stk[r] - prev);
+			PD_PV(e, lset[r]);
+			prev = stk[r];
+			const int64_t *v = vals(ctx, r);
+			for (uint32_t j = 0; j < nv; j++)
+				PD_PV(e, pd_zz(v[j]));
+		}
+	} else {
+		if (!(mul = calloc((size_t)nv + 1, sizeof *mul)))
+			goto oom;
+		for (uint32_t j = 1; j < nv; j++) {
+			mul[j] = derived_mul(n, order, j, vals, ctx);
+			PD_PV(e, pd_zz(mul[j]));
+		}
+		for (size_t i = 0; i < n; i++) {
+			PD_PV(e, stk[order[i]] - prev);
+			prev = stk[order[i]];
+		}
+		for (size_t i = 0; i < n; i++)
+			PD_PV(e, lset[order[i]]);
 		for (uint32_t j = 0; j < nv; j++)
-			PD_PV(e, pd_zz(v[j]));
+			if (j == 0 || !mul[j])
+				for (size_t i = 0; i < n; i++)
+					PD_PV(e, pd_zz(vals(ctx, order[i])[j]));
 	}
 	raw.len = (size_t)(e - raw.ptr);
 	if (raw.len > PD_STORE_MAX_BLOCK) {
 		rc = pd_errf(err, PD_ELIMIT, "store: sample block over %u bytes", PD_STORE_MAX_BLOCK);
 		goto out;
 	}
-	rc = pd_enc_zstd(z, &raw, out, err);
+	if (!o) {
+		rc = pd_enc_zstd(z, &raw, out, err);
+		goto out;
+	}
+	/* v2: version, base (0 = none; else its pk and the XXH3 of its raw
+	 * bytes), the zstd frame */
+	const struct pd_blkbase *b = o->base && o->base->pk > 0 ? o->base : NULL;
+	if (pd_buf_reserve(out, 1 + 10 + 8))
+		goto oom;
+	out->ptr[out->len++] = PD_BLOCK_V2;
+	out->len = (size_t)(pd_put_varint(out->ptr + out->len, b ? (uint64_t)b->pk : 0) - out->ptr);
+	if (b)
+		for (int i = 0; i < 8; i++)
+			out->ptr[out->len++] = (uint8_t)(b->hash >> (8 * i));
+	size_t bound = ZSTD_compressBound(raw.len);
+	if (pd_buf_reserve(out, bound))
+		goto oom;
+	ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, ZSTD_LEVEL);
+	if (b)
+		ZSTD_CCtx_refPrefix(z, b->raw, b->rawlen);
+	size_t zn = ZSTD_compress2(z, out->ptr + out->len, bound, raw.ptr, raw.len);
+	if (ZSTD_isError(zn)) {
+		rc = pd_errf(err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(zn));
+		goto out;
+	}
+	out->len += zn;
+	if (o->keep) { /* the raw bytes, for this block to be the next one's base */
+		pd_buf_free(o->keep);
+		*o->keep = raw;
+		raw = (struct pd_buf)PD_BUF_INIT(0);
+	}
 	goto out;
 oom:
 	rc = pd_errf(err, PD_ENOMEM, "out of memory");
 out:
 	free(order);
+	free(mul);
 	pd_buf_free(&raw);
 	return rc;
 }
 
+uint64_t pd_block_raw_hash(const void *raw, size_t n) { return XXH3_64bits(raw, n); }
 
 static const int64_t *sample_vals(const void *ctx, size_t i)
 {
 	return ((const struct pd_profile *)ctx)->samples[i].values;
 }
 
-int pd_enc_block(ZSTD_CCtx *z, const struct pd_profile *p, const int64_t *stk, const int64_t *lset, struct pd_buf *out,
-		 struct pd_err *err)
+int pd_enc_block(ZSTD_CCtx *z, const struct pd_profile *p, const int64_t *stk, const int64_t *lset,
+		 const struct pd_blkopt *o, struct pd_buf *out, struct pd_err *err)
 {
-	return pd_enc_rows(z, p->nsamples, p->nsample_types, stk, lset, sample_vals, p, out, err);
+	return pd_enc_rows(z, p->nsamples, p->nsample_types, stk, lset, sample_vals, p, o, out, err);
 }

@@ -338,6 +338,10 @@ static void sq_close(struct pd_store *base)
 	for (size_t i = 0; i < s->nparts; i++)
 		sq_part_close(s->parts[i]);
 	free(s->parts);
+	for (size_t i = 0; s->series && i < SQ_SERIES_N; i++)
+		pd_buf_free(&s->series[i].raw);
+	free(s->series);
+	pd_rawcache_free(&s->rawcache);
 	ZSTD_freeDCtx(s->dctx);
 	for (int i = 0; i < s->nzfree; i++)
 		ZSTD_freeCCtx(s->zfree[i]);

@@ -57,9 +57,11 @@ static int job_apply(struct part *pt, struct job *j)
 	if (j->ru)
 		return rollup_apply(pt, j);
 	if (!j->in) {
+		/* its block may be the base of others (codec.h: chains): kept */
+		sqlite3_bind_int64(pt->keep_base, 1, j->pk);
 		sqlite3_bind_int64(pt->del_labels, 1, j->pk);
 		sqlite3_bind_int64(pt->del_prof, 1, j->pk);
-		if (wstep(pt->del_labels) || wstep(pt->del_prof))
+		if (wstep(pt->keep_base) || wstep(pt->del_labels) || wstep(pt->del_prof))
 			return sq_err(j->err, pt->wdb, "delete");
 		return 0;
 	}
@@ -75,7 +77,7 @@ static int job_apply(struct part *pt, struct job *j)
 	sqlite3_clear_bindings(st);
 	if (r)
 		return sq_err(j->err, pt->wdb, "insert profile");
-	int64_t pk = sqlite3_last_insert_rowid(pt->wdb);
+	int64_t pk = j->pk = sqlite3_last_insert_rowid(pt->wdb);
 	for (size_t i = 0; i < j->in->nlabels; i++) {
 		st = pt->ins_label;
 		sqlite3_bind_int64(st, 1, pk);
@@ -85,6 +87,32 @@ static int job_apply(struct part *pt, struct job *j)
 			return sq_err(j->err, pt->wdb, "insert label");
 	}
 	return 0;
+}
+
+/* The blocks of batch just committed to pt become the bases of their
+ * series' next blocks (codec.h: chains). */
+static void series_update(struct sq *s, struct part *pt, struct job *batch)
+{
+	pthread_mutex_lock(&s->mu);
+	if (!s->series && !(s->series = calloc(SQ_SERIES_N, sizeof *s->series))) {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	for (struct job *j = batch; j; j = j->next) {
+		if (j->pt != pt || !j->in || j->rc || !j->pk || !j->raw.len)
+			continue;
+		struct sq_series *e = &s->series[j->series % SQ_SERIES_N];
+		s->series_bytes -= e->raw.len;
+		pd_buf_free(&e->raw);
+		*e = (struct sq_series){0};
+		if (j->raw.len > SQ_SERIES_RAW_MAX || s->series_bytes + j->raw.len > SQ_SERIES_BYTES)
+			continue;
+		*e = (struct sq_series){j->series, pt->day, j->pk, pd_block_raw_hash(j->raw.ptr, j->raw.len), j->raw,
+					j->depth};
+		s->series_bytes += j->raw.len;
+		j->raw = (struct pd_buf)PD_BUF_INIT(0);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Commit the jobs of batch that are for partition pt: one transaction
@@ -164,6 +192,7 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 	if (wstep(pt->commit))
 		goto fail;
 	sq_pendq_free(&q);
+	series_update(s, pt, batch);
 	bool full = false;
 	for (struct job *j = batch; j; j = j->next)
 		full = full || (j->pt == pt && j->rc == PD_ENOSPC);

@@ -388,14 +388,50 @@ static int enc_header(struct ing *g, struct pd_buf *h)
 	return 0;
 }
 
-/* Step 4: the sample block: rows (stack, label set, values) sorted by
- * stack and label set, stacks delta-encoded, varints, zstd. */
-static int enc_block(struct sq *s, struct ing *g, struct pd_buf *out)
+/* The series of an upload (codec.h, chains): service, type and its
+ * labels in any order. */
+static uint64_t series_key(const char *service, const char *type, const struct pd_kv *kv, size_t n)
+{
+	char b[128 + 16 + 2];
+	size_t a = strnlen(service, 128), t = strnlen(type, 16);
+	memcpy(b, service, a);
+	b[a] = 0;
+	memcpy(b + a + 1, type, t);
+	b[a + 1 + t] = 0;
+	uint64_t k = pd_block_raw_hash(b, a + t + 2);
+	for (size_t i = 0; i < n; i++) { /* NULLs are refused later, by the commit */
+		const char *lk = kv[i].key ? kv[i].key : "", *lv = kv[i].value ? kv[i].value : "";
+		k += (pd_block_raw_hash(lk, strlen(lk)) * 0x9E3779B97F4A7C15ULL) ^ pd_block_raw_hash(lv, strlen(lv));
+	}
+	return k;
+}
+
+/* The base for the next block of series j->series in day pt->day, copied
+ * (the table may change meanwhile): false if there is none. Under the
+ * store mutex. */
+static bool series_base(struct sq *s, struct part *pt, struct job *j, struct pd_blkbase *b, struct pd_buf *raw)
+{
+	struct sq_series *e = s->series ? &s->series[j->series % SQ_SERIES_N] : NULL;
+	if (!e || !e->pk || e->key != j->series || e->day != pt->day || e->depth + 1 >= PD_CHAIN_WRITE)
+		return false;
+	if (pd_buf_reserve(raw, e->raw.len + 1))
+		return false;
+	memcpy(raw->ptr, e->raw.ptr, e->raw.len);
+	raw->len = e->raw.len;
+	*b = (struct pd_blkbase){e->pk, e->hash, raw->ptr, raw->len};
+	j->depth = e->depth + 1;
+	return true;
+}
+
+/* Step 4: the sample block (codec.h: version 2, against the series' last
+ * block committed in this day when there is one). */
+static int enc_block(struct sq *s, struct ing *g, struct job *j, const struct pd_blkbase *base, struct pd_buf *out)
 {
 	ZSTD_CCtx *z = sq_cctx_get(s);
 	if (!z)
 		return nomem(g);
-	int rc = pd_enc_block(z, g->p, g->stk, g->lset, out, g->err);
+	struct pd_blkopt o = {base, &j->raw};
+	int rc = pd_enc_block(z, g->p, g->stk, g->lset, &o, out, g->err);
 	sq_cctx_put(s, z);
 	return rc;
 }
@@ -419,6 +455,9 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 	int64_t created = pp.created_ns;
 	struct ing g = {.p = p, .err = err, .sh = pp.sh, .fh = pp.fh, .mh = pp.mh, .lh = pp.lh, .kh = pp.kh,
 			.bh = pp.bh};
+	struct pd_blkbase bb;
+	struct pd_buf braw = PD_BUF_INIT(0); /* the base's raw bytes */
+	bool based = false;
 	struct job j = {.in = in, .err = err, .created = created, .nsamples = (int64_t)p->nsamples,
 			.hdr = PD_BUF_INIT(0), .blk = PD_BUF_INIT(MAX_BLOCK)};
 	size_t nh = (size_t)p->nstrings + p->nfunctions + p->nmappings + p->nlocations + 2 * p->nsamples;
@@ -430,6 +469,7 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 	g.ss = seqs, g.fs = g.ss + p->nstrings, g.ms = g.fs + p->nfunctions, g.ls = g.ms + p->nmappings;
 	g.stk = g.ls + p->nlocations, g.lset = g.stk + p->nsamples;
 	/* 3. resolve */
+	j.series = series_key(in->service, pp.type, in->labels, in->nlabels);
 	sq_store_lock(s);
 	struct part *pt;
 	if (!(rc = sq_part_get(s, floor_div(created, DAY_NS), true, &pt, err))) {
@@ -438,6 +478,7 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 			atomic_fetch_add(&pt->refs, 1);
 			j.pt = pt;
 			j.gen = pt->gen;
+			based = series_base(s, pt, &j, &bb, &braw);
 		}
 	}
 	sq_store_unlock(s);
@@ -447,10 +488,11 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 	pd_xid_new(created, j.id);
 	if (pd_blob_begin(&j.hdr) || pd_blob_begin(&j.blk))
 		rc = nomem(&g);
-	if (rc || (rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j.blk))) {
+	if (rc || (rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j, based ? &bb : NULL, &j.blk))) {
 		atomic_fetch_sub(&pt->refs, 1);
 		goto out;
 	}
+	pd_buf_free(&braw);
 	pd_blob_seal(&j.hdr, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_HEADER));
 	pd_blob_seal(&j.blk, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_BLOCK));
 	free(seqs), pd_buf_free(&g.tmp);
@@ -471,6 +513,8 @@ out:
 	pd_buf_free(&g.tmp);
 	pd_buf_free(&j.hdr);
 	pd_buf_free(&j.blk);
+	pd_buf_free(&j.raw);
+	pd_buf_free(&braw);
 	pd_prepared_free(&pp);
 	return rc;
 }

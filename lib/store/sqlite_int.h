@@ -86,7 +86,8 @@ struct part {
 	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels;
 	/* writes (the committer only) */
 	sqlite3 *wdb;
-	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels;
+	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels, *keep_base;
+	sqlite3_stmt *base_get; /* db: the blocks that may be row pk's (codec.h: chains) */
 	sqlite3_stmt *begin, *commit, *rollback, *savepoint, *release, *rollback_to;
 	/* rollups: reads (db), writes (wdb, the committer) */
 	sqlite3_stmt *gen_get, *range_get, *rollups_get, *rollups_fget, *stale_get;
@@ -127,7 +128,10 @@ struct job {
 	char id[PD_STORE_ID_LEN + 1];
 	int64_t created, nsamples;
 	struct pd_buf hdr, blk;
-	int64_t pk;
+	int64_t pk;      /* removal: the row; ingest: set by the commit */
+	uint64_t series; /* ingest: sq_series_key */
+	struct pd_buf raw; /* ingest: the block's raw bytes, the series' next base */
+	int depth;         /* bases below this block */
 	struct pd_err *err;
 	int rc;
 	bool handled, done;
@@ -167,6 +171,25 @@ struct sq {
 	char *reserve_path;
 	size_t reserve_bytes;
 	atomic_bool reserve_held;
+	/* chains of blocks (under mu) */
+	struct sq_series *series; /* SQ_SERIES_N */
+	size_t series_bytes;
+	struct pd_rawcache rawcache; /* decoded raw bytes, for the blocks based on them */
+};
+
+/* The last block committed of a series (one target's scrapes of one
+ * type: service, type, labels) in a day: the base of its next block
+ * (codec.h, chains). A direct-mapped table; a collision or a full budget
+ * only costs a block written without a base. Under the store mutex. */
+#define SQ_SERIES_N 2048
+#define SQ_SERIES_BYTES (64u << 20) /* raw bytes kept at most */
+#define SQ_SERIES_RAW_MAX (1u << 20) /* a larger block is nobody's base */
+struct sq_series {
+	uint64_t key;
+	int64_t day, pk;
+	uint64_t hash;
+	struct pd_buf raw;
+	int depth;
 };
 
 /* A quarantined day: what was wrong, and the file as it was then (a file

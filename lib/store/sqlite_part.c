@@ -274,7 +274,16 @@ static const char schema[] =
 	" gen INTEGER NOT NULL, PRIMARY KEY(service, type, hour)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS rollups(service TEXT NOT NULL, type TEXT NOT NULL, hour INTEGER NOT NULL,"
 	" gen INTEGER NOT NULL, profiles INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
-	" fns BLOB, UNIQUE(service, type, hour));";
+	" fns BLOB, UNIQUE(service, type, hour));"
+	/* the blocks of removed profiles that others may be based on (codec.h:
+	 * chains); pk is not unique (SQLite may give a removed last row's pk
+	 * to the next one) */
+	"CREATE TABLE IF NOT EXISTS bases(pk INTEGER NOT NULL, xid TEXT NOT NULL, block BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS bases_pk ON bases(pk);";
+
+/* user_version: 1 rollups, 2 sample blocks of version 2 (codec.h), which
+ * an older profd cannot read. A newer file is refused. */
+#define SCHEMA_VERSION 2
 
 /* Version 1 added the rollup tables: hour_gen gets a row (generation 0)
  * for every hour that already holds profiles, so that the rollup pass
@@ -384,7 +393,8 @@ void sq_part_close(struct part *p)
 	sqlite3_stmt *st[] = {p->ins_prof,    p->ins_label,   p->get_prof,     p->del_prof,  p->del_labels,
 			      p->get_labels,  p->begin,       p->commit,       p->rollback,  p->savepoint,
 			      p->release,     p->rollback_to, p->gen_get,      p->range_get, p->rollups_get,
-			      p->rollups_fget, p->stale_get,  p->gen_bump,     p->gen_wget,  p->ins_rollup};
+			      p->rollups_fget, p->stale_get,  p->gen_bump,     p->gen_wget,  p->ins_rollup,
+			      p->keep_base,   p->base_get};
 	for (size_t i = 0; i < sizeof st / sizeof *st; i++)
 		sqlite3_finalize(st[i]);
 	sq_pendq_free(&p->pend);
@@ -485,10 +495,20 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 						   : sq_err(err, p->wdb, "user_version");
 		goto fail;
 	}
+	if (version > SCHEMA_VERSION) {
+		rc = pd_errf(err, PD_EIO, "store: %s was written by a newer profd (schema %d, this one knows up to %d)",
+			     path, version, SCHEMA_VERSION);
+		goto fail;
+	}
 	if (version < 1 && sqlite3_exec(p->wdb, migrate_v1, NULL, NULL, &msg) != SQLITE_OK) {
 		rc = pd_errf(err, PD_EIO, "store: %s: upgrading for rollups: %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		sqlite3_exec(p->wdb, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
+	}
+	if (version < SCHEMA_VERSION && sqlite3_exec(p->wdb, "PRAGMA user_version = 2", NULL, NULL, &msg) != SQLITE_OK) {
+		rc = pd_errf(err, PD_EIO, "store: %s: upgrading: %s", path, msg ? msg : "?");
+		sqlite3_free(msg);
 		goto fail;
 	}
 	if ((rc = open_db(path, false, &p->db, err)))
@@ -533,6 +553,13 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	    (rc = prep(p->db, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
 		       &p->get_prof, err)) ||
 	    (rc = prep(p->wdb, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
+	    (rc = prep(p->wdb,
+		       "INSERT INTO bases(pk, xid, block) SELECT pk, xid, block FROM profiles"
+		       " WHERE pk = ? AND substr(block, 10, 1) = x'02'",
+		       &p->keep_base, err)) ||
+	    (rc = prep(p->db,
+		       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases WHERE pk = ?1",
+		       &p->base_get, err)) ||
 	    (rc = prep(p->wdb, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)) ||
 	    (rc = prep(p->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err)) ||
 	    (rc = prep(p->wdb, "BEGIN IMMEDIATE", &p->begin, err)) || (rc = prep(p->wdb, "COMMIT", &p->commit, err)) ||

@@ -272,6 +272,55 @@ int sq_blob_col(struct part *pt, sqlite3_stmt *st, int col, uint64_t seed, const
 	return 0;
 }
 
+/* pd_block_fetch over a partition: row pk's block, then the removed
+ * ones kept under pk. */
+static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+{
+	struct part *pt = ctx;
+	sqlite3_stmt *st = pt->base_get;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, pk);
+	int r = SQLITE_ROW;
+	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
+		r = sqlite3_step(st);
+	if (r != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return r == SQLITE_DONE ? 0 : sq_qerr(pt, pt->db, "base block", err);
+	}
+	const char *xid = (const char *)sqlite3_column_text(st, 0);
+	char row[64];
+	snprintf(row, sizeof row, "profile %s (a base)", xid ? xid : "?");
+	const uint8_t *p;
+	size_t n;
+	int rc = sq_blob_col(pt, st, 1, pd_blob_seed(xid ? xid : "", xid ? strlen(xid) : 0, PD_BLOB_BLOCK), row,
+			     "sample block", &p, &n, err);
+	out->len = 0;
+	if (!rc && pd_buf_append(out, p, n))
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	sqlite3_reset(st);
+	return rc ? rc : 1;
+}
+
+/* The rows of a sample block payload of pt, its bases resolved; the raw
+ * bytes of a version 2 block are kept, for the next block of its series
+ * (reads go in creation order). */
+static int dec_block(struct sq *s, struct part *pt, const uint8_t *bp, size_t bn, int64_t **rows, size_t *nrows,
+		     uint32_t *nv, struct pd_err *err)
+{
+	uint8_t *raw;
+	size_t rn;
+	int ver;
+	int rc = pd_block_resolve(s->dctx, &s->rawcache, bp, bn, fetch_base, pt, &raw, &rn, &ver, err);
+	if (rc)
+		return rc;
+	rc = pd_block_rows(raw, rn, ver, rows, nrows, nv, err);
+	if (!rc && ver == 2)
+		pd_rawcache_put(&s->rawcache, pd_block_raw_hash(raw, rn), raw, rn);
+	else
+		free(raw);
+	return rc;
+}
+
 /* Decode a profile's (or rollup's) header and block columns of st, row
  * `row`, seeds from key (its xid) or, key NULL, the rollup's identity. */
 int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bcol, const char *row,
@@ -288,7 +337,7 @@ int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bc
 		return rc;
 	if ((rc = pd_dec_header(hp, hn, h, err)))
 		return rc == PD_EIO ? sq_damaged(pt, err, "%s: %s", row, err->msg) : rc;
-	if ((rc = pd_dec_block(s->dctx, bp, bn, rows, nrows, nv, err))) {
+	if ((rc = dec_block(s, pt, bp, bn, rows, nrows, nv, err))) {
 		pd_shdr_free(h);
 		return rc == PD_EIO ? sq_damaged(pt, err, "%s: %s", row, err->msg) : rc;
 	}

@@ -36,7 +36,7 @@ static int enc_agg(struct sq *s, const struct pd_pmerge *pm, struct pd_buf *out,
 		ls[i] = pm->ls.keys[pm->agg.rows[i].labels];
 	}
 	if (!rc)
-		rc = pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, out, err);
+		rc = pd_enc_rows(z, n, pm->agg.nvalues, stk, ls, agg_vals, &pm->agg, &(struct pd_blkopt){0}, out, err);
 	if (z)
 		sq_cctx_put(s, z);
 	free(stk);

@@ -9,7 +9,10 @@
  * Properties beyond "no crash, no leak, no UB":
  *   - a decoded header re-encodes (pd_enc_header) to bytes that decode to
  *     the same header;
- *   - a decoded block has nv <= the sample type cap and its rows fit;
+ *   - a decoded block has nv <= the sample type cap and its rows fit, and
+ *     rows an encoder could write encode (version 2) and decode to the
+ *     same rows; a block that names a base is given itself as its only
+ *     candidate (a cycle) and must be refused;
  *   - every failure is PD_EIO (corrupt) or PD_ENOMEM with a message, or,
  *     for the function table, PD_EINCOMPAT is impossible (one table into
  *     an empty accumulator).
@@ -30,6 +33,70 @@ static void check_err(int rc, const struct pd_err *err)
 		abort();
 	if (!err->msg[0])
 		abort();
+}
+
+/* pd_block_fetch of a block that names a base: the input itself is the
+ * only candidate (a block that is its own base, a chain that never ends:
+ * both must be refused, quickly) */
+struct self {
+	const uint8_t *p;
+	size_t n;
+};
+static int fetch_self(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+{
+	(void)pk;
+	const struct self *s = ctx;
+	if (k > 0)
+		return 0;
+	out->len = 0;
+	if (pd_buf_append(out, s->p, s->n))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	return 1;
+}
+
+static const int64_t *row_vals(const void *ctx, size_t i)
+{
+	const int64_t *const *r = ctx;
+	return r[0] + i * (size_t)r[1][0] + 2;
+}
+
+/* Rows the encoder could have written (seqs >= 0, sorted) encode in
+ * version 2 to a block that decodes to the same rows: derived columns
+ * and all. */
+static void roundtrip(ZSTD_DCtx *dctx, const int64_t *rows, size_t nr, uint32_t nv)
+{
+	static ZSTD_CCtx *z;
+	if (!z && !(z = ZSTD_createCCtx()))
+		return;
+	int64_t w = 2 + nv;
+	for (size_t i = 0; i < nr; i++) {
+		const int64_t *r = rows + i * (size_t)w;
+		if (r[0] < 0 || r[1] < 0 || (i && (r[0] < r[-w] || (r[0] == r[-w] && r[1] < r[1 - w]))))
+			return;
+	}
+	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls);
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err err;
+	if (!stk || !ls)
+		goto out;
+	for (size_t i = 0; i < nr; i++)
+		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
+	const int64_t *ctx[2] = {rows, &w};
+	struct pd_blkopt o = {0};
+	if (pd_enc_rows(z, nr, nv, stk, ls, row_vals, ctx, &o, &b, &err))
+		goto out; /* over the size cap, out of memory */
+	int64_t *got;
+	size_t gn;
+	uint32_t gv;
+	if (pd_dec_block(dctx, b.ptr, b.len, &got, &gn, &gv, &err))
+		abort();
+	if (gn != nr || gv != nv || memcmp(got, rows, nr * (size_t)w * sizeof *rows))
+		abort();
+	free(got);
+out:
+	free(stk);
+	free(ls);
+	pd_buf_free(&b);
 }
 
 static void decode(int which, const uint8_t *p, size_t n)
@@ -60,9 +127,21 @@ static void decode(int which, const uint8_t *p, size_t n)
 		pd_shdr_free(&h);
 	} else if (which == 1) {
 		int64_t *rows = NULL;
-		size_t nr = 0;
+		size_t nr = 0, rn;
 		uint32_t nv = 0;
-		if ((rc = pd_dec_block(dctx, p, n, &rows, &nr, &nv, &err))) {
+		uint8_t *raw;
+		int ver;
+		struct self s = {p, n};
+		struct pd_rawcache rcache = {0}; /* per input: runs stay deterministic */
+		rc = pd_block_resolve(dctx, &rcache, p, n, fetch_self, &s, &raw, &rn, &ver, &err);
+		pd_rawcache_free(&rcache);
+		if (rc) {
+			check_err(rc, &err);
+			return;
+		}
+		rc = pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &err);
+		free(raw);
+		if (rc) {
 			check_err(rc, &err);
 			return;
 		}
@@ -71,6 +150,7 @@ static void decode(int which, const uint8_t *p, size_t n)
 		volatile int64_t sum = 0;
 		for (size_t i = 0; i < nr * (2 + (size_t)nv); i++)
 			sum += rows[i];
+		roundtrip(dctx, rows, nr, nv);
 		free(rows);
 	} else {
 		struct pd_fnt_acc a;

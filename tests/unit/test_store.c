@@ -1553,12 +1553,197 @@ static struct pd_buf make_edgy(int64_t t)
 	return out;
 }
 
+/* Blocks of a series are compressed against the series' previous one
+ * (codec.h: chains). Every profile reads back as it was sent: through the
+ * chain, after a base is removed (its block is kept in `bases`), after the
+ * removed last row's pk went to a later profile, cold after a reopen, and
+ * with the chain longer than a writer makes it (a fresh start every
+ * PD_CHAIN_WRITE blocks). Scrapes that repeat cost a fraction of the
+ * first. A damaged base is damage, never another profile's values. */
+static int64_t day_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static void chain_check(struct pd_store *st, char (*ids)[PD_STORE_ID_LEN + 1], char **want, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pd_profile *got;
+		struct pd_err err;
+		if (!want[i]) {
+			assert_int_equal(pd_store_get(st, ids[i], &got, &err), PD_ENOTFOUND);
+			continue;
+		}
+		if (pd_store_get(st, ids[i], &got, &err))
+			fail_msg("get %d (%s): %s", i, ids[i], err.msg);
+		char *c = canon(got);
+		if (strcmp(c, want[i]))
+			fail_msg("profile %d: read back\n%s\nwant\n%s", i, c, want[i]);
+		free(c);
+		pd_profile_free(got);
+	}
+}
+
+static void test_block_chains(void **state)
+{
+	(void)state;
+	enum { N = 2 * PD_CHAIN_WRITE + 6, M = N + 2 };
+	struct pd_store *st = open_store();
+	static char ids[M][PD_STORE_ID_LEN + 1];
+	char *want[M];
+	struct pd_kv kv[1] = {{"pod", "p1"}};
+	for (int i = 0; i < M; i++) {
+		if (i == N) { /* remove the first (a base) and the last row (its pk is given again) */
+			struct pd_err err;
+			assert_int_equal(pd_store_remove(st, ids[0], &err), 0);
+			assert_int_equal(pd_store_remove(st, ids[N - 1], &err), 0);
+			free(want[0]), free(want[N - 1]);
+			want[0] = want[N - 1] = NULL;
+		}
+		/* runs of repeats, then a change, as scrapes of a quiet target */
+		struct pd_buf b = make_profile(T0 + (i + 1) * 1000000000LL, true, 1 + i / 8);
+		struct pd_profile *orig;
+		struct pd_err err;
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
+		want[i] = canon(orig);
+		pd_profile_free(orig);
+		struct pd_profile_meta m;
+		ingest(st, "chains", "heap", kv, 1, &b, &m);
+		snprintf(ids[i], sizeof ids[i], "%s", m.id);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	chain_check(st, ids, want, M);
+	pd_store_close(st);
+	/* what was written: chains, a fresh start every PD_CHAIN_WRITE, a
+	 * removed base kept, repeats cheap */
+	char path[512];
+	day_file_path(T0, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	int64_t based = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) <> x'0200'");
+	int64_t alone = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) = x'0200'");
+	assert_int_equal(based + alone, M - 2);
+	assert_true(alone >= 2 && alone <= 1 + (M - 2) / (PD_CHAIN_WRITE - 1) + 1);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM bases"), 2);
+	assert_true(day_int(db, "SELECT max(pk) FROM profiles") <= M - 1); /* a pk was given again */
+	int64_t first = day_int(db, "SELECT length(block) FROM profiles WHERE substr(block, 10, 2) = x'0200'"
+				    " ORDER BY pk LIMIT 1"),
+		rest = day_int(db, "SELECT avg(length(block)) FROM profiles WHERE substr(block, 10, 2) <> x'0200'");
+	/* their zstd frames (these blocks are tiny: frame 9 bytes, version and
+	 * base 2, base hash 8) */
+	if ((rest - 19) * 2 > first - 11)
+		fail_msg("a repeated scrape costs %lld bytes, the first %lld", (long long)rest, (long long)first);
+	sqlite3_close(db);
+	/* cold: no cache of bases, no series */
+	st = open_store();
+	chain_check(st, ids, want, M);
+	pd_store_close(st);
+	size_t n = 0;
+	struct pd_store_check ck;
+	struct pd_err err;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ck.profiles, M - 2);
+	/* a damaged base: its dependants are damage, the day quarantined */
+	day_sql(T0, "UPDATE bases SET block = substr(block, 1, 20) || x'00' || substr(block, 22)");
+	st = open_store();
+	struct pd_profile *got;
+	int rc = pd_store_get(st, ids[1], &got, &err);
+	assert_int_equal(rc, PD_EIO);
+	assert_contains(err.msg, "damaged");
+	pd_store_close(st);
+	n = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_true(n >= 1);
+	for (int i = 0; i < M; i++)
+		free(want[i]);
+}
+
+/* pd_block_fetch over a day file opened by a test */
+static int golden_fetch(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+{
+	sqlite3_stmt *st = ctx;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, pk);
+	int r = SQLITE_ROW;
+	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
+		r = sqlite3_step(st);
+	if (r != SQLITE_ROW)
+		return 0;
+	const char *xid = (const char *)sqlite3_column_text(st, 0);
+	const uint8_t *pl;
+	size_t n;
+	bool checked;
+	if (pd_blob_open(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+			 pd_blob_seed(xid, strlen(xid), PD_BLOB_BLOCK), &pl, &n, &checked, err))
+		return PD_EIO;
+	out->len = 0;
+	assert_int_equal(pd_buf_append(out, pl, n), 0);
+	return 1;
+}
+
+static const int64_t *golden_vals(const void *ctx, size_t i)
+{
+	const int64_t *const *r = ctx;
+	return r[0] + i * (size_t)r[1][0] + 2;
+}
+
+/* The version 1 payload (codec.h) of a stored block: its rows decoded
+ * (bases resolved) and encoded again the old way, bit for bit what the
+ * store wrote before version 2. */
+static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid, struct pd_buf *out)
+{
+	sqlite3_stmt *fq;
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL"
+					    " SELECT xid, block FROM bases WHERE pk = ?1",
+					    -1, &fq, NULL),
+			 SQLITE_OK);
+	static struct pd_rawcache rc;
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	const uint8_t *pl;
+	size_t pn, rn, nr;
+	bool checked;
+	struct pd_err err;
+	assert_int_equal(pd_blob_open(blob, bn, pd_blob_seed(xid, strlen(xid), PD_BLOB_BLOCK), &pl, &pn, &checked, &err),
+			 0);
+	uint8_t *raw;
+	int ver;
+	int64_t *rows;
+	uint32_t nv;
+	if (pd_block_resolve(d, &rc, pl, pn, golden_fetch, fq, &raw, &rn, &ver, &err) ||
+	    pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &err))
+		fail_msg("%s: %s", xid, err.msg);
+	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
+	for (size_t i = 0; i < nr; i++)
+		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
+	const int64_t *ctx[2] = {rows, &w};
+	out->len = 0;
+	assert_int_equal(pd_enc_rows(z, nr, nv, stk, ls, golden_vals, ctx, NULL, out, &err), 0);
+	pd_rawcache_put(&rc, pd_block_raw_hash(raw, rn), raw, rn);
+	free(stk);
+	free(ls);
+	free(rows);
+	ZSTD_freeDCtx(d);
+	ZSTD_freeCCtx(z);
+	sqlite3_finalize(fq);
+}
+
 /* The content ids (h) and stored contents of every symbol, and the
  * payloads of the profiles' header and block blobs, of a fixed set of
  * profiles are what they always were: the h column of existing day files
  * depends on the hashing, so a refactoring of ingest must not change a
  * bit of it (issue 13). The digest was taken from the code before the
- * store core was split out of the SQLite backend. */
+ * store core was split out of the SQLite backend. Blocks are written in
+ * version 2 since (columns, chains: codec.h): their rows, encoded again
+ * in version 1, must be the blocks of then, bit for bit. */
 static void test_content_ids_stable(void **state)
 {
 	(void)state;
@@ -1587,7 +1772,7 @@ static void test_content_ids_stable(void **state)
 		"SELECT seq, h, c FROM locations ORDER BY seq",
 		"SELECT seq, h, c FROM stacks ORDER BY seq",
 		"SELECT seq, h, c FROM labelsets ORDER BY seq",
-		"SELECT 0, nsamples, substr(header, 10) || substr(block, 10) FROM profiles ORDER BY created",
+		"SELECT 0, nsamples, substr(header, 10), block, xid FROM profiles ORDER BY created",
 		"SELECT 0, 0, service || type || hour || gen FROM hour_gen ORDER BY hour, type",
 	};
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -1598,7 +1783,18 @@ static void test_content_ids_stable(void **state)
 		while (sqlite3_step(q) == SQLITE_ROW) {
 			int64_t v[2] = {sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1)};
 			h = fnv(h, v, sizeof v);
-			h = fnv(h, sqlite3_column_blob(q, 2), (size_t)sqlite3_column_bytes(q, 2));
+			if (sqlite3_column_count(q) == 5) { /* a profile: header, then its block's rows in version 1 */
+				struct pd_buf hb = PD_BUF_INIT(0), v1 = PD_BUF_INIT(0);
+				assert_int_equal(pd_buf_append(&hb, sqlite3_column_blob(q, 2),
+							       (size_t)sqlite3_column_bytes(q, 2)), 0);
+				golden_v1(db, sqlite3_column_blob(q, 3), (size_t)sqlite3_column_bytes(q, 3),
+					  (const char *)sqlite3_column_text(q, 4), &v1);
+				assert_int_equal(pd_buf_append(&hb, v1.ptr, v1.len), 0);
+				h = fnv(h, hb.ptr, hb.len);
+				pd_buf_free(&hb);
+				pd_buf_free(&v1);
+			} else
+				h = fnv(h, sqlite3_column_blob(q, 2), (size_t)sqlite3_column_bytes(q, 2));
 			rows++;
 		}
 		sqlite3_finalize(q);
@@ -1853,6 +2049,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_ids_stable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_block_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
 		cmocka_unit_test(test_prepare_core),
 	};
