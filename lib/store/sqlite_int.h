@@ -84,6 +84,11 @@ struct part {
 	/* reads and ingest lookups (under the store mutex) */
 	sqlite3 *db;
 	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels;
+	/* symbols read in (mostly) ascending seqs: a cursor walks the table's
+	 * leaves instead of a seek from the root per symbol (sqlite_read.c);
+	 * scan_at[k] = the seq it is on, 0 = not positioned */
+	sqlite3_stmt *scan[NKINDS];
+	int64_t scan_at[NKINDS];
 	/* writes (the committer only) */
 	sqlite3 *wdb;
 	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels, *keep_base;

@@ -308,6 +308,11 @@ void sq_part_read(struct part *p)
 
 static void part_read_end(struct part *p)
 {
+	for (int k = 0; k < NKINDS; k++) /* the symbol scans hold the read transaction */
+		if (p->scan_at[k]) {
+			sqlite3_reset(p->scan[k]);
+			p->scan_at[k] = 0;
+		}
 	if (p->rtx) {
 		sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
 		p->rtx = false;
@@ -387,6 +392,7 @@ void sq_part_close(struct part *p)
 		sqlite3_finalize(p->find[k]);
 		sqlite3_finalize(p->ins[k]);
 		sqlite3_finalize(p->get[k]);
+		sqlite3_finalize(p->scan[k]);
 		free(p->cache[k].s);
 		free(p->used[k].v);
 	}
@@ -524,6 +530,9 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 			goto fail;
 		snprintf(sql, sizeof sql, "SELECT c FROM %s WHERE seq = ?", sq_ktable[k]);
 		if ((rc = prep(p->db, sql, &p->get[k], err)))
+			goto fail;
+		snprintf(sql, sizeof sql, "SELECT seq, c FROM %s WHERE seq >= ? ORDER BY seq", sq_ktable[k]);
+		if ((rc = prep(p->db, sql, &p->scan[k], err)))
 			goto fail;
 		if (cache_init(&p->cache[k]) || uset_init(&p->used[k])) {
 			rc = pd_errf(err, PD_ENOMEM, "out of memory");

@@ -7,9 +7,39 @@
 
 /* ---- reading: header, block, materialisation ------------------------------------ */
 
-/* Read back a symbol's stored content into buf. */
+/* Read back a symbol's stored content into buf. A materialisation asks
+ * for most of a partition's symbols, mostly in ascending seqs (a merge of
+ * 200 profiles: 22,460 lookups, 63-90 % of them within 8 of the one
+ * before): when seq is a little ahead of the kind's cursor, the cursor
+ * steps there along the leaves (a seek from the root per symbol was a
+ * quarter of an API merge); otherwise it seeks, and walks from there. */
+#define SCAN_AHEAD 16
+
+static int sym_from(sqlite3_stmt *g, int col, struct pd_buf *buf, struct pd_err *err)
+{
+	buf->len = 0;
+	int rc = pd_buf_append(buf, sqlite3_column_blob(g, col), (size_t)sqlite3_column_bytes(g, col));
+	return rc ? pd_errf(err, rc, "out of memory") : 0;
+}
+
 static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
 {
+	sqlite3_stmt *sc = p->scan[k];
+	int64_t at = p->scan_at[k];
+	if (!(at && seq >= at && seq - at <= SCAN_AHEAD)) {
+		sqlite3_reset(sc);
+		sqlite3_bind_int64(sc, 1, seq);
+		at = p->scan_at[k] = 0;
+		if (sqlite3_step(sc) == SQLITE_ROW)
+			at = p->scan_at[k] = sqlite3_column_int64(sc, 0);
+	}
+	while (at && at < seq)
+		at = p->scan_at[k] = sqlite3_step(sc) == SQLITE_ROW ? sqlite3_column_int64(sc, 0) : 0;
+	if (at == seq)
+		return sym_from(sc, 1, buf, err);
+	if (!at)
+		sqlite3_reset(sc);
+	/* not there (or an error): the point lookup says which */
 	sqlite3_stmt *g = p->get[k];
 	sqlite3_reset(g);
 	sqlite3_bind_int64(g, 1, seq);
@@ -20,10 +50,9 @@ static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struc
 			return sq_err(err, p->db, "symbol");
 		return sq_damaged(p, err, "%s #%lld missing", sq_ktable[k], (long long)seq);
 	}
-	buf->len = 0;
-	int rc = pd_buf_append(buf, sqlite3_column_blob(g, 0), (size_t)sqlite3_column_bytes(g, 0));
+	int rc = sym_from(g, 0, buf, err);
 	sqlite3_reset(g);
-	return rc ? pd_errf(err, rc, "out of memory") : 0;
+	return rc;
 }
 
 static int src_get(void *ctx, int kind, int64_t seq, struct pd_buf *out, struct pd_err *err)
