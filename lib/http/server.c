@@ -1,5 +1,6 @@
 /*
- * server.c — libmicrohttpd glue, routing and the API v0 handlers.
+ * server.c — libmicrohttpd glue, routing, the responses every API sends
+ * (server_int.h); API v0's handlers are in api0.c, API v1's in api1*.c.
  *
  * Request life cycle (MHD's access handler is called several times per
  * request): the first call allocates a struct req and refuses an upload
@@ -16,7 +17,7 @@
  * sending and the first byte leaves early.
  */
 #define _GNU_SOURCE
-#include "server.h"
+#include "server_int.h"
 #include "profmetrics.h"
 #include "params.h"
 #include "api1.h"
@@ -39,49 +40,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-struct pd_server {
-	struct pd_server_config cfg;
-	struct pd_store *st;
-	struct MHD_Daemon *d;
-	unsigned port;
-	atomic_bool ready;
-	struct pd_metrics m;
-	pthread_mutex_t log_mu;
-	_Atomic size_t mem; /* bytes reserved by requests (struct req.reserved, gzstream.reserved) */
-	pthread_rwlock_t auth_mu; /* tokens: read by requests, swapped by a reload */
-	atomic_uint merges;       /* merge-like requests running (cfg.max_merges) */
-	char *client_ca;          /* --tls-client-ca's PEM, NUL-terminated, for MHD */
-	struct pd_tokens *tokens; /* NULL = open */
-};
-
-#define DISCARD_MAX (1ULL << 30)
-
-struct req {
-	int64_t t0_ns;
-	int route;
-	int status;
-	uint64_t bytes_out;
-	struct pd_buf body;
-	bool too_large, started;
-	uint64_t discarded; /* body bytes dropped after the cap */
-	char method[16];
-	char rid[40];
-	char *uri; /* path?query as received (the first 2 KiB), for the log */
-	size_t uri_len;
-	char err_detail[600]; /* logged for 5xx */
-	size_t reserved;      /* bytes of s->mem this request holds (body, decode) */
-	size_t peak;          /* most it held: a big one gives memory back to the system */
-	bool busy;            /* the body did not fit in the memory budget: 503 */
-	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
-	char who[64];         /* the name of the request's token, for the log */
-	struct pd_server *s;
-	/* the time range the answer covers: damaged days in it that the store
-	 * skipped make it partial (X-Profd-Partial, "partial" in JSON) */
-	bool ranged, partial_done;
-	int64_t range_from, range_to;
-	struct pd_store_skipped skipped;
-};
 
 /* The damaged days the answer's range skipped (once, at reply time: the
  * query may have found new damage). */
@@ -115,7 +73,7 @@ static void mem_give(struct pd_server *s, size_t *held)
 }
 
 /* struct pd_ingest.reserve: the decode's bytes, for the request. */
-static int req_reserve(void *ctx, size_t n)
+int srv_req_reserve(void *ctx, size_t n)
 {
 	struct req *r = ctx;
 	if (!mem_take(r->s, &r->reserved, n))
@@ -195,13 +153,13 @@ static enum MHD_Result reply_owned_hdr(struct MHD_Connection *c, struct req *r, 
 	return queue(c, r, status, resp);
 }
 
-static enum MHD_Result reply_owned(struct MHD_Connection *c, struct req *r, int status, char *text,
+enum MHD_Result srv_reply_owned(struct MHD_Connection *c, struct req *r, int status, char *text,
 				   const char *ctype)
 {
 	return reply_owned_hdr(c, r, status, text, ctype, NULL, NULL);
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int status, const char *msg)
+enum MHD_Result srv_reply_error(struct MHD_Connection *c, struct req *r, int status, const char *msg)
 {
 	if (status >= 500) /* always logged, with -q too */
 		snprintf(r->err_detail, sizeof r->err_detail, "%s", msg);
@@ -211,20 +169,20 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, struct req *r, int 
 			       status == 503 ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, "1");
 }
 
-static enum MHD_Result reply_err(struct MHD_Connection *c, struct req *r, int rc, const struct pd_err *err)
+enum MHD_Result srv_reply_err(struct MHD_Connection *c, struct req *r, int rc, const struct pd_err *err)
 {
 	int status = pd_api_http_status(rc);
 	if (rc == PD_ENOTFOUND && !err->msg[0])
-		return reply_error(c, r, 404, "nothing found");
-	return reply_error(c, r, status, err->msg);
+		return srv_reply_error(c, r, 404, "nothing found");
+	return srv_reply_error(c, r, status, err->msg);
 }
 
-static enum MHD_Result reply_body(struct MHD_Connection *c, struct req *r, json_t *body)
+enum MHD_Result srv_reply_body(struct MHD_Connection *c, struct req *r, json_t *body)
 {
 	char *s = pd_api_ok_json(body);
 	json_decref(body);
 	if (!s)
-		return reply_error(c, r, 500, "encoding the JSON answer failed");
+		return srv_reply_error(c, r, 500, "encoding the JSON answer failed");
 	const struct pd_store_skipped *sk = partial_of(r);
 	char *e = sk->partial ? strrchr(s, '}') : NULL;
 	if (e) { /* {"code":200,"body":...,"partial":true,"skipped_days":["2026-11-30"]} */
@@ -241,16 +199,16 @@ static enum MHD_Result reply_body(struct MHD_Connection *c, struct req *r, json_
 		if (bad)
 			pd_buf_free(&b);
 	}
-	return reply_owned(c, r, 200, s, "application/json");
+	return srv_reply_owned(c, r, 200, s, "application/json");
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, struct req *r, int status, const char *text)
 {
 	char *t = strdup(text);
-	return reply_owned(c, r, status, t, "text/plain; charset=utf-8");
+	return srv_reply_owned(c, r, status, t, "text/plain; charset=utf-8");
 }
 
-static enum MHD_Result method_not_allowed(struct MHD_Connection *c, struct req *r, const char *allow)
+enum MHD_Result srv_method_not_allowed(struct MHD_Connection *c, struct req *r, const char *allow)
 {
 	return reply_owned_hdr(c, r, 405, pd_api_error_json(405, "method not allowed"), "application/json",
 			       MHD_HTTP_HEADER_ALLOW, allow);
@@ -301,16 +259,16 @@ static void gz_free(void *cls)
 	free(g);
 }
 
-static enum MHD_Result reply_pprof(struct MHD_Connection *c, struct req *r, const struct pd_profile *p,
+enum MHD_Result srv_reply_pprof(struct MHD_Connection *c, struct req *r, const struct pd_profile *p,
 				   const char *filename)
 {
 	struct gzstream *g = calloc(1, sizeof *g);
 	if (!g)
-		return reply_error(c, r, 500, "out of memory");
+		return srv_reply_error(c, r, 500, "out of memory");
 	struct pd_err err;
 	if (pd_pprof_encode(p, 0, &g->raw, &err)) {
 		gz_free(g);
-		return reply_error(c, r, 500, err.msg);
+		return srv_reply_error(c, r, 500, err.msg);
 	}
 	g->level = r->s->cfg.gzip_level;
 	g->r = r;
@@ -318,7 +276,7 @@ static enum MHD_Result reply_pprof(struct MHD_Connection *c, struct req *r, cons
 	/* a slow reader holds the encoded answer: it counts in the budget */
 	if (!mem_take(r->s, &g->reserved, g->raw.cap)) {
 		gz_free(g);
-		return reply_error(c, r, 503, "too many large answers being sent at once (--max-ingest-memory): try again");
+		return srv_reply_error(c, r, 503, "too many large answers being sent at once (--max-ingest-memory): try again");
 	}
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 << 10, gz_read, g, gz_free);
 	if (!resp) {
@@ -335,408 +293,14 @@ static enum MHD_Result reply_pprof(struct MHD_Connection *c, struct req *r, cons
 
 /* ---- handlers -------------------------------------------------------------------- */
 
-static const char *qget(void *conn, const char *key)
+const char *srv_qget(void *conn, const char *key)
 {
 	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
-static int64_t cutoff_ns(const struct pd_server *s, int64_t now)
+int64_t srv_cutoff_ns(const struct pd_server *s, int64_t now)
 {
 	return s->cfg.retention_ns ? now - s->cfg.retention_ns : INT64_MIN;
-}
-
-static struct pd_kv *to_kv(const struct pd_api_label *l, size_t n)
-{
-	struct pd_kv *kv = calloc(n + 1, sizeof *kv);
-	for (size_t i = 0; kv && i < n; i++) {
-		kv[i].key = (char *)l[i].key;
-		kv[i].value = (char *)l[i].value;
-	}
-	return kv;
-}
-
-/* The metric an ingest refusal counts under. Typed, never read from the
- * message; times out of range, bad service names and an ambiguous type
- * count as malformed, as they always have. */
-static int refusal_metric(enum pd_refusal why)
-{
-	switch (why) {
-	case PD_REFUSE_EMPTY:
-		return PD_REJ_EMPTY;
-	case PD_REFUSE_TYPE_MISMATCH:
-		return PD_REJ_BAD_REQUEST;
-	case PD_REFUSE_TOO_LARGE:
-		return PD_REJ_TOO_LARGE;
-	case PD_REFUSE_TOO_OLD:
-		return PD_REJ_TOO_OLD;
-	case PD_REFUSE_BUSY:
-		return PD_REJ_BUSY;
-	case PD_REFUSE_SERVICE:
-	case PD_REFUSE_UNKNOWN_TYPE:
-	case PD_REFUSE_MALFORMED:
-	case PD_REFUSE_AMBIGUOUS_TYPE:
-	case PD_REFUSE_TIME_RANGE:
-	case PD_REFUSE_TOO_NEW:
-		return PD_REJ_MALFORMED;
-	case PD_REFUSE_NONE:
-		break;
-	}
-	return PD_REJ_INTERNAL;
-}
-
-static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r)
-{
-	struct pd_server *s = r->s;
-	struct pd_metrics *m = &s->m;
-	atomic_fetch_add(&m->bytes_in, r->body.len + r->discarded);
-	if (r->busy) {
-		atomic_fetch_add(&m->rejected[PD_REJ_BUSY], 1);
-		return reply_error(c, r, 503,
-				   "too much profile data being received at once (--max-ingest-memory): try again");
-	}
-	if (r->too_large) {
-		atomic_fetch_add(&m->rejected[PD_REJ_TOO_LARGE], 1);
-		char msg[160];
-		snprintf(msg, sizeof msg, "request body is over the limit of %zu bytes (--max-body)", s->cfg.max_body);
-		return reply_error(c, r, 413, msg);
-	}
-	int64_t now = pd_wall_ns();
-	struct pd_api_post p;
-	struct pd_err err;
-	int rc = pd_api_parse_post(qget, c, now, &p, &err);
-	if (rc) {
-		atomic_fetch_add(&m->rejected[PD_REJ_BAD_REQUEST], 1);
-		return reply_err(c, r, rc, &err);
-	}
-	if (r->body.len == 0) {
-		pd_api_post_free(&p);
-		atomic_fetch_add(&m->rejected[PD_REJ_EMPTY], 1);
-		return reply_error(c, r, 400, "malformed profile: the request body is empty (send the pprof as the body)");
-	}
-	struct pd_kv *kv = to_kv(p.labels, p.nlabels);
-	int64_t cut = cutoff_ns(s, now);
-	struct pd_ingest in = {.service = p.service,
-			       .type = p.type == PD_API_TYPE_ANY ? NULL : pd_api_type_name(p.type),
-			       .labels = kv,
-			       .nlabels = p.nlabels,
-			       .created_ns = p.has_created_at ? p.created_at_ns : 0,
-			       .min_created_ns = cut == INT64_MIN ? 0 : cut,
-			       .max_created_ns = s->cfg.max_future_skew_ns ? now + s->cfg.max_future_skew_ns : 0,
-			       .reserve = req_reserve,
-			       .reserve_ctx = r};
-	struct pd_profile_meta meta;
-	enum pd_refusal why = PD_REFUSE_NONE;
-	rc = kv ? pd_store_ingest_why(s->st, &in, r->body.ptr, r->body.len, &meta, &why, &err)
-		: pd_errf(&err, PD_ENOMEM, "out of memory");
-	free(kv);
-	pd_api_post_free(&p);
-	pd_buf_free(&r->body);
-	if (rc) {
-		atomic_fetch_add(&m->rejected[refusal_metric(why)], 1);
-		if (why == PD_REFUSE_TOO_OLD) {
-			char msg[sizeof err.msg + 64];
-			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", err.msg,
-				 (long long)(s->cfg.retention_ns / 3600000000000LL));
-			return reply_error(c, r, 400, msg);
-		}
-		return reply_err(c, r, rc, &err);
-	}
-	pd_metrics_ingested(m, meta.type, meta.stored_bytes);
-	json_t *j = pd_api1_meta_json(&meta);
-	pd_meta_clear(&meta);
-	if (!j)
-		return reply_error(c, r, 500, "out of memory");
-	return reply_body(c, r, j);
-}
-
-/* Collect matching ids (list and merge). */
-struct found {
-	char (*ids)[PD_STORE_ID_LEN + 1];
-	size_t n, cap;
-	json_t *arr; /* list: metadata objects */
-};
-
-static int found_add(void *ctx, const struct pd_profile_meta *m)
-{
-	struct found *f = ctx;
-	if (f->arr) {
-		json_t *j = pd_api1_meta_json(m);
-		if (!j || json_array_append_new(f->arr, j))
-			return PD_ENOMEM;
-		return 0;
-	}
-	if (pd_grow((void **)&f->ids, &f->cap, f->n + 1, sizeof *f->ids))
-		return PD_ENOMEM;
-	memcpy(f->ids[f->n++], m->id, PD_STORE_ID_LEN + 1);
-	return 0;
-}
-
-/* Parse the list/merge query and run it. */
-static int run_query(struct MHD_Connection *c, struct req *r, struct pd_api_query *q, struct found *f,
-		     size_t limit_cap, struct pd_err *err)
-{
-	int64_t now = pd_wall_ns();
-	int rc = pd_api_parse_query(qget, c, now, q, err);
-	if (rc)
-		return rc;
-	int64_t from = q->from_ns, cut = cutoff_ns(r->s, now);
-	if (from < cut)
-		from = cut; /* past the retention window: already gone, or about to be */
-	struct pd_kv *kv = to_kv(q->labels, q->nlabels);
-	if (!kv)
-		return pd_errf(err, PD_ENOMEM, "out of memory");
-	size_t limit = (size_t)q->limit;
-	if (limit_cap && (limit == 0 || limit > limit_cap))
-		limit = limit_cap;
-	struct pd_store_query sq = {q->service, pd_api_type_name(q->type), kv, q->nlabels, from, q->to_ns, limit};
-	if (from > q->to_ns) /* the whole window is past retention */
-		rc = 0;
-	else if ((rc = pd_store_find_partial(r->s->st, &sq, found_add, f, &r->skipped, err)) == PD_ENOMEM)
-		pd_errf(err, PD_ENOMEM, "out of memory");
-	r->ranged = from <= q->to_ns, r->range_from = from, r->range_to = q->to_ns;
-	free(kv);
-	return rc;
-}
-
-static enum MHD_Result h_list(struct MHD_Connection *c, struct req *r)
-{
-	struct pd_api_query q;
-	struct pd_err err;
-	struct found f = {0};
-	f.arr = json_array();
-	if (!f.arr)
-		return reply_error(c, r, 500, "out of memory");
-	int rc = run_query(c, r, &q, &f, 0, &err);
-	pd_api_query_free(&q);
-	if (rc) {
-		json_decref(f.arr);
-		return reply_err(c, r, rc, &err);
-	}
-	if (json_array_size(f.arr) == 0) {
-		json_decref(f.arr);
-		return reply_error(c, r, 404, "nothing found");
-	}
-	return reply_body(c, r, f.arr);
-}
-
-static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, const char *const *ids, size_t n,
-				       const char *filename)
-{
-	int64_t t0 = pd_wall_ns();
-	struct pd_profile *p = NULL;
-	struct pd_err err;
-	int rc = n == 1 ? pd_store_get(r->s->st, ids[0], &p, &err) : pd_store_merge(r->s->st, ids, n, &p, &err);
-	for (size_t i = 0; n > 1 && i < n; i++) { /* a damaged day's ids are left out of a merge: say so */
-		int64_t t = pd_xid_time(ids[i]);
-		if (t >= 0 && (!r->ranged || t < r->range_from))
-			r->range_from = t;
-		if (t >= 0 && (!r->ranged || t > r->range_to))
-			r->range_to = t;
-		r->ranged = r->ranged || t >= 0;
-	}
-	if (rc)
-		return reply_err(c, r, rc, &err);
-	enum MHD_Result ok = reply_pprof(c, r, p, filename);
-	pd_profile_free(p);
-	if (n > 1)
-		pd_metrics_merge(&r->s->m, n, pd_wall_ns() - t0);
-	return ok;
-}
-
-static enum MHD_Result h_merge(struct MHD_Connection *c, struct req *r)
-{
-	struct pd_api_query q;
-	struct pd_err err;
-	struct found f = {0};
-	size_t cap = r->s->cfg.max_merge;
-	int rc = run_query(c, r, &q, &f, cap + 1, &err);
-	char fname[32];
-	snprintf(fname, sizeof fname, "%s", q.type ? pd_api_type_name(q.type) : "merge");
-	bool limited = q.limit > 0;
-	pd_api_query_free(&q);
-	if (rc) {
-		free(f.ids);
-		return reply_err(c, r, rc, &err);
-	}
-	if (f.n == 0) {
-		free(f.ids);
-		return reply_error(c, r, 404, "nothing found");
-	}
-	if (f.n > cap) {
-		free(f.ids);
-		char msg[256];
-		snprintf(msg, sizeof msg,
-			 "more than %zu profiles match: over the limit of profiles per merge (--max-merge-profiles); "
-			 "narrow the time range or pass a smaller \"limit\"%s",
-			 cap, limited ? "" : " (limit=N merges the newest N)");
-		return reply_error(c, r, 413, msg);
-	}
-	const char **ids = malloc(f.n * sizeof *ids);
-	if (!ids) {
-		free(f.ids);
-		return reply_error(c, r, 500, "out of memory");
-	}
-	for (size_t i = 0; i < f.n; i++)
-		ids[i] = f.ids[i];
-	enum MHD_Result ok = merge_and_reply(c, r, ids, f.n, fname);
-	free(ids);
-	free(f.ids);
-	return ok;
-}
-
-static bool valid_id(const char *s, size_t n)
-{
-	if (n != PD_STORE_ID_LEN)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'v')))
-			return false;
-	return true;
-}
-
-/* Split "id1+id2+..." into ids; errors are answered here (returns false). */
-static bool split_ids(struct MHD_Connection *c, struct req *r, const char *spec, char ***out, size_t *n,
-		      enum MHD_Result *res)
-{
-	*out = NULL;
-	*n = 0;
-	size_t cap = 1;
-	for (const char *p = spec; *p; p++)
-		cap += *p == '+';
-	if (cap > r->s->cfg.max_merge) {
-		char msg[200];
-		snprintf(msg, sizeof msg, "%zu ids: over the limit of profiles per merge (%zu, --max-merge-profiles)",
-			 cap, r->s->cfg.max_merge);
-		*res = reply_error(c, r, 413, msg);
-		return false;
-	}
-	char **ids = calloc(cap, sizeof *ids);
-	if (!ids) {
-		*res = reply_error(c, r, 500, "out of memory");
-		return false;
-	}
-	const char *p = spec;
-	for (size_t i = 0; i < cap; i++) {
-		const char *e = strchr(p, '+');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char msg[320];
-		if (len == 0) {
-			snprintf(msg, sizeof msg, "bad request: empty profile id in \"%.200s\"", spec);
-			*res = reply_error(c, r, 400, msg);
-		} else if (!valid_id(p, len)) {
-			snprintf(msg, sizeof msg,
-				 "profile id \"%.*s\" not found (ids are 20 characters of 0-9a-v, as returned by "
-				 "POST /api/0/profiles)",
-				 (int)(len > 64 ? 64 : len), p);
-			*res = reply_error(c, r, 404, msg);
-		} else {
-			ids[i] = strndup(p, len);
-			if (!ids[i])
-				*res = reply_error(c, r, 500, "out of memory");
-		}
-		if (!ids[i]) {
-			for (size_t j = 0; j < i; j++)
-				free(ids[j]);
-			free(ids);
-			return false;
-		}
-		(*n)++;
-		p = e ? e + 1 : p + len;
-	}
-	*out = ids;
-	return true;
-}
-
-static void free_ids(char **ids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(ids[i]);
-	free(ids);
-}
-
-static enum MHD_Result h_get_ids(struct MHD_Connection *c, struct req *r, const char *spec)
-{
-	char **ids;
-	size_t n;
-	enum MHD_Result res;
-	if (!split_ids(c, r, spec, &ids, &n, &res))
-		return res;
-	enum MHD_Result ok;
-	int64_t cut = cutoff_ns(r->s, pd_wall_ns());
-	size_t i = 0;
-	/* xids have second resolution: compare in seconds */
-	while (i < n && (cut == INT64_MIN || pd_xid_time(ids[i]) / 1000000000 >= cut / 1000000000 - 1))
-		i++;
-	if (i < n) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "profile id \"%s\" not found (older than the retention window)", ids[i]);
-		ok = reply_error(c, r, 404, msg);
-	} else {
-		char fname[160];
-		snprintf(fname, sizeof fname, "%.150s", spec);
-		ok = merge_and_reply(c, r, (const char *const *)ids, n, fname);
-	}
-	free_ids(ids, n);
-	return ok;
-}
-
-static enum MHD_Result h_delete(struct MHD_Connection *c, struct req *r, const char *spec)
-{
-	char **ids;
-	size_t n;
-	enum MHD_Result res;
-	if (!split_ids(c, r, spec, &ids, &n, &res))
-		return res;
-	if (n != 1) {
-		free_ids(ids, n);
-		return reply_error(c, r, 400, "bad request: DELETE takes one profile id");
-	}
-	struct pd_err err;
-	int rc = pd_store_remove(r->s->st, ids[0], &err);
-	free_ids(ids, n);
-	if (rc)
-		return reply_err(c, r, rc, &err);
-	return reply_owned(c, r, 200, pd_api_ok_json(NULL), "application/json");
-}
-
-static enum MHD_Result h_services(struct MHD_Connection *c, struct req *r)
-{
-	char **v;
-	size_t n;
-	struct pd_err err;
-	int rc = pd_store_services(r->s->st, &v, &n, &err);
-	if (rc)
-		return reply_err(c, r, rc, &err);
-	r->ranged = true, r->range_from = INT64_MIN, r->range_to = INT64_MAX; /* damaged days: partial */
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		if (arr && json_array_append_new(arr, json_string_nocheck(v[i]))) {
-			json_decref(arr);
-			arr = NULL;
-		}
-		free(v[i]);
-	}
-	free(v);
-	if (!arr)
-		return reply_error(c, r, 500, "out of memory");
-	if (n == 0) {
-		json_decref(arr);
-		return reply_error(c, r, 404, "nothing found");
-	}
-	return reply_body(c, r, arr);
-}
-
-static enum MHD_Result h_version(struct MHD_Connection *c, struct req *r)
-{
-	const struct pd_server_config *k = &r->s->cfg;
-	json_t *o = json_object();
-	if (!o || json_object_set_new(o, "version", json_string(k->version)) ||
-	    json_object_set_new(o, "commit", json_string(k->commit)) ||
-	    json_object_set_new(o, "build_time", json_string(k->build_time))) {
-		json_decref(o);
-		return reply_error(c, r, 500, "out of memory");
-	}
-	return reply_body(c, r, o);
 }
 
 static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
@@ -749,9 +313,9 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 	    (r->s->cfg.metrics_extra && r->s->cfg.metrics_extra(r->s->cfg.metrics_ctx, &b)) ||
 	    pd_buf_append(&b, "", 1)) {
 		pd_buf_free(&b);
-		return reply_error(c, r, 500, "out of memory");
+		return srv_reply_error(c, r, 500, "out of memory");
 	}
-	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
+	return srv_reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /* GET /readyz?format=json: the same verdict (and status code) as /readyz,
@@ -774,20 +338,20 @@ static enum MHD_Result h_ready_json(struct MHD_Connection *c, struct req *r)
 	    json_object_set_new(o, "quarantined_count", json_integer((json_int_t)h.nquarantined)) ||
 	    json_object_set_new(o, "quarantined", q)) {
 		json_decref(o);
-		return reply_error(c, r, 500, "out of memory");
+		return srv_reply_error(c, r, 500, "out of memory");
 	}
 	char *t = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!t)
-		return reply_error(c, r, 500, "out of memory");
+		return srv_reply_error(c, r, 500, "out of memory");
 	size_t n = strlen(t);
 	char *t2 = realloc(t, n + 2);
 	if (!t2) {
 		free(t);
-		return reply_error(c, r, 500, "out of memory");
+		return srv_reply_error(c, r, 500, "out of memory");
 	}
 	memcpy(t2 + n, "\n", 2);
-	return reply_owned(c, r, ready ? 200 : 503, t2, "application/json");
+	return srv_reply_owned(c, r, ready ? 200 : 503, t2, "application/json");
 }
 
 /* GET /metrics/profiles: the latest window's profile-derived gauges. */
@@ -798,9 +362,9 @@ static enum MHD_Result h_metrics_profiles(struct MHD_Connection *c, struct req *
 	int rc = pd_profmetrics_render(r->s->cfg.profmetrics, r->s->st, pd_wall_ns(), &b, &err);
 	if (rc || pd_buf_append(&b, "", 1)) {
 		pd_buf_free(&b);
-		return rc ? reply_err(c, r, rc, &err) : reply_error(c, r, 500, "out of memory");
+		return rc ? srv_reply_err(c, r, rc, &err) : srv_reply_error(c, r, 500, "out of memory");
 	}
-	return reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
+	return srv_reply_owned(c, r, 200, (char *)b.ptr, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 /* API v1 (lib/http/api1.h): the handler fills a response, sent here. */
@@ -810,23 +374,23 @@ static enum MHD_Result h_api1(struct MHD_Connection *c, struct req *r, const cha
 	struct pd_api1_config cfg = {s->st, s->cfg.max_merge, s->cfg.max_query_range_ns, s->cfg.retention_ns};
 	struct pd_api1_resp resp;
 	int64_t t0 = pd_wall_ns();
-	pd_api1_handle(&cfg, method, path, qget, c, t0, &resp);
+	pd_api1_handle(&cfg, method, path, srv_qget, c, t0, &resp);
 	r->ranged = resp.ranged, r->range_from = resp.from_ns, r->range_to = resp.to_ns; /* partial if damaged days */
 	enum MHD_Result ok;
 	if (resp.status == 405)
-		ok = method_not_allowed(c, r, resp.allow);
+		ok = srv_method_not_allowed(c, r, resp.allow);
 	else if (resp.status != 200)
-		ok = reply_error(c, r, resp.status, resp.error);
+		ok = srv_reply_error(c, r, resp.status, resp.error);
 	else if (resp.kind == PD_API1_PPROF)
-		ok = reply_pprof(c, r, resp.profile, resp.filename);
+		ok = srv_reply_pprof(c, r, resp.profile, resp.filename);
 	else if (resp.kind == PD_API1_TEXT) {
 		char *t = pd_buf_append(&resp.text, "", 1) ? NULL : (char *)resp.text.ptr;
 		resp.text = (struct pd_buf)PD_BUF_INIT(0);
-		ok = t ? reply_owned(c, r, 200, t, resp.ctype) : reply_error(c, r, 500, "out of memory");
+		ok = t ? srv_reply_owned(c, r, 200, t, resp.ctype) : srv_reply_error(c, r, 500, "out of memory");
 	} else {
 		json_t *j = resp.json;
 		resp.json = NULL;
-		ok = reply_body(c, r, j ? j : json_null());
+		ok = srv_reply_body(c, r, j ? j : json_null());
 	}
 	if (resp.merged)
 		pd_metrics_merge(&s->m, resp.merged, pd_wall_ns() - t0);
@@ -1030,7 +594,7 @@ int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err)
  * memory for as long as they run: at most cfg.max_merges at once, the
  * others get a 503 with Retry-After at once rather than a slot in a queue
  * that would hold their connection and memory. */
-static bool merge_take(struct pd_server *s)
+bool srv_merge_take(struct pd_server *s)
 {
 	unsigned cap = s->cfg.max_merges;
 	if (!cap)
@@ -1042,18 +606,18 @@ static bool merge_take(struct pd_server *s)
 	return true;
 }
 
-static void merge_give(struct pd_server *s)
+void srv_merge_give(struct pd_server *s)
 {
 	if (s->cfg.max_merges)
 		atomic_fetch_sub(&s->merges, 1);
 }
 
-static enum MHD_Result too_many_merges(struct MHD_Connection *c, struct req *r)
+enum MHD_Result srv_too_many_merges(struct MHD_Connection *c, struct req *r)
 {
 	char msg[160];
 	snprintf(msg, sizeof msg, "%u merges are running, the limit (--max-concurrent-merges): try again",
 		 r->s->cfg.max_merges);
-	return reply_error(c, r, 503, msg);
+	return srv_reply_error(c, r, 503, msg);
 }
 
 static bool api1_merges(const char *path)
@@ -1199,7 +763,7 @@ static enum MHD_Result h_ui(struct MHD_Connection *c, struct req *r, const char 
 	struct pd_err err = {0};
 	int rc = pd_web_get(r->s->cfg.web, rel, &f, &err);
 	if (rc)
-		return reply_err(c, r, rc, &err);
+		return srv_reply_err(c, r, rc, &err);
 	const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
 	int status = inm && etag_matches(inm, f.etag) ? 304 : 200;
 	bool gz = status == 200 && f.gz && accepts_gzip(c);
@@ -1237,79 +801,38 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	char path[2048];
 	size_t n = strlen(url);
 	if (n >= sizeof path)
-		return reply_error(c, r, 404, "nothing found");
+		return srv_reply_error(c, r, 404, "nothing found");
 	memcpy(path, url, n + 1);
 	while (n > 1 && path[n - 1] == '/') /* trailing slashes are ignored, as in profefe */
 		path[--n] = 0;
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	bool post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
+	bool post = !strcmp(method, "POST");
 
 	struct argcheck ac = {""};
 	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
 	if (ac.msg[0]) {
 		if (post)
 			atomic_fetch_add(&r->s->m.rejected[PD_REJ_BAD_REQUEST], 1);
-		return reply_error(c, r, 400, ac.msg);
+		return srv_reply_error(c, r, 400, ac.msg);
 	}
 
-	if (!strcmp(path, "/api/0/profiles")) {
-		r->route = post ? PD_RT_POST_PROFILE : PD_RT_LIST;
-		if (post)
-			return h_post(c, r);
-		return get ? h_list(c, r) : method_not_allowed(c, r, "GET, HEAD, POST");
-	}
-	if (!strcmp(path, "/api/0/profiles/merge")) {
-		r->route = PD_RT_MERGE;
-		if (!get)
-			return method_not_allowed(c, r, "GET, HEAD");
-		if (!merge_take(r->s))
-			return too_many_merges(c, r);
-		enum MHD_Result ok = h_merge(c, r);
-		merge_give(r->s);
-		return ok;
-	}
-	if (!strncmp(path, "/api/0/profiles/", 16)) {
-		const char *spec = path + 16;
-		r->route = del ? PD_RT_DELETE : strchr(spec, '+') ? PD_RT_MERGE : PD_RT_GET;
-		if (strchr(spec, '/')) {
-			r->route = PD_RT_OTHER;
-			return reply_error(c, r, 404, "nothing found");
-		}
-		if (get && r->route == PD_RT_MERGE) {
-			if (!merge_take(r->s))
-				return too_many_merges(c, r);
-			enum MHD_Result ok = h_get_ids(c, r, spec);
-			merge_give(r->s);
-			return ok;
-		}
-		if (get)
-			return h_get_ids(c, r, spec);
-		if (del)
-			return h_delete(c, r, spec);
-		return method_not_allowed(c, r, "GET, HEAD, DELETE");
-	}
-	if (!strcmp(path, "/api/0/services")) {
-		r->route = PD_RT_SERVICES;
-		return get ? h_services(c, r) : method_not_allowed(c, r, "GET, HEAD");
-	}
-	if (!strcmp(path, "/api/0/version")) {
-		r->route = PD_RT_VERSION;
-		return get ? h_version(c, r) : method_not_allowed(c, r, "GET, HEAD");
-	}
+	enum MHD_Result res;
+	if (pd_api0_dispatch(c, r, path, method, &res))
+		return res;
 	if (!strncmp(path, "/api/1/", 7)) {
 		r->route = pd_route_api1(path + 7);
 		if (!api1_merges(path + 7))
 			return h_api1(c, r, path + 7, method);
-		if (!merge_take(r->s))
-			return too_many_merges(c, r);
+		if (!srv_merge_take(r->s))
+			return srv_too_many_merges(c, r);
 		enum MHD_Result ok = h_api1(c, r, path + 7, method);
-		merge_give(r->s);
+		srv_merge_give(r->s);
 		return ok;
 	}
 	if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
 		r->route = PD_RT_HEALTH;
 		if (!get)
-			return method_not_allowed(c, r, "GET, HEAD");
+			return srv_method_not_allowed(c, r, "GET, HEAD");
 		const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
 		if (path[1] == 'r' && fmt && !strcmp(fmt, "json"))
 			return h_ready_json(c, r);
@@ -1330,28 +853,28 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 				char *t = bad || pd_buf_append(&b, "", 1) ? NULL : (char *)b.ptr;
 				if (!t)
 					pd_buf_free(&b);
-				return t ? reply_owned(c, r, h.cannot_write ? 503 : 200, t, "text/plain; charset=utf-8")
-					 : reply_error(c, r, 500, "out of memory");
+				return t ? srv_reply_owned(c, r, h.cannot_write ? 503 : 200, t, "text/plain; charset=utf-8")
+					 : srv_reply_error(c, r, 500, "out of memory");
 			}
 		}
 		return reply_text(c, r, 200, "ok\n");
 	}
 	if (!strcmp(path, "/metrics")) {
 		r->route = PD_RT_METRICS;
-		return get ? h_metrics(c, r) : method_not_allowed(c, r, "GET, HEAD");
+		return get ? h_metrics(c, r) : srv_method_not_allowed(c, r, "GET, HEAD");
 	}
 	if (!strcmp(path, "/metrics/profiles") && r->s->cfg.profmetrics) {
 		r->route = PD_RT_METRICS_PROFILES;
-		return get ? h_metrics_profiles(c, r) : method_not_allowed(c, r, "GET, HEAD");
+		return get ? h_metrics_profiles(c, r) : srv_method_not_allowed(c, r, "GET, HEAD");
 	}
 	if (r->s->cfg.web && ui_path(path)) {
 		r->route = PD_RT_UI;
 		if (!get)
-			return method_not_allowed(c, r, "GET, HEAD");
+			return srv_method_not_allowed(c, r, "GET, HEAD");
 		return h_ui(c, r, !strncmp(path, "/ui/", 4) ? path + 4 : "index.html");
 	}
 	r->route = PD_RT_OTHER;
-	return reply_error(c, r, 404, "nothing found");
+	return srv_reply_error(c, r, 404, "nothing found");
 }
 
 static void make_rid(struct MHD_Connection *c, struct req *r)
@@ -1399,19 +922,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (why) {
 			r->bad_framing = true;
 			r->route = PD_RT_OTHER;
-			return reply_error(c, r, 400, why);
+			return srv_reply_error(c, r, 400, why);
 		}
 		if (r->uri_len > PD_SERVE_MAX_URI) {
 			char msg[120];
 			snprintf(msg, sizeof msg, "request URI is over the limit of %u bytes", PD_SERVE_MAX_URI);
 			r->bad_framing = true;
-			return reply_error(c, r, 414, msg);
+			return srv_reply_error(c, r, 414, msg);
 		}
 		if (hc.bytes > PD_SERVE_MAX_HEADERS) {
 			char msg[120];
 			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
 			r->bad_framing = true;
-			return reply_error(c, r, 431, msg);
+			return srv_reply_error(c, r, 431, msg);
 		}
 		/* --tls-client-ca: a client certificate it signed, or nothing */
 		if (s->client_ca) {
@@ -1423,7 +946,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				char msg[340];
 				snprintf(msg, sizeof msg, "forbidden: %s", cwhy);
 				r->bad_framing = true;
-				return reply_error(c, r, 403, msg);
+				return srv_reply_error(c, r, 403, msg);
 			}
 		}
 		if (bare) /* PREFIX -> PREFIX/, so that the page's relative URLs resolve under it */
@@ -1433,7 +956,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why_origin = cross_origin(c, r, method);
 		if (why_origin) {
 			r->bad_framing = true;
-			return reply_error(c, r, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
+			return srv_reply_error(c, r, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
 		}
 		/* credentials before the body is read: a client without them uploads nothing */
 		int st = authorize(c, r, url, method);
@@ -1473,7 +996,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->too_large = true;
 			r->discarded = r->body.len + n;
 			pd_buf_free(&r->body);
-		} else if (r->body.cap > cap0 && req_reserve(r, r->body.cap - cap0)) {
+		} else if (r->body.cap > cap0 && srv_req_reserve(r, r->body.cap - cap0)) {
 			/* over the memory budget: drop the body, answer 503 */
 			r->busy = true;
 			r->discarded = r->body.len;
