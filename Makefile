@@ -35,7 +35,7 @@ else
 BUILD   ?= build
 endif
 
-LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/query/*.c lib/http/*.c lib/scrape/*.c lib/kube/*.c)
+LIB_SRC := $(wildcard lib/util/*.c lib/pprof/*.c lib/store/*.c lib/query/*.c lib/http/*.c lib/scrape/*.c lib/kube/*.c lib/remote/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 BIN_SRC := $(wildcard src/*.c)
 BIN_OBJ := $(BIN_SRC:%.c=$(BUILD)/%.o)

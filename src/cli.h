@@ -57,7 +57,7 @@ int cmd_store(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_scrape(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
-/* The collector commands (src/client.c + one file each). */
+/* The collector commands (src/collector_cli.c + one file each). */
 int cmd_get(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_load(int argc, char **argv);

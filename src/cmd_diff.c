@@ -8,10 +8,10 @@
  * --print-url): the collector merges both selections and computes the
  * diff; this command prints its rows with lib/pprof/report's -top
  * formatter. The collector flags, time parsing and error lines are
- * client.c's.
+ * collector_cli.c's.
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/http/params.h"
 #include "../lib/pprof/report.h"
 

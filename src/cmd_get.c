@@ -9,7 +9,7 @@
  * on stderr, exit 0.
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/pprof/ptype.h"
 
 #include <getopt.h>

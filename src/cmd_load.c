@@ -11,7 +11,7 @@
  * One failed file does not stop the others; the exit code is 1 then.
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/http/params.h"
 #include "../lib/pprof/pprof.h"
 

@@ -8,7 +8,7 @@
  * leaves is always a valid profile.
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/pprof/pprof.h"
 
 #include <getopt.h>

@@ -5,7 +5,7 @@
  * json), which does the work (lib/query/regress.h says how).
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/http/params.h"
 
 #include <getopt.h>

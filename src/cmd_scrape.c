@@ -2,7 +2,7 @@
  * cmd_scrape.c — `profd scrape`: pull Go pprof endpoints and push the
  * profiles to a collector (profd serve or profefe). This file is the static
  * discovery source (--target, --config: the line format, or YAML parsed by
- * lib/scrape/config.c, whose global: is resolved with the flags before
+ * lib/scrape/scrape_config.c, whose global: is resolved with the flags before
  * anything else is built), the wiring of Kubernetes discovery
  * (lib/scrape/kube.c over lib/kube: kubeconfig or in-cluster, -n/-A/-l; the
  * config's kubernetes entries) and the process around the library loop

@@ -18,7 +18,7 @@
 #include "version.h"
 #include "../lib/http/params.h"
 #include "../lib/http/server.h"
-#include "../lib/http/export.h"
+#include "../lib/remote/influx.h"
 #include "../lib/http/web.h"
 #include "../lib/http/profmetrics.h"
 

@@ -15,7 +15,7 @@
  * more rows than /api/1/top returns (over 1000 functions with -n 0).
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "../lib/http/params.h"
 #include "../lib/pprof/pprof.h"
 #include "../lib/pprof/report.h"

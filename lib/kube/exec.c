@@ -9,7 +9,7 @@
  * The child is started with posix_spawnp (safe in a threaded process), its
  * stdout read through a pipe with a deadline and a size cap; on either it is
  * killed. stderr is inherited so a plugin's prompts and errors reach the
- * user, as with kubectl. Caching and refresh live in client.c.
+ * user, as with kubectl. Caching and refresh live in apiserver.c.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "kube_int.h"

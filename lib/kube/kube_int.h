@@ -11,7 +11,7 @@
 
 #include "kube.h"
 
-/* ---- small helpers (config.c) ---------------------------------------------- */
+/* ---- small helpers (kubeconfig.c) --------------------------------------------- */
 
 /* Standard base64 (padding optional; ASCII whitespace ignored, as Go's
  * decoder ignores newlines). *out is malloc'd (a trailing NUL is added, not

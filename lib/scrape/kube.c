@@ -4,7 +4,7 @@
  * service defaults to the owning workload, not the pod), and the source that
  * keeps the scraper's target list in step with the API server: one paged
  * list (--once), or list + watch in a thread of its own (continuous). The
- * config file's kubernetes entries (config.c) choose among the annotated
+ * config file's kubernetes entries (scrape_config.c) choose among the annotated
  * pods and give each its types, schedule, labels and label_keep.
  *
  * State: the selected pods only, sorted by namespace/name (a pod that is not

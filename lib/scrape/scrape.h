@@ -11,7 +11,7 @@
  *     scheduler keeps its state (delta bases, backoff, health) for targets
  *     whose key stays and drops it for targets that left; a target may carry
  *     its own types and schedule (interval, CPU duration, timeout);
- *   - the YAML config file (config.c): groups of static targets and
+ *   - the YAML config file (scrape_config.c): groups of static targets and
  *     kubernetes entries with their own settings, Kubernetes label selectors;
  *   - profefe's label escaping and the POST URL (exactly as profefe's agent);
  *   - the delivery queue: bounded in bytes, FIFO, drops the oldest;
@@ -127,7 +127,7 @@ int pd_scrape_parse_config(const char *text, const char *name, const char *defau
 			   const struct pd_kv *default_labels, size_t ndefault, struct pd_scrape_targets *l,
 			   struct pd_err *err) PD_WUR;
 
-/* ---- the YAML configuration file (config.c) ------------------------------------------------ */
+/* ---- the YAML configuration file (scrape_config.c) ----------------------------------------------- */
 
 /*
  * `--config FILE` in YAML, Prometheus scrape_configs in spirit (the schema:

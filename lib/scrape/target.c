@@ -2,7 +2,7 @@
  * target.c — what the scraper pulls and how it names it: the seven Go
  * profile types, target lists (the seam between discovery sources and the
  * scheduler), target URLs, the static config file in its line format (the
- * YAML format is config.c), profefe's URL escaping of the ingest request,
+ * YAML format is scrape_config.c), profefe's URL escaping of the ingest request,
  * and Go's "cpu profiling already in use" answer. Pure functions, no I/O.
  */
 #define _GNU_SOURCE

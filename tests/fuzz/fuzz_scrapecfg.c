@@ -1,6 +1,6 @@
 /*
  * fuzz_scrapecfg.c — libFuzzer driver for the scraper's configuration:
- * the YAML config file (lib/scrape/config.c, from memory), Kubernetes label
+ * the YAML config file (lib/scrape/scrape_config.c, from memory), Kubernetes label
  * selectors, and the one-target-per-line format (lib/scrape/target.c).
  *
  * The first byte picks the parser (low 2 bits) and a parameter (the rest);

@@ -1,5 +1,5 @@
 /*
- * test_client.c — lib/http/client (the collector client of profd get,
+ * test_client.c — lib/remote/collector (the collector client of profd get,
  * merge, load, top) and the lib/pprof pieces those commands use:
  *   - collector URL resolution (flag, $PROFD_COLLECTOR, default);
  *   - query strings: built here, then URL-decoded once and parsed by the
@@ -12,7 +12,7 @@
  * The network side (libcurl) is exercised by tests/e2e/test_client.sh.
  */
 #include "testutil.h"
-#include "../../lib/http/client.h"
+#include "../../lib/remote/collector.h"
 #include "../../lib/http/params.h"
 #include "../../lib/pprof/report.h"
 

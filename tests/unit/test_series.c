@@ -1,6 +1,6 @@
 /*
  * test_series.c — lib/query/series (profiles as time series and their text
- * forms), lib/query/diff (pprof's -diff_base) and lib/http/export's window:
+ * forms), lib/query/diff (pprof's -diff_base) and lib/remote/influx's window:
  *   - step math (epoch alignment, negative times, step counts);
  *   - escaping: Prometheus label values, InfluxDB tags and measurement,
  *     label names made valid and unique;
@@ -24,7 +24,7 @@
 #include "testutil.h"
 #include "../../lib/query/series.h"
 #include "../../lib/query/diff.h"
-#include "../../lib/http/export.h"
+#include "../../lib/remote/influx.h"
 
 #include <stdlib.h>
 #include <string.h>

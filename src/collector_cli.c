@@ -1,9 +1,9 @@
 /*
- * client.c — the shared part of the collector commands (see client.h):
+ * collector_cli.c — the shared part of the collector commands (see collector_cli.h):
  * flags, time range, labels, connection, and one line per failure.
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector_cli.h"
 #include "version.h"
 #include "../lib/http/auth.h"
 #include "../lib/http/params.h"

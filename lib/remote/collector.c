@@ -1,5 +1,5 @@
 /*
- * client.c — the collector client of client.h: URL resolution, GET/POST
+ * collector.c — the collector client of collector.h: URL resolution, GET/POST
  * over one libcurl easy handle with a capped body, the JSON envelope, and
  * API v0 query strings.
  *
@@ -9,7 +9,7 @@
  * whole URL with its query (which says nothing more and can be long).
  */
 #define _GNU_SOURCE
-#include "client.h"
+#include "collector.h"
 #include "../scrape/scrape.h" /* pd_scrape_query_escape, pd_scrape_labels_value: profefe's escaping */
 
 #include <ctype.h>

@@ -1,5 +1,5 @@
 /*
- * client.h — what the collector commands (profd get, merge, load, top)
+ * collector_cli.h — what the collector commands (profd get, merge, load, top)
  * share: their common flags, the time range and label arguments, the
  * connection to the collector, and one way to report each failure as one
  * line: which command, what failed, what to try.
@@ -10,11 +10,11 @@
  * $PROFD_COLLECTOR, http://localhost:10100) and the time range (default the
  * last hour: --from -1h --to now) and checks them.
  */
-#ifndef PD_CLIENT_CLI_H
-#define PD_CLIENT_CLI_H
+#ifndef PD_COLLECTOR_CLI_H
+#define PD_COLLECTOR_CLI_H
 
 #include "cli.h"
-#include "../lib/http/client.h"
+#include "../lib/remote/collector.h"
 
 /* Long-only option ids shared by the collector commands. */
 enum {

@@ -1,12 +1,12 @@
 /*
- * config.c — the YAML configuration file of `profd scrape --config FILE`, in
+ * scrape_config.c — the YAML configuration file of `profd scrape --config FILE`, in
  * the spirit of Prometheus' scrape_configs: a global: section (defaults),
  * groups of static targets, and kubernetes entries that choose and tune the
  * discovered pods; plus Kubernetes label selectors (parsed here, matched
  * against a pod's labels by kube.c). The schema is docs/scraping.md
  * "Configuration file"; examples/scrape.yaml is a full example.
  *
- * The walk goes over libyaml's document (as lib/kube/config.c does for
+ * The walk goes over libyaml's document (as lib/kube/kubeconfig.c does for
  * kubeconfig, but strict): every key must be known and given once (a typo is
  * an error, never ignored), every error names FILE:LINE:COLUMN (1-based, of
  * the node at fault) and the key path (scrape_configs[1].types[0]). Aliases

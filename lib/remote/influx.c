@@ -1,5 +1,5 @@
 /*
- * export.c — the --export-influx pusher (contract in export.h): one thread
+ * influx.c — the --export-influx pusher (contract in influx.h): one thread
  * that wakes when a window is due, computes its lines with the series code
  * (lib/query/series.c, the same lines /api/1/series?format=influx writes)
  * and POSTs them with libcurl. The thread owns its curl handle; the server
@@ -7,8 +7,8 @@
  * aborts a request in flight through curl's progress callback.
  */
 #define _GNU_SOURCE
-#include "export.h"
-#include "params.h"
+#include "influx.h"
+#include "../http/params.h"
 #include "../query/series.h"
 
 #include <curl/curl.h>

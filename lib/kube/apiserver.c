@@ -1,5 +1,5 @@
 /*
- * client.c — requests to the API server with libcurl: list (paged), get and
+ * apiserver.c — requests to the API server with libcurl: list (paged), get and
  * watch pods, and raw GETs (the pod proxy).
  *
  * Every request takes a curl easy handle from a one-slot cache (so a paged

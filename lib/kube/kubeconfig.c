@@ -1,5 +1,5 @@
 /*
- * config.c — where the API server is and how to authenticate: kubeconfig
+ * kubeconfig.c — where the API server is and how to authenticate: kubeconfig
  * files (libyaml) with kubectl's loading and merging rules, or the pod's
  * service account (in-cluster). See kube.h.
  *

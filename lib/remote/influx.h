@@ -1,5 +1,5 @@
 /*
- * export.h — `profd serve --export-influx URL`: push the top functions of
+ * influx.h — `profd serve --export-influx URL`: push the top functions of
  * the profiles as time series to InfluxDB (or anything that takes line
  * protocol: Telegraf's http listener, VictoriaMetrics, QuestDB...), next to
  * the CPU and memory metrics they should be correlated with.
@@ -18,8 +18,8 @@
  * (profd_export_*); a failed window is not retried (the next one is pushed
  * on time).
  */
-#ifndef PD_HTTP_EXPORT_H
-#define PD_HTTP_EXPORT_H
+#ifndef PD_REMOTE_INFLUX_H
+#define PD_REMOTE_INFLUX_H
 
 #include <stdio.h>
 

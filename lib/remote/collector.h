@@ -1,5 +1,5 @@
 /*
- * client.h — a small blocking client of a collector's HTTP API v0 (profd
+ * collector.h — a small blocking client of a collector's HTTP API v0 (profd
  * serve, or profefe), for the command-line tools (profd get, merge, load,
  * top) and anything else that talks to a collector.
  *
@@ -14,8 +14,8 @@
  * QueryEscape; label keys and values escaped twice), so profefe's collector
  * reads them as profd does.
  */
-#ifndef PD_HTTP_CLIENT_H
-#define PD_HTTP_CLIENT_H
+#ifndef PD_REMOTE_COLLECTOR_H
+#define PD_REMOTE_COLLECTOR_H
 
 #include <jansson.h>
 
