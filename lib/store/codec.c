@@ -331,29 +331,61 @@ int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_
 
 void pd_rawcache_free(struct pd_rawcache *c)
 {
-	for (int i = 0; i < PD_RAWCACHE_N; i++)
+	for (size_t i = 0; c->e && i < 2 * PD_RAWCACHE_SETS; i++)
 		free(c->e[i].raw);
+	free(c->e);
 	memset(c, 0, sizeof *c);
 }
 
-void pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t n)
+static struct pd_rawent *rawcache_set(struct pd_rawcache *c, uint64_t hash)
 {
-	for (int i = 0; i < PD_RAWCACHE_N; i++)
-		if (c->e[i].raw && c->e[i].hash == hash) {
+	return &c->e[2 * (hash % PD_RAWCACHE_SETS)];
+}
+
+static void rawent_drop(struct pd_rawcache *c, struct pd_rawent *x)
+{
+	c->bytes -= x->n;
+	free(x->raw);
+	memset(x, 0, sizeof *x);
+}
+
+bool pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t n)
+{
+	if (!c->e && !(c->e = calloc(2 * PD_RAWCACHE_SETS, sizeof *c->e))) {
+		free(raw);
+		return false;
+	}
+	struct pd_rawent *set = rawcache_set(c, hash);
+	for (int w = 0; w < 2; w++)
+		if (set[w].raw && set[w].hash == hash) {
+			set[w].used = ++c->tick;
 			free(raw);
-			return;
+			return true;
 		}
-	unsigned i = c->next++ % PD_RAWCACHE_N;
-	free(c->e[i].raw);
-	c->e[i].hash = hash, c->e[i].raw = raw, c->e[i].n = n;
+	struct pd_rawent *x = !set[0].raw ? &set[0] : !set[1].raw ? &set[1] : set[0].used <= set[1].used ? &set[0] : &set[1];
+	if (x->raw)
+		rawent_drop(c, x);
+	/* over the budget: drop the least recently used of a sweep of sets */
+	for (size_t i = (size_t)(hash >> 32) % PD_RAWCACHE_SETS, k = 0; c->bytes + n > PD_RAWCACHE_BYTES && k < PD_RAWCACHE_SETS;
+	     i = (i + 1) % PD_RAWCACHE_SETS, k++)
+		for (int w = 0; w < 2; w++)
+			if (c->e[2 * i + w].raw && &c->e[2 * i + w] != x)
+				rawent_drop(c, &c->e[2 * i + w]);
+	*x = (struct pd_rawent){hash, raw, n, ++c->tick};
+	c->bytes += n;
+	return true;
 }
 
 static const uint8_t *rawcache_get(struct pd_rawcache *c, uint64_t hash, size_t *n)
 {
-	for (int i = 0; i < PD_RAWCACHE_N; i++)
-		if (c->e[i].raw && c->e[i].hash == hash) {
-			*n = c->e[i].n;
-			return c->e[i].raw;
+	if (!c->e)
+		return NULL;
+	struct pd_rawent *set = rawcache_set(c, hash);
+	for (int w = 0; w < 2; w++)
+		if (set[w].raw && set[w].hash == hash) {
+			set[w].used = ++c->tick;
+			*n = set[w].n;
+			return set[w].raw;
 		}
 	return NULL;
 }
@@ -413,9 +445,10 @@ static int base_raw(struct chain *ch, int64_t pk, uint64_t hash, int depth, cons
 			continue;
 		}
 		if (ver == 2 && pd_block_raw_hash(raw, rn) == hash) {
-			pd_rawcache_put(ch->c, hash, raw, rn);
-			*out = rawcache_get(ch->c, hash, on);
 			pd_buf_free(&b);
+			if (!pd_rawcache_put(ch->c, hash, raw, rn))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			*out = rawcache_get(ch->c, hash, on);
 			return 0;
 		}
 		free(raw);

@@ -154,21 +154,29 @@ int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_
 
 /* ---- chains of blocks (version 2 with a base) ---- */
 /* Raw bytes of recently decoded blocks by their hash: a merge reads the
- * blocks of a series in order, each one the next one's base. */
-#define PD_RAWCACHE_N 16
+ * blocks of a series in order, each one the next one's base, and reads
+ * many series at once (a service's pods, interleaved in time): room for
+ * one per series of a large service, 2-way set-associative, at most
+ * PD_RAWCACHE_BYTES held (the owner empties it after each operation). */
+#define PD_RAWCACHE_SETS 512
+#define PD_RAWCACHE_BYTES (64u << 20)
 #define PD_CHAIN_MAX 64 /* bases followed before a block is corrupt (writers make at most PD_CHAIN_WRITE) */
 #define PD_CHAIN_WRITE 32
 struct pd_rawcache {
-	struct {
+	struct pd_rawent {
 		uint64_t hash;
 		uint8_t *raw;
 		size_t n;
-	} e[PD_RAWCACHE_N];
-	unsigned next;
+		uint64_t used; /* tick of its last use */
+	} *e;            /* 2 * PD_RAWCACHE_SETS, NULL until the first put */
+	size_t bytes;
+	uint64_t tick;
 };
 void pd_rawcache_free(struct pd_rawcache *c);
-/* Keep raw (malloc'd; the cache owns it from here on) under hash. */
-void pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t n);
+/* Keep raw (malloc'd; the cache owns it from here on: freed if it holds
+ * the hash already, or on false, out of memory) under hash. Others are
+ * dropped to stay within PD_RAWCACHE_BYTES, never the one just put. */
+bool pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t n);
 /* The k-th (0, 1, ...) stored block that could be row pk's: 1 with its
  * payload (checksum verified) copied into out, 0 when there is no k-th,
  * else an error (PD_EIO: damage). */

@@ -41,13 +41,23 @@ static int pms_finish(struct pd_pmerge *pms, size_t npm, struct pd_profile **out
 	return rc;
 }
 
-int sq_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
+static int cmp_id(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+int sq_merge(struct pd_store *base, const char *const *given, size_t n, struct pd_profile **out,
 		    struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
 	*out = NULL;
 	if (n == 0)
 		return pd_errf(err, PD_EINVAL, "no profiles to merge");
+	/* in time order (an xid sorts by its time): a series' blocks are read
+	 * after their bases (codec.h: chains), and the answer does not depend
+	 * on the order the ids were given in */
+	const char **ids = malloc(n * sizeof *ids);
+	if (!ids)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	memcpy(ids, given, n * sizeof *ids);
+	qsort(ids, n, sizeof *ids, cmp_id);
 	sq_store_lock(s);
 	struct pd_pmerge *pms = NULL;
 	size_t npm = 0, cpm = 0, skipped = 0;
@@ -106,6 +116,7 @@ int sq_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_
 		pd_pmerge_free(&pms[k]);
 	free(pms);
 	sq_store_unlock(s);
+	free(ids);
 	return rc;
 }
 

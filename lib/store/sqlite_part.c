@@ -378,6 +378,7 @@ void sq_store_unlock(struct sq *s)
 {
 	for (size_t i = 0; i < s->nparts; i++)
 		part_read_end(s->parts[i]);
+	pd_rawcache_free(&s->rawcache); /* the blocks' bases of this operation: not held idle */
 	s->opno++; /* the operation holds nothing any more */
 	sq_parts_trim(s, s->max_open);
 	pthread_mutex_unlock(&s->mu);

@@ -1619,6 +1619,26 @@ static void test_block_chains(void **state)
 		pd_buf_free(&b);
 	}
 	chain_check(st, ids, want, M);
+	/* a merge of ids in any order reads the chains in time order: the
+	 * same answer for the ids reversed */
+	{
+		const char *fw[M], *bw[M];
+		int k = 0;
+		for (int i = 0; i < M; i++)
+			if (want[i])
+				fw[k] = ids[i], bw[k] = NULL, k++;
+		for (int i = 0; i < k; i++)
+			bw[i] = fw[k - 1 - i];
+		struct pd_profile *a, *b;
+		struct pd_err err;
+		assert_int_equal(pd_store_merge(st, fw, (size_t)k, &a, &err), 0);
+		assert_int_equal(pd_store_merge(st, bw, (size_t)k, &b, &err), 0);
+		char *ca = canon(a), *cb = canon(b);
+		assert_string_equal(ca, cb);
+		assert_true(strlen(ca) > 0);
+		free(ca), free(cb);
+		pd_profile_free(a), pd_profile_free(b);
+	}
 	pd_store_close(st);
 	/* what was written: chains, a fresh start every PD_CHAIN_WRITE, a
 	 * removed base kept, repeats cheap */
