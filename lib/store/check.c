@@ -28,21 +28,19 @@ struct chk {
 	struct pd_rawcache raws;
 };
 
-/* pd_block_fetch over the file being checked */
-static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+int pd_block_fetch_stmt(sqlite3_stmt *st, int64_t pk, int k, struct pd_buf *out, bool *frame, struct pd_err *err)
 {
-	struct chk *c = ctx;
-	sqlite3_stmt *st = c->base_get;
-	if (!st)
-		return 0;
+	*frame = false;
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, pk);
 	int r = SQLITE_ROW;
 	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
 		r = sqlite3_step(st);
 	if (r != SQLITE_ROW) {
+		int rc = r == SQLITE_DONE ? 0
+					  : pd_errf(err, PD_EIO, "base block: %s", sqlite3_errmsg(sqlite3_db_handle(st)));
 		sqlite3_reset(st);
-		return r == SQLITE_DONE ? 0 : pd_errf(err, PD_EIO, "base block: %s", sqlite3_errmsg(sqlite3_db_handle(st)));
+		return rc;
 	}
 	const char *xid = (const char *)sqlite3_column_text(st, 0);
 	const uint8_t *p;
@@ -50,11 +48,20 @@ static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct p
 	bool checked;
 	int rc = pd_blob_open(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
 			      pd_blob_seed(xid ? xid : "", xid ? strlen(xid) : 0, PD_BLOB_BLOCK), &p, &n, &checked, err);
+	*frame = rc != 0;
 	out->len = 0;
 	if (!rc && pd_buf_append(out, p, n))
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 	sqlite3_reset(st);
 	return rc ? rc : 1;
+}
+
+/* pd_block_fetch over the file being checked */
+static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
+{
+	struct chk *c = ctx;
+	bool frame;
+	return c->base_get ? pd_block_fetch_stmt(c->base_get, pk, k, out, &frame, err) : 0;
 }
 
 static void say(struct chk *c, const char *fmt, ...) PD_PRINTF(2, 3);

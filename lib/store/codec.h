@@ -181,6 +181,13 @@ bool pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t 
  * payload (checksum verified) copied into out, 0 when there is no k-th,
  * else an error (PD_EIO: damage). */
 typedef int (*pd_block_fetch)(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err);
+/* A pd_block_fetch over a statement whose rows are (xid, framed block)
+ * for ?1 = pk (the SQLite backend's and `profd store check`'s): the k-th
+ * row's payload, frame checked, into out. 1, 0 (no k-th row), or PD_EIO
+ * with *frame set when the frame is the damage, clear for SQLite's error. */
+struct sqlite3_stmt;
+int pd_block_fetch_stmt(struct sqlite3_stmt *st, int64_t pk, int k, struct pd_buf *out, bool *frame,
+			struct pd_err *err);
 /* The raw bytes (*raw malloc'd) and version of a block payload, its bases
  * found through the cache or fetch (each candidate's raw bytes checked
  * against the hash its dependant recorded). A base missing or damaged is

@@ -273,32 +273,15 @@ int sq_blob_col(struct part *pt, sqlite3_stmt *st, int col, uint64_t seed, const
 }
 
 /* pd_block_fetch over a partition: row pk's block, then the removed
- * ones kept under pk. */
+ * ones kept under pk; damage quarantines the day. */
 static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
 {
 	struct part *pt = ctx;
-	sqlite3_stmt *st = pt->base_get;
-	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 1, pk);
-	int r = SQLITE_ROW;
-	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
-		r = sqlite3_step(st);
-	if (r != SQLITE_ROW) {
-		sqlite3_reset(st);
-		return r == SQLITE_DONE ? 0 : sq_qerr(pt, pt->db, "base block", err);
-	}
-	const char *xid = (const char *)sqlite3_column_text(st, 0);
-	char row[64];
-	snprintf(row, sizeof row, "profile %s (a base)", xid ? xid : "?");
-	const uint8_t *p;
-	size_t n;
-	int rc = sq_blob_col(pt, st, 1, pd_blob_seed(xid ? xid : "", xid ? strlen(xid) : 0, PD_BLOB_BLOCK), row,
-			     "sample block", &p, &n, err);
-	out->len = 0;
-	if (!rc && pd_buf_append(out, p, n))
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	sqlite3_reset(st);
-	return rc ? rc : 1;
+	bool frame;
+	int rc = pd_block_fetch_stmt(pt->base_get, pk, k, out, &frame, err);
+	if (rc == PD_EIO && (frame || sq_corrupt(pt->db)))
+		return sq_damaged(pt, err, "row %lld (a base): sample block: %s", (long long)pk, err->msg);
+	return rc;
 }
 
 /* The rows of a sample block payload of pt, its bases resolved; the raw

@@ -1688,24 +1688,8 @@ static void test_block_chains(void **state)
 /* pd_block_fetch over a day file opened by a test */
 static int golden_fetch(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
 {
-	sqlite3_stmt *st = ctx;
-	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 1, pk);
-	int r = SQLITE_ROW;
-	for (int i = 0; i <= k && r == SQLITE_ROW; i++)
-		r = sqlite3_step(st);
-	if (r != SQLITE_ROW)
-		return 0;
-	const char *xid = (const char *)sqlite3_column_text(st, 0);
-	const uint8_t *pl;
-	size_t n;
-	bool checked;
-	if (pd_blob_open(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
-			 pd_blob_seed(xid, strlen(xid), PD_BLOB_BLOCK), &pl, &n, &checked, err))
-		return PD_EIO;
-	out->len = 0;
-	assert_int_equal(pd_buf_append(out, pl, n), 0);
-	return 1;
+	bool frame;
+	return pd_block_fetch_stmt(ctx, pk, k, out, &frame, err);
 }
 
 static const int64_t *golden_vals(const void *ctx, size_t i)
