@@ -82,11 +82,8 @@ static int read_token_file(struct pd_kube_client *c, struct pd_err *err)
 		kube_buf_wipe(&b);
 		return rc;
 	}
-	size_t s = 0, e = b.len;
-	while (s < e && (b.ptr[s] == ' ' || b.ptr[s] == '\n' || b.ptr[s] == '\r' || b.ptr[s] == '\t'))
-		s++;
-	while (e > s && (b.ptr[e - 1] == ' ' || b.ptr[e - 1] == '\n' || b.ptr[e - 1] == '\r' || b.ptr[e - 1] == '\t'))
-		e--;
+	size_t s, e;
+	kube_trim(&b, &s, &e);
 	if (!kube_token_ok((const char *)b.ptr + s, e - s)) {
 		rc = pd_errf(err, PD_EINVAL, "%s: tokenFile %s: %s", c->cfg->origin, c->cfg->token_file,
 			     e == s ? "empty" : "contains spaces or control characters");

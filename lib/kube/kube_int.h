@@ -26,6 +26,15 @@ double kube_parse_rfc3339(const char *s);
 
 /* A token as an HTTP header value needs visible ASCII only (no CR/LF: no
  * header injection). */
+/* [*s, *e): b without leading and trailing whitespace (a token file's). */
+static inline void kube_trim(const struct pd_buf *b, size_t *s, size_t *e)
+{
+	*s = 0, *e = b->len;
+	while (*s < *e && (b->ptr[*s] == ' ' || b->ptr[*s] == '\n' || b->ptr[*s] == '\r' || b->ptr[*s] == '\t'))
+		(*s)++;
+	while (*e > *s && (b->ptr[*e - 1] == ' ' || b->ptr[*e - 1] == '\n' || b->ptr[*e - 1] == '\r' || b->ptr[*e - 1] == '\t'))
+		(*e)--;
+}
 bool kube_token_ok(const char *s, size_t n);
 
 /* Read a credential file (capped at PD_KUBE_MAX_CRED_BYTES) into b (b->max is

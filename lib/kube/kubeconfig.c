@@ -1119,11 +1119,8 @@ static int in_cluster(const struct pd_kube_opts *o, struct pd_kube_config **out,
 		pd_err_prefix(err, "in-cluster config: service account token");
 		goto fail;
 	}
-	size_t s = 0, e = b.len;
-	while (s < e && (b.ptr[s] == ' ' || b.ptr[s] == '\n' || b.ptr[s] == '\r' || b.ptr[s] == '\t'))
-		s++;
-	while (e > s && (b.ptr[e - 1] == ' ' || b.ptr[e - 1] == '\n' || b.ptr[e - 1] == '\r' || b.ptr[e - 1] == '\t'))
-		e--;
+	size_t s, e;
+	kube_trim(&b, &s, &e);
 	if (!kube_token_ok((const char *)b.ptr + s, e - s)) {
 		rc = pd_errf(err, PD_EINVAL, "in-cluster config: service account token %s: %s", cfg->token_file,
 			     e == s ? "empty" : "contains spaces or control characters");
