@@ -107,8 +107,8 @@ static void series_update(struct sq *s, struct part *pt, struct job *batch)
 		*e = (struct sq_series){0};
 		if (j->raw.len > SQ_SERIES_RAW_MAX || s->series_bytes + j->raw.len > SQ_SERIES_BYTES)
 			continue;
-		*e = (struct sq_series){j->series, pt->day, j->pk, pd_block_raw_hash(j->raw.ptr, j->raw.len), j->raw,
-					j->depth};
+		*e = (struct sq_series){j->series, pt->inst, pt->day, j->pk, pd_block_raw_hash(j->raw.ptr, j->raw.len),
+					j->raw, j->depth};
 		s->series_bytes += j->raw.len;
 		j->raw = (struct pd_buf)PD_BUF_INIT(0);
 	}

@@ -412,7 +412,8 @@ static uint64_t series_key(const char *service, const char *type, const struct p
 static bool series_base(struct sq *s, struct part *pt, struct job *j, struct pd_blkbase *b, struct pd_buf *raw)
 {
 	struct sq_series *e = s->series ? &s->series[j->series % SQ_SERIES_N] : NULL;
-	if (!e || !e->pk || e->key != j->series || e->day != pt->day || e->depth + 1 >= PD_CHAIN_WRITE)
+	if (!e || !e->pk || e->key != j->series || e->inst != pt->inst || e->day != pt->day ||
+	    e->depth + 1 >= PD_CHAIN_WRITE)
 		return false;
 	if (pd_buf_reserve(raw, e->raw.len + 1))
 		return false;

@@ -110,6 +110,8 @@ struct part {
 	struct sq *s;
 	uint64_t last_use; /* tick of its last sq_part_get */
 	uint64_t op;       /* the operation (s->opno) holding it, never closed meanwhile */
+	uint64_t inst;     /* which opening of the day file this is (s->ninst): a series' base is
+			      taken from the same one (a file replaced meanwhile has other rows) */
 	bool bad;          /* quarantined: closed once idle, never used again */
 };
 
@@ -178,6 +180,7 @@ struct sq {
 	atomic_bool reserve_held;
 	/* chains of blocks (under mu) */
 	struct sq_series *series; /* SQ_SERIES_N */
+	uint64_t ninst;           /* partitions opened so far */
 	size_t series_bytes;
 	struct pd_rawcache rawcache; /* decoded raw bytes, for the blocks based on them */
 };
@@ -190,7 +193,7 @@ struct sq {
 #define SQ_SERIES_BYTES (64u << 20) /* raw bytes kept at most */
 #define SQ_SERIES_RAW_MAX (1u << 20) /* a larger block is nobody's base */
 struct sq_series {
-	uint64_t key;
+	uint64_t key, inst; /* inst: the partition's (struct part) */
 	int64_t day, pk;
 	uint64_t hash;
 	struct pd_buf raw;

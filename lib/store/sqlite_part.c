@@ -467,6 +467,7 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	p->day = day;
 	p->s = s;
+	p->inst = ++s->ninst;
 	atomic_init(&p->refs, 0);
 	int rc = 0;
 	if ((rc = open_db(path, true, &p->wdb, err)) == PD_EBUSY && s->nparts) {

@@ -1685,6 +1685,67 @@ static void test_block_chains(void **state)
 		free(want[i]);
 }
 
+/* A day file replaced while its partition was closed (the LRU closed it;
+ * an operator put another file there) has other rows under the same
+ * numbers: the next block of a series must not be based on the block the
+ * store remembers from the file before. */
+static void test_chain_file_replaced(void **state)
+{
+	(void)state;
+	struct pd_kv kv[1] = {{"pod", "p1"}};
+	struct pd_profile_meta m;
+	char path[512], other[600], cmd[2400];
+	day_file_path(T0, path, sizeof path);
+	snprintf(other, sizeof other, "%s.other", path);
+	/* the other file: one unrelated profile at row 1 */
+	struct pd_store *st = open_store();
+	struct pd_buf b = make_profile(T0 + 5000000000LL, true, 9);
+	ingest(st, "else", "heap", NULL, 0, &b, &m);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+	pd_store_close(st);
+	snprintf(cmd, sizeof cmd, "mv '%s' '%s' && rm -f '%s-wal' '%s-shm'", path, other, path, path);
+	assert_int_equal(system(cmd), 0);
+	st = open_store();
+	pd_store_sqlite_set_max_open(st, 1);
+	b = make_profile(T0 + 1000000000LL, true, 1); /* row 1 of the day: the series' base */
+	ingest(st, "chains", "heap", kv, 1, &b, &m);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+	for (int d = 1; d <= 2; d++) { /* two other days: the first day's partition is closed (2 kept open) */
+		b = make_profile(T0 + d * DAY, true, 2);
+		ingest(st, "chains", "heap", NULL, 0, &b, &m);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s' && rm -f '%s-wal' '%s-shm'", other, path, path, path);
+	assert_int_equal(system(cmd), 0);
+	b = make_profile(T0 + 2000000000LL, true, 1);
+	struct pd_profile *orig, *got;
+	struct pd_err err;
+	assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
+	ingest(st, "chains", "heap", kv, 1, &b, &m);
+	pd_buf_free(&b);
+	if (pd_store_get(st, m.id, &got, &err))
+		fail_msg("the upload after the file was replaced: %s", err.msg);
+	char *co = canon(orig), *cg = canon(got);
+	assert_string_equal(co, cg);
+	free(co), free(cg);
+	pd_profile_free(orig), pd_profile_free(got);
+	pd_meta_clear(&m);
+	pd_store_close(st);
+	/* it was the other file that the store wrote to */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT service FROM profiles WHERE pk = 1", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "else");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	unlink(other);
+}
+
 /* pd_block_fetch over a day file opened by a test */
 static int golden_fetch(void *ctx, int64_t pk, int k, struct pd_buf *out, struct pd_err *err)
 {
@@ -2054,6 +2115,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_ids_stable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_file_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
 		cmocka_unit_test(test_prepare_core),
 	};
