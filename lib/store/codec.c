@@ -765,8 +765,12 @@ int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const i
 		goto out;
 	}
 	out->len += zn;
-	if (o->keep) { /* the raw bytes, for this block to be the next one's base */
+	if (o->keep) { /* the raw bytes, for this block to be the next one's base (kept a while:
+			  the room reserved for varints of 10 bytes given back) */
 		pd_buf_free(o->keep);
+		uint8_t *t = raw.len ? realloc(raw.ptr, raw.len) : NULL;
+		if (t)
+			raw.ptr = t, raw.cap = raw.len;
 		*o->keep = raw;
 		raw = (struct pd_buf)PD_BUF_INIT(0);
 	}
