@@ -365,7 +365,7 @@ bool pd_rawcache_put(struct pd_rawcache *c, uint64_t hash, uint8_t *raw, size_t 
 	struct pd_rawent *x = !set[0].raw ? &set[0] : !set[1].raw ? &set[1] : set[0].used <= set[1].used ? &set[0] : &set[1];
 	if (x->raw)
 		rawent_drop(c, x);
-	/* over the budget: drop the least recently used of a sweep of sets */
+	/* over the budget: empty sets in turn, from one the hash picks, until it fits */
 	for (size_t i = (size_t)(hash >> 32) % PD_RAWCACHE_SETS, k = 0; c->bytes + n > PD_RAWCACHE_BYTES && k < PD_RAWCACHE_SETS;
 	     i = (i + 1) % PD_RAWCACHE_SETS, k++)
 		for (int w = 0; w < 2; w++)
