@@ -24,6 +24,10 @@
 #       merges before any rollup: a second database, a copy of the first's
 #       profiles and symbols) and the selection path (rollups=false); the
 #       three answers (total, rows) must be equal.
+#   (b2) the same 200 on two shards (SHARDS=0 skips it): ZooKeeper and
+#       two more ClickHouse servers, cluster "two"; two collectors (one per
+#       shard) ingesting half each at once, then the merge through one of
+#       them, against the same go tool pprof -proto time.
 #   OLD_PROFD=PATH (optional): another profd binary (e.g. a build of the
 #       previous commit: git worktree add /tmp/old HEAD && make -C /tmp/old
 #       BUILD=b) measured in the same rounds as "ClickHouse (OLD_PROFD)",
@@ -192,6 +196,74 @@ for store in ch sqlite; do
 done
 echo "Target (ClickHouse): merge >= 30x faster than go tool pprof -proto." | out
 rm -rf "$BUILD/bench-chs-data" "$BUILD/bench-chs-merge"
+
+# ---- (b2) the same on two shards ------------------------------------------------
+# ZooKeeper and two more ClickHouse servers (s1, s2: cluster "two", one
+# replica each), tables ON CLUSTER (ReplicatedReplacingMergeTree *_local +
+# Distributed); collector X writes through s1, Y through s2, half the files
+# each; ingest wall and CPU as (a) (both collectors unpinned, loadgen as
+# two clients at once), then the merge through X as (b).
+if [ "${SHARDS:-1}" != 0 ] && zk_available; then
+	if ! zk_start || ! ch_start s1 --shard 01 --replica a --zk "$ZK_PORT" --cluster "two=s1;s2" ||
+		! ch_start s2 --shard 02 --replica a --zk "$ZK_PORT" --cluster "two=s1;s2"; then
+		echo "bench: ZooKeeper or the two shards did not start" >&2
+		exit 1
+	fi
+	HALF=$((${#FILES[@]} / 2))
+	: >"$T/m-two"
+	: >"$T/ing-two"
+	for r in $(seq "$ROUNDS"); do
+		db=two$r # a database per round: replicated tables keep their paths in ZooKeeper
+		ch_q s1 "CREATE DATABASE $db ON CLUSTER two" >/dev/null || { echo "bench: CREATE DATABASE ON CLUSTER failed" >&2; exit 1; }
+		start "" --store "clickhouse://127.0.0.1:$CH_HTTP_s1/$db?cluster=two"
+		XPID=$SPID XPORT=$SPORT
+		start "" --store "clickhouse://127.0.0.1:$CH_HTTP_s2/$db?cluster=two"
+		YPID=$SPID YPORT=$SPORT
+		cx0=$(cpu_of "$XPID") cy0=$(cpu_of "$YPID")
+		t0=$(now)
+		"$LOADGEN" post -c "$((CONNS / 2))" -url "http://127.0.0.1:$XPORT" -service big -type cpu "${FILES[@]:0:HALF}" >"$T/two-x" &
+		LX=$!
+		"$LOADGEN" post -c "$((CONNS / 2))" -url "http://127.0.0.1:$YPORT" -service big -type cpu "${FILES[@]:HALF}" >"$T/two-y" ||
+			{ echo "bench: ingest through Y failed" >&2; exit 1; }
+		wait "$LX" || { echo "bench: ingest through X failed" >&2; exit 1; }
+		t1=$(now)
+		cx1=$(cpu_of "$XPID") cy1=$(cpu_of "$YPID")
+		b=$(cat "$T/two-x" "$T/two-y" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s}')
+		kill -TERM "$YPID"
+		wait "$YPID" 2>/dev/null
+		awk -v a="$t0" -v b="$t1" -v n="$b" -v c="$(awk -v a="$cx0" -v b="$cx1" -v c="$cy0" -v d="$cy1" 'BEGIN{print b - a + d - c}')" \
+			'BEGIN { print b - a, n, c }' >>"$T/ing-two"
+		SPID=$XPID SPORT=$XPORT
+		stop
+		start "" --store "clickhouse://127.0.0.1:$CH_HTTP_s1/$db?cluster=two"
+		t0=$(now)
+		code=$(curl -sS -o "$T/m-two.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+		t1=$(now)
+		code2=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+		t2=$(now)
+		[ "$code" = 200 ] && [ "$code2" = 200 ] || { echo "bench: merge from two shards answered $code/$code2" >&2; exit 1; }
+		stop
+		awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { print b - a, c - b }' >>"$T/m-two"
+	done
+	topn "$T/m-two.pb.gz" >"$T/two.top"
+	cmp -s "$T/two.top" "$T/go.top" || { echo "bench: the two-shard merge differs from Go's in -top" >&2; diff "$T/two.top" "$T/go.top" | head >&2; exit 1; }
+	rows1=$(ch_q s1 "SELECT count() FROM $db.profiles_local") rows2=$(ch_q s2 "SELECT count() FROM $db.profiles_local")
+	{
+		echo
+		echo "Two shards (cluster two: s1, s2, one replica each, ZooKeeper): collectors X (s1) and Y (s2) each given half the 200 files at once, $((CONNS / 2)) connections each; then the merge through X (fresh collector, then warm); -top identical to Go's; profiles per shard after the last round: $rows1 / $rows2"
+		echo
+		echo "| ingest wall | MB/s (gz) | collectors' CPU | MB/s per collector CPU-s | merge, 1st | merge, warm | speed-up (1st / warm) vs go tool pprof -proto |"
+		echo "|---|---|---|---|---|---|---|"
+		awk -v w="$(col 1 "$T/ing-two")" -v b="$(col 2 "$T/ing-two")" -v c="$(col 3 "$T/ing-two")" \
+			-v a="$(col 1 "$T/m-two")" -v m="$(col 2 "$T/m-two")" -v g="$g" 'BEGIN {
+			printf "| %.3f s | %.1f | %.3f s | %.1f | %.3f s | %.3f s | %.1fx / %.1fx |\n", w, b / 1e6 / w, c, b / 1e6 / c, a, m, g / a, g / m }'
+	} | out
+	ch_stop s1
+	ch_stop s2
+	zk_stop
+else
+	echo "bench: the two-shard rows skipped (SHARDS=0, or zookeeper not installed)" | out
+fi
 
 # ---- (c) fleet top --------------------------------------------------------------
 [ "${FLEET:-1}" = 0 ] && exit 0
