@@ -644,7 +644,7 @@ static int64_t derived_mul(size_t n, const uint32_t *order, uint32_t j,
 	for (size_t i = 0; i < n; i++) {
 		const int64_t *v = vals(ctx, order[i]);
 		if (v[0] != 0) {
-			if (v[j] % v[0] != 0 || (v[0] == -1 && v[j] == INT64_MIN))
+			if ((v[0] == -1 && v[j] == INT64_MIN) || v[j] % v[0] != 0) /* the one % that overflows, first */
 				return 0;
 			m = v[j] / v[0];
 			break;
