@@ -158,20 +158,26 @@ start "" --data-dir "$PWD/$BUILD/bench-chs-merge"
 "$LOADGEN" post -c "$CONNS" -url "http://127.0.0.1:$SPORT" -service big -type cpu "${FILES[@]}" >/dev/null
 stop
 MURL="/api/0/profiles/merge?service=big&type=cpu&from=0&to=now"
+# merge_twice NAME: the merge from the collector on $SPORT, first and warm;
+# the answer into $T/m-NAME.pb.gz, the two times appended to $T/m-NAME
+merge_twice() {
+	local t0 t1 t2 code code2
+	t0=$(now)
+	code=$(curl -sS -o "$T/m-$1.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+	t1=$(now)
+	code2=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
+	t2=$(now)
+	[ "$code" = 200 ] && [ "$code2" = 200 ] || { echo "bench: merge from $1 answered $code/$code2" >&2; exit 1; }
+	awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { print b - a, c - b }' >>"$T/m-$1"
+}
 : >"$T/m-ch"
 : >"$T/m-sqlite"
 : >"$T/m-go"
 for r in $(seq "$ROUNDS"); do
 	for store in ch sqlite; do
 		if [ $store = ch ]; then start "" --store "$CHURL/mrg"; else start "" --data-dir "$PWD/$BUILD/bench-chs-merge"; fi
-		t0=$(now)
-		code=$(curl -sS -o "$T/m-$store.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
-		t1=$(now)
-		code2=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
-		t2=$(now)
-		[ "$code" = 200 ] && [ "$code2" = 200 ] || { echo "bench: merge from $store answered $code/$code2" >&2; exit 1; }
+		merge_twice "$store"
 		stop
-		awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { print b - a, c - b }' >>"$T/m-$store"
 	done
 	t0=$(now)
 	"$PPROF" -proto -output "$T/go.pb.gz" "${FILES[@]}" 2>/dev/null
@@ -236,14 +242,8 @@ if [ "${SHARDS:-1}" != 0 ] && zk_available; then
 		SPID=$XPID SPORT=$XPORT
 		stop
 		start "" --store "clickhouse://127.0.0.1:$CH_HTTP_s1/$db?cluster=two"
-		t0=$(now)
-		code=$(curl -sS -o "$T/m-two.pb.gz" -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
-		t1=$(now)
-		code2=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SPORT$MURL")
-		t2=$(now)
-		[ "$code" = 200 ] && [ "$code2" = 200 ] || { echo "bench: merge from two shards answered $code/$code2" >&2; exit 1; }
+		merge_twice two
 		stop
-		awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { print b - a, c - b }' >>"$T/m-two"
 	done
 	topn "$T/m-two.pb.gz" >"$T/two.top"
 	cmp -s "$T/two.top" "$T/go.top" || { echo "bench: the two-shard merge differs from Go's in -top" >&2; diff "$T/two.top" "$T/go.top" | head >&2; exit 1; }
