@@ -7,6 +7,7 @@
  * rollouts and regressions" is the contract.
  */
 #include "api1.h"
+#include "../query/plan.h"
 #include "../query/diff.h"
 #include "../query/regress.h"
 #include "../query/series.h"
@@ -743,21 +744,15 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
-	const char *rs = pd_api1_param(q, "rollups");
-	if (rs && strcmp(rs, "true") && strcmp(rs, "false") && strcmp(rs, "1") && strcmp(rs, "0")) {
-		rc = pd_errf(err, PD_EINVAL, "bad \"rollups\" \"%.64s\": want true or false", rs);
+	bool rollups;
+	if ((rc = pd_plan_parse_rollups(pd_api1_param(q, "rollups"), &rollups, err)))
 		goto out;
-	}
-	bool rollups = !(rs && (!strcmp(rs, "false") || !strcmp(rs, "0")));
-	if (!ts &&
-	    rollups) { /* the fast path's precondition: the selection is every profile of the type of those services */
-		bool only_service = true;
-		for (size_t i = 0; i < q->sel.n; i++)
-			only_service = only_service && !strcmp(q->sel.m[i].name, "service");
-		if (only_service) {
-			g.all = v;
-			g.nall = n;
-		}
+	/* the fast path's precondition: the selection is every profile of the
+	 * type of those services (the planner's; the type is the selector's
+	 * or the one of each comparison) */
+	if (!ts && rollups && pd_plan_service_only(&q->sel)) {
+		g.all = v;
+		g.nall = n;
 	}
 	g.comparisons = json_array();
 	g.skipped = json_array();

@@ -22,6 +22,7 @@
  * the selection path; the JSON's "rollups" says whether a rollup was read.
  */
 #include "api1.h"
+#include "../query/plan.h"
 #include "../query/series.h"
 
 #include <stdlib.h>
@@ -186,10 +187,9 @@ int pd_api1_h_series(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_
 	spec.cores = us && !strcmp(us, "cores");
 	if ((rc = pd_api1_normalize(q, &spec.normalize, err)))
 		return rc;
-	const char *rs = pd_api1_param(q, "rollups");
-	if (rs && strcmp(rs, "true") && strcmp(rs, "false") && strcmp(rs, "1") && strcmp(rs, "0"))
-		return pd_errf(err, PD_EINVAL, "bad \"rollups\" \"%.64s\": want true or false", rs);
-	bool rollups = !(rs && (!strcmp(rs, "false") || !strcmp(rs, "0")));
+	bool rollups;
+	if ((rc = pd_plan_parse_rollups(pd_api1_param(q, "rollups"), &rollups, err)))
+		return rc;
 	if (spec.cores && !spec.normalize)
 		return pd_errf(err, PD_EINVAL, "\"unit\" \"cores\" needs normalisation: drop normalize=false");
 	int64_t top;

@@ -22,6 +22,7 @@
  * "normalization" counts) then come from the metadata alone.
  */
 #include "api1.h"
+#include "../query/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -209,16 +210,6 @@ static json_t *rows_json(int by, bool by_cum, size_t n, const struct pd_fleet_to
 	return rows;
 }
 
-/* A selector a rollup can answer: a profile type, matchers on the service
- * only (rollups do not know profile labels). */
-static bool rollup_ok(const struct pd_selector *sel)
-{
-	for (size_t i = 0; sel->type && i < sel->n; i++)
-		if (strcmp(sel->m[i].name, "service"))
-			return false;
-	return sel->type != NULL;
-}
-
 /* What the parts of every service are folded into. */
 struct acc_ctx {
 	struct pd_api1_req *q;
@@ -282,7 +273,7 @@ static int add_part(void *ctx, uint32_t service, int kind, struct pd_profile **p
 static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, size_t nnames,
 			const size_t *sources, size_t *nv, bool *used, struct pd_err *err)
 {
-	size_t raw = 0;
+	struct pd_plan_budget budget = {q->cfg->max_profiles, 0};
 	int rc = 0;
 	for (size_t i = 0; !rc && i < nnames; i++) {
 		const char *name = names[i];
@@ -291,12 +282,13 @@ static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, 
 		struct pd_merge_range r = {name, q->sel.type, q->from_ns, q->to_ns, q->cfg->max_profiles, false};
 		struct pd_merge_info info;
 		struct pd_profile *p;
-		if ((rc = pd_store_merge_range(q->cfg->st, &r, &p, &info, err)))
+		if ((rc = pd_store_merge_range(q->cfg->st, &r, &p, &info, err))) {
+			if (rc == PD_ELIMIT)
+				rc = pd_plan_over(&budget, err);
 			break;
-		raw += info.raw;
-		if (q->cfg->max_profiles && raw > q->cfg->max_profiles) {
+		}
+		if ((rc = pd_plan_charge(&budget, info.raw, err))) {
 			pd_profile_free(p);
-			rc = PD_ELIMIT;
 			break;
 		}
 		if (!p)
@@ -311,11 +303,6 @@ static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, 
 	}
 	if (!rc) /* a service regex that hit its match limit skipped services: say so */
 		rc = pd_selector_check(&q->sel, err);
-	if (rc == PD_ELIMIT)
-		rc = pd_errf(err, PD_ELIMIT,
-			     "more than %zu profiles to merge outside hourly rollups: over the limit of profiles per query "
-			     "(--max-merge-profiles); narrow the selector or the time range",
-			     q->cfg->max_profiles);
 	return rc;
 }
 
@@ -335,11 +322,9 @@ int pd_api1_h_top(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err
 	if (vs && strcmp(vs, "flat") && strcmp(vs, "cum"))
 		return pd_errf(err, PD_EINVAL, "bad \"value\" \"%.64s\": want flat or cum", vs);
 	bool by_cum = vs && !strcmp(vs, "cum");
-	const char *rs = pd_api1_param(q, "rollups");
-	if (rs && strcmp(rs, "true") && strcmp(rs, "false") && strcmp(rs, "1") && strcmp(rs, "0"))
-		return pd_errf(err, PD_EINVAL, "bad \"rollups\" \"%.64s\": want true or false", rs);
-	bool norm;
-	if ((rc = pd_api1_normalize(q, &norm, err)))
+	bool allow, norm;
+	if ((rc = pd_plan_parse_rollups(pd_api1_param(q, "rollups"), &allow, err)) ||
+	    (rc = pd_api1_normalize(q, &norm, err)))
 		return rc;
 
 	struct pd_profile_meta *v = NULL;
@@ -355,8 +340,8 @@ int pd_api1_h_top(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err
 	c->q = q;
 	c->nanos = true;
 	struct pd_fleet_top ft = {0};
-	bool rollups = rollup_ok(&q->sel) && !(rs && (!strcmp(rs, "false") || !strcmp(rs, "0"))) &&
-		       (!norm || !pd_norm_type_gauge(q->sel.type));
+	struct pd_plan_in pin = {&q->sel, allow, norm, 0, false};
+	bool rollups = pd_plan_path(&pin) == PD_PLAN_RANGE;
 	if (rollups) {
 		if ((rc = pd_store_services(q->cfg->st, &names, &nnames, err)))
 			goto out;

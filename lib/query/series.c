@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "series.h"
+#include "plan.h"
 
 #include <math.h>
 
@@ -239,7 +240,7 @@ struct comp {
 	struct pd_hidx midx;
 	struct pd_arena *ma;  /* their names */
 	struct pd_str mkey;
-	size_t raw;           /* profiles merged from their own sample blocks (of the parts used) */
+	struct pd_plan_budget budget; /* profiles merged from their own sample blocks (of the parts used) */
 	bool rollups;         /* some hour came from a rollup */
 };
 
@@ -1007,16 +1008,13 @@ static int range_part(struct comp *c, struct pd_store *st, const char *svc, cons
 		pd_profile_free(p);
 	}
 	if (!rc) {
-		c->raw += info.raw;
 		c->rollups = c->rollups || info.rollup_hours > 0;
-		if (max_raw && c->raw > max_raw)
-			rc = PD_ELIMIT;
+		rc = pd_plan_charge(&c->budget, info.raw, err);
+	} else if (rc == PD_ELIMIT) {
+		rc = pd_plan_over(&c->budget, err);
 	}
 	if (rc == PD_ELIMIT)
-		return pd_errf(err, PD_ELIMIT,
-			       "more than %zu profiles to merge outside hourly rollups: over the limit of profiles per "
-			       "query (--max-merge-profiles); narrow the selector or the time range",
-			       max_raw);
+		return rc;
 	if (rc && (store_err || spec->normalize))
 		pd_err_prefix(err, "the %s profiles of the step at %lld (unix seconds)", type,
 			      (long long)(c->cur_t / 1000000000LL));
@@ -1025,14 +1023,9 @@ static int range_part(struct comp *c, struct pd_store *st, const char *svc, cons
 
 bool pd_series_range_ok(const struct pd_selector *sel, const struct pd_series_spec *spec)
 {
-	for (size_t i = 0; i < sel->n; i++)
-		if (strcmp(sel->m[i].name, "service"))
-			return false;
-	if (!sel->type || spec->step_ns < PD_ROLLUP_NS)
-		return false;
-	if (spec->nby > 1 || (spec->nby == 1 && strcmp(spec->by[0], "service")))
-		return false;
-	return !(spec->normalize && pd_norm_type_gauge(sel->type));
+	bool finer = spec->nby > 1 || (spec->nby == 1 && strcmp(spec->by[0], "service"));
+	struct pd_plan_in in = {sel, true, spec->normalize, spec->step_ns > 0 ? spec->step_ns : 1, finer};
+	return pd_plan_path(&in) == PD_PLAN_RANGE;
 }
 
 /* A (service, step) with profiles, from the metadata. */
@@ -1170,6 +1163,7 @@ int pd_series_compute_range(struct pd_store *st, const struct pd_selector *sel, 
 	if (rc)
 		return rc;
 	struct comp c = {0};
+	c.budget.max = max_raw;
 	struct scan s;
 	memset(&s, 0, sizeof s);
 	s.step_ns = spec->step_ns;
@@ -1249,7 +1243,7 @@ int pd_series_compute_range(struct pd_store *st, const struct pd_selector *sel, 
 		i = j;
 	}
 	out->merges = c.merges_done;
-	out->raw = c.raw;
+	out->raw = c.budget.raw;
 	out->rollups = c.rollups;
 	rc = series_finish(&c, out, err);
 	goto out;
