@@ -11,6 +11,7 @@
 #   make image           the container image IMAGE:VERSION (docker or podman)
 #   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
 #                        pages, bash completion, the systemd unit, LICENSE and docs
+#   make docs            docs/cli.md's flag reference from the flag tables in src/
 
 CC      ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
@@ -44,7 +45,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: image dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: docs image dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -205,6 +206,11 @@ image:
 	@engine=$$(command -v docker || command -v podman) || { echo "make image: neither docker nor podman is installed" >&2; exit 1; }; \
 	set -x; $$engine build -f deploy/Dockerfile -t $(IMAGE):$(VERSION) \
 	  --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} .
+
+# docs/cli.md's flag reference, from the binary's flag tables (`profd help
+# --markdown`); tests/e2e/test_cli.sh fails when the file is stale.
+docs: $(BUILD)/profd
+	tools/cli_docs.sh $(BUILD)/profd docs/cli.md
 
 # Man pages from the binary's own --help texts (tools/man.sh): profd.1, profd-CMD.1.
 man: $(BUILD)/man/profd.1

@@ -27,10 +27,6 @@ void cli_log(const char *fmt, ...) PD_PRINTF(1, 2);
 /* --log-format logfmt|json (level false) or --log-level debug|info|warn|error
  * (level true): set for the whole process; EXIT_USAGE on a bad value. */
 int cli_log_option(const char *cmd, bool level, const char *arg);
-#define CLI_HELP_LOG                                                                                    \
-	"      --log-format FORMAT       logfmt (default) or json: one JSON object per line\n"                  \
-	"      --log-level LEVEL         debug, info (default), warn or error: lines below it\n"                \
-	"                                are dropped (the request log is info)\n"
 /* Print "<prog> <cmd>: <msg>" to stderr: a command's failure (the collector
  * commands and capture: "profd get services: cannot reach ..."). */
 void cli_cmd_error(const char *cmd, const char *fmt, ...) PD_PRINTF(2, 3);
@@ -64,6 +60,27 @@ int cmd_load(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_regressions(int argc, char **argv);
+
+/* The commands' flag tables and help (flags.h), one per --help page. */
+struct cli_doc;
+extern const struct cli_doc serve_doc;
+extern const struct cli_doc scrape_doc;
+extern const struct cli_doc capture_doc;
+extern const struct cli_doc top_doc;
+extern const struct cli_doc get_doc;
+extern const struct cli_doc merge_doc;
+extern const struct cli_doc load_doc;
+extern const struct cli_doc diff_doc;
+extern const struct cli_doc regressions_doc;
+extern const struct cli_doc pprof_merge_doc;
+extern const struct cli_doc pprof_top_doc;
+extern const struct cli_doc pprof_folded_doc;
+extern const struct cli_doc pprof_info_doc;
+extern const struct cli_doc pprof_convert_doc;
+extern const struct cli_doc pprof_delta_doc;
+extern const struct cli_doc store_check_doc;
+extern const struct cli_doc store_backup_doc;
+extern const struct cli_doc store_restore_doc;
 
 /*
  * The scraper of `profd scrape`, in pieces so that `profd serve --scrape`

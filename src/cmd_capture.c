@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "flags.h"
 #include "version.h"
 #include "../lib/http/auth.h"
 #include "../lib/http/params.h"
@@ -30,86 +31,122 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char usage_text[] =
-	"Usage: profd capture [POD | TYPE/NAME]... [-n NS] [options]\n"
-	"       profd capture -l SELECTOR [-n NS | -A] [options]\n"
-	"\n"
-	"Take profiles from Kubernetes pods now, through the API server's pod proxy\n"
-	"(/api/v1/namespaces/NS/pods/NAME:PORT/proxy/debug/pprof/...): it needs only\n"
-	"what kubectl needs, so it works from a laptop. All pods and types are fetched at\n"
-	"once; each profile is checked (a pprof of the requested type) and written to a\n"
-	"file, or pushed to a collector. As a kubectl plugin (the binary installed as\n"
-	"kubectl-profd): kubectl profd capture ...\n"
-	"\n"
-	"Choosing pods (kubectl's flags and meanings):\n"
-	"  POD                       a pod\n"
-	"  TYPE/NAME                 the pods of a workload: deployment/NAME, statefulset/NAME,\n"
-	"                            daemonset/NAME, replicaset/NAME (or deploy, sts, ds, rs);\n"
-	"                            pod/NAME is a pod\n"
-	"  NAME                      a pod; if there is none, a deployment (then a statefulset,\n"
-	"                            a daemonset) of that name\n"
-	"  -l, --selector SELECTOR   the pods with these labels (app=web,tier!=db, ...)\n"
-	"  -n, --namespace NS        namespace (default: the kubeconfig context's, else default)\n"
-	"  -A, --all-namespaces      with -l: matching pods in every namespace\n"
-	"      --kubeconfig FILE     kubeconfig (default $KUBECONFIG, else ~/.kube/config)\n"
-	"      --context NAME        kubeconfig context (default its current-context)\n"
-	"  Pods that are not Running are skipped (a pod named on the command line fails).\n"
-	"\n"
-	"What to capture:\n"
-	"      --types LIST          profile types, comma-separated, or all (default):\n"
-	"                            cpu heap allocs block mutex goroutine threadcreate\n"
-	"      --duration DUR        length of the CPU profile, whole seconds (default 30s)\n"
-	"      --timeout DUR         per request, on top of --duration for cpu (default 30s)\n"
-	"      --port PORT           pprof port of pods without a profefe.com/port annotation:\n"
-	"                            a number or a container port name (a pod annotated\n"
-	"                            profefe.com/enable: \"true\" defaults to 6060; any other\n"
-	"                            pod without the annotation needs --port)\n"
-	"      --path PATH           pprof path of pods without profefe.com/path\n"
-	"                            (default /debug/pprof)\n"
-	"      --service NAME        service the profiles are filed under (default: the pod's\n"
-	"                            profefe.com/service, else its Deployment, StatefulSet...)\n"
-	"\n"
-	"Where they go:\n"
-	"      --output-dir DIR      write DIR/<service>-<pod>-<type>-<time>.pb.gz (default: the\n"
-	"                            current directory; time in UTC, 20060102T150405Z; an\n"
-	"                            existing file is never overwritten)\n"
-	"      --collector URL       push them to a collector (profd serve, profefe) through\n"
-	"                            API v0 instead, labelled namespace, pod, container, node\n"
-	"                            (+ app, version; cumulative=true on allocs, block, mutex),\n"
-	"                            and print their URLs. A profile that cannot be pushed is\n"
-	"                            written to the current directory instead (and reported).\n"
-	"                            Only this flag pushes ($PROFD_COLLECTOR is not used here)\n"
-	"      --token-file FILE     the collector's token (default $PROFD_TOKEN), for a\n"
-	"                            collector run with --tokens (write scope)\n"
-	"\n"
-	"Output: stdout gets one line per profile: its file, or its URL. stderr gets the\n"
-	"progress (on a terminal a live table, else one line per pod and type), one line\n"
-	"per problem (which pod, which type, what failed, what to try) and a summary.\n"
-	"  -q, --quiet               no progress and no summary: only problems\n"
-	"  -h, --help                this help\n"
-	"\n"
-	"DUR: a Go duration (30s, 1m30s).\n"
-	"\n"
-	"Examples:\n"
-	"  # every profile type of one pod, into the current directory\n"
-	"  kubectl profd capture -n shop web-7d9f8c6b5-x2x9k\n"
-	"  # the pods of a deployment (a bare workload name works too), 10 s of CPU\n"
-	"  kubectl profd capture -n ops deployment/influxdb-v2 --duration 10s\n"
-	"  kubectl profd capture -n ops influxdb-v2\n"
-	"  # heap and goroutines of every pod labelled app=web, in any namespace\n"
-	"  kubectl profd capture -A -l app=web --types heap,goroutine --output-dir /tmp/prof\n"
-	"  # a pod without profefe annotations, pprof on its port named \"metrics\"\n"
-	"  profd capture -n shop db-0 --port metrics --path /internal/pprof\n"
-	"  # into a collector, then open one\n"
-	"  kubectl profd capture -n shop deploy/web --collector http://localhost:10100\n"
-	"  go tool pprof http://localhost:10100/api/0/profiles/<id>\n"
-	"\n"
-	"Needs RBAC: get and list on pods, get on pods/proxy, get on the workloads named.\n"
-	"\n"
-	"Exit codes: 0 every chosen pod captured, every type; 1 anything failed (a name\n"
-	"that matches no pod, a pod that cannot be captured, a profile that could not be\n"
-	"fetched, checked, written or pushed; no usable kubeconfig; interrupted) — the\n"
-	"other pods are still captured; 2 usage error.\n";
+/* Long-only flag ids (-n, -A, -l, -q, -h are their letters). */
+enum {
+	O_TYPES = 256, O_DURATION, O_TIMEOUT, O_OUTDIR, O_COLLECTOR, O_SERVICE, O_PORT, O_PATH, O_KUBECONFIG,
+	O_CONTEXT, O_TOKEN_FILE
+};
+
+/* The flags, one table per section of --help (capture_help_texts: the
+ * text before each). */
+static const struct cli_flag capture_flags_pods[] = {
+	{"selector", 'l', 'l', "SELECTOR", "the pods with these labels (app=web,tier!=db, ...)", 0},
+	{"namespace", 'n', 'n', "NS", "namespace (default: the kubeconfig context's, else default)", 0},
+	{"all-namespaces", 'A', 'A', NULL, "with -l: matching pods in every namespace", 0},
+	{"kubeconfig", 0, O_KUBECONFIG, "FILE", "kubeconfig (default $KUBECONFIG, else ~/.kube/config)", 0},
+	{"context", 0, O_CONTEXT, "NAME", "kubeconfig context (default its current-context)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag capture_flags_what[] = {
+	{"types", 0, O_TYPES, "LIST",
+	 "profile types, comma-separated, or all (default):\ncpu heap allocs block mutex goroutine threadcreate", 0},
+	{"duration", 0, O_DURATION, "DUR", "length of the CPU profile, whole seconds (default 30s)", 0},
+	{"timeout", 0, O_TIMEOUT, "DUR", "per request, on top of --duration for cpu (default 30s)", 0},
+	{"port", 0, O_PORT, "PORT",
+	 "pprof port of pods without a profefe.com/port annotation:\n"
+	 "a number or a container port name (a pod annotated\n"
+	 "profefe.com/enable: \"true\" defaults to 6060; any other\n"
+	 "pod without the annotation needs --port)",
+	 0},
+	{"path", 0, O_PATH, "PATH", "pprof path of pods without profefe.com/path\n(default /debug/pprof)", 0},
+	{"service", 0, O_SERVICE, "NAME",
+	 "service the profiles are filed under (default: the pod's\n"
+	 "profefe.com/service, else its Deployment, StatefulSet...)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag capture_flags_where[] = {
+	{"output-dir", 0, O_OUTDIR, "DIR",
+	 "write DIR/<service>-<pod>-<type>-<time>.pb.gz (default: the\n"
+	 "current directory; time in UTC, 20060102T150405Z; an\n"
+	 "existing file is never overwritten)",
+	 0},
+	{"collector", 0, O_COLLECTOR, "URL",
+	 "push them to a collector (profd serve, profefe) through\n"
+	 "API v0 instead, labelled namespace, pod, container, node\n"
+	 "(+ app, version; cumulative=true on allocs, block, mutex),\n"
+	 "and print their URLs. A profile that cannot be pushed is\n"
+	 "written to the current directory instead (and reported).\n"
+	 "Only this flag pushes ($PROFD_COLLECTOR is not used here)",
+	 0},
+	{"token-file", 0, O_TOKEN_FILE, "FILE",
+	 "the collector's token (default $PROFD_TOKEN), for a\ncollector run with --tokens (write scope)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag capture_flags_output[] = {
+	{"quiet", 'q', 'q', NULL, "no progress and no summary: only problems", 0},
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* The headings and text of --help before each of capture_doc's tables (the
+ * arguments, which are not flags, among them). */
+static const char *const capture_help_texts[] = {
+    "Choosing pods (kubectl's flags and meanings):\n"
+    "  POD                       a pod\n"
+    "  TYPE/NAME                 the pods of a workload: deployment/NAME, statefulset/NAME,\n"
+    "                            daemonset/NAME, replicaset/NAME (or deploy, sts, ds, rs);\n"
+    "                            pod/NAME is a pod\n"
+    "  NAME                      a pod; if there is none, a deployment (then a statefulset,\n"
+    "                            a daemonset) of that name\n",
+    "  Pods that are not Running are skipped (a pod named on the command line fails).\n"
+    "\n"
+    "What to capture:\n",
+    "\n"
+    "Where they go:\n",
+    "\n"
+    "Output: stdout gets one line per profile: its file, or its URL. stderr gets the\n"
+    "progress (on a terminal a live table, else one line per pod and type), one line\n"
+    "per problem (which pod, which type, what failed, what to try) and a summary.\n",
+};
+const struct cli_doc capture_doc = {
+    "capture",
+    "Usage: profd capture [POD | TYPE/NAME]... [-n NS] [options]\n"
+    "       profd capture -l SELECTOR [-n NS | -A] [options]\n"
+    "\n"
+    "Take profiles from Kubernetes pods now, through the API server's pod proxy\n"
+    "(/api/v1/namespaces/NS/pods/NAME:PORT/proxy/debug/pprof/...): it needs only\n"
+    "what kubectl needs, so it works from a laptop. All pods and types are fetched at\n"
+    "once; each profile is checked (a pprof of the requested type) and written to a\n"
+    "file, or pushed to a collector. As a kubectl plugin (the binary installed as\n"
+    "kubectl-profd): kubectl profd capture ...\n"
+    "\n",
+    {capture_flags_pods, capture_flags_what, capture_flags_where, capture_flags_output},
+    "\n"
+    "DUR: a Go duration (30s, 1m30s).\n"
+    "\n"
+    "Examples:\n"
+    "  # every profile type of one pod, into the current directory\n"
+    "  kubectl profd capture -n shop web-7d9f8c6b5-x2x9k\n"
+    "  # the pods of a deployment (a bare workload name works too), 10 s of CPU\n"
+    "  kubectl profd capture -n ops deployment/influxdb-v2 --duration 10s\n"
+    "  kubectl profd capture -n ops influxdb-v2\n"
+    "  # heap and goroutines of every pod labelled app=web, in any namespace\n"
+    "  kubectl profd capture -A -l app=web --types heap,goroutine --output-dir /tmp/prof\n"
+    "  # a pod without profefe annotations, pprof on its port named \"metrics\"\n"
+    "  profd capture -n shop db-0 --port metrics --path /internal/pprof\n"
+    "  # into a collector, then open one\n"
+    "  kubectl profd capture -n shop deploy/web --collector http://localhost:10100\n"
+    "  go tool pprof http://localhost:10100/api/0/profiles/<id>\n"
+    "\n"
+    "Needs RBAC: get and list on pods, get on pods/proxy, get on the workloads named.\n"
+    "\n"
+    "Exit codes: 0 every chosen pod captured, every type; 1 anything failed (a name\n"
+    "that matches no pod, a pod that cannot be captured, a profile that could not be\n"
+    "fetched, checked, written or pushed; no usable kubeconfig; interrupted) — the\n"
+    "other pods are still captured; 2 usage error.\n",
+    28,
+    capture_help_texts,
+};
 
 static atomic_int stop_flag;
 
@@ -313,26 +350,6 @@ static const char *short_arg(const char *s) { return s[0] == '=' ? s + 1 : s; }
 
 int cmd_capture(int argc, char **argv)
 {
-	enum { O_TYPES = 256, O_DURATION, O_TIMEOUT, O_OUTDIR, O_COLLECTOR, O_SERVICE, O_PORT, O_PATH, O_KUBECONFIG, O_CONTEXT, O_TOKEN_FILE };
-	static const struct option opts[] = {
-		{"namespace", required_argument, 0, 'n'},
-		{"all-namespaces", no_argument, 0, 'A'},
-		{"selector", required_argument, 0, 'l'},
-		{"kubeconfig", required_argument, 0, O_KUBECONFIG},
-		{"context", required_argument, 0, O_CONTEXT},
-		{"types", required_argument, 0, O_TYPES},
-		{"duration", required_argument, 0, O_DURATION},
-		{"timeout", required_argument, 0, O_TIMEOUT},
-		{"output-dir", required_argument, 0, O_OUTDIR},
-		{"collector", required_argument, 0, O_COLLECTOR},
-		{"token-file", required_argument, 0, O_TOKEN_FILE},
-		{"service", required_argument, 0, O_SERVICE},
-		{"port", required_argument, 0, O_PORT},
-		{"path", required_argument, 0, O_PATH},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	const char *ns = NULL, *sel = NULL, *kubeconfig = NULL, *kcontext = NULL, *outdir = NULL, *collector = NULL;
 	const char *token_file = NULL;
 	char *token = NULL;
@@ -342,8 +359,10 @@ int cmd_capture(int argc, char **argv)
 	int64_t cpu_ns = PD_CAPTURE_CPU_NS, timeout_ns = PD_CAPTURE_TIMEOUT_NS;
 	struct pd_err err;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":n:Al:qh", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &capture_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'n':
 			ns = short_arg(optarg);
@@ -412,7 +431,7 @@ int cmd_capture(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'q': quiet = true; break;
-		case 'h': cli_help(usage_text); return EXIT_OK;
+		case 'h': cli_flags_help(&capture_doc); return EXIT_OK;
 		default: return cli_bad_option("capture", c, argv);
 		}
 	}

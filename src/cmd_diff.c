@@ -23,10 +23,46 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char diff_help[] =
+enum { O_BASE = 0x2000, O_TARGET, O_BASE_FROM, O_BASE_TO, O_NORMALIZE, O_RAW };
+
+static const struct cli_flag diff_sel[] = {
+	{"base", 0, O_BASE, "SELECTOR", "the profiles to compare against, e.g. 'cpu{version=\"1.0\"}'", 0},
+	{"target", 0, O_TARGET, "SELECTOR",
+	 "the profiles to compare, e.g. 'cpu{version=\"1.1\"}'\n"
+	 "(selectors: type{label=\"v\", label=~\"regex\", service!=\"x\"})",
+	 0},
+	/* the target's range: client_opt's --from and --to, said of the target */
+	{"from", 0, CO_FROM, "TIME", "start of the target's range, inclusive (default -1h)", 0},
+	{"to", 0, CO_TO, "TIME", "end of the target's range, inclusive (default now)", 0},
+	{"base-from", 0, O_BASE_FROM, "TIME", "start of the base's range (default: --from)", 0},
+	{"base-to", 0, O_BASE_TO, "TIME", "end of the base's range (default: --to)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag diff_flags[] = {
+	{"limit", 0, CO_LIMIT, "N",
+	 "show the top N functions (default 10, 0 = all; also\n--nodes N; -n N still works, with a warning)", 0},
+	{"nodes", 0, CO_LIMIT, "N", NULL, CLI_F_HIDDEN},
+	{"sample-index", 'i', 'i', "NAME",
+	 "sample type, e.g. cpu, samples, alloc_space, inuse_space,\ndelay (default: the profiles' default)", 0},
+	{"cum", 0, CO_CUM, NULL, "sort by cumulative instead of flat change", 0},
+	{"normalize", 0, O_NORMALIZE, NULL,
+	 "scale the target so its total equals the base's (pprof's\n-normalize): compare shapes, not volumes", 0},
+	{"raw", 0, O_RAW, NULL, "sum each side's profiles as they are (no per-source\naverages of snapshots)", 0},
+	{"output", 'o', 'o', "FORMAT",
+	 "table (default), json (the collector's answer) or pprof\n(the diff profile, to -O FILE or stdout)", 0},
+	{"output-file", 'O', 'O', "FILE",
+	 "write the diff profile (gzip'd profile.proto) to FILE\n(- = stdout) instead of printing the table; go tool\n"
+	 "pprof reads it as it reads -diff_base",
+	 0},
+	{"print-url", 0, CO_PRINT_URL, NULL,
+	 "print the URL of the diff profile on the collector, for\n`go tool pprof URL`", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc diff_doc = {
+	"diff",
 	"Usage: profd diff --base SELECTOR --target SELECTOR [--from TIME] [--to TIME]\n"
 	"                  [--base-from TIME] [--base-to TIME] [-n N] [--normalize] [--raw]\n"
-    "                  [-n NAMESPACE] [-o table|json|pprof] [-O FILE]\n"
+	"                  [-n NAMESPACE] [-o table|json|pprof] [-O FILE]\n"
 	"\n"
 	"What changed between two selections of a collector's profiles, per function:\n"
 	"the table `go tool pprof -top -diff_base BASE TARGET` prints for BASE = the\n"
@@ -36,47 +72,26 @@ static const char diff_help[] =
 	"Each side is aggregated as `profd top` aggregates: heap, goroutine and\n"
 	"threadcreate snapshots averaged per source (process), cumulative=true\n"
 	"snapshots counted latest minus earliest; --raw sums each side as it is.\n"
+	"\n",
+	{diff_sel, client_flags_namespace, diff_flags, client_flags_conn},
 	"\n"
-	"Options:\n"
-	"      --base SELECTOR     the profiles to compare against, e.g. 'cpu{version=\"1.0\"}'\n"
-	"      --target SELECTOR   the profiles to compare, e.g. 'cpu{version=\"1.1\"}'\n"
-	"                          (selectors: type{label=\"v\", label=~\"regex\", service!=\"x\"})\n"
-	"      --from TIME         start of the target's range, inclusive (default -1h)\n"
-	"      --to TIME           end of the target's range, inclusive (default now)\n"
-	"      --base-from TIME    start of the base's range (default: --from)\n"
-    "      --base-to TIME      end of the base's range (default: --to)\n" CLIENT_HELP_NAMESPACE
-    "      --limit N           show the top N functions (default 10, 0 = all; also\n"
-    "                          --nodes N; -n N still works, with a warning)\n"
-	"  -i, --sample-index NAME sample type, e.g. cpu, samples, alloc_space, inuse_space,\n"
-	"                          delay (default: the profiles' default)\n"
-	"      --cum               sort by cumulative instead of flat change\n"
-	"      --normalize         scale the target so its total equals the base's (pprof's\n"
-	"                          -normalize): compare shapes, not volumes\n"
-	"      --raw               sum each side's profiles as they are (no per-source\n"
-	"                          averages of snapshots)\n"
-    "  -o, --output FORMAT     table (default), json (the collector's answer) or pprof\n"
-    "                          (the diff profile, to -O FILE or stdout)\n"
-    "  -O, --output-file FILE  write the diff profile (gzip'd profile.proto) to FILE\n"
-	"                          (- = stdout) instead of printing the table; go tool\n"
-	"                          pprof reads it as it reads -diff_base\n"
-	"      --print-url         print the URL of the diff profile on the collector, for\n"
-    "                          `go tool pprof URL`\n" CLIENT_HELP_COLLECTOR "\n"
 	"Columns: flat = change in the function itself, cum = change in the function\n"
 	"and its callees, flat%/cum% = of the base's total, sum% = running sum of flat%.\n"
 	"Negative = the target spends less.\n"
-    "\n" CLIENT_HELP_TIME "\n"
+	"\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
 	"  profd diff --base 'cpu{service=\"auth\",version=\"1.0\"}' --target 'cpu{service=\"auth\",version=\"1.1\"}'\n"
 	"  profd diff --base 'cpu{service=\"auth\"}' --base-from -2d --base-to -1d \\\n"
-    "      --target 'cpu{service=\"auth\"}' --from -1d --normalize --limit 20\n"
-    "  profd diff --base 'heap{version=\"1.0\"}' --target 'heap{version=\"1.1\"}' -i alloc_space -O d.pb.gz\n"
-    "  go tool pprof -http :8080 \"$(profd diff --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}' "
-    "--print-url)\"\n"
+	"      --target 'cpu{service=\"auth\"}' --from -1d --normalize --limit 20\n"
+	"  profd diff --base 'heap{version=\"1.0\"}' --target 'heap{version=\"1.1\"}' -i alloc_space -O d.pb.gz\n"
+	"  go tool pprof -http :8080 \"$(profd diff --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}' "
+	"--print-url)\"\n"
 	"\n"
 	"Exit codes: 0 success, 1 no profiles match one side, the collector cannot be\n"
-	"reached or refused (its message is shown), 2 usage error.\n";
-
-enum { O_BASE = 0x2000, O_TARGET, O_BASE_FROM, O_BASE_TO, O_NORMALIZE, O_RAW };
+	"reached or refused (its message is shown), 2 usage error.\n",
+	0,
+    NULL,
+};
 
 static int64_t jint(json_t *o, const char *k)
 {
@@ -145,23 +160,6 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_CONN_OPTS,
-					     {"base", required_argument, 0, O_BASE},
-					     {"target", required_argument, 0, O_TARGET},
-					     {"base-from", required_argument, 0, O_BASE_FROM},
-					     {"base-to", required_argument, 0, O_BASE_TO},
-					     {"normalize", no_argument, 0, O_NORMALIZE},
-					     {"raw", no_argument, 0, O_RAW},
-	                                     {"nodes", required_argument, 0, CO_LIMIT},
-	                                     {"limit", required_argument, 0, CO_LIMIT},
-	                                     {"namespace", required_argument, 0, CO_NAMESPACE},
-	                                     {"output-file", required_argument, 0, 'O'},
-					     {"sample-index", required_argument, 0, 'i'},
-					     {"cum", no_argument, 0, CO_CUM},
-					     {"output", required_argument, 0, 'o'},
-					     {"print-url", no_argument, 0, CO_PRINT_URL},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "diff");
 	const char *base = NULL, *target = NULL, *bfrom = NULL, *bto = NULL, *sidx = NULL, *outf = NULL, *ns = NULL;
@@ -174,9 +172,14 @@ int cmd_diff(int argc, char **argv)
 	struct pd_buf q = PD_BUF_INIT(0);
 	struct pd_client_resp r = {0};
 	json_t *body = NULL;
-	while ((o = getopt_long(argc, argv, ":n:i:o:O:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &diff_doc)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(diff_help); goto out;
+		case 'h': cli_flags_help(&diff_doc); goto out;
 		case O_BASE: base = optarg; break;
 		case O_TARGET: target = optarg; break;
 		case O_BASE_FROM: bfrom = optarg; break;

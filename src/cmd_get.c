@@ -17,7 +17,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char get_help[] =
+static const struct cli_flag get_sel[] = {
+	{"service", 0, CO_SERVICE, "NAME", "the service (profiles, types)", 0},
+	{"type", 0, CO_TYPE, "TYPE", "only this type: cpu heap allocs block mutex goroutine\nthreadcreate other (profiles)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag get_flags[] = {
+	{"limit", 0, CO_LIMIT, "N", "the newest N profiles only (profiles; default all)", 0},
+	{"output", 'o', 'o', "FORMAT",
+	 "table (default), json (the collector's data,\nindented), name (one id, service or type a line)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* get services, get profiles and get types share this one page */
+const struct cli_doc get_doc = {
+	"get",
 	"Usage: profd get services [options]\n"
 	"       profd get profiles [--service S] [--type T] [--from TIME] [--to TIME]\n"
 	"                          [-l K=V] [--limit N] [options]\n"
@@ -31,20 +45,9 @@ static const char get_help[] =
 	"  types      per service and type: how many profiles, the first and the last\n"
 	"             (UTC) in the range. Without --service: every service\n"
 	"An empty result is a note on stderr (exit 0).\n"
-	"\n"
-	"Options:\n"
-	"      --service NAME      the service (profiles, types)\n"
-	"      --type TYPE         only this type: cpu heap allocs block mutex goroutine\n"
-	"                          threadcreate other (profiles)\n"
-	CLIENT_HELP_RANGE
-	CLIENT_HELP_NAMESPACE
-	"      --limit N           the newest N profiles only (profiles; default all)\n"
-	"  -o, --output FORMAT     table (default), json (the collector's data,\n"
-	"                          indented), name (one id, service or type a line)\n"
-	CLIENT_HELP_COLLECTOR
-	"\n"
-	CLIENT_HELP_TIME
-	"\n"
+	"\n",
+	{get_sel, client_flags_range, client_flags_labels, client_flags_namespace, get_flags, client_flags_conn},
+	"\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
 	"  profd get services\n"
 	"  profd get profiles --service auth --type cpu --from -30m\n"
@@ -55,7 +58,10 @@ static const char get_help[] =
 	"  kubectl profd get services --collector http://profd.ops:10100\n"
 	"\n"
 	"Exit codes: 0 success (an empty list too), 1 the collector cannot be reached or\n"
-	"refused the request, 2 usage error.\n";
+	"refused the request, 2 usage error.\n",
+	0,
+    NULL,
+};
 
 enum { OUT_TABLE, OUT_JSON, OUT_NAME };
 
@@ -365,19 +371,19 @@ out:
 
 int cmd_get(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_OPTS,
-					     {"limit", required_argument, 0, CO_LIMIT},
-					     {"output", required_argument, 0, 'o'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "get");
 	int out = OUT_TABLE, o, rc;
 	long limit = 0;
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &get_doc)) {
+		client_free(&c);
+		return EXIT_USAGE;
+	}
 	/* "get" then the resource; flags may come before or after it */
-	while ((o = getopt_long(argc, argv, ":l:n:o:h", opts, NULL)) != -1) {
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(get_help); client_free(&c); return EXIT_OK;
+		case 'h': cli_flags_help(&get_doc); client_free(&c); return EXIT_OK;
 		case 'o':
 			if (!strcmp(optarg, "table") || !strcmp(optarg, "wide"))
 				out = OUT_TABLE;

@@ -21,7 +21,23 @@
 #include <string.h>
 #include <time.h>
 
-static const char load_help[] =
+static const struct cli_flag load_flags[] = {
+	{"service", 0, CO_SERVICE, "NAME", "the service the profiles belong to (required)", 0},
+	{"type", 0, CO_TYPE, "TYPE", "store every file as this type (default: inferred)", 0},
+	{"label", 'l', 'l', "K=V", "a label of every profile (K1=V1,K2=V2 or repeat -l)", 0},
+	{"selector", 0, 'l', "K=V", NULL, CLI_F_HIDDEN},
+	{"namespace", 0, CO_NAMESPACE, "NS", "the label namespace=NS of every profile", 0},
+	{"created-at", 0, CO_CREATED_AT, "TIME",
+	 "the creation time of every profile (default the\nprofile's time_nanos, else the time of the upload)", 0},
+	{"output", 'o', 'o', "FORMAT",
+	 "table (default) or json (the collector's metadata of\neach stored profile, with \"file\" and \"url\")", 0},
+	/* a time range does not apply: refused, naming --created-at */
+	{"from", 0, CO_FROM, "TIME", NULL, CLI_F_HIDDEN},
+	{"to", 0, CO_TO, "TIME", NULL, CLI_F_HIDDEN},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc load_doc = {
+	"load",
 	"Usage: profd load FILE... --service S [--type T] [-l K=V] [--created-at TIME]\n"
 	"\n"
 	"Upload local pprof profiles (gzip'd or raw profile.proto, as `go tool pprof`\n"
@@ -32,19 +48,9 @@ static const char load_help[] =
 	"--type overrides it for every file. The creation time is the profile's own\n"
 	"(time_nanos) unless --created-at is given. A file that cannot be read, is not\n"
 	"a profile or is refused is reported and skipped; the others are loaded.\n"
-	"\n"
-	"Options:\n"
-	"      --service NAME      the service the profiles belong to (required)\n"
-	"      --type TYPE         store every file as this type (default: inferred)\n"
-	"  -l, --label K=V         a label of every profile (K1=V1,K2=V2 or repeat -l)\n"
-	"      --created-at TIME   the creation time of every profile (default the\n"
-	"                          profile's time_nanos, else the time of the upload)\n"
-	"  -o, --output FORMAT     table (default) or json (the collector's metadata of\n"
-	"                          each stored profile, with \"file\" and \"url\")\n"
-	CLIENT_HELP_COLLECTOR
-	"\n"
-	CLIENT_HELP_TIME
-	"\n"
+	"\n",
+	{load_flags, client_flags_conn},
+	"\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
 	"  profd load --service auth cpu.pb.gz heap.pb.gz mutex.pb.gz\n"
 	"  profd load --service auth -l version=1.2.0,pod=auth-7d9f profile-*.pb.gz\n"
@@ -52,7 +58,10 @@ static const char load_help[] =
 	"  kubectl profd load --service auth --collector http://localhost:10100 *.pb.gz\n"
 	"\n"
 	"Exit codes: 0 every file stored, 1 a file could not be read, typed or stored\n"
-	"(the others are still loaded) or the collector cannot be reached, 2 usage error.\n";
+	"(the others are still loaded) or the collector cannot be reached, 2 usage error.\n",
+	0,
+    NULL,
+};
 
 #define LOAD_MAX_FILE (256u << 20)
 
@@ -66,11 +75,6 @@ struct row {
 
 int cmd_load(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_OPTS,
-					     {"created-at", required_argument, 0, CO_CREATED_AT},
-					     {"output", required_argument, 0, 'o'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "load");
 	const char *created_at = NULL;
@@ -80,9 +84,14 @@ int cmd_load(int argc, char **argv)
 	size_t nrows = 0;
 	json_t *jout = NULL;
 	struct pd_buf data = PD_BUF_INIT(LOAD_MAX_FILE);
-	while ((o = getopt_long(argc, argv, ":l:o:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &load_doc)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(load_help); goto out;
+		case 'h': cli_flags_help(&load_doc); goto out;
 		case 'o':
 			if (!strcmp(optarg, "json"))
 				json = true;

@@ -17,54 +17,58 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char merge_help[] =
-    "Usage: profd merge (--service S --type T | --query SELECTOR) [--from TIME]\n"
-    "                   [--to TIME] [-l K=V] [-n NAMESPACE] (-O FILE | --print-url)\n"
+static const struct cli_flag merge_sel[] = {
+	{"service", 0, CO_SERVICE, "NAME", "the service (required)", 0},
+	{"type", 0, CO_TYPE, "TYPE", "cpu heap allocs block mutex goroutine threadcreate\nother (required)", 0},
+	{"query", 0, CO_QUERY, "SELECTOR",
+	 "instead of --service and --type: an API v1 selector,\ne.g. 'cpu{service=~\"api-.*\",version=\"1.2\"}', merged\n"
+	 "with normalisation (GET /api/1/merge)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag merge_flags[] = {
+	{"limit", 0, CO_LIMIT, "N", "merge only the newest N profiles (default all)", 0},
+	{"output-file", 'O', 'O', "FILE",
+	 "write the merged profile (gzip'd profile.proto) to\nFILE, atomically; '-' = stdout (refused when it is a\n"
+	 "terminal)",
+	 0},
+	{"output", 'o', 'o', "FORMAT", "pprof (the only one; -o FILE still works, with a warning)", 0},
+	{"print-url", 0, CO_PRINT_URL, NULL,
+	 "print the URL of this merge on the collector and\nexit, for `go tool pprof URL` or curl (the times\n"
+	 "written out in UTC)",
+	 0},
+	{"quiet", 'q', 'q', NULL, "no summary line on stderr", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc merge_doc = {
+	"merge",
+	"Usage: profd merge (--service S --type T | --query SELECTOR) [--from TIME]\n"
+	"                   [--to TIME] [-l K=V] [-n NAMESPACE] (-O FILE | --print-url)\n"
 	"\n"
 	"Merge the profiles a collector has for one service and type in a time range\n"
 	"(and with these labels) into one pprof profile: the collector merges them\n"
 	"(GET /api/0/profiles/merge, pprof's Merge semantics) and sends it gzip'd.\n"
 	"Open the result with `go tool pprof FILE`.\n"
-	"\n"
-	"Options:\n"
-	"      --service NAME      the service (required)\n"
-	"      --type TYPE         cpu heap allocs block mutex goroutine threadcreate\n"
-	"                          other (required)\n"
-    "      --query SELECTOR    instead of --service and --type: an API v1 selector,\n"
-    "                          e.g. 'cpu{service=~\"api-.*\",version=\"1.2\"}', merged\n"
-    "                          with normalisation (GET /api/1/merge)\n" CLIENT_HELP_RANGE CLIENT_HELP_NAMESPACE
-	"      --limit N           merge only the newest N profiles (default all)\n"
-    "  -O, --output-file FILE  write the merged profile (gzip'd profile.proto) to\n"
-	"                          FILE, atomically; '-' = stdout (refused when it is a\n"
-	"                          terminal)\n"
-    "  -o, --output FORMAT     pprof (the only one; -o FILE still works, with a warning)\n"
-	"      --print-url         print the URL of this merge on the collector and\n"
-	"                          exit, for `go tool pprof URL` or curl (the times\n"
-	"                          written out in UTC)\n"
-    "  -q, --quiet             no summary line on stderr\n" CLIENT_HELP_COLLECTOR "\n" CLIENT_HELP_TIME "\n"
+	"\n",
+	{merge_sel, client_flags_range, client_flags_labels, client_flags_namespace, merge_flags, client_flags_conn},
+	"\n" CLIENT_HELP_TIME "\n"
 	"Examples:\n"
-    "  profd merge --service auth --type cpu -O auth-cpu.pb.gz\n"
+	"  profd merge --service auth --type cpu -O auth-cpu.pb.gz\n"
 	"  go tool pprof -top auth-cpu.pb.gz\n"
-    "  profd merge --service auth --type heap --from -24h -l version=1.2.0 -O - |\n"
+	"  profd merge --service auth --type heap --from -24h -l version=1.2.0 -O - |\n"
 	"      go tool pprof -top /dev/stdin\n"
 	"  go tool pprof -http=: \\\n"
 	"      \"$(profd merge --service auth --type cpu --from -6h --print-url)\"\n"
-    "  kubectl profd merge --service auth --type cpu --from now-2h -O cpu.pb.gz\n"
+	"  kubectl profd merge --service auth --type cpu --from now-2h -O cpu.pb.gz\n"
 	"\n"
 	"Exit codes: 0 success, 1 nothing to merge in the range, the collector cannot be\n"
-	"reached or refused the merge, or the output cannot be written; 2 usage error.\n";
+	"reached or refused the merge, or the output cannot be written; 2 usage error.\n",
+	0,
+    NULL,
+};
 
 int cmd_merge(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_OPTS,
-					     {"limit", required_argument, 0, CO_LIMIT},
-					     {"output", required_argument, 0, 'o'},
-	                                     {"output-file", required_argument, 0, 'O'},
-	                                     {"query", required_argument, 0, CO_QUERY},
-					     {"print-url", no_argument, 0, CO_PRINT_URL},
-					     {"quiet", no_argument, 0, 'q'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "merge");
 	const char *outpath = NULL, *fmt = "pprof", *query = NULL;
@@ -76,9 +80,14 @@ int cmd_merge(int argc, char **argv)
 	char *path = NULL;
 	struct pd_client_resp r = {0};
 	struct pd_profile *p = NULL;
-	while ((o = getopt_long(argc, argv, ":l:n:o:O:qh", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &merge_doc)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(merge_help); goto out;
+		case 'h': cli_flags_help(&merge_doc); goto out;
 		case 'o': client_o_legacy(&c, optarg, formats, &fmt, &outpath); break;
 		case 'O': outpath = optarg; break;
 		case CO_QUERY: query = optarg; break;

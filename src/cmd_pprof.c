@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "flags.h"
 #include "../lib/pprof/pprof.h"
 #include "../lib/pprof/report.h"
 #include "../lib/util/gz.h"
@@ -249,9 +250,32 @@ static void fmt_duration(char *buf, size_t n, int64_t ns)
 
 #define PSTR(s) (int)(s).len, (s).ptr
 
+/* what every subcommand's options end with */
+static const struct cli_flag pprof_flags_help[] = {
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* the inputs of top and folded */
+static const struct cli_flag pprof_flags_input[] = {
+	{"skip-bad", 0, 's', NULL, "warn about unreadable files and use the rest", 0},
+	{"jobs", 'j', 'j', "N", "merge with N threads (default: one per CPU)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+
 /* ---- merge ---------------------------------------------------------------------- */
 
-static const char merge_help[] =
+static const struct cli_flag pprof_merge_flags[] = {
+	{"output", 'o', 'o', "FILE",
+	 "write the merged profile to FILE (default: stdout,\nrefused if stdout is a terminal)", 0},
+	{"raw", 0, 'r', NULL, "write uncompressed profile.proto instead of gzip", 0},
+	{"level", 0, 'l', "N", "gzip level 1-12 (default 6)", 0},
+	{"skip-bad", 0, 's', NULL, "warn about unreadable files and merge the rest", 0},
+	{"jobs", 'j', 'j', "N", "merge with N threads (default: one per CPU)", 0},
+	{"quiet", 'q', 'q', NULL, "no progress output", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc pprof_merge_doc = {
+	"pprof merge",
 	"Usage: profd pprof merge [-o OUT.pb.gz] [options] FILE...\n"
 	"\n"
 	"Merge pprof profiles (gzip or raw profile.proto) into one, with the\n"
@@ -260,36 +284,28 @@ static const char merge_help[] =
 	"and labels are summed; period = max, duration = sum, time = earliest.\n"
 	"Files are processed one at a time, so memory is bounded by the size of\n"
 	"the merged result, not the inputs.\n"
-	"\n"
-	"Options:\n"
-	"  -o, --output FILE   write the merged profile to FILE (default: stdout,\n"
-	"                      refused if stdout is a terminal)\n"
-	"      --raw           write uncompressed profile.proto instead of gzip\n"
-	"      --level N       gzip level 1-12 (default 6)\n"
-	"      --skip-bad      warn about unreadable files and merge the rest\n"
-	"  -j, --jobs N        merge with N threads (default: one per CPU)\n"
-	"  -q, --quiet         no progress output\n"
-	"  -h, --help          this help\n"
+	"\n",
+	{pprof_merge_flags, pprof_flags_help},
 	"\n"
 	"Examples:\n"
 	"  profd pprof merge -o merged.pb.gz cpu-*.pb.gz\n"
 	"  go tool pprof -top merged.pb.gz\n"
 	"\n"
-	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n",
+	22,
+    NULL,
+};
 
 static int pprof_merge(int argc, char **argv)
 {
-	static const struct option opts[] = {{"output", required_argument, 0, 'o'}, {"raw", no_argument, 0, 'r'},
-					     {"level", required_argument, 0, 'l'},  {"skip-bad", no_argument, 0, 's'},
-					     {"jobs", required_argument, 0, 'j'},
-					     {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	const char *outpath = "-";
 	int level = 6, c;
 	bool raw = false;
 	struct inputs in = {0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_merge_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': outpath = optarg; break;
 		case 'r': raw = true; break;
@@ -304,7 +320,7 @@ static int pprof_merge(int argc, char **argv)
 				return cli_usage_error("pprof merge", "--jobs must be 1..64, got '%s'", optarg);
 			break;
 		case 'q': in.quiet = true; break;
-		case 'h': fputs(merge_help, stdout); return EXIT_OK;
+		case 'h': cli_flags_help(&pprof_merge_doc); return EXIT_OK;
 		default: return cli_bad_option("pprof merge", c, argv);
 		}
 	}
@@ -344,21 +360,23 @@ static int pprof_merge(int argc, char **argv)
 
 /* ---- top -------------------------------------------------------------------------- */
 
-static const char top_help[] =
+static const struct cli_flag pprof_top_flags[] = {
+	{"nodes", 'n', 'n', "N", "show the top N functions (default 20, 0 = all)", 0},
+	{"sample-index", 'i', 'i', "NAME",
+	 "sample type to rank by, e.g. cpu, samples,\nalloc_space, inuse_space, delay, contentions,\n"
+	 "or its index (default: the profile's default)",
+	 0},
+	{"cum", 'c', 'c', NULL, "sort by cumulative instead of flat value", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc pprof_top_doc = {
+	"pprof top",
 	"Usage: profd pprof top [-n N] [--sample-index NAME] [--cum] FILE...\n"
 	"\n"
 	"Print the functions with the highest flat (self) or cumulative cost,\n"
 	"like `go tool pprof -top`, over the merge of all FILEs.\n"
-	"\n"
-	"Options:\n"
-	"  -n, --nodes N           show the top N functions (default 20, 0 = all)\n"
-	"  -i, --sample-index NAME sample type to rank by, e.g. cpu, samples,\n"
-	"                          alloc_space, inuse_space, delay, contentions,\n"
-	"                          or its index (default: the profile's default)\n"
-	"  -c, --cum               sort by cumulative instead of flat value\n"
-	"      --skip-bad          warn about unreadable files and use the rest\n"
-	"  -j, --jobs N            merge with N threads (default: one per CPU)\n"
-	"  -h, --help              this help\n"
+	"\n",
+	{pprof_top_flags, pprof_flags_input, pprof_flags_help},
 	"\n"
 	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
 	"sum% = running sum of flat%, cum = cost in the function and its callees.\n"
@@ -367,7 +385,10 @@ static const char top_help[] =
 	"  profd pprof top cpu.pb.gz\n"
 	"  profd pprof top -n 10 --sample-index alloc_space heap-*.pb.gz\n"
 	"\n"
-	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n",
+	26,
+    NULL,
+};
 
 static void print_header(const struct pd_profile *p, uint32_t si)
 {
@@ -385,20 +406,15 @@ static void print_header(const struct pd_profile *p, uint32_t si)
 
 static int pprof_top(int argc, char **argv)
 {
-	static const struct option opts[] = {{"nodes", required_argument, 0, 'n'},
-					     {"sample-index", required_argument, 0, 'i'},
-					     {"cum", no_argument, 0, 'c'},
-					     {"skip-bad", no_argument, 0, 's'},
-					     {"jobs", required_argument, 0, 'j'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	long n = 20;
 	const char *sidx = NULL;
 	bool cum = false;
 	int c;
 	struct inputs in = {0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":n:i:j:ch", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_top_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'n':
 			if ((n = cli_parse_count(optarg)) < 0)
@@ -411,7 +427,7 @@ static int pprof_top(int argc, char **argv)
 			if ((in.workers = (int)cli_parse_count(optarg)) < 1 || in.workers > 64)
 				return cli_usage_error("pprof top", "--jobs must be 1..64, got '%s'", optarg);
 			break;
-		case 'h': fputs(top_help, stdout); return EXIT_OK;
+		case 'h': cli_flags_help(&pprof_top_doc); return EXIT_OK;
 		default: return cli_bad_option("pprof top", c, argv);
 		}
 	}
@@ -459,37 +475,38 @@ static int pprof_top(int argc, char **argv)
 
 /* ---- folded ------------------------------------------------------------------------- */
 
-static const char folded_help[] =
+static const struct cli_flag pprof_folded_flags[] = {
+	{"sample-index", 'i', 'i', "NAME", "sample type to use (default: the profile's default)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc pprof_folded_doc = {
+	"pprof folded",
 	"Usage: profd pprof folded [--sample-index NAME] FILE...\n"
 	"\n"
 	"Print the merge of all FILEs as collapsed stacks (Brendan Gregg's folded\n"
 	"format: `root;caller;leaf VALUE` per line, sorted), the input of\n"
 	"flamegraph.pl, inferno, speedscope and others. Inlined frames are\n"
 	"expanded; ';' inside a function name is written as ':'.\n"
-	"\n"
-	"Options:\n"
-	"  -i, --sample-index NAME sample type to use (default: the profile's default)\n"
-	"      --skip-bad          warn about unreadable files and use the rest\n"
-	"  -j, --jobs N            merge with N threads (default: one per CPU)\n"
-	"  -h, --help              this help\n"
+	"\n",
+	{pprof_folded_flags, pprof_flags_input, pprof_flags_help},
 	"\n"
 	"Example:\n"
 	"  profd pprof folded cpu.pb.gz | flamegraph.pl > cpu.svg\n"
 	"\n"
-	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n";
+	"Exit codes: 0 success, 1 unreadable or incompatible input, 2 usage error.\n",
+	26,
+    NULL,
+};
 
 static int pprof_folded(int argc, char **argv)
 {
-	static const struct option opts[] = {{"sample-index", required_argument, 0, 'i'},
-					     {"skip-bad", no_argument, 0, 's'},
-					     {"jobs", required_argument, 0, 'j'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	const char *sidx = NULL;
 	int c;
 	struct inputs in = {0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":i:j:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_folded_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'i': sidx = optarg; break;
 		case 's': in.skip_bad = true; break;
@@ -497,7 +514,7 @@ static int pprof_folded(int argc, char **argv)
 			if ((in.workers = (int)cli_parse_count(optarg)) < 1 || in.workers > 64)
 				return cli_usage_error("pprof folded", "--jobs must be 1..64, got '%s'", optarg);
 			break;
-		case 'h': fputs(folded_help, stdout); return EXIT_OK;
+		case 'h': cli_flags_help(&pprof_folded_doc); return EXIT_OK;
 		default: return cli_bad_option("pprof folded", c, argv);
 		}
 	}
@@ -527,17 +544,20 @@ static int pprof_folded(int argc, char **argv)
 
 /* ---- info ------------------------------------------------------------------------------ */
 
-static const char info_help[] =
+const struct cli_doc pprof_info_doc = {
+	"pprof info",
 	"Usage: profd pprof info FILE...\n"
 	"\n"
 	"Describe each profile: kind, sample types and totals, period, time,\n"
 	"duration, counts of samples/locations/functions/mappings/strings,\n"
 	"label keys with their number of distinct values, comments, mappings.\n"
+	"\n",
+	{pprof_flags_help},
 	"\n"
-	"Options:\n"
-	"  -h, --help   this help\n"
-	"\n"
-	"Exit codes: 0 success, 1 unreadable input, 2 usage error.\n";
+	"Exit codes: 0 success, 1 unreadable input, 2 usage error.\n",
+	15,
+    NULL,
+};
 
 struct labelkey {
 	struct pd_str key;
@@ -676,12 +696,13 @@ static int info_one(const char *path)
 
 static int pprof_info(int argc, char **argv)
 {
-	static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_info_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		if (c == 'h') {
-			fputs(info_help, stdout);
+			cli_flags_help(&pprof_info_doc);
 			return EXIT_OK;
 		}
 		return cli_bad_option("pprof info", c, argv);
@@ -701,31 +722,35 @@ static int pprof_info(int argc, char **argv)
 
 /* ---- convert ---------------------------------------------------------------------------- */
 
-static const char convert_help[] =
+static const struct cli_flag pprof_convert_flags[] = {
+	{"raw", 0, 'r', NULL, "write uncompressed profile.proto", 0},
+	{"level", 0, 'l', "N", "gzip level 1-12 (default 6)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc pprof_convert_doc = {
+	"pprof convert",
 	"Usage: profd pprof convert [--raw] [--level N] IN OUT\n"
 	"\n"
 	"Decode IN (gzip or raw profile.proto; \"-\" = stdin), validate it, and\n"
 	"encode it again to OUT (\"-\" = stdout): gzip by default, raw protobuf\n"
 	"with --raw. Ids, order and content are kept as they are (no merge, no\n"
 	"compaction), so this is also a strict validity check of IN.\n"
+	"\n",
+	{pprof_convert_flags, pprof_flags_help},
 	"\n"
-	"Options:\n"
-	"      --raw       write uncompressed profile.proto\n"
-	"      --level N   gzip level 1-12 (default 6)\n"
-	"  -h, --help      this help\n"
-	"\n"
-	"Exit codes: 0 success, 1 invalid input or write error, 2 usage error.\n";
+	"Exit codes: 0 success, 1 invalid input or write error, 2 usage error.\n",
+	18,
+    NULL,
+};
 
 static int pprof_convert(int argc, char **argv)
 {
-	static const struct option opts[] = {{"raw", no_argument, 0, 'r'},
-					     {"level", required_argument, 0, 'l'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	int level = 6, c;
 	bool raw = false;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_convert_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'r': raw = true; break;
 		case 'l':
@@ -733,7 +758,7 @@ static int pprof_convert(int argc, char **argv)
 			if (level < 1 || level > 12)
 				return cli_usage_error("pprof convert", "--level must be 1..12, got '%s'", optarg);
 			break;
-		case 'h': fputs(convert_help, stdout); return EXIT_OK;
+		case 'h': cli_flags_help(&pprof_convert_doc); return EXIT_OK;
 		default: return cli_bad_option("pprof convert", c, argv);
 		}
 	}
@@ -758,7 +783,13 @@ static int pprof_convert(int argc, char **argv)
 
 /* ---- delta ------------------------------------------------------------------------------ */
 
-static const char delta_help[] =
+static const struct cli_flag pprof_delta_flags[] = {
+	{"output", 'o', 'o', "OUT", "output file (default \"-\" = stdout), gzip'd profile.proto", 0},
+	{"level", 0, 'l', "N", "gzip level 1-12 (default 6)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc pprof_delta_doc = {
+	"pprof delta",
 	"Usage: profd pprof delta [-o OUT] [--level N] BASE PROFILE\n"
 	"\n"
 	"What happened between two snapshots of a cumulative profile (Go's allocs,\n"
@@ -767,29 +798,27 @@ static const char delta_help[] =
 	"merged). The result's time is PROFILE's, its duration the time between the\n"
 	"two. If a counter went down (the process restarted in between), PROFILE\n"
 	"is written as it is and a note says so on stderr.\n"
-	"\n"
-	"Options:\n"
-	"  -o, --output OUT  output file (default \"-\" = stdout), gzip'd profile.proto\n"
-	"      --level N     gzip level 1-12 (default 6)\n"
-	"  -h, --help        this help\n"
+	"\n",
+	{pprof_delta_flags, pprof_flags_help},
 	"\n"
 	"Example:\n"
 	"  curl -so a.pb.gz localhost:6060/debug/pprof/allocs; sleep 60\n"
 	"  curl -so b.pb.gz localhost:6060/debug/pprof/allocs\n"
 	"  profd pprof delta -o last-minute.pb.gz a.pb.gz b.pb.gz\n"
 	"\n"
-	"Exit codes: 0 success, 1 invalid or incompatible input, 2 usage error.\n";
+	"Exit codes: 0 success, 1 invalid or incompatible input, 2 usage error.\n",
+	20,
+    NULL,
+};
 
 static int pprof_delta(int argc, char **argv)
 {
-	static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-					     {"level", required_argument, 0, 'l'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	int level = 6, c;
 	const char *outp = "-";
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &pprof_delta_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': outp = optarg; break;
 		case 'l':
@@ -797,7 +826,7 @@ static int pprof_delta(int argc, char **argv)
 			if (level < 1 || level > 12)
 				return cli_usage_error("pprof delta", "--level must be 1..12, got '%s'", optarg);
 			break;
-		case 'h': fputs(delta_help, stdout); return EXIT_OK;
+		case 'h': cli_flags_help(&pprof_delta_doc); return EXIT_OK;
 		default: return cli_bad_option("pprof delta", c, argv);
 		}
 	}

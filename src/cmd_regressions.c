@@ -13,54 +13,63 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char regressions_help[] =
-    "Usage: profd regressions [--service S | --all | --query SELECTOR] [--type TYPE]\n"
-    "                         [--from TIME] [--to TIME] [--label NAME] [--min-change P]\n"
-    "                         [--base SELECTOR --target SELECTOR] [-n NAMESPACE]\n"
-    "                         [--limit N] [--cum] [-o table|json]\n"
-    "\n"
-    "Which functions got more expensive after each rollout, in which services, and by\n"
-    "how much. A rollout is found in the data: per service, a value of the version\n"
-    "label (--label, default version) first seen after another one. For each, the\n"
-    "profiles of the old and the new version in the range are merged (normalised as\n"
-    "`profd top` does), every function's cost is put on a rate (CPU: cores, i.e. CPU\n"
-    "time per second of profiled time; deltas: per profile; snapshots: per process),\n"
-    "and the functions are ranked by the change of that rate. A change smaller than\n"
-    "twice its statistical noise (from the sample counts behind each side) is marked\n"
-    "\"(within noise)\" and listed after the real ones. The fleet's line per function\n"
-    "sums the changes beyond noise over services.\n"
-    "\n"
-    "Options:\n"
-    "  -s, --service S         one service (default: --all)\n"
-    "      --all               every service (the default)\n"
-    "      --query SELECTOR    the profiles, e.g. 'cpu{env=\"prod\"}' (instead of --service\n"
-    "                          and --type)\n"
-    "  -t, --type TYPE         cpu (default), heap, allocs, block, mutex, goroutine\n"
-    "      --from TIME         start of the range, inclusive (default -24h)\n"
-    "      --to TIME           end of the range, inclusive (default now)\n"
-    "      --label NAME        the version label (default version)\n"
-    "      --min-change P      leave out functions whose cost changed by less than P,\n"
-    "                          e.g. 5% or 0.05 (default: all)\n"
-    "      --base SELECTOR     instead of the rollouts: compare these two selections,\n"
-    "      --target SELECTOR   service by service (both needed)\n"
-    CLIENT_HELP_NAMESPACE
-    "      --limit N           functions per service (default 20, 0 = all)\n"
-    "      --cum               rank by the change of cum (function and callees) instead\n"
-    "                          of flat\n"
-    "  -i, --sample-index NAME sample type, e.g. alloc_space (default: the profiles')\n"
-    "  -o, --output FORMAT     table (default) or json (the API's answer)\n" CLIENT_HELP_COLLECTOR "\n" CLIENT_HELP_TIME
-    "\n"
-    "Examples:\n"
-    "  profd regressions --from -24h --min-change 5%\n"
-    "  profd regressions --service auth --cum --limit 10\n"
-    "  kubectl profd regressions -n prod --min-change 10%\n"
-    "  profd regressions --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}'\n"
-    "  kubectl profd regressions --all -o json | jq '.fleet[:5]'\n"
-    "\n"
-    "Exit codes: 0 success, 1 the collector cannot be reached or refused (its message\n"
-    "is shown), 2 usage error.\n";
-
 enum { O_ALL = 0x2100, O_QUERY, O_LABEL, O_MIN, O_BASE, O_TARGET };
+
+static const struct cli_flag regressions_sel[] = {
+	{"service", 's', 's', "S", "one service (default: --all)", 0},
+	{"all", 0, O_ALL, NULL, "every service (the default)", 0},
+	{"query", 0, O_QUERY, "SELECTOR", "the profiles, e.g. 'cpu{env=\"prod\"}' (instead of --service\nand --type)", 0},
+	{"type", 't', 't', "TYPE", "cpu (default), heap, allocs, block, mutex, goroutine", 0},
+	/* client_opt's --from and --to, with this command's default */
+	{"from", 0, CO_FROM, "TIME", "start of the range, inclusive (default -24h)", 0},
+	{"to", 0, CO_TO, "TIME", "end of the range, inclusive (default now)", 0},
+	{"label", 0, O_LABEL, "NAME", "the version label (default version)", 0},
+	{"min-change", 0, O_MIN, "P",
+	 "leave out functions whose cost changed by less than P,\ne.g. 5% or 0.05 (default: all)", 0},
+	{"base", 0, O_BASE, "SELECTOR",
+	 "instead of the rollouts: compare this selection with\n--target's, service by service (both needed)", 0},
+	{"target", 0, O_TARGET, "SELECTOR", "the selection compared with --base's", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag regressions_flags[] = {
+	{"limit", 0, CO_LIMIT, "N", "functions per service (default 20, 0 = all)", 0},
+	{"cum", 0, CO_CUM, NULL, "rank by the change of cum (function and callees) instead\nof flat", 0},
+	{"sample-index", 'i', 'i', "NAME", "sample type, e.g. alloc_space (default: the profiles')", 0},
+	{"output", 'o', 'o', "FORMAT", "table (default) or json (the API's answer)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc regressions_doc = {
+	"regressions",
+	"Usage: profd regressions [--service S | --all | --query SELECTOR] [--type TYPE]\n"
+	"                         [--from TIME] [--to TIME] [--label NAME] [--min-change P]\n"
+	"                         [--base SELECTOR --target SELECTOR] [-n NAMESPACE]\n"
+	"                         [--limit N] [--cum] [-o table|json]\n"
+	"\n"
+	"Which functions got more expensive after each rollout, in which services, and by\n"
+	"how much. A rollout is found in the data: per service, a value of the version\n"
+	"label (--label, default version) first seen after another one. For each, the\n"
+	"profiles of the old and the new version in the range are merged (normalised as\n"
+	"`profd top` does), every function's cost is put on a rate (CPU: cores, i.e. CPU\n"
+	"time per second of profiled time; deltas: per profile; snapshots: per process),\n"
+	"and the functions are ranked by the change of that rate. A change smaller than\n"
+	"twice its statistical noise (from the sample counts behind each side) is marked\n"
+	"\"(within noise)\" and listed after the real ones. The fleet's line per function\n"
+	"sums the changes beyond noise over services.\n"
+	"\n",
+	{regressions_sel, client_flags_namespace, regressions_flags, client_flags_conn},
+	"\n" CLIENT_HELP_TIME "\n"
+	"Examples:\n"
+	"  profd regressions --from -24h --min-change 5%\n"
+	"  profd regressions --service auth --cum --limit 10\n"
+	"  kubectl profd regressions -n prod --min-change 10%\n"
+	"  profd regressions --base 'cpu{version=\"1.0\"}' --target 'cpu{version=\"1.1\"}'\n"
+	"  kubectl profd regressions --all -o json | jq '.fleet[:5]'\n"
+	"\n"
+	"Exit codes: 0 success, 1 the collector cannot be reached or refused (its message\n"
+	"is shown), 2 usage error.\n",
+	0,
+    NULL,
+};
 
 /* A selector for the service and type flags: type{service="S"}. */
 static char *selector_of(const char *type, const char *service)
@@ -83,22 +92,6 @@ static char *selector_of(const char *type, const char *service)
 
 int cmd_regressions(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_CONN_OPTS,
-					     {"service", required_argument, 0, 's'},
-	                                     {"type", required_argument, 0, 't'},
-	                                     {"all", no_argument, 0, O_ALL},
-	                                     {"query", required_argument, 0, O_QUERY},
-	                                     {"label", required_argument, 0, O_LABEL},
-	                                     {"min-change", required_argument, 0, O_MIN},
-	                                     {"base", required_argument, 0, O_BASE},
-	                                     {"target", required_argument, 0, O_TARGET},
-	                                     {"limit", required_argument, 0, CO_LIMIT},
-	                                     {"namespace", required_argument, 0, 'n'},
-	                                     {"cum", no_argument, 0, CO_CUM},
-	                                     {"sample-index", required_argument, 0, 'i'},
-	                                     {"output", required_argument, 0, 'o'},
-	                                     {"help", no_argument, 0, 'h'},
-	                                     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "regressions");
 	c.from = "-24h"; /* rollouts are rare: a day by default */
@@ -112,9 +105,14 @@ int cmd_regressions(int argc, char **argv)
 	struct pd_buf q = PD_BUF_INIT(0);
 	struct pd_client_resp r = {0};
 	char *sel = NULL;
-	while ((o = getopt_long(argc, argv, ":s:t:n:i:o:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &regressions_doc)) {
+		rc = EXIT_USAGE;
+		goto done;
+	}
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(regressions_help); goto done;
+		case 'h': cli_flags_help(&regressions_doc); goto done;
 		case 's': service = optarg; break;
 		case 't': type = optarg; break;
 		case O_ALL: all = true; break;
@@ -133,6 +131,7 @@ int cmd_regressions(int argc, char **argv)
 				n = 10000;
 			break;
 		case 'n':
+		case CO_NAMESPACE:
 			if (!*optarg || strchr(optarg, ',') || strchr(optarg, '=')) {
 				rc = cli_usage_error("regressions", "-n/--namespace: want a namespace name, got '%s'",
 				                     optarg);

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "flags.h"
 #include "version.h"
 #include "../lib/http/auth.h"
 #include "../lib/http/params.h"
@@ -32,148 +33,193 @@
 #include <string.h>
 #include <time.h>
 
-static const char usage_text[] =
-	"Usage: profd scrape [options] --target URL [--service NAME] [-L KEY=VALUE]... [--target ...]\n"
-	"       profd scrape [options] --config FILE\n"
-	"       profd scrape [options] [--kubeconfig FILE] [--context NAME] [-n NS | -A] [-l SELECTOR]\n"
-	"\n"
-	"Pull profiles from Go services that serve net/http/pprof and push them to a\n"
-	"collector (`profd serve`, or a profefe collector) through API v0. Without\n"
-	"--once it runs until SIGTERM/SIGINT and scrapes every target each --interval,\n"
-	"each target at its own moment within the interval (a hash of the target, so\n"
-	"targets do not all hit at once); with --once it scrapes every target once,\n"
-	"delivers, prints a table and exits (for a cron job).\n"
-	"\n"
-	"Targets:\n"
-	"      --target URL          a pprof endpoint: http://host:6060/debug/pprof, or\n"
-	"                            host:port (= http://host:port/debug/pprof). Repeatable.\n"
-	"                            https:// too (--target-ca). A query is sent with every\n"
-	"                            type: http://host:6060/debug/pprof?debug=1 (Go's legacy\n"
-	"                            text formats) asks for BASE/heap?debug=1, ...\n"
-	"      --service NAME        service of the --target before it (before any --target:\n"
-	"                            the default of all targets). Required.\n"
-	"  -L, --label KEY=VALUE     a label of every profile of the --target before it\n"
-	"                            (before any --target: of all targets). Repeatable.\n"
-	"                            instance=HOST:PORT is added unless given.\n"
-	"      --config FILE         a YAML config (FILE.yaml/.yml, or a first line like\n"
-	"                            \"key:\"): global: defaults, scrape_configs: groups of\n"
-	"                            static targets and kubernetes entries, each with its\n"
-	"                            own types, interval, cpu_duration, timeout, labels,\n"
-	"                            label_keep, params (URL parameters: {debug: 1})\n"
-	"                            (examples/scrape.yaml; docs/scraping.md).\n"
-	"                            Precedence: global: < flags < a group's own keys.\n"
-	"                            Or static targets, one per line:\n"
-	"                              URL [service=NAME] [types=cpu,heap] [KEY=VALUE]...\n"
-	"                            (KEY=VALUE words are labels; '#' starts a comment)\n"
-	"\n"
-	"Kubernetes discovery (pods annotated profefe.com/enable: \"true\"; combines with\n"
-	"the static targets). On when any of these flags is given, when --config has\n"
-	"kubernetes entries, or when running in a pod (KUBERNETES_SERVICE_HOST set)\n"
-	"without static targets:\n"
-	"      --kubernetes          discover pods (the kubeconfig kubectl would use, else\n"
-	"                            the pod's service account)\n"
-	"      --kubeconfig FILE     kubeconfig (default $KUBECONFIG, else ~/.kube/config;\n"
-	"                            in a pod without one: the service account)\n"
-	"      --context NAME        kubeconfig context (default its current-context)\n"
-	"  -n, --namespace NS        only pods in NS (default: the context's namespace; in a\n"
-	"                            pod, its own)\n"
-	"  -A, --all-namespaces      pods in every namespace\n"
-	"  -l, --selector SELECTOR   only pods with these labels (app=web,tier!=db, ...)\n"
-	"      --pod-labels LIST     pod labels copied to the profiles when a pod has them\n"
-	"                            (default app,version,app.kubernetes.io/name,\n"
-	"                            app.kubernetes.io/version; \"\" = none)\n"
-	"  A pod is scraped when it is Running, has a pod IP and is not being deleted, at\n"
-	"  http://PODIP:PORT/PATH, as its annotations say:\n"
-	"    profefe.com/port     port number or container port name (default 6060)\n"
-	"    profefe.com/path     where the pprof handlers are (default /debug/pprof)\n"
-	"    profefe.com/service  default: the owning Deployment, StatefulSet, DaemonSet,\n"
-	"                         CronJob... (the pod itself if it has no owner)\n"
-	"  Labels: namespace, pod, container, node, the --pod-labels, and -L given before\n"
-	"  any --target. Needs RBAC get, list, watch on pods.\n"
-	"\n"
-	"Scraping:\n"
-	"      --types LIST          profile types, comma-separated, or all (default):\n"
-	"                            cpu heap allocs block mutex goroutine threadcreate\n"
-	"      --interval DUR        how often each target is scraped (default 60s)\n"
-	"      --cpu-duration DUR    length of each CPU profile, whole seconds (default 10s)\n"
-	"      --timeout DUR         per request; a CPU profile gets --cpu-duration more\n"
-	"                            (default 10s)\n"
-	"      --concurrency N       requests in flight for the types other than cpu\n"
-	"                            (default 64; each takes milliseconds)\n"
-	"      --cpu-concurrency N   CPU profiles in flight; each holds its slot for\n"
-	"                            --cpu-duration. Default: enough for every target's to\n"
-	"                            start on time, ceil(1.25 x the sum over the targets of\n"
-	"                            cpu-duration / interval) + 4, at least --concurrency\n"
-	"                            (1,000 targets at 60s / 10s: 213)\n"
-	"  A (target, type) still waiting for a slot, or still running, at its next due\n"
-	"  time misses that round: counted (profd_scrape_missed_total) and logged.\n"
-	"      --max-body SIZE       largest profile accepted from a target (default 64MiB)\n"
-	"      --target-ca FILE      PEM CA bundle that verifies https:// targets (default:\n"
-	"                            the system's CAs)\n"
-	"      --target-insecure     do not verify targets' certificates (tests only)\n"
-	"      --state-dir DIR       keep the last snapshot of each cumulative profile (allocs,\n"
-	"                            block, mutex) here, so that --once runs store deltas\n"
-	"      --save-raw DIR        also write every fetched profile, as received, to\n"
-	"                            DIR/<target>.<type>.<unix ns>.pb.gz (debugging, audits)\n"
-	"      --once                one pass over all targets, a summary table, exit\n"
-	"\n"
-	"Delivery:\n"
-	"      --collector URL       where profiles go (default $PROFD_COLLECTOR, else\n"
-	"                            " PD_SCRAPE_COLLECTOR ")\n"
-	"      --token-file FILE     the collector's token (default $PROFD_TOKEN), for a\n"
-	"                            collector run with --tokens (write scope)\n"
-	"      --collector-cacert FILE  PEM CA of an https:// collector (default: the system's)\n"
-	"      --collector-insecure  do not verify the collector's certificate (tests only)\n"
-	"      --queue-size SIZE     memory for profiles waiting for the collector (default\n"
-	"                            64MiB); when full the oldest are dropped (counted)\n"
-	"      --flush-timeout DUR   how long to keep delivering at exit (default 10s)\n"
-	"  `profd serve ... --scrape OPTIONS` runs this scraper inside the collector, storing\n"
-	"  directly (no --collector, no --once there).\n"
-	"\n"
-	"Operation:\n"
-	"      --listen ADDR         serve /metrics, /healthz and /targets on ADDR\n"
-	"                            (host:port, :port; port 0 = any free port; default off)\n"
-	"  -q, --quiet               log only warnings and errors\n"
-	"      --log-format FORMAT   logfmt (default) or json: one JSON object per line\n"
-	"      --log-level LEVEL     debug, info (default), warn or error\n"
-	"  -h, --help                this help\n"
-	"\n"
-	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
-	"(90s, 15m, 1h30m).\n"
-	"\n"
-	"Cumulative profiles: Go's allocs, block and mutex count since the process\n"
-	"started. The continuous scraper stores what happened between two scrapes\n"
-	"(like go tool pprof -base); the first scrape of a target is only the base.\n"
-	"--once without --state-dir stores them as they are, labelled cumulative=true.\n"
-	"heap, goroutine and threadcreate are stored as they are (snapshots), cpu is\n"
-	"the last --cpu-duration. See docs/scraping.md.\n"
-	"\n"
-	"Examples:\n"
-	"  # one pass over two services, into a local collector\n"
-	"  profd scrape --once --target 10.0.0.7:6060 --service auth -L env=prod \\\n"
-	"               --target 10.0.0.8:6060 --service search\n"
-	"  # every minute, cpu and heap only, metrics on :9100\n"
-	"  profd scrape --collector http://profd:10100 --config targets.txt --types cpu,heap --listen :9100\n"
-	"  # groups of targets with their own types, intervals and labels (YAML)\n"
-	"  profd scrape --collector http://profd:10100 --config scrape.yaml --listen :9100\n"
-	"  # a cron job that stores allocation deltas between its runs\n"
-	"  profd scrape --once --state-dir /var/lib/profd-scrape --config targets.txt\n"
-	"  # every annotated pod of the cluster (in a pod: the service account)\n"
-	"  profd scrape -A --collector http://profd:10100 --listen :9100\n"
-	"  # one pass over the annotated pods of namespace shop, from a laptop\n"
-	"  profd scrape --once --kubeconfig ~/.kube/config --context prod -n shop -l app=web\n"
-	"  # an https:// target with a private CA; one read in Go's text formats\n"
-	"  profd scrape --once --target-ca ca.pem --target https://10.0.0.9:6060 --service pay \\\n"
-	"               --target 'http://10.0.0.10:6060/debug/pprof?debug=1' --service legacy\n"
-	"\n"
-	"Logs (ts=... level=... msg=\"...\") go to stderr; --once prints its table on stdout.\n"
-	"\n"
-	"Exit codes: 0 every profile scraped and delivered (--once; a first snapshot kept\n"
-	"as the delta base and an empty profile count as done), or a clean shutdown;\n"
-	"1 a target failed or a profile was not delivered (--once), or cannot start\n"
-	"(--listen address in use, --state-dir not writable, unreadable --config, no\n"
-	"usable kubeconfig; --once: the pod list failed); 2 usage error (a bad --config\n"
-	"too: FILE:LINE:COLUMN: key: what).\n";
+/* Long-only flag ids (the short ones are their letters). */
+enum {
+	O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC, O_QUEUE,
+	O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS, O_CPUCONC,
+	O_TOKEN_FILE, O_CCACERT, O_CINSECURE, O_TCA, O_TINSECURE, O_LOG_FORMAT, O_LOG_LEVEL
+};
+
+/* The flags, one table per section of --help (scrape_help_texts: the text
+ * before each). */
+static const struct cli_flag scrape_flags_targets[] = {
+	{"target", 0, O_TARGET, "URL",
+	 "a pprof endpoint: http://host:6060/debug/pprof, or\n"
+	 "host:port (= http://host:port/debug/pprof). Repeatable.\n"
+	 "https:// too (--target-ca). A query is sent with every\n"
+	 "type: http://host:6060/debug/pprof?debug=1 (Go's legacy\n"
+	 "text formats) asks for BASE/heap?debug=1, ...",
+	 0},
+	{"service", 0, O_SERVICE, "NAME",
+	 "service of the --target before it (before any --target:\nthe default of all targets). Required.", 0},
+	{"label", 'L', 'L', "KEY=VALUE",
+	 "a label of every profile of the --target before it\n"
+	 "(before any --target: of all targets). Repeatable.\n"
+	 "instance=HOST:PORT is added unless given.",
+	 0},
+	{"config", 0, O_CONFIG, "FILE",
+	 "a YAML config (FILE.yaml/.yml, or a first line like\n"
+	 "\"key:\"): global: defaults, scrape_configs: groups of\n"
+	 "static targets and kubernetes entries, each with its\n"
+	 "own types, interval, cpu_duration, timeout, labels,\n"
+	 "label_keep, params (URL parameters: {debug: 1})\n"
+	 "(examples/scrape.yaml; docs/scraping.md).\n"
+	 "Precedence: global: < flags < a group's own keys.\n"
+	 "Or static targets, one per line:\n"
+	 "  URL [service=NAME] [types=cpu,heap] [KEY=VALUE]...\n"
+	 "(KEY=VALUE words are labels; '#' starts a comment)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag scrape_flags_kube[] = {
+	{"kubernetes", 0, O_KUBE, NULL,
+	 "discover pods (the kubeconfig kubectl would use, else\nthe pod's service account)", 0},
+	{"kubeconfig", 0, O_KUBECONFIG, "FILE",
+	 "kubeconfig (default $KUBECONFIG, else ~/.kube/config;\nin a pod without one: the service account)", 0},
+	{"context", 0, O_CONTEXT, "NAME", "kubeconfig context (default its current-context)", 0},
+	{"namespace", 'n', 'n', "NS", "only pods in NS (default: the context's namespace; in a\npod, its own)", 0},
+	{"all-namespaces", 'A', 'A', NULL, "pods in every namespace", 0},
+	{"selector", 'l', 'l', "SELECTOR", "only pods with these labels (app=web,tier!=db, ...)", 0},
+	{"pod-labels", 0, O_PODLABELS, "LIST",
+	 "pod labels copied to the profiles when a pod has them\n"
+	 "(default app,version,app.kubernetes.io/name,\n"
+	 "app.kubernetes.io/version; \"\" = none)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag scrape_flags_fetch[] = {
+	{"types", 0, O_TYPES, "LIST",
+	 "profile types, comma-separated, or all (default):\ncpu heap allocs block mutex goroutine threadcreate", 0},
+	{"interval", 0, O_INTERVAL, "DUR", "how often each target is scraped (default 60s)", 0},
+	{"cpu-duration", 0, O_CPU, "DUR", "length of each CPU profile, whole seconds (default 10s)", 0},
+	{"timeout", 0, O_TIMEOUT, "DUR", "per request; a CPU profile gets --cpu-duration more\n(default 10s)", 0},
+	{"concurrency", 0, O_CONC, "N",
+	 "requests in flight for the types other than cpu\n(default 64; each takes milliseconds)", 0},
+	{"cpu-concurrency", 0, O_CPUCONC, "N",
+	 "CPU profiles in flight; each holds its slot for\n"
+	 "--cpu-duration. Default: enough for every target's to\n"
+	 "start on time, ceil(1.25 x the sum over the targets of\n"
+	 "cpu-duration / interval) + 4, at least --concurrency\n"
+	 "(1,000 targets at 60s / 10s: 213)",
+	 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag scrape_flags_fetch_more[] = {
+	{"max-body", 0, O_MAXBODY, "SIZE", "largest profile accepted from a target (default 64MiB)", 0},
+	{"target-ca", 0, O_TCA, "FILE",
+	 "PEM CA bundle that verifies https:// targets (default:\nthe system's CAs)", 0},
+	{"target-insecure", 0, O_TINSECURE, NULL, "do not verify targets' certificates (tests only)", 0},
+	{"state-dir", 0, O_STATE, "DIR",
+	 "keep the last snapshot of each cumulative profile (allocs,\nblock, mutex) here, so that --once runs store deltas",
+	 0},
+	{"save-raw", 0, O_RAW, "DIR",
+	 "also write every fetched profile, as received, to\nDIR/<target>.<type>.<unix ns>.pb.gz (debugging, audits)", 0},
+	{"once", 0, O_ONCE, NULL, "one pass over all targets, a summary table, exit", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag scrape_flags_delivery[] = {
+	{"collector", 0, O_COLL, "URL",
+	 "where profiles go (default $PROFD_COLLECTOR, else\n" PD_SCRAPE_COLLECTOR ")", 0},
+	{"token-file", 0, O_TOKEN_FILE, "FILE",
+	 "the collector's token (default $PROFD_TOKEN), for a\ncollector run with --tokens (write scope)", 0},
+	{"collector-cacert", 0, O_CCACERT, "FILE", "PEM CA of an https:// collector (default: the system's)", 0},
+	{"collector-insecure", 0, O_CINSECURE, NULL, "do not verify the collector's certificate (tests only)", 0},
+	{"queue-size", 0, O_QUEUE, "SIZE",
+	 "memory for profiles waiting for the collector (default\n64MiB); when full the oldest are dropped (counted)", 0},
+	{"flush-timeout", 0, O_FLUSH, "DUR", "how long to keep delivering at exit (default 10s)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag scrape_flags_operation[] = {
+	{"listen", 0, O_LISTEN, "ADDR",
+	 "serve /metrics, /healthz and /targets on ADDR\n(host:port, :port; port 0 = any free port; default off)", 0},
+	{"quiet", 'q', 'q', NULL, "log only warnings and errors", 0},
+	{"log-format", 0, O_LOG_FORMAT, "FORMAT", "logfmt (default) or json: one JSON object per line", 0},
+	{"log-level", 0, O_LOG_LEVEL, "LEVEL", "debug, info (default), warn or error", 0},
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* The headings and text of --help before each of scrape_doc's tables. */
+static const char *const scrape_help_texts[] = {
+    "Targets:\n",
+    "\n"
+    "Kubernetes discovery (pods annotated profefe.com/enable: \"true\"; combines with\n"
+    "the static targets). On when any of these flags is given, when --config has\n"
+    "kubernetes entries, or when running in a pod (KUBERNETES_SERVICE_HOST set)\n"
+    "without static targets:\n",
+    "  A pod is scraped when it is Running, has a pod IP and is not being deleted, at\n"
+    "  http://PODIP:PORT/PATH, as its annotations say:\n"
+    "    profefe.com/port     port number or container port name (default 6060)\n"
+    "    profefe.com/path     where the pprof handlers are (default /debug/pprof)\n"
+    "    profefe.com/service  default: the owning Deployment, StatefulSet, DaemonSet,\n"
+    "                         CronJob... (the pod itself if it has no owner)\n"
+    "  Labels: namespace, pod, container, node, the --pod-labels, and -L given before\n"
+    "  any --target. Needs RBAC get, list, watch on pods.\n"
+    "\n"
+    "Scraping:\n",
+    "  A (target, type) still waiting for a slot, or still running, at its next due\n"
+    "  time misses that round: counted (profd_scrape_missed_total) and logged.\n",
+    "\n"
+    "Delivery:\n",
+    "  `profd serve ... --scrape OPTIONS` runs this scraper inside the collector, storing\n"
+    "  directly (no --collector, no --once there).\n"
+    "\n"
+    "Operation:\n",
+};
+const struct cli_doc scrape_doc = {
+    "scrape",
+    "Usage: profd scrape [options] --target URL [--service NAME] [-L KEY=VALUE]... [--target ...]\n"
+    "       profd scrape [options] --config FILE\n"
+    "       profd scrape [options] [--kubeconfig FILE] [--context NAME] [-n NS | -A] [-l SELECTOR]\n"
+    "\n"
+    "Pull profiles from Go services that serve net/http/pprof and push them to a\n"
+    "collector (`profd serve`, or a profefe collector) through API v0. Without\n"
+    "--once it runs until SIGTERM/SIGINT and scrapes every target each --interval,\n"
+    "each target at its own moment within the interval (a hash of the target, so\n"
+    "targets do not all hit at once); with --once it scrapes every target once,\n"
+    "delivers, prints a table and exits (for a cron job).\n"
+    "\n",
+    {scrape_flags_targets, scrape_flags_kube, scrape_flags_fetch, scrape_flags_fetch_more, scrape_flags_delivery,
+     scrape_flags_operation},
+    "\n"
+    "SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
+    "(90s, 15m, 1h30m).\n"
+    "\n"
+    "Cumulative profiles: Go's allocs, block and mutex count since the process\n"
+    "started. The continuous scraper stores what happened between two scrapes\n"
+    "(like go tool pprof -base); the first scrape of a target is only the base.\n"
+    "--once without --state-dir stores them as they are, labelled cumulative=true.\n"
+    "heap, goroutine and threadcreate are stored as they are (snapshots), cpu is\n"
+    "the last --cpu-duration. See docs/scraping.md.\n"
+    "\n"
+    "Examples:\n"
+    "  # one pass over two services, into a local collector\n"
+    "  profd scrape --once --target 10.0.0.7:6060 --service auth -L env=prod \\\n"
+    "               --target 10.0.0.8:6060 --service search\n"
+    "  # every minute, cpu and heap only, metrics on :9100\n"
+    "  profd scrape --collector http://profd:10100 --config targets.txt --types cpu,heap --listen :9100\n"
+    "  # groups of targets with their own types, intervals and labels (YAML)\n"
+    "  profd scrape --collector http://profd:10100 --config scrape.yaml --listen :9100\n"
+    "  # a cron job that stores allocation deltas between its runs\n"
+    "  profd scrape --once --state-dir /var/lib/profd-scrape --config targets.txt\n"
+    "  # every annotated pod of the cluster (in a pod: the service account)\n"
+    "  profd scrape -A --collector http://profd:10100 --listen :9100\n"
+    "  # one pass over the annotated pods of namespace shop, from a laptop\n"
+    "  profd scrape --once --kubeconfig ~/.kube/config --context prod -n shop -l app=web\n"
+    "  # an https:// target with a private CA; one read in Go's text formats\n"
+    "  profd scrape --once --target-ca ca.pem --target https://10.0.0.9:6060 --service pay \\\n"
+    "               --target 'http://10.0.0.10:6060/debug/pprof?debug=1' --service legacy\n"
+    "\n"
+    "Logs (ts=... level=... msg=\"...\") go to stderr; --once prints its table on stdout.\n"
+    "\n"
+    "Exit codes: 0 every profile scraped and delivered (--once; a first snapshot kept\n"
+    "as the delta base and an empty profile count as done), or a clean shutdown;\n"
+    "1 a target failed or a profile was not delivered (--once), or cannot start\n"
+    "(--listen address in use, --state-dir not writable, unreadable --config, no\n"
+    "usable kubeconfig; --once: the pod list failed); 2 usage error (a bad --config\n"
+    "too: FILE:LINE:COLUMN: key: what).\n",
+    28,
+    scrape_help_texts,
+};
 
 /* "scrape", or "serve" for serve --scrape: whose --help a usage error points to */
 static const char *cmdname = "scrape";
@@ -341,53 +387,14 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 	memcpy(sc->default_pod_labels, PD_SCRAPE_KUBE_POD_LABELS, sizeof sc->default_pod_labels);
 	int ret = EXIT_USAGE;
 
-	enum {
-		O_COLL = 256, O_TARGET, O_SERVICE, O_CONFIG, O_ONCE, O_INTERVAL, O_CPU, O_TYPES, O_TIMEOUT, O_CONC,
-		O_QUEUE, O_STATE, O_RAW, O_LISTEN, O_FLUSH, O_MAXBODY, O_KUBE, O_KUBECONFIG, O_CONTEXT, O_PODLABELS,
-		O_CPUCONC, O_TOKEN_FILE, O_CCACERT, O_CINSECURE, O_TCA, O_TINSECURE, O_LOG_FORMAT, O_LOG_LEVEL
-	};
-	static const struct option opts[] = {
-		{"collector", required_argument, 0, O_COLL},
-		{"token-file", required_argument, 0, O_TOKEN_FILE},
-		{"collector-cacert", required_argument, 0, O_CCACERT},
-		{"collector-insecure", no_argument, 0, O_CINSECURE},
-		{"target-ca", required_argument, 0, O_TCA},
-		{"target-insecure", no_argument, 0, O_TINSECURE},
-		{"target", required_argument, 0, O_TARGET},
-		{"service", required_argument, 0, O_SERVICE},
-		{"label", required_argument, 0, 'L'},
-		{"config", required_argument, 0, O_CONFIG},
-		{"once", no_argument, 0, O_ONCE},
-		{"interval", required_argument, 0, O_INTERVAL},
-		{"cpu-duration", required_argument, 0, O_CPU},
-		{"types", required_argument, 0, O_TYPES},
-		{"timeout", required_argument, 0, O_TIMEOUT},
-		{"concurrency", required_argument, 0, O_CONC},
-		{"cpu-concurrency", required_argument, 0, O_CPUCONC},
-		{"queue-size", required_argument, 0, O_QUEUE},
-		{"max-body", required_argument, 0, O_MAXBODY},
-		{"state-dir", required_argument, 0, O_STATE},
-		{"save-raw", required_argument, 0, O_RAW},
-		{"listen", required_argument, 0, O_LISTEN},
-		{"flush-timeout", required_argument, 0, O_FLUSH},
-		{"kubernetes", no_argument, 0, O_KUBE},
-		{"kubeconfig", required_argument, 0, O_KUBECONFIG},
-		{"context", required_argument, 0, O_CONTEXT},
-		{"namespace", required_argument, 0, 'n'},
-		{"all-namespaces", no_argument, 0, 'A'},
-		{"selector", required_argument, 0, 'l'},
-		{"pod-labels", required_argument, 0, O_PODLABELS},
-		{"log-format", required_argument, 0, O_LOG_FORMAT},
-		{"log-level", required_argument, 0, O_LOG_LEVEL},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	int c;
 	long v;
 	struct pd_err err;
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &scrape_doc))
+		goto out;
 	optind = in_serve ? 0 : 1; /* 0: getopt starts afresh on this other argv */
-	while ((c = getopt_long(argc, argv, ":L:n:Al:qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_KUBE: sc->kube = true; break;
 		case O_KUBECONFIG:
@@ -564,7 +571,7 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 				goto out;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			cli_flags_help(&scrape_doc);
 			ret = EXIT_OK;
 			goto out;
 		default: cli_bad_option(cmdname, c, argv); goto out;

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "flags.h"
 #include "serve_config.h"
 #include "version.h"
 #include "../lib/http/params.h"
@@ -40,157 +41,221 @@
 #define ROLLUP_GRACE_NS (120LL * 1000000000LL) /* an hour is rolled up 2 min after its end (late uploads) */
 #define ROLLUP_CHUNK 24                        /* hours per store call, between looks at signals */
 
-static const char usage_text[] =
-	"Usage: profd serve [options] [--scrape SCRAPE-OPTIONS...]\n"
-	"\n"
-	"Run the collector: profiles arrive by POST /api/0/profiles (profefe's API: the\n"
-	"profefe agent, kprofefe and `profd load` send them), are stored under the data\n"
-	"directory (embedded SQLite, one file per UTC day), and are served back one by\n"
-	"one or merged over any time range, e.g. for go tool pprof:\n"
-	"\n"
-	"  go tool pprof 'http://localhost:10100/api/0/profiles/merge?service=auth&type=cpu&from=now-1h&to=now'\n"
-	"\n"
-	"Options:\n"
-	"      --addr ADDR               listen address, host:port, :port or [v6]:port;\n"
-	"                                port 0 picks a free port (default " PD_SERVE_ADDR ")\n"
-	"      --data-dir DIR            where the store lives, created if missing\n"
-	"                                (default " DEFAULT_DATA_DIR ")\n"
-	"      --store STORE             sqlite (the default: embedded, under --data-dir), or\n"
-	"                                clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]\n"
-	"                                [&cluster=NAME[&insert_quorum=N]] for a sharded or\n"
-	"                                replicated cluster (docs/scale-out.md)\n"
-	"                                (ClickHouse's HTTP port; many collectors may share it;\n"
-	"                                the tables are created at start)\n"
-	"      --store-password-file F   ClickHouse password from file F (first line), instead\n"
-	"                                of one in the URL\n"
-	"      --store-cacert FILE       PEM CA of an https ClickHouse (default: the system's)\n"
-	"      --store-insecure          do not verify ClickHouse's certificate (tests only)\n"
-	"      --retention DUR           keep profiles this long, e.g. 720h, 168h; 0 = forever\n"
-	"                                (default " DEFAULT_RETENTION " = 30 days). Older profiles are no longer\n"
-	"                                listed or merged; their day's file is deleted when the\n"
-	"                                whole day is past the window\n"
-	"      --retention-interval DUR  how often retention runs (default " DEFAULT_RETENTION_INTERVAL ")\n"
-	"      --rollup-interval DUR     how often the hours that ended get their rollups\n"
-	"                                (per service, type and hour: API v1 answers long\n"
-	"                                ranges from them); 0 = never (default " DEFAULT_ROLLUP_INTERVAL ")\n"
-	"      --max-body SIZE           largest upload, as sent (default 32MiB); over it = 413\n"
-	"      --max-decompressed SIZE   largest profile after gunzip (default 256MiB)\n"
-	"      --max-samples N           most samples in one profile (default 16777216)\n"
-	"      --max-upload-memory SIZE  most memory decoding and storing one upload may take,\n"
-	"                                estimated before it is spent (default 64MiB); over it\n"
-	"                                = 413: a small gzip of millions of tiny samples is\n"
-	"                                refused at once instead of costing a GiB\n"
-	"      --max-ingest-memory SIZE  most memory all uploads (bodies, decodes) and pprof\n"
-	"                                answers being sent may hold at once (default 1GiB);\n"
-	"                                over it = 503 with Retry-After\n"
-	"      --max-open-partitions N   day files kept open at most when idle (default 64, or\n"
-	"                                fewer if the descriptor limit is low: a third of it,\n"
-	"                                each takes ~6); the least recently used idle one is\n"
-	"                                closed first, one in use never\n"
-	"      --max-future-skew DUR     refuse (400) a profile whose time (created_at or the\n"
-	"                                profile's own) is more than this ahead of the\n"
-	"                                collector's clock (default 1h; 0 = no bound): each day\n"
-	"                                is a file, and made-up future dates would pile them up\n"
-	"      --max-merge-profiles N    most profiles in one merge or API v1 query (default\n"
-	"                                10000); over it = 413 naming the limit, never a\n"
-	"                                silent truncation\n"
-	"      --max-query-range DUR     longest from..to of an API v1 query (default 744h =\n"
-	"                                31 days); over it = 400\n"
-	"      --timeout DUR             drop a connection idle this long (default 60s)\n"
-	"      --max-connections N       concurrent connections, all clients (default 1024); the\n"
-	"                                server is event-driven: an idle or slow client holds a\n"
-	"                                socket, not a thread\n"
-	"      --max-connections-per-ip N  of one client address (default 64; 0 = no cap)\n"
-	"      --threads N               worker threads (default 16)\n"
-	"      --max-concurrent-merges N merges (and API v1 top, series, diff) at once; more =\n"
-	"                                503 with Retry-After (default 4; 0 = no cap)\n"
-	"      --gzip-level N            compression of served profiles, 1-12 (default 1)\n"
-	"      --shutdown-timeout DUR    on SIGTERM/SIGINT, wait this long for requests in\n"
-	"                                flight (default " DEFAULT_SHUTDOWN_TIMEOUT ")\n"
-	"      --tokens FILE             require a token: one per line, TOKEN SCOPE[,SCOPE] [NAME],\n"
-	"                                scopes read (GET), write (POST), admin (DELETE); sent as\n"
-	"                                Authorization: Bearer TOKEN or as the password of basic\n"
-	"                                auth; mode 600; re-read on SIGHUP. /healthz and /readyz\n"
-	"                                stay open. Without it anyone who reaches the port may\n"
-	"                                upload and delete (a warning says so at start)\n"
-	"      --metrics-open            /metrics without a token (default: read scope)\n"
-	"      --tls-cert FILE           serve HTTPS (TLS 1.2 and 1.3) with this PEM certificate\n"
-	"                                chain (the server's first); re-read on SIGHUP\n"
-	"      --tls-key FILE            its PEM private key (unencrypted; mode 600)\n"
-	"      --tls-client-ca FILE      also require a client certificate signed by this PEM CA\n"
-	"                                (403 otherwise); with --tls-cert\n"
-	"      --allowed-origins LIST    web origins (https://ui.example,...) whose pages may\n"
-	"                                POST or DELETE here; others are refused (403): a page\n"
-	"                                of another site must not change the store\n"
-	"      --profile-metrics-window DUR  GET /metrics/profiles: per service the CPU used\n"
-	"                                (cores) and its top functions, and the other types'\n"
-	"                                values, over the latest complete window of DUR\n"
-	"                                (default 5m), as gauges for Prometheus\n"
-	"      --profile-metrics-top N   functions per service and type (default 10)\n"
-	"      --profile-metrics-query SELECTOR  which profiles (default: every profile)\n"
-	"      --profile-metrics-max-series N  at most N series, the largest first (default 2000)\n"
-	"      --profile-metrics-delay DUR  a window is final this long after it ends (default 30s)\n"
-	"      --web-prefix PATH         the web UI and the API also under PATH (e.g. /profd, for\n"
-	"                                an ingress that forwards /profd/... as it is); the\n"
-	"                                unprefixed paths keep working (an ingress that strips)\n"
-	"      --web-dir DIR             serve the UI's files from DIR (the source tree's web/),\n"
-	"                                re-read on every request, instead of the copies built\n"
-	"                                into the binary: for working on the UI\n"
-	"      --no-ui                   no web UI (GET / is a 404)\n"
-	"      --config FILE             the flags from a YAML file: each key a flag without\n"
-	"                                its -- (data-dir: /var/lib/profd, metrics-open: true),\n"
-	"                                and scrape: the scraper's YAML (profd scrape --config);\n"
-	"                                the command line's flags win over the file's\n"
-	"      --print-config            print the settings in force as such a file, and exit\n"
-	"  -q, --quiet                   no request log (errors are still logged)\n"
-	CLI_HELP_LOG
-	"  -h, --help                    this help\n"
-	"      --scrape ...              also pull profiles from Go pprof endpoints, into the\n"
-	"                                store directly: everything after --scrape is\n"
-	"                                `profd scrape` options (targets, --config, Kubernetes\n"
-	"                                discovery, --types, --interval, --target-ca FILE for\n"
-	"                                https:// targets, --listen...; see `profd scrape\n"
-	"                                --help`), except --collector and --once.\n"
-	"                                Its series are on this server's /metrics too; on\n"
-	"                                SIGTERM it stops first (delivering what it has\n"
-	"                                fetched), then the server\n"
-	"      --export-influx URL       push the top functions as time series to InfluxDB (line\n"
-	"                                protocol, POST to URL as given, e.g.\n"
-	"                                http://influxdb:8086/api/v2/write?org=o&bucket=b&precision=ns\n"
-	"                                or .../write?db=profd for InfluxDB 1); a token in\n"
-	"                                $PROFD_INFLUX_TOKEN is sent as \"Authorization: Token\".\n"
-	"                                Every window: per service and type, the total and the\n"
-	"                                top functions by flat, as GET /api/1/series?format=influx\n"
-	"                                writes them. Failures are logged and counted in /metrics\n"
-	"                                (profd_export_*), never retried, never block the server\n"
-	"      --export-every DUR        the window, aligned to the epoch (default 1m)\n"
-	"      --export-top N            functions per service and type (default 10)\n"
-	"      --export-query SELECTOR   which profiles (default cpu; e.g. '{service=~\"api-.*\"}')\n"
-	"      --export-delay DUR        push a window this long after it ends, for profiles\n"
-	"                                still arriving (default 30s)\n"
-	"\n"
-	"SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
-	"(90s, 15m, 1h30m).\n"
-	"\n"
-	"The web UI (flame graph, top table, timeline, diff, fleet, profiles) is at\n"
-	"http://ADDR/ (docs/ui.md); with --tokens the page asks for a read token.\n"
-	"\n"
-	"Routes: POST/GET /api/0/profiles, GET /api/0/profiles/{id}[+{id}...],\n"
-	"GET /api/0/profiles/merge, DELETE /api/0/profiles/{id}, GET /api/0/services,\n"
-	"GET /api/0/version, /healthz, /readyz, /metrics; API v1: GET /api/1/profiles,\n"
-	"/api/1/merge, /api/1/top, /api/1/labels[/{name}/values], /api/1/types,\n"
-	"/api/1/series, /api/1/diff.\n"
-	"See docs/api.md.\n"
-	"\n"
-	"The request log (one line per request) and errors go to stderr; the first\n"
-	"line says where the server listens.\n"
-	"\n"
-	"Example, a collector that scrapes the annotated pods of its cluster:\n"
-	"\n"
-	"  profd serve --data-dir /data --scrape -A --interval 60s\n"
-	"\n"
-	"Exit codes: 0 clean shutdown, 1 cannot start (address in use, data dir not\n"
-	"writable, with --scrape: what makes profd scrape exit 1), 2 usage error.\n";
+/* Long-only flag ids (-q and -h are their letters). */
+enum {
+	O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
+	O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS,
+	O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW,
+	O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP,
+	O_PM_QUERY, O_PM_MAX, O_PM_DELAY, O_LOG_FORMAT, O_LOG_LEVEL, O_CONFIG, O_PRINT_CONFIG, O_SCRAPE
+};
+
+/* serve's flags; they are the keys of --config FILE too (serve_config.c). */
+static const struct cli_flag serve_flags[] = {
+	{"addr", 0, O_ADDR, "ADDR",
+	 "listen address, host:port, :port or [v6]:port;\nport 0 picks a free port (default " PD_SERVE_ADDR ")", 0},
+	{"data-dir", 0, O_DIR, "DIR", "where the store lives, created if missing\n(default " DEFAULT_DATA_DIR ")", 0},
+	{"store", 0, O_STORE, "STORE",
+	 "sqlite (the default: embedded, under --data-dir), or\n"
+	 "clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?secure=1]\n"
+	 "[&cluster=NAME[&insert_quorum=N]] for a sharded or\n"
+	 "replicated cluster (docs/scale-out.md)\n"
+	 "(ClickHouse's HTTP port; many collectors may share it;\n"
+	 "the tables are created at start)",
+	 0},
+	{"store-password-file", 0, O_STORE_PW, "F",
+	 "ClickHouse password from file F (first line), instead\nof one in the URL", 0},
+	{"store-cacert", 0, O_STORE_CA, "FILE", "PEM CA of an https ClickHouse (default: the system's)", 0},
+	{"store-insecure", 0, O_STORE_INSEC, NULL, "do not verify ClickHouse's certificate (tests only)", 0},
+	{"retention", 0, O_RET, "DUR",
+	 "keep profiles this long, e.g. 720h, 168h; 0 = forever\n"
+	 "(default " DEFAULT_RETENTION " = 30 days). Older profiles are no longer\n"
+	 "listed or merged; their day's file is deleted when the\n"
+	 "whole day is past the window",
+	 0},
+	{"retention-interval", 0, O_RETI, "DUR", "how often retention runs (default " DEFAULT_RETENTION_INTERVAL ")",
+	 0},
+	{"rollup-interval", 0, O_ROLLUP, "DUR",
+	 "how often the hours that ended get their rollups\n"
+	 "(per service, type and hour: API v1 answers long\n"
+	 "ranges from them); 0 = never (default " DEFAULT_ROLLUP_INTERVAL ")",
+	 0},
+	{"max-body", 0, O_BODY, "SIZE", "largest upload, as sent (default 32MiB); over it = 413", 0},
+	{"max-decompressed", 0, O_DEC, "SIZE", "largest profile after gunzip (default 256MiB)", 0},
+	{"max-samples", 0, O_SAMP, "N", "most samples in one profile (default 16777216)", 0},
+	{"max-upload-memory", 0, O_UPMEM, "SIZE",
+	 "most memory decoding and storing one upload may take,\n"
+	 "estimated before it is spent (default 64MiB); over it\n"
+	 "= 413: a small gzip of millions of tiny samples is\n"
+	 "refused at once instead of costing a GiB",
+	 0},
+	{"max-ingest-memory", 0, O_INMEM, "SIZE",
+	 "most memory all uploads (bodies, decodes) and pprof\n"
+	 "answers being sent may hold at once (default 1GiB);\n"
+	 "over it = 503 with Retry-After",
+	 0},
+	{"max-open-partitions", 0, O_MAXOPEN, "N",
+	 "day files kept open at most when idle (default 64, or\n"
+	 "fewer if the descriptor limit is low: a third of it,\n"
+	 "each takes ~6); the least recently used idle one is\n"
+	 "closed first, one in use never",
+	 0},
+	{"max-future-skew", 0, O_SKEW, "DUR",
+	 "refuse (400) a profile whose time (created_at or the\n"
+	 "profile's own) is more than this ahead of the\n"
+	 "collector's clock (default 1h; 0 = no bound): each day\n"
+	 "is a file, and made-up future dates would pile them up",
+	 0},
+	{"max-merge-profiles", 0, O_MERGE, "N",
+	 "most profiles in one merge or API v1 query (default\n"
+	 "10000); over it = 413 naming the limit, never a\n"
+	 "silent truncation",
+	 0},
+	{"max-query-range", 0, O_QRANGE, "DUR",
+	 "longest from..to of an API v1 query (default 744h =\n31 days); over it = 400", 0},
+	{"timeout", 0, O_TMO, "DUR", "drop a connection idle this long (default 60s)", 0},
+	{"max-connections", 0, O_CONN, "N",
+	 "concurrent connections, all clients (default 1024); the\n"
+	 "server is event-driven: an idle or slow client holds a\n"
+	 "socket, not a thread",
+	 0},
+	{"max-connections-per-ip", 0, O_PER_IP, "N", "of one client address (default 64; 0 = no cap)", 0},
+	{"threads", 0, O_THREADS, "N", "worker threads (default 16)", 0},
+	{"max-concurrent-merges", 0, O_MERGES, "N",
+	 "merges (and API v1 top, series, diff) at once; more =\n503 with Retry-After (default 4; 0 = no cap)", 0},
+	{"gzip-level", 0, O_GZ, "N", "compression of served profiles, 1-12 (default 1)", 0},
+	{"shutdown-timeout", 0, O_SHUT, "DUR",
+	 "on SIGTERM/SIGINT, wait this long for requests in\nflight (default " DEFAULT_SHUTDOWN_TIMEOUT ")", 0},
+	{"tokens", 0, O_TOKENS, "FILE",
+	 "require a token: one per line, TOKEN SCOPE[,SCOPE] [NAME],\n"
+	 "scopes read (GET), write (POST), admin (DELETE); sent as\n"
+	 "Authorization: Bearer TOKEN or as the password of basic\n"
+	 "auth; mode 600; re-read on SIGHUP. /healthz and /readyz\n"
+	 "stay open. Without it anyone who reaches the port may\n"
+	 "upload and delete (a warning says so at start)",
+	 0},
+	{"metrics-open", 0, O_METRICS_OPEN, NULL, "/metrics without a token (default: read scope)", 0},
+	{"tls-cert", 0, O_TLS_CERT, "FILE",
+	 "serve HTTPS (TLS 1.2 and 1.3) with this PEM certificate\nchain (the server's first); re-read on SIGHUP", 0},
+	{"tls-key", 0, O_TLS_KEY, "FILE", "its PEM private key (unencrypted; mode 600)", 0},
+	{"tls-client-ca", 0, O_TLS_CA, "FILE",
+	 "also require a client certificate signed by this PEM CA\n(403 otherwise); with --tls-cert", 0},
+	{"allowed-origins", 0, O_ORIGINS, "LIST",
+	 "web origins (https://ui.example,...) whose pages may\n"
+	 "POST or DELETE here; others are refused (403): a page\n"
+	 "of another site must not change the store",
+	 0},
+	{"profile-metrics-window", 0, O_PM_WIN, "DUR",
+	 "GET /metrics/profiles: per service the CPU used\n"
+	 "(cores) and its top functions, and the other types'\n"
+	 "values, over the latest complete window of DUR\n"
+	 "(default 5m), as gauges for Prometheus",
+	 0},
+	{"profile-metrics-top", 0, O_PM_TOP, "N", "functions per service and type (default 10)", 0},
+	{"profile-metrics-query", 0, O_PM_QUERY, "SELECTOR", "which profiles (default: every profile)", 0},
+	{"profile-metrics-max-series", 0, O_PM_MAX, "N", "at most N series, the largest first\n(default 2000)", 0},
+	{"profile-metrics-delay", 0, O_PM_DELAY, "DUR", "a window is final this long after it ends\n(default 30s)",
+	 0},
+	{"web-prefix", 0, O_WEB_PREFIX, "PATH",
+	 "the web UI and the API also under PATH (e.g. /profd, for\n"
+	 "an ingress that forwards /profd/... as it is); the\n"
+	 "unprefixed paths keep working (an ingress that strips)",
+	 0},
+	{"web-dir", 0, O_WEB_DIR, "DIR",
+	 "serve the UI's files from DIR (the source tree's web/),\n"
+	 "re-read on every request, instead of the copies built\n"
+	 "into the binary: for working on the UI",
+	 0},
+	{"no-ui", 0, O_NO_UI, NULL, "no web UI (GET / is a 404)", 0},
+	{"config", 0, O_CONFIG, "FILE",
+	 "the flags from a YAML file: each key a flag without\n"
+	 "its -- (data-dir: /var/lib/profd, metrics-open: true),\n"
+	 "and scrape: the scraper's YAML (profd scrape --config);\n"
+	 "the command line's flags win over the file's",
+	 0},
+	{"print-config", 0, O_PRINT_CONFIG, NULL, "print the settings in force as such a file, and exit", 0},
+	{"quiet", 'q', 'q', NULL, "no request log (errors are still logged)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* --log-format, --log-level (cli_log_option), in serve's help column */
+static const struct cli_flag serve_log_flags[] = {
+	{"log-format", 0, O_LOG_FORMAT, "FORMAT", "logfmt (default) or json: one JSON object per line", 0},
+	{"log-level", 0, O_LOG_LEVEL, "LEVEL",
+	 "debug, info (default), warn or error: lines below it\nare dropped (the request log is info)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+/* -h, --scrape (the word --scrape ends serve's flags: cmd_serve cuts argv
+ * there, so getopt only sees a --scrape=X or an abbreviation) and the
+ * InfluxDB export. */
+static const struct cli_flag serve_more_flags[] = {
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{"scrape", 0, O_SCRAPE, "...",
+	 "also pull profiles from Go pprof endpoints, into the\n"
+	 "store directly: everything after --scrape is\n"
+	 "`profd scrape` options (targets, --config, Kubernetes\n"
+	 "discovery, --types, --interval, --target-ca FILE for\n"
+	 "https:// targets, --listen...; see `profd scrape\n"
+	 "--help`), except --collector and --once.\n"
+	 "Its series are on this server's /metrics too; on\n"
+	 "SIGTERM it stops first (delivering what it has\n"
+	 "fetched), then the server",
+	 0},
+	{"export-influx", 0, O_EXP_URL, "URL",
+	 "push the top functions as time series to InfluxDB (line\n"
+	 "protocol, POST to URL as given, e.g.\n"
+	 "http://influxdb:8086/api/v2/write?org=o&bucket=b&precision=ns\n"
+	 "or .../write?db=profd for InfluxDB 1); a token in\n"
+	 "$PROFD_INFLUX_TOKEN is sent as \"Authorization: Token\".\n"
+	 "Every window: per service and type, the total and the\n"
+	 "top functions by flat, as GET /api/1/series?format=influx\n"
+	 "writes them. Failures are logged and counted in /metrics\n"
+	 "(profd_export_*), never retried, never block the server",
+	 0},
+	{"export-every", 0, O_EXP_EVERY, "DUR", "the window, aligned to the epoch (default 1m)", 0},
+	{"export-top", 0, O_EXP_TOP, "N", "functions per service and type (default 10)", 0},
+	{"export-query", 0, O_EXP_QUERY, "SELECTOR", "which profiles (default cpu; e.g. '{service=~\"api-.*\"}')", 0},
+	{"export-delay", 0, O_EXP_DELAY, "DUR",
+	 "push a window this long after it ends, for profiles\nstill arriving (default 30s)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc serve_doc = {
+    "serve",
+    "Usage: profd serve [options] [--scrape SCRAPE-OPTIONS...]\n"
+    "\n"
+    "Run the collector: profiles arrive by POST /api/0/profiles (profefe's API: the\n"
+    "profefe agent, kprofefe and `profd load` send them), are stored under the data\n"
+    "directory (embedded SQLite, one file per UTC day), and are served back one by\n"
+    "one or merged over any time range, e.g. for go tool pprof:\n"
+    "\n"
+    "  go tool pprof 'http://localhost:10100/api/0/profiles/merge?service=auth&type=cpu&from=now-1h&to=now'\n"
+    "\n",
+    {serve_flags, serve_log_flags, serve_more_flags},
+    "\n"
+    "SIZE: bytes, or with a suffix KiB, MiB, GiB (also K, M, G). DUR: a Go duration\n"
+    "(90s, 15m, 1h30m).\n"
+    "\n"
+    "The web UI (flame graph, top table, timeline, diff, fleet, profiles) is at\n"
+    "http://ADDR/ (docs/ui.md); with --tokens the page asks for a read token.\n"
+    "\n"
+    "Routes: POST/GET /api/0/profiles, GET /api/0/profiles/{id}[+{id}...],\n"
+    "GET /api/0/profiles/merge, DELETE /api/0/profiles/{id}, GET /api/0/services,\n"
+    "GET /api/0/version, /healthz, /readyz, /metrics; API v1: GET /api/1/profiles,\n"
+    "/api/1/merge, /api/1/top, /api/1/labels[/{name}/values], /api/1/types,\n"
+    "/api/1/series, /api/1/diff.\n"
+    "See docs/api.md.\n"
+    "\n"
+    "The request log (one line per request) and errors go to stderr; the first\n"
+    "line says where the server listens.\n"
+    "\n"
+    "Example, a collector that scrapes the annotated pods of its cluster:\n"
+    "\n"
+    "  profd serve --data-dir /data --scrape -A --interval 60s\n"
+    "\n"
+    "Exit codes: 0 clean shutdown, 1 cannot start (address in use, data dir not\n"
+    "writable, with --scrape: what makes profd scrape exit 1), 2 usage error.\n",
+    32,
+    NULL,
+};
 
 /* The host of the UI's URL in the log: the address's, or localhost for
  * "any address" (":10100", "0.0.0.0:10100", "[::]:10100"). */
@@ -332,64 +397,12 @@ int cmd_serve(int argc, char **argv)
 
 	const char *store_url = NULL, *store_pw_file = NULL;
 	struct pd_store_ch_opts store_ch = {0};
-	enum { O_ADDR = 256, O_DIR, O_RET, O_RETI, O_BODY, O_DEC, O_SAMP, O_MERGE, O_TMO, O_CONN, O_GZ, O_SHUT, O_QRANGE,
-	       O_EXP_URL, O_EXP_EVERY, O_EXP_TOP, O_EXP_QUERY, O_EXP_DELAY, O_ROLLUP, O_UPMEM, O_INMEM, O_TOKENS, O_METRICS_OPEN, O_ORIGINS, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_PER_IP, O_THREADS, O_MERGES, O_MAXOPEN, O_SKEW, O_STORE, O_STORE_PW, O_STORE_CA, O_STORE_INSEC, O_WEB_PREFIX, O_WEB_DIR, O_NO_UI, O_PM_WIN, O_PM_TOP, O_PM_QUERY, O_PM_MAX, O_PM_DELAY, O_LOG_FORMAT, O_LOG_LEVEL, O_CONFIG, O_PRINT_CONFIG };
-	static const struct option opts[] = {
-		{"addr", required_argument, 0, O_ADDR},
-		{"data-dir", required_argument, 0, O_DIR},
-		{"store", required_argument, 0, O_STORE},
-		{"store-password-file", required_argument, 0, O_STORE_PW},
-		{"store-cacert", required_argument, 0, O_STORE_CA},
-		{"store-insecure", no_argument, 0, O_STORE_INSEC},
-		{"retention", required_argument, 0, O_RET},
-		{"retention-interval", required_argument, 0, O_RETI},
-		{"rollup-interval", required_argument, 0, O_ROLLUP},
-		{"max-body", required_argument, 0, O_BODY},
-		{"max-decompressed", required_argument, 0, O_DEC},
-		{"max-samples", required_argument, 0, O_SAMP},
-		{"max-upload-memory", required_argument, 0, O_UPMEM},
-		{"max-ingest-memory", required_argument, 0, O_INMEM},
-		{"tokens", required_argument, 0, O_TOKENS},
-		{"metrics-open", no_argument, 0, O_METRICS_OPEN},
-		{"allowed-origins", required_argument, 0, O_ORIGINS},
-		{"tls-cert", required_argument, 0, O_TLS_CERT},
-		{"tls-key", required_argument, 0, O_TLS_KEY},
-		{"tls-client-ca", required_argument, 0, O_TLS_CA},
-		{"max-merge-profiles", required_argument, 0, O_MERGE},
-		{"max-open-partitions", required_argument, 0, O_MAXOPEN},
-		{"max-future-skew", required_argument, 0, O_SKEW},
-		{"timeout", required_argument, 0, O_TMO},
-		{"max-connections", required_argument, 0, O_CONN},
-		{"max-connections-per-ip", required_argument, 0, O_PER_IP},
-		{"threads", required_argument, 0, O_THREADS},
-		{"max-concurrent-merges", required_argument, 0, O_MERGES},
-		{"gzip-level", required_argument, 0, O_GZ},
-		{"shutdown-timeout", required_argument, 0, O_SHUT},
-		{"max-query-range", required_argument, 0, O_QRANGE},
-		{"export-influx", required_argument, 0, O_EXP_URL},
-		{"export-every", required_argument, 0, O_EXP_EVERY},
-		{"export-top", required_argument, 0, O_EXP_TOP},
-		{"export-query", required_argument, 0, O_EXP_QUERY},
-		{"export-delay", required_argument, 0, O_EXP_DELAY},
-		{"profile-metrics-window", required_argument, 0, O_PM_WIN},
-		{"profile-metrics-top", required_argument, 0, O_PM_TOP},
-		{"profile-metrics-query", required_argument, 0, O_PM_QUERY},
-		{"profile-metrics-max-series", required_argument, 0, O_PM_MAX},
-		{"profile-metrics-delay", required_argument, 0, O_PM_DELAY},
-		{"web-prefix", required_argument, 0, O_WEB_PREFIX},
-		{"web-dir", required_argument, 0, O_WEB_DIR},
-		{"no-ui", no_argument, 0, O_NO_UI},
-		{"log-format", required_argument, 0, O_LOG_FORMAT},
-		{"log-level", required_argument, 0, O_LOG_LEVEL},
-		{"quiet", no_argument, 0, 'q'},
-		{"config", required_argument, 0, O_CONFIG},
-		{"print-config", no_argument, 0, O_PRINT_CONFIG},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &serve_doc))
+		return EXIT_USAGE;
 	/* --config FILE: its flags before the command line's (which win) */
 	static struct serve_cfg scfg; /* static: optarg strings point into it until exit */
-	int crc = serve_config_expand(argc, argv, opts, &scfg);
+	int crc = serve_config_expand(argc, argv, g.opts, &scfg);
 	if (crc)
 		return crc;
 	argc = scfg.argc;
@@ -413,8 +426,7 @@ int cmd_serve(int argc, char **argv)
 		}
 	int c;
 	long v;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case O_ADDR: cfg.addr = optarg; break;
 		case O_DIR: dir = optarg; break;
@@ -576,8 +588,11 @@ int cmd_serve(int argc, char **argv)
 			if (cli_log_option("serve", c == O_LOG_LEVEL, optarg))
 				return EXIT_USAGE;
 			break;
-		case 'h': fputs(usage_text, stdout); return EXIT_OK;
-		default: return cli_bad_option("serve", c, argv);
+		case 'h': cli_flags_help(&serve_doc); return EXIT_OK;
+		case O_SCRAPE: /* --scrape=X, --scr X: unknown, as before --scrape had a table entry */
+			return cli_usage_error("serve", "unknown option '%s'",
+					       optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1]);
+		default: return cli_bad_option("serve", c == ':' && optopt == O_SCRAPE ? '?' : c, argv);
 		}
 	}
 	if (optind < argc)
@@ -585,7 +600,7 @@ int cmd_serve(int argc, char **argv)
 	if (no_ui && (web_prefix || web_dir))
 		return cli_usage_error("serve", "--no-ui with --web-prefix or --web-dir");
 	if (scfg.print) { /* the flags have been checked: print them as a --config file */
-		serve_config_print(&scfg, opts, argc, argv);
+		serve_config_print(&scfg, g.opts, argc, argv);
 		return EXIT_OK;
 	}
 	struct pd_profmetrics *pm = NULL;

@@ -5,13 +5,39 @@
  * summary, exit 1 naming the damaged files, 0 when everything is clean.
  */
 #include "cli.h"
+#include "flags.h"
 #include "../lib/store/store.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char check_help[] =
+/* what every subcommand's options begin and end with */
+static const struct cli_flag store_flags_dir[] = {
+	{"data-dir", 0, 'd', "DIR", "the data directory (default ./profd-data)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag store_flags_help[] = {
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag store_check_flags[] = {
+	{"quiet", 'q', 'q', NULL, "only the damaged things and the summary's verdict", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag store_backup_flags[] = {
+	{"force", 0, 'f', NULL, NULL, CLI_F_HIDDEN}, /* refused: restore's */
+	{"quiet", 'q', 'q', NULL, "no line per file", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag store_restore_flags[] = {
+	{"force", 0, 'f', NULL, "replace the days the directory has", 0},
+	{"quiet", 'q', 'q', NULL, "no line per file", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+
+const struct cli_doc store_check_doc = {
+	"store check",
 	"Usage: profd store check [--data-dir DIR]\n"
 	"\n"
 	"Verify every day file of a collector's data directory: SQLite's\n"
@@ -24,17 +50,17 @@ static const char check_help[] =
 	"A damaged day file is what the collector quarantines (skips, and says\n"
 	"\"partial\" in its answers): move it away (or restore it from a backup)\n"
 	"and the collector uses the day again.\n"
-	"\n"
-	"Options:\n"
-	"      --data-dir DIR  the data directory (default ./profd-data)\n"
-	"  -q, --quiet         only the damaged things and the summary's verdict\n"
-	"  -h, --help          this help\n"
+	"\n",
+	{store_flags_dir, store_check_flags, store_flags_help},
 	"\n"
 	"Examples:\n"
 	"  profd store check --data-dir /var/lib/profd\n"
 	"\n"
 	"Exit codes: 0 every file clean, 1 damage found (the files are named) or\n"
-	"the directory unreadable, 2 usage error.\n";
+	"the directory unreadable, 2 usage error.\n",
+	22,
+    NULL,
+};
 
 static void report(void *ctx, const char *file, const char *what)
 {
@@ -44,19 +70,17 @@ static void report(void *ctx, const char *file, const char *what)
 
 static int store_check(int argc, char **argv)
 {
-	static const struct option opts[] = {{"data-dir", required_argument, 0, 'd'},
-					     {"quiet", no_argument, 0, 'q'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	const char *dir = "./profd-data";
 	bool quiet = false;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &store_check_doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'q': quiet = true; break;
-		case 'h': cli_help(check_help); return EXIT_OK;
+		case 'h': cli_flags_help(&store_check_doc); return EXIT_OK;
 		default: return cli_bad_option("store check", c, argv);
 		}
 	}
@@ -81,7 +105,8 @@ static int store_check(int argc, char **argv)
 	return EXIT_INPUT;
 }
 
-static const char backup_help[] =
+const struct cli_doc store_backup_doc = {
+	"store backup",
 	"Usage: profd store backup [--data-dir DIR] OUT\n"
 	"\n"
 	"Copy every day file of a data directory into OUT (a new or empty directory,\n"
@@ -90,11 +115,8 @@ static const char backup_help[] =
 	"backup whole or not at all; one acknowledged before the backup started is in\n"
 	"it). Each copy is synced and renamed into place, then the backup is verified\n"
 	"as `profd store check` verifies. OUT gets a BACKUP note saying what it is.\n"
-	"\n"
-	"Options:\n"
-	"      --data-dir DIR  the data directory (default ./profd-data)\n"
-	"  -q, --quiet         no line per file\n"
-	"  -h, --help          this help\n"
+	"\n",
+	{store_flags_dir, store_backup_flags, store_flags_help},
 	"\n"
 	"Examples:\n"
 	"  profd store backup --data-dir /var/lib/profd /backup/profd-$(date +%F)\n"
@@ -103,9 +125,13 @@ static const char backup_help[] =
 	"The ClickHouse store is backed up with ClickHouse's own tools: docs/scale-out.md.\n"
 	"\n"
 	"Exit codes: 0 backed up and verified, 1 a file could not be copied or the\n"
-	"copy does not verify (named), 2 usage error (OUT not empty).\n";
+	"copy does not verify (named), 2 usage error (OUT not empty).\n",
+	22,
+    NULL,
+};
 
-static const char restore_help[] =
+const struct cli_doc store_restore_doc = {
+	"store restore",
 	"Usage: profd store restore [--data-dir DIR] [--force] BACKUP\n"
 	"\n"
 	"Put the day files of a backup (profd store backup) into a data directory\n"
@@ -113,15 +139,14 @@ static const char restore_help[] =
 	"has is not replaced unless --force (it would lose that day's profiles since\n"
 	"the backup): move it away first, or restore into a new directory and point\n"
 	"the collector at it. Stop the collector first.\n"
-	"\n"
-	"Options:\n"
-	"      --data-dir DIR  the data directory (default ./profd-data)\n"
-	"      --force         replace the days the directory has\n"
-	"  -q, --quiet         no line per file\n"
-	"  -h, --help          this help\n"
+	"\n",
+	{store_flags_dir, store_restore_flags, store_flags_help},
 	"\n"
 	"Exit codes: 0 restored, 1 the backup is damaged or a file could not be\n"
-	"copied, 2 usage error (a day exists without --force).\n";
+	"copied, 2 usage error (a day exists without --force).\n",
+	22,
+    NULL,
+};
 
 static void copied(void *ctx, const char *file, size_t bytes)
 {
@@ -138,17 +163,15 @@ static void report_quiet(void *ctx, const char *file, const char *what)
 /* backup (restore = false) or restore */
 static int store_copy(int argc, char **argv, bool restore)
 {
-	static const struct option opts[] = {{"data-dir", required_argument, 0, 'd'},
-					     {"force", no_argument, 0, 'f'},
-					     {"quiet", no_argument, 0, 'q'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	const char *name = restore ? "store restore" : "store backup";
 	const char *dir = "./profd-data";
 	bool quiet = false, force = false;
+	const struct cli_doc *doc = restore ? &store_restore_doc : &store_backup_doc;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, doc))
+		return EXIT_USAGE;
+	while ((c = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'q': quiet = true; break;
@@ -157,7 +180,7 @@ static int store_copy(int argc, char **argv, bool restore)
 				return cli_usage_error(name, "--force is for restore");
 			force = true;
 			break;
-		case 'h': cli_help(restore ? restore_help : backup_help); return EXIT_OK;
+		case 'h': cli_flags_help(doc); return EXIT_OK;
 		default: return cli_bad_option(name, c, argv);
 		}
 	}

@@ -27,53 +27,65 @@
 
 #define API1_TOP_MAX_N 1000 /* rows /api/1/top returns at most */
 
-static const char top_help[] =
+static const struct cli_flag top_sel[] = {
+	{"service", 0, CO_SERVICE, "NAME", "one service", 0},
+	{"all", 0, CO_ALL, NULL, "every service the collector has", 0},
+	{"query", 0, CO_QUERY, "SELECTOR",
+	 "the profiles as an API v1 selector instead, e.g.\n'cpu{service=~\"api-.*\",version=\"1.2\"}'", 0},
+	{"type", 0, CO_TYPE, "TYPE", "cpu (default), heap, allocs, block, mutex, goroutine,\nthreadcreate", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_flag top_flags[] = {
+	{"limit", 0, CO_LIMIT, "N",
+	 "show the top N functions (default 10, 0 = all; also\n--nodes N; -n N still works, with a warning)", 0},
+	{"nodes", 0, CO_LIMIT, "N", NULL, CLI_F_HIDDEN},
+	{"output", 'o', 'o', "FORMAT", "table (default) or json (the collector's answer)", 0},
+	{"sample-index", 'i', 'i', "NAME",
+	 "sample type to rank by, e.g. samples, cpu,\nalloc_space, inuse_space, contentions, delay, or its\nindex "
+	 "(default: the profile's default)",
+	 0},
+	{"cum", 0, CO_CUM, NULL, "sort by cumulative instead of flat cost", 0},
+	{"raw", 0, CO_RAW, NULL,
+	 "sum the profiles as they are (no per-source averages\nor differences): go tool pprof -top of them merged", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_doc top_doc = {
+    "top",
     "Usage: profd top (--service S | --all | --query SELECTOR) [--type T] [--from TIME]\n"
     "                 [--to TIME] [-l K=V] [-n NAMESPACE] [--limit N] [-i SAMPLE_TYPE]\n"
     "                 [--cum] [--raw] [-o table|json]\n"
-	"\n"
-	"The functions with the highest flat (self) cost in the profiles a collector\n"
-	"has for one service (--service) or for every service (--all), over a time\n"
-	"range, in the table of `go tool pprof -top`. The collector computes it\n"
-	"(GET /api/1/top), normalised: cpu and the scraper's deltas are summed (what\n"
-	"`go tool pprof -top` prints for all those profiles merged); heap, goroutine\n"
-	"and threadcreate snapshots are averaged per source (process) and the averages\n"
-	"summed; cumulative=true allocs/block/mutex snapshots count latest minus\n"
-	"earliest per source. The header says which. A collector without API v1\n"
-	"(profefe) merges each service's profiles and they are summed here.\n"
-	"\n"
-	"Options:\n"
-	"      --service NAME      one service\n"
-	"      --all               every service the collector has\n"
-    "      --query SELECTOR    the profiles as an API v1 selector instead, e.g.\n"
-    "                          'cpu{service=~\"api-.*\",version=\"1.2\"}'\n"
-	"      --type TYPE         cpu (default), heap, allocs, block, mutex, goroutine,\n"
-    "                          threadcreate\n" CLIENT_HELP_RANGE CLIENT_HELP_NAMESPACE
-    "      --limit N           show the top N functions (default 10, 0 = all; also\n"
-    "                          --nodes N; -n N still works, with a warning)\n"
-    "  -o, --output FORMAT     table (default) or json (the collector's answer)\n"
-	"  -i, --sample-index NAME sample type to rank by, e.g. samples, cpu,\n"
-	"                          alloc_space, inuse_space, contentions, delay, or its\n"
-	"                          index (default: the profile's default)\n"
-	"      --cum               sort by cumulative instead of flat cost\n"
-	"      --raw               sum the profiles as they are (no per-source averages\n"
-    "                          or differences): go tool pprof -top of them merged\n" CLIENT_HELP_COLLECTOR "\n"
-	"Columns: flat = cost in the function itself, flat% = share of the total,\n"
-	"sum% = running sum of flat%, cum = cost in the function and its callees.\n"
-	"For cpu the header has the cores used: CPU time / profiled wall time x\n"
-	"processes, per service, summed.\n"
+    "\n"
+    "The functions with the highest flat (self) cost in the profiles a collector\n"
+    "has for one service (--service) or for every service (--all), over a time\n"
+    "range, in the table of `go tool pprof -top`. The collector computes it\n"
+    "(GET /api/1/top), normalised: cpu and the scraper's deltas are summed (what\n"
+    "`go tool pprof -top` prints for all those profiles merged); heap, goroutine\n"
+    "and threadcreate snapshots are averaged per source (process) and the averages\n"
+    "summed; cumulative=true allocs/block/mutex snapshots count latest minus\n"
+    "earliest per source. The header says which. A collector without API v1\n"
+    "(profefe) merges each service's profiles and they are summed here.\n"
+    "\n",
+    {top_sel, client_flags_range, client_flags_labels, client_flags_namespace, top_flags, client_flags_conn},
+    "\n"
+    "Columns: flat = cost in the function itself, flat% = share of the total,\n"
+    "sum% = running sum of flat%, cum = cost in the function and its callees.\n"
+    "For cpu the header has the cores used: CPU time / profiled wall time x\n"
+    "processes, per service, summed.\n"
     "\n" CLIENT_HELP_TIME "\n"
-	"Examples:\n"
-	"  profd top --all                    # the fleet's CPU, the last hour\n"
+    "Examples:\n"
+    "  profd top --all                    # the fleet's CPU, the last hour\n"
     "  profd top --service auth --type heap -i alloc_space --from -24h --limit 20\n"
     "  profd top --query 'cpu{service=~\"api-.*\"}' -n prod -o json\n"
-	"  profd top --all --type heap --raw  # the snapshots summed, not averaged\n"
-	"  profd top --all --type mutex -i delay -l region=eu\n"
-	"  kubectl profd top --service auth --from now-2h --to now-1h\n"
-	"\n"
-	"Exit codes: 0 success, 1 no profiles of the type in the range, the collector\n"
-	"cannot be reached or refused, or the services' profiles cannot be merged;\n"
-	"2 usage error.\n";
+    "  profd top --all --type heap --raw  # the snapshots summed, not averaged\n"
+    "  profd top --all --type mutex -i delay -l region=eu\n"
+    "  kubectl profd top --service auth --from now-2h --to now-1h\n"
+    "\n"
+    "Exit codes: 0 success, 1 no profiles of the type in the range, the collector\n"
+    "cannot be reached or refused, or the services' profiles cannot be merged;\n"
+    "2 usage error.\n",
+    0,
+    NULL,
+};
 
 struct top_opts {
 	bool all, cum, raw;
@@ -476,25 +488,19 @@ out:
 
 int cmd_top(int argc, char **argv)
 {
-	static const struct option opts[] = {CLIENT_OPTS,
-					     {"all", no_argument, 0, CO_ALL},
-	                                     {"nodes", required_argument, 0, CO_LIMIT},
-	                                     {"limit", required_argument, 0, CO_LIMIT},
-	                                     {"query", required_argument, 0, CO_QUERY},
-	                                     {"output", required_argument, 0, 'o'},
-					     {"sample-index", required_argument, 0, 'i'},
-					     {"cum", no_argument, 0, CO_CUM},
-					     {"raw", no_argument, 0, CO_RAW},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
 	struct client c;
 	client_init(&c, "top");
 	struct top_opts to = {false, false, false, 10, NULL, NULL, false};
 	const char *ns = NULL;
 	int o, rc = EXIT_OK;
-	while ((o = getopt_long(argc, argv, ":l:n:i:o:h", opts, NULL)) != -1) {
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &top_doc)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
 		switch (o) {
-		case 'h': cli_help(top_help); goto out;
+		case 'h': cli_flags_help(&top_doc); goto out;
 		case CO_ALL: to.all = true; break;
 		case CO_CUM: to.cum = true; break;
 		case CO_RAW: to.raw = true; break;

@@ -71,6 +71,32 @@ static int add_labels(struct client *c, const char *arg)
 	return 0;
 }
 
+const struct cli_flag client_flags_range[] = {
+	{"from", 0, CO_FROM, "TIME", "start of the time range, inclusive (default -1h)", 0},
+	{"to", 0, CO_TO, "TIME", "end of the time range, inclusive (default now)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_flag client_flags_labels[] = {
+	{"selector", 'l', 'l', "K=V", "only profiles with this label (K1=V1,K2=V2 or repeat\n-l: all must match)", 0},
+	{"label", 0, 'l', "K=V", NULL, CLI_F_HIDDEN},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_flag client_flags_namespace[] = {
+	{"namespace", 'n', CO_NAMESPACE, "NS",
+	 "only profiles of pods in namespace NS (their label\nnamespace=NS, as the scraper and capture set it)", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+const struct cli_flag client_flags_conn[] = {
+	{"collector", 0, CO_COLLECTOR, "URL", "the collector (default $PROFD_COLLECTOR, else\nhttp://localhost:10100)", 0},
+	{"timeout", 0, CO_TIMEOUT, "DUR", "per request (default 60s)", 0},
+	{"token-file", 0, CO_TOKEN_FILE, "FILE",
+	 "send the token in FILE (default $PROFD_TOKEN) to a\ncollector run with --tokens", 0},
+	{"cacert", 0, CO_CACERT, "FILE", "verify an https:// collector against this PEM CA\n(default: the system's CAs)", 0},
+	{"insecure", 0, CO_INSECURE, NULL, "do not verify its certificate (tests only)", 0},
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+
 int client_opt(struct client *c, int opt, const char *arg)
 {
 	struct pd_err err = {0};

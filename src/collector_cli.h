@@ -4,9 +4,9 @@
  * connection to the collector, and one way to report each failure as one
  * line: which command, what failed, what to try.
  *
- * Each command parses its flags with getopt_long, lists CLIENT_OPTS in its
- * option table and passes every option it does not handle itself to
- * client_opt(). client_ready() then resolves the collector URL (--collector,
+ * Each command declares its flags in tables (flags.h), lists the shared
+ * client_flags_* tables below in its cli_doc, and passes every option it
+ * does not handle itself to client_opt(). client_ready() then resolves the collector URL (--collector,
  * $PROFD_COLLECTOR, http://localhost:10100) and the time range (default the
  * last hour: --from -1h --to now) and checks them.
  */
@@ -14,6 +14,7 @@
 #define PD_COLLECTOR_CLI_H
 
 #include "cli.h"
+#include "flags.h"
 #include "../lib/remote/collector.h"
 
 /* Long-only option ids shared by the collector commands. */
@@ -39,46 +40,14 @@ enum {
 	CO_QUERY,
 };
 
-/* The collector and time range flags alone (commands that select with
- * selectors, not --service/--type/-l). */
-#define CLIENT_CONN_OPTS                                                                                 \
-	{"collector", required_argument, 0, CO_COLLECTOR}, {"token-file", required_argument, 0, CO_TOKEN_FILE}, \
-	{"cacert", required_argument, 0, CO_CACERT}, {"insecure", no_argument, 0, CO_INSECURE},                \
-	{"timeout", required_argument, 0, CO_TIMEOUT}, {"from", required_argument, 0, CO_FROM},                \
-	{"to", required_argument, 0, CO_TO}
-
-#define CLIENT_OPTS                                                                                      \
-	{"collector", required_argument, 0, CO_COLLECTOR}, {"timeout", required_argument, 0, CO_TIMEOUT},      \
-	{"service", required_argument, 0, CO_SERVICE}, {"type", required_argument, 0, CO_TYPE},                \
-	{"from", required_argument, 0, CO_FROM}, {"to", required_argument, 0, CO_TO},                          \
-	{"selector", required_argument, 0, 'l'}, {"label", required_argument, 0, 'l'},                         \
-	{"token-file", required_argument, 0, CO_TOKEN_FILE}, {"cacert", required_argument, 0, CO_CACERT},      \
-	{"insecure", no_argument, 0, CO_INSECURE}, {"namespace", required_argument, 0, CO_NAMESPACE}
-
-/* Help text lines for the flags every collector command has (descriptions
- * in column 26, as every option list of these commands; COLLECTOR ends
- * with -h, --help). */
-/* -n/--namespace (shared): only profiles labelled namespace=NS, the label
- * the scraper and capture give a pod's profiles. */
-#define CLIENT_HELP_NAMESPACE                                                                            \
-	"  -n, --namespace NS      only profiles of pods in namespace NS (their label\n"                          \
-	"                          namespace=NS, as the scraper and capture set it)\n"
-
-#define CLIENT_HELP_COLLECTOR                                                                            \
-	"      --collector URL     the collector (default $PROFD_COLLECTOR, else\n"                             \
-	"                          http://localhost:10100)\n"                                                   \
-	"      --timeout DUR       per request (default 60s)\n"                                                \
-	"      --token-file FILE   send the token in FILE (default $PROFD_TOKEN) to a\n"                       \
-	"                          collector run with --tokens\n"                                              \
-	"      --cacert FILE       verify an https:// collector against this PEM CA\n"                         \
-	"                          (default: the system's CAs)\n"                                              \
-	"      --insecure          do not verify its certificate (tests only)\n"                               \
-	"  -h, --help              this help\n"
-#define CLIENT_HELP_RANGE                                                                                \
-	"      --from TIME         start of the time range, inclusive (default -1h)\n"                         \
-	"      --to TIME           end of the time range, inclusive (default now)\n"                           \
-	"  -l, --selector K=V      only profiles with this label (K1=V1,K2=V2 or repeat\n"                      \
-	"                          -l: all must match)\n"
+/* The flags every collector command shares, as flag tables (flags.h) a
+ * command lists in its cli_doc around its own: the time range, -l label
+ * filters, -n/--namespace, and the connection (which ends with -h,
+ * --help). client_opt handles their ids. */
+extern const struct cli_flag client_flags_range[];     /* --from, --to */
+extern const struct cli_flag client_flags_labels[];    /* -l, --selector K=V (--label) */
+extern const struct cli_flag client_flags_namespace[]; /* -n, --namespace NS */
+extern const struct cli_flag client_flags_conn[];      /* --collector ... --insecure, -h */
 #define CLIENT_HELP_TIME                                                                                 \
 	"TIME: relative to now (-30m, now-2h, now, now+1h; Go durations: s m h, 1h30m),\n"                    \
 	"RFC3339 (2024-05-30T11:49:02Z, 2024-05-30T13:49:02+02:00), 2024-05-30T11:49:02\n"                     \

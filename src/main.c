@@ -3,6 +3,7 @@
  * The command table below is the single source of `profd --help`.
  */
 #include "cli.h"
+#include "flags.h"
 #include "version.h"
 #include "../lib/http/params.h"
 
@@ -16,27 +17,78 @@
 #include <string.h>
 
 
+static const struct cli_flag version_flags[] = {
+	{"output", 'o', 'o', "FORMAT", "table (default) or json", 0},
+	{"help", 'h', 'h', NULL, "this help", 0},
+	{NULL, 0, 0, NULL, NULL, 0},
+};
+static const struct cli_doc version_doc = {
+    "version",
+    "Usage: profd version [-o json]\n\nThe version, the commit it was built from and when (UTC).\n\n",
+    {version_flags},
+    NULL,
+    0,
+    NULL,
+};
+
 static int cmd_version(int argc, char **argv)
 {
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc &&
-		    (!strcmp(argv[i + 1], "json") || !strcmp(argv[i + 1], "table"))) {
-			json = !strcmp(argv[++i], "json");
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("Usage: %s version [-o json]\n\nThe version, the commit it was built from and when (UTC).\n",
-			       cli_prog);
-			return EXIT_OK;
-		} else {
-			return cli_usage_error("version", "unexpected argument '%s' (only -o json)", argv[i]);
+	struct cli_getopt g;
+	if (cli_getopt_init(&g, &version_doc))
+		return EXIT_USAGE;
+	int o;
+	while ((o = cli_getopt_next(&g, argc, argv)) != -1) {
+		switch (o) {
+		case 'h': cli_flags_help(&version_doc); return EXIT_OK;
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "table"))
+				return cli_usage_error("version", "-o: want table or json, got '%s'", optarg);
+			json = !strcmp(optarg, "json");
+			break;
+		default: return cli_bad_option("version", o, argv);
 		}
 	}
+	if (optind < argc)
+		return cli_usage_error("version", "unexpected argument '%s' (only -o json)", argv[optind]);
 	if (json)
 		printf("{\"version\":\"%s\",\"commit\":\"%s\",\"build_time\":\"%s\"}\n", PD_VERSION, PD_COMMIT,
 		       PD_BUILD_TIME);
 	else
 		printf("profd %s (commit %s, built %s)\n", PD_VERSION, *PD_COMMIT ? PD_COMMIT : "unknown",
 		       *PD_BUILD_TIME ? PD_BUILD_TIME : "unknown");
+	return EXIT_OK;
+}
+
+/* Every command's flags, for `profd help --markdown` (docs/cli.md's flag
+ * reference; tests/e2e/test_cli.sh checks the file against it). */
+const struct cli_doc *const cli_docs[] = {
+	&serve_doc,
+	&scrape_doc,
+	&capture_doc,
+	&get_doc,
+	&merge_doc,
+	&load_doc,
+	&top_doc,
+	&diff_doc,
+	&regressions_doc,
+	&pprof_merge_doc,
+	&pprof_top_doc,
+	&pprof_folded_doc,
+	&pprof_info_doc,
+	&pprof_convert_doc,
+	&pprof_delta_doc,
+	&store_check_doc,
+	&store_backup_doc,
+	&store_restore_doc,
+	&version_doc,
+	NULL,
+};
+
+static int help_markdown(void)
+{
+	for (size_t i = 0; cli_docs[i]; i++)
+		cli_flags_markdown(stdout, cli_docs[i]);
 	return EXIT_OK;
 }
 
@@ -276,6 +328,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *c = argv[1];
+	if (!strcmp(c, "help") && argc == 3 && !strcmp(argv[2], "--markdown"))
+		return help_markdown();
 	if (!strcmp(c, "help") && argc > 2) { /* profd help merge = profd merge --help */
 		for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 			if (commands[i].run && !strcmp(argv[2], commands[i].name)) {

@@ -53,6 +53,14 @@ static const struct option *find_opt(const struct option *opts, const char *name
 	return NULL;
 }
 
+/* serve's flags that are not keys of the file: --help, --config, --print-config
+ * and --scrape (the file has scrape: instead) */
+static bool not_a_key(const char *name)
+{
+	return !strcmp(name, "help") || !strcmp(name, "config") || !strcmp(name, "print-config") ||
+	       !strcmp(name, "scrape");
+}
+
 static int at(const char *path, const yaml_node_t *n, const char *fmt, const char *what)
 {
 	fprintf(stderr, "%s serve: %s:%zu:%zu: ", cli_prog, path, n->start_mark.line + 1, n->start_mark.column + 1);
@@ -117,7 +125,7 @@ static int from_file(struct serve_cfg *c, const char *path, const struct option 
 			continue;
 		}
 		const struct option *o = find_opt(opts, name, nl);
-		if (!o || !strcmp(o->name, "config") || !strcmp(o->name, "help") || !strcmp(o->name, "print-config")) {
+		if (!o || not_a_key(o->name)) {
 			char q[160];
 			snprintf(q, sizeof q, "%.*s", (int)(nl > 100 ? 100 : nl), name);
 			rc = at(path, k,
@@ -230,7 +238,7 @@ void serve_config_print(const struct serve_cfg *c, const struct option *opts, in
 	if (c->path)
 		printf("# (file %s, then the command line)\n", c->path);
 	for (const struct option *o = opts; o->name; o++) {
-		if (!strcmp(o->name, "help") || !strcmp(o->name, "config") || !strcmp(o->name, "print-config"))
+		if (not_a_key(o->name))
 			continue;
 		const char *val = NULL;
 		bool set = false;

@@ -21,7 +21,9 @@ struct serve_cfg {
 	char **owned;
 	size_t nowned;
 };
-/* 0, or EXIT_USAGE / EXIT_INPUT after printing why (FILE:LINE:COL). */
+/* opts: serve's getopt table, as cli_getopt_init builds it from serve_doc's
+ * flag tables (flags.h): the file's keys are exactly those flags.
+ * 0, or EXIT_USAGE / EXIT_INPUT after printing why (FILE:LINE:COL). */
 int serve_config_expand(int argc, char **argv, const struct option *opts, struct serve_cfg *c);
 /* The settings in force as a --config file, on stdout. */
 void serve_config_print(const struct serve_cfg *c, const struct option *opts, int argc, char **argv);

@@ -17,7 +17,7 @@ need_built 1 make "$PROFD"
 # ---- 1. bad options -------------------------------------------------------------------------
 bad=
 for c in serve scrape capture "get services" merge load top diff regressions "pprof merge" "pprof top" \
-	"pprof folded" "pprof info" "pprof convert" "pprof delta" "store check"; do
+	"pprof folded" "pprof info" "pprof convert" "pprof delta" "store check" "store backup" "store restore" version; do
 	# shellcheck disable=SC2086 # the subcommand is two words on purpose
 	"$PROFD" $c --bogus >/dev/null 2>"$T/e"
 	rc=$?
@@ -56,7 +56,28 @@ if jq -e '.version and (.commit | type == "string") and (.build_time | test("^[0
 	[ "$("$PROFD" version)" = "$out" ]; then
 	ok "cli: version -o json ($(jq -c . <<<"$j"); this tree's HEAD $commit)"
 else fail "cli: version -o json" "$j"; fi
-expect_exit "cli: version with an unknown argument: exit 2" 2 "unexpected argument" "$PROFD" version --bogus
+expect_exit "cli: version with an unknown option: exit 2, as every command" 2 "profd version: unknown option '--bogus'" "$PROFD" version --bogus
+expect_exit "cli: version with a stray argument: exit 2" 2 "unexpected argument" "$PROFD" version stray
+
+# the flag reference of docs/cli.md is what the binary's tables say
+cp docs/cli.md "$T/cli.md"
+if tools/cli_docs.sh "$PROFD" "$T/cli.md" 2>"$T/e" && cmp -s docs/cli.md "$T/cli.md"; then
+	ok "cli: docs/cli.md's flag reference equals profd help --markdown (make docs)"
+else fail "cli: docs/cli.md's flag reference is stale: run make docs" "$(cat "$T/e"; diff docs/cli.md "$T/cli.md" | head -20)"; fi
+# every command and subcommand with a --help page has its section, and
+# every flag its Options list shows is a row of it
+bad=
+for c in serve scrape capture get merge load top diff regressions "pprof merge" "pprof top" "pprof folded" \
+	"pprof info" "pprof convert" "pprof delta" "store check" "store backup" "store restore" version; do
+	sec=$(awk -v h="### profd $c" '$0 == h { on = 1; next } /^### / { on = 0 } on' "$T/cli.md")
+	[ -n "$sec" ] || { bad+="$c: no section; "; continue; }
+	# shellcheck disable=SC2086 # the subcommand is two words on purpose
+	for f in $("$PROFD" $c --help | grep -Eo '^  (-[A-Za-z], )?--[a-z][a-z0-9-]*' | grep -Eo -- '--[a-z0-9-]+'); do
+		grep -qF -- "\`$f\`" <<<"$sec" || bad+="$c: $f not in its section; "
+	done
+done
+[ -z "$bad" ] && ok "cli: every --help page has its docs/cli.md section, with every flag its Options list" ||
+	fail "cli: docs/cli.md sections" "$bad"
 
 # ---- 3. completion --------------------------------------------------------------------------
 mkdir -p "$T/bin"

@@ -443,6 +443,21 @@ run "diff -n prod -o json" diff --base 'cpu{service="nsapp"}' --target 'cpu{serv
 if [ "$RC" -eq 0 ] && [ "$(jq -r '.base.query' "$T/o")" = 'cpu{service="nsapp",namespace="prod"}' ] && [ "$(jq -r '.target.profiles' "$T/o")" = 1 ]; then
 	ok "diff -n prod: both sides in the namespace; -o json"
 else fail "diff -n prod -o json" "exit $RC: $(head -c 300 "$T/o") $(head -c 300 "$T/e")"; fi
+# usage NAME REGEX ARGS...: exit 2, the first stderr line matches REGEX, the
+# second (and last) is the hint to run --help
+usage() {
+	local name="usage: $1: exit 2, one line + the --help hint" re=$2
+	shift 2
+	run "$name" "$@"
+	if [ "$RC" -ne 2 ]; then
+		fail "$name" "exit $RC: $(head -c 400 "$T/e")"
+	elif [ "$(wc -l <"$T/e")" -ne 2 ] || ! head -1 "$T/e" | grep -Eq -- "$re" ||
+		! sed -n 2p "$T/e" | grep -Eq "^Run 'profd [a-z ]+ --help' for usage\.$"; then
+		fail "$name" "stderr: $(head -c 400 "$T/e")"
+	else
+		ok "$name"
+	fi
+}
 usage "top -o yaml" "top: -o: want table or json" top --all -o yaml
 usage "top --query with --service" "top: --query SELECTOR already says" top --query cpu --service a
 usage "merge --query with --type" "merge: --query SELECTOR already says" merge --query cpu --type cpu -O x
@@ -631,21 +646,6 @@ one_line "load refused by the collector (400): one line with the server's messag
 	"^profd load: $T/empty.pb.gz \(as cpu\): the collector at $URL answered 400: malformed profile: profile is empty: no samples$" \
 	load --service x "$T/empty.pb.gz"
 
-# usage NAME REGEX ARGS...: exit 2, the first stderr line matches REGEX, the
-# second (and last) is the hint to run --help
-usage() {
-	local name="usage: $1: exit 2, one line + the --help hint" re=$2
-	shift 2
-	run "$name" "$@"
-	if [ "$RC" -ne 2 ]; then
-		fail "$name" "exit $RC: $(head -c 400 "$T/e")"
-	elif [ "$(wc -l <"$T/e")" -ne 2 ] || ! head -1 "$T/e" | grep -Eq -- "$re" ||
-		! sed -n 2p "$T/e" | grep -Eq "^Run 'profd [a-z ]+ --help' for usage\.$"; then
-		fail "$name" "stderr: $(head -c 400 "$T/e")"
-	else
-		ok "$name"
-	fi
-}
 usage "load --type CPU: names the valid types" 'unknown profile type "CPU" \(valid: cpu, heap' load --service x --type CPU "$C/1/cpu.pb.gz"
 usage "get without a resource" 'get: what to get\? services, profiles or types' get
 usage "get an unknown resource" "get: unknown resource 'pods'" get pods
