@@ -1239,15 +1239,15 @@ static struct pd_h128 rd_h(struct pd_rd *r)
 	return h;
 }
 
-/* Convert symbol (k, seq)'s data to the embedded store's layout (mat.h:
- * children as seqs) into out, assigning seqs to its children. */
-static int convert(struct cday *d, int k, const struct csym *c, struct pd_buf *out)
+/* Convert a kind-k symbol's data as ClickHouse holds it (children as
+ * hashes) to the embedded store's layout (mat.h: children as seqs),
+ * appended to out, assigning seqs to its children (which become wanted). */
+static int convert(struct cday *d, int k, const uint8_t *data, size_t len, struct pd_buf *out)
 {
-	struct pd_rd r = {d->bytes.ptr + c->off, d->bytes.ptr + c->off + c->len, false};
-	out->len = 0;
+	struct pd_rd r = {data, data + len, false};
 	if (k == PD_SYM_STR)
-		return pd_buf_append(out, r.p, c->len) ? PD_ENOMEM : 0;
-	if (pd_buf_reserve(out, (size_t)c->len + 64))
+		return pd_buf_append(out, r.p, len) ? PD_ENOMEM : 0;
+	if (pd_buf_reserve(out, len + 64))
 		return PD_ENOMEM;
 	int64_t sq;
 	int rc = 0;
@@ -1293,7 +1293,7 @@ static int convert(struct cday *d, int k, const struct csym *c, struct pd_buf *o
 		VAL();
 		VAL();
 		uint64_t nl = pd_rd_v(&r);
-		if (r.bad || nl > c->len || (rc = put_v(out, nl)))
+		if (r.bad || nl > len || (rc = put_v(out, nl)))
 			goto done;
 		for (uint64_t j = 0; j < nl; j++) {
 			CHILD(PD_SYM_FN);
@@ -1326,8 +1326,11 @@ done:
 /* Take a symbols answer (rows of kind, h, data) into d: the rows asked
  * for become fetched, and their children are named (wanted next); *got =
  * rows taken. */
-static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, struct pd_buf *tmp, const char *dn)
+static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, const char *dn)
 {
+	/* the converted symbols take no more than the answer: one growth */
+	if (pd_buf_reserve(&d->bytes, n))
+		return nomem(d->err);
 	int rc = 0;
 	struct pd_rb_rd r = {p, p + n, false};
 	while (r.p < r.end && !rc) {
@@ -1351,29 +1354,25 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, struc
 			rc = pd_errf(d->err, PD_ELIMIT, "ClickHouse: the symbols of one query are over 4 GB");
 			break;
 		}
-		struct csym *c = &d->v[k][v];
-		c->off = (uint32_t)d->bytes.len;
-		c->len = (uint32_t)len;
-		c->have = true;
+		/* kept converted (children as seqs, named now: fetched in the
+		 * next round), once; a seq takes at most the 16 bytes of its hash */
+		size_t off = d->bytes.len;
+		int cr = convert(d, k, data, len, &d->bytes);
+		struct csym *c = &d->v[k][v]; /* after convert: it grows other kinds' arrays only */
+		c->off = (uint32_t)off;
+		c->len = (uint32_t)(d->bytes.len - off);
+		c->have = cr == 0;
 		(*got)++;
-		if (pd_buf_append(&d->bytes, data, len)) {
+		if (cr == PD_ENOMEM)
 			rc = nomem(d->err);
-			break;
-		}
-		/* name its children now: they are fetched in the next round */
-		if (k != PD_SYM_STR) {
-			int cr = convert(d, k, c, tmp);
-			if (cr == PD_ENOMEM)
-				rc = nomem(d->err);
-			else if (cr)
-				rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
-				             k == PD_SYM_FN      ? "function"
-				             : k == PD_SYM_MAP   ? "mapping"
-				             : k == PD_SYM_LOC   ? "location"
-				             : k == PD_SYM_STACK ? "stack"
-				                                 : "label set",
-				             dn);
-		}
+		else if (cr)
+			rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
+			             k == PD_SYM_FN      ? "function"
+			             : k == PD_SYM_MAP   ? "mapping"
+			             : k == PD_SYM_LOC   ? "location"
+			             : k == PD_SYM_STACK ? "stack"
+			                                 : "label set",
+			             dn);
 	}
 	return rc;
 }
@@ -1383,8 +1382,7 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, struc
  * strings: four rounds at most). */
 static int cday_fetch(struct cday *d)
 {
-	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), tmp = PD_BUF_INIT(0),
-	              want = PD_BUF_INIT(0);
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), want = PD_BUF_INIT(0);
 	int rc = 0;
 	char dn[16];
 	pd_store_day_name(d->day, dn);
@@ -1427,14 +1425,13 @@ static int cday_fetch(struct cday *d)
 				d->v[k][i].want = false;
 		d->nwant = 0;
 		size_t got = 0;
-		rc = absorb(d, ans.ptr, ans.len, &got, &tmp, dn);
+		rc = absorb(d, ans.ptr, ans.len, &got, dn);
 		if (!rc && got < asked)
 			rc = pd_errf(d->err, PD_EIO, "ClickHouse: %zu of the %zu symbols asked for in %s are missing",
 			             asked - got, asked, dn);
 	}
 	pd_buf_free(&sql);
 	pd_buf_free(&ans);
-	pd_buf_free(&tmp);
 	pd_buf_free(&want);
 	return rc;
 }
@@ -1445,10 +1442,9 @@ static int src_get(void *ctx, int k, int64_t seq, struct pd_buf *out, struct pd_
 	struct cday *d = ctx;
 	if (seq < 1 || (size_t)seq > d->n[k] || !d->v[k][seq - 1].have)
 		return pd_errf(err, PD_EIO, "ClickHouse: symbol %d #%lld was not fetched", k, (long long)seq);
-	int rc = convert(d, k, &d->v[k][seq - 1], out);
-	if (rc == PD_ENOMEM)
-		return nomem(err);
-	return rc ? pd_errf(err, PD_EIO, "ClickHouse: corrupt symbol") : 0;
+	const struct csym *c = &d->v[k][seq - 1];
+	out->len = 0;
+	return pd_buf_append(out, d->bytes.ptr + c->off, c->len) ? nomem(err) : 0;
 }
 
 /* A stored profile row read back: header and rows with seqs of day d. */
@@ -2344,7 +2340,7 @@ int pd_store_ch_fuzz(const uint8_t *data, size_t n)
 		}
 		struct pd_buf tmp = PD_BUF_INIT(0);
 		size_t got = 0;
-		if (!absorb(&d, p, len, &got, &tmp, "fuzz"))
+		if (!absorb(&d, p, len, &got, "fuzz"))
 			for (int k = 0; k < PD_SYM_NKINDS; k++)
 				for (size_t i = 0; i < d.n[k]; i++)
 					if (d.v[k][i].have)
