@@ -20,6 +20,20 @@ count_cmocka() { # parse cmocka's summary lines from $log
 	passed=$((passed + p)); failed=$((failed + f))
 }
 
+# With the end-to-end tests too, the unit tests and the replay run beside
+# them (a child run of this script, its output printed and counted at the
+# end): they mostly wait on the scheduler's real intervals.
+if want e2e && { want unit || want replay; } && [ -z "${RUN_SH_CHILD:-}" ]; then
+	side=$(mktemp)
+	sel=""
+	want unit && sel+=" unit"
+	want replay && sel+=" replay"
+	# shellcheck disable=SC2086 # the phases are words on purpose
+	RUN_SH_CHILD=1 bash "$0" $sel >"$side" 2>&1 &
+	side_pid=$!
+	SELECT=e2e
+fi
+
 if want unit; then
 	echo "== unit tests"
 	for t in "$BUILD"/tests/test_*; do
@@ -50,13 +64,19 @@ fi
 if want e2e; then
 	# The scripts are independent (each has its own temp dir and free ports)
 	# and mostly wait on real processes, so E2E_JOBS of them run at once
-	# (default: cores + 1). Each one's output is printed whole when it ends,
-	# with its time; the longest known ones start first so the tail is short.
-	jobs_max=${E2E_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 1))}
+	# (default: 2 x cores + 1). Each one's output is printed whole when it ends,
+	# with its time; the longest known ones (measured: 20-60 s each) start
+	# first so the tail is short.
+	# (ASan+UBSan builds, twice as heavy: cores + 2)
+	ncpu=$(nproc 2>/dev/null || echo 1)
+	case $BUILD in *san*) jobs_max=${E2E_JOBS:-$((ncpu + 2))} ;; *) jobs_max=${E2E_JOBS:-$((2 * ncpu + 1))} ;; esac
 	echo "== end-to-end tests ($jobs_max at a time)"
 	outdir=$(mktemp -d)
 	trap 'rm -f "$log"; rm -rf "$outdir"' EXIT
-	first="test_scrape_kube test_abuse test_deploy test_capture test_serve_scrape test_api1 test_scrape test_robust"
+	first="test_clickhouse_cluster test_capture test_deploy test_scrape test_ui test_clickhouse test_scrape_kube
+		test_regressions test_api1_series test_abuse test_clickhouse_env test_badinput test_client test_serve
+		test_store_faults test_serve_ops test_rollups test_prometheus test_kubeapi"
+	first=$(echo $first) # one space between the names: the case below matches " name "
 	scripts=()
 	for n in $first; do [ -f "tests/e2e/$n.sh" ] && scripts+=("tests/e2e/$n.sh"); done
 	for s in tests/e2e/test_*.sh; do
@@ -74,20 +94,49 @@ if want e2e; then
 		p=$(grep -c '^ok - ' "$out"); f=$(grep -c '^not ok - ' "$out")
 		passed=$((passed + p)); failed=$((failed + f))
 	}
+	reap() { # wait for one script to end and report it (the unit tests' child may end meanwhile)
+		local rc
+		while :; do
+			wait -n -p done_pid
+			rc=$?
+			if [ -n "${side_pid:-}" ] && [ "$done_pid" = "$side_pid" ]; then
+				side_rc=$rc side_done=1
+				continue
+			fi
+			report "$done_pid"; running=$((running - 1))
+			return
+		done
+	}
 	running=0
 	for s in "${scripts[@]}"; do
 		if [ "$running" -ge "$jobs_max" ]; then
-			wait -n -p done_pid
-			report "$done_pid"; running=$((running - 1))
+			reap
 		fi
 		bash "$s" >"$outdir/${s##*/}.log" 2>&1 &
 		started[$!]=$SECONDS script_of[$!]=$s
 		running=$((running + 1))
 	done
 	while [ "$running" -gt 0 ]; do
-		wait -n -p done_pid
-		report "$done_pid"; running=$((running - 1))
+		reap
 	done
+fi
+
+if [ -n "${side_pid:-}" ]; then
+	if [ -z "${side_done:-}" ]; then
+		wait "$side_pid"
+		side_rc=$?
+	fi
+	sed '$d' "$side"
+	echo "# unit tests and replay: $(tail -1 "$side")"
+	sp=$(tail -1 "$side" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+	sf=$(tail -1 "$side" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+	if [ -z "$sp" ]; then
+		echo "not ok - the unit tests and replay ended without their summary (exit $side_rc)"
+		failed=$((failed + 1))
+	else
+		passed=$((passed + sp)); failed=$((failed + sf))
+	fi
+	rm -f "$side"
 fi
 
 echo "$passed passed, $failed failed"
