@@ -199,7 +199,7 @@ static const struct cli_flag serve_more_flags[] = {
 	 "Its series are on this server's /metrics too; on\n"
 	 "SIGTERM it stops first (delivering what it has\n"
 	 "fetched), then the server",
-	 0},
+	 CLI_F_LISTONLY},
 	{"export-influx", 0, O_EXP_URL, "URL",
 	 "push the top functions as time series to InfluxDB (line\n"
 	 "protocol, POST to URL as given, e.g.\n"
@@ -589,10 +589,7 @@ int cmd_serve(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'h': cli_flags_help(&serve_doc); return EXIT_OK;
-		case O_SCRAPE: /* --scrape=X, --scr X: unknown, as before --scrape had a table entry */
-			return cli_usage_error("serve", "unknown option '%s'",
-					       optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1]);
-		default: return cli_bad_option("serve", c == ':' && optopt == O_SCRAPE ? '?' : c, argv);
+		default: return cli_bad_option("serve", c, argv);
 		}
 	}
 	if (optind < argc)

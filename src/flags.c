@@ -16,6 +16,8 @@ int cli_getopt_init(struct cli_getopt *g, const struct cli_doc *d)
 	g->shorts[s++] = ':';
 	for (size_t t = 0; t < CLI_FLAGS_MAX_TABLES && d->tables[t]; t++)
 		for (const struct cli_flag *f = d->tables[t]; f->name; f++) {
+			if (f->f & CLI_F_LISTONLY)
+				continue;
 			if (n == CLI_GETOPT_MAX) {
 				fprintf(stderr, "%s %s: more than %d flags\n", cli_prog, d->name, CLI_GETOPT_MAX);
 				return -1;

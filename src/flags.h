@@ -26,7 +26,8 @@
 
 /* A flag's properties. */
 enum {
-	CLI_F_HIDDEN = 1, /* parsed, not listed (an old spelling another entry's help names) */
+	CLI_F_HIDDEN = 1,  /* parsed, not listed (an old spelling another entry's help names) */
+	CLI_F_LISTONLY = 2, /* listed, not parsed by getopt (serve's --scrape: argv is cut there) */
 };
 
 struct cli_flag {

@@ -54,11 +54,10 @@ static const struct option *find_opt(const struct option *opts, const char *name
 }
 
 /* serve's flags that are not keys of the file: --help, --config, --print-config
- * and --scrape (the file has scrape: instead) */
+ * (--scrape is not in opts: the file has scrape: instead) */
 static bool not_a_key(const char *name)
 {
-	return !strcmp(name, "help") || !strcmp(name, "config") || !strcmp(name, "print-config") ||
-	       !strcmp(name, "scrape");
+	return !strcmp(name, "help") || !strcmp(name, "config") || !strcmp(name, "print-config");
 }
 
 static int at(const char *path, const yaml_node_t *n, const char *fmt, const char *what)
