@@ -8,12 +8,18 @@
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
 #   make dist            the release archive (runs on any x86-64 Linux)
+#   make dist-arm64      the same for arm64, cross-built (tools/deps.sh arm64 first)
 #   make image           the container image IMAGE:VERSION (docker or podman)
 #   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
 #                        pages, bash completion, the systemd unit, LICENSE and docs
 #   make docs            docs/cli.md's flag reference from the flag tables in src/
 
 CC      ?= cc
+# Cross builds (tools/dist.sh ARCH=arm64): CC=aarch64-linux-gnu-gcc and a
+# PKG_CONFIG that looks at the target's multiarch .pc files; the build-time
+# tool (tools/embed) is still built for the build machine, with HOST_CC.
+PKG_CONFIG ?= pkg-config
+HOST_CC ?= cc
 PKGS    := libdeflate libxxhash sqlite3 libzstd jansson libmicrohttpd libcurl yaml-0.1 gnutls libpcre2-8
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-nonliteral
@@ -23,8 +29,8 @@ endif
 CPPFLAGS += -D_FILE_OFFSET_BITS=64 -D_DEFAULT_SOURCE
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 BUILD_TIME := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
 ifeq ($(SANITIZE),1)
@@ -45,7 +51,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image dist man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: docs image dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -68,7 +74,7 @@ $(BUILD)/profd: $(BIN_OBJ) $(BUILD)/web_assets.o $(BUILD)/libprofd.a
 WEB_FILES := $(sort $(patsubst web/%,%,$(wildcard web/*.html web/*.css web/*.js web/*.svg web/*.png web/*/*.js web/*/*.css)))
 $(BUILD)/tools/embed: tools/embed.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) -O2 $(PKG_CFLAGS) $< -o $@ $(PKG_LIBS)
+	$(HOST_CC) $(WARN) -O2 $(shell pkg-config --cflags libdeflate libxxhash) $< -o $@ $(shell pkg-config --libs libdeflate libxxhash)
 $(BUILD)/web_assets.list: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WEB_FILES)' | cmp -s - $@ || echo '$(WEB_FILES)' > $@
@@ -119,6 +125,7 @@ $(BUILD)/kubeapi: $(wildcard tests/kubeapi/*.go) tests/kubeapi/go.mod
 # in a sub-make so pkg-config sees the freshly installed libraries.
 test:
 	@tools/deps.sh
+	@tools/deps.sh arm64
 	@$(MAKE) --no-print-directory -j$(NPROC) test-run
 
 $(BUILD)/gzbomb: tests/tools/gzbomb.c
@@ -197,6 +204,14 @@ $(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
 # launcher, so it runs on any x86-64 Linux (tools/dist.sh).
 dist: all
 	tools/dist.sh $(BUILD) $(BUILD)/dist
+
+# The same for linux arm64 ($(BUILD)/dist/profd-VERSION-linux-arm64.tar.gz), cross-built in
+# $(BUILD)-arm64 with Debian's aarch64-linux-gnu-gcc against its :arm64 -dev packages
+# (`tools/deps.sh arm64` installs them); man pages and completion from the host build.
+ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+dist-arm64: all
+	$(MAKE) --no-print-directory BUILD=$(BUILD)-arm64 CC=aarch64-linux-gnu-gcc PKG_CONFIG="$(ARM64_PKG_CONFIG)" SANITIZE= $(BUILD)-arm64/profd
+	HOST_PROFD=$(BUILD)/profd tools/dist.sh $(BUILD)-arm64 $(BUILD)/dist arm64
 
 # The container image (deploy/Dockerfile) with docker or podman: IMAGE:VERSION, with the
 # commit and the build time passed in (the build context may have no .git).

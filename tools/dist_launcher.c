@@ -8,6 +8,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+/* the dynamic loader's name in lib/: the target's (tools/dist.sh passes it) */
+#ifndef PD_LOADER
+#define PD_LOADER "ld-linux-x86-64.so.2"
+#endif
 #include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
@@ -63,7 +67,7 @@ int main(int argc, char **argv)
 	if (slash)
 		*slash = 0;
 	char ld[PATH_MAX + 64], lib[PATH_MAX + 16], real[PATH_MAX + 16];
-	snprintf(ld, sizeof ld, "%s/lib/ld-linux-x86-64.so.2", self);
+	snprintf(ld, sizeof ld, "%s/lib/%s", self, PD_LOADER);
 	snprintf(lib, sizeof lib, "%s/lib", self);
 	snprintf(real, sizeof real, "%s/lib/profd", self);
 	char **av = calloc((size_t)argc + 7, sizeof *av);

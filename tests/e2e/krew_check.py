@@ -2,8 +2,8 @@
 """krew_check.py MANIFEST [ARCHIVE] — check a krew plugin manifest the way
 krew's own validation does (internal/index/validation: ValidatePlugin,
 validatePlatform, validateFiles, validateSelector), after a strict YAML
-parse. With ARCHIVE: the manifest has exactly one platform, whose sha256 is
-the archive's and whose bin is a file in it. Prints one line per problem
+parse. With ARCHIVE: exactly one platform's uri names the archive, its sha256
+is the archive's and its bin is a file in it. Prints one line per problem
 and exits 1, or prints "ok" and exits 0. Used by tests/e2e/test_client.sh.
 """
 import hashlib
@@ -72,19 +72,20 @@ def check(path, archive=None):
                 if k not in ("os", "arch"):
                     errs.append(where + ".selector: key %r not supported" % k)
     if archive:
-        if len(plats) != 1:
-            errs.append("a generated manifest has one platform, not %d" % len(plats))
+        base = os.path.basename(archive)
+        mine = [pl for pl in plats if isinstance(pl, dict) and str(pl.get("uri", "")).endswith("/" + base)]
+        if len(mine) != 1:
+            errs.append("%d platforms have a uri that names the archive %s, want exactly one" % (len(mine), base))
         else:
+            pl = mine[0]
             with open(archive, "rb") as f:
                 sum_ = hashlib.sha256(f.read()).hexdigest()
-            if plats[0].get("sha256") != sum_:
-                errs.append("sha256 %s, the archive's is %s" % (plats[0].get("sha256"), sum_))
-            if not str(plats[0].get("uri", "")).endswith("/" + os.path.basename(archive)):
-                errs.append("uri %r does not name the archive" % plats[0].get("uri"))
+            if pl.get("sha256") != sum_:
+                errs.append("sha256 %s, the archive's is %s" % (pl.get("sha256"), sum_))
             with tarfile.open(archive) as t:
                 names = [m.name.lstrip("./") for m in t.getmembers() if m.isfile()]
                 mode = {m.name.lstrip("./"): m.mode for m in t.getmembers()}
-            b = plats[0].get("bin", "").lstrip("./")
+            b = pl.get("bin", "").lstrip("./")
             if b not in names:
                 errs.append("bin %r is not in the archive (%s)" % (b, ", ".join(names)))
             elif not mode[b] & 0o111:
