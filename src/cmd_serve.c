@@ -722,6 +722,7 @@ int cmd_serve(int argc, char **argv)
 	if (!ch)
 		pd_store_sqlite_set_max_open(st, (size_t)max_open);
 	size_t dropped0 = run_retention(st, NULL, retention); /* before serving: no expired data is ever served */
+	pd_store_warm(st, 2); /* the newest two days: where the first queries and uploads go */
 	/* the scraper starts before the server, so that /metrics never sees it half made */
 	if (sc) {
 		int rc = scrape_cmd_start(sc, st, retention);

@@ -220,6 +220,50 @@ static enum MHD_Result merge_and_reply(struct MHD_Connection *c, struct req *r, 
 	return ok;
 }
 
+static enum MHD_Result too_many(struct MHD_Connection *c, struct req *r, size_t cap, bool limited)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg,
+		 "more than %zu profiles match: over the limit of profiles per merge (--max-merge-profiles); "
+		 "narrow the time range or pass a smaller \"limit\"%s",
+		 cap, limited ? "" : " (limit=N merges the newest N)");
+	return srv_reply_error(c, r, 413, msg);
+}
+
+/* A merge of one service and type over a time range, without labels or
+ * limit: the store's range merge (pd_store_merge_range), which reads the
+ * profiles of the range in one scan (no id lookups, no labels read: a
+ * tenth of the merge of 200 profiles, measured) and whole hours from their
+ * rollups. --max-merge-profiles caps the profiles read one by one. */
+static enum MHD_Result merge_range(struct MHD_Connection *c, struct req *r, const struct pd_api_query *q,
+				   const char *fname)
+{
+	int64_t now = pd_wall_ns(), t0 = now;
+	int64_t from = q->from_ns, cut = srv_cutoff_ns(r->s, now);
+	if (from < cut)
+		from = cut;
+	r->ranged = from <= q->to_ns, r->range_from = from, r->range_to = q->to_ns;
+	if (from > q->to_ns)
+		return srv_reply_error(c, r, 404, "nothing found");
+	size_t cap = r->s->cfg.max_merge;
+	struct pd_merge_range mr = {q->service, pd_api_type_name(q->type), from, q->to_ns, cap, false};
+	struct pd_profile *p = NULL;
+	struct pd_merge_info info;
+	struct pd_err err;
+	int rc = pd_store_merge_range(r->s->st, &mr, &p, &info, &err);
+	pd_store_skipped_merge(&r->skipped, &info.skipped);
+	if (rc == PD_ELIMIT)
+		return too_many(c, r, cap, false);
+	if (rc)
+		return srv_reply_err(c, r, rc, &err);
+	if (!p)
+		return srv_reply_error(c, r, 404, "nothing found");
+	enum MHD_Result ok = srv_reply_pprof(c, r, p, fname);
+	pd_profile_free(p);
+	pd_metrics_merge(&r->s->m, info.profiles, pd_wall_ns() - t0);
+	return ok;
+}
+
 static enum MHD_Result h_merge(struct MHD_Connection *c, struct req *r, const char *arg)
 {
 	(void)arg;
@@ -227,7 +271,18 @@ static enum MHD_Result h_merge(struct MHD_Connection *c, struct req *r, const ch
 	struct pd_err err;
 	struct found f = {0};
 	size_t cap = r->s->cfg.max_merge;
-	int rc = run_query(c, r, &q, &f, cap + 1, &err);
+	int rc = pd_api_parse_query(srv_qget, c, pd_wall_ns(), &q, &err);
+	if (rc)
+		return srv_reply_err(c, r, rc, &err);
+	if (q.nlabels == 0 && q.limit == 0 && q.type != PD_API_TYPE_ANY) {
+		char fname[32];
+		snprintf(fname, sizeof fname, "%s", pd_api_type_name(q.type));
+		enum MHD_Result ok = merge_range(c, r, &q, fname);
+		pd_api_query_free(&q);
+		return ok;
+	}
+	pd_api_query_free(&q);
+	rc = run_query(c, r, &q, &f, cap + 1, &err);
 	char fname[32];
 	snprintf(fname, sizeof fname, "%s", q.type ? pd_api_type_name(q.type) : "merge");
 	bool limited = q.limit > 0;
@@ -242,12 +297,7 @@ static enum MHD_Result h_merge(struct MHD_Connection *c, struct req *r, const ch
 	}
 	if (f.n > cap) {
 		free(f.ids);
-		char msg[256];
-		snprintf(msg, sizeof msg,
-			 "more than %zu profiles match: over the limit of profiles per merge (--max-merge-profiles); "
-			 "narrow the time range or pass a smaller \"limit\"%s",
-			 cap, limited ? "" : " (limit=N merges the newest N)");
-		return srv_reply_error(c, r, 413, msg);
+		return too_many(c, r, cap, limited);
 	}
 	const char **ids = malloc(f.n * sizeof *ids);
 	if (!ids) {

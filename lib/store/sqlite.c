@@ -356,10 +356,29 @@ static void sq_close(struct pd_store *base)
 	free(s);
 }
 
+/* pd_store_warm: the newest `days` day files opened (they stay in the
+ * LRU of open partitions); a damaged one is quarantined as a query would. */
+static void sq_warm(struct pd_store *base, size_t days)
+{
+	struct sq *s = (struct sq *)base;
+	sq_store_lock(s);
+	int64_t *v = NULL;
+	size_t nd = 0;
+	struct pd_err err;
+	if (sq_days_in(s, INT64_MIN, INT64_MAX, &v, &nd, &err) == 0)
+		for (size_t i = nd > days ? nd - days : 0; i < nd; i++) {
+			struct part *pt;
+			if (sq_part_q(s, v[i], &pt, NULL, &err) == 0 && pt)
+				sq_part_done(pt);
+		}
+	free(v);
+	sq_store_unlock(s);
+}
+
 static const struct pd_store_ops sqlite_ops = {
 	"sqlite",    sq_ingest, sq_find,  sq_get,   sq_merge,	    sq_remove,	  sq_services,
 	sq_retain,   sq_stats,	sq_close, sq_merge_range, sq_rollup, sq_fn_totals, sq_health,
-	sq_skipped_in,
+	sq_skipped_in, sq_warm,
 };
 
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,

@@ -214,6 +214,7 @@ int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn
 				break;
 			if (!pt)
 				continue; /* damaged meanwhile: skipped */
+			sq_part_read(pt); /* the labels of the day's profiles in one read transaction */
 		}
 		struct pd_profile_meta m = {0};
 		memcpy(m.id, hits[i].xid, sizeof m.id);

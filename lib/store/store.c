@@ -123,6 +123,12 @@ void pd_store_health(struct pd_store *s, struct pd_store_health *out)
 		s->ops->health(s, out);
 }
 
+void pd_store_warm(struct pd_store *s, size_t days)
+{
+	if (s->ops->warm)
+		s->ops->warm(s, days);
+}
+
 void pd_store_skipped_in(struct pd_store *s, int64_t from_ns, int64_t to_ns, struct pd_store_skipped *out)
 {
 	if (s->ops->skipped_in)
