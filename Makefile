@@ -8,7 +8,9 @@
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make demo            deps, build, capture a real Go service, show results
 #   make dist            the release archive (runs on any x86-64 Linux)
-#   make dist-arm64      the same for arm64, cross-built (tools/deps.sh arm64 first)
+#   make dist-arm64      the same for arm64, cross-built (tools/deps.sh release first)
+#   make image-dist      an image FROM scratch of the release archive (podman or docker; no
+#                        base image pulled)
 #   make image           the container image IMAGE:VERSION (docker or podman)
 #   make install         PREFIX/bin/profd, the kubectl plugin link kubectl-profd, man
 #                        pages, bash completion, the systemd unit, LICENSE and docs
@@ -51,7 +53,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -125,7 +127,7 @@ $(BUILD)/kubeapi: $(wildcard tests/kubeapi/*.go) tests/kubeapi/go.mod
 # in a sub-make so pkg-config sees the freshly installed libraries.
 test:
 	@tools/deps.sh
-	@tools/deps.sh arm64
+	@tools/deps.sh release
 	@$(MAKE) --no-print-directory -j$(NPROC) test-run
 
 $(BUILD)/gzbomb: tests/tools/gzbomb.c
@@ -207,7 +209,7 @@ dist: all
 
 # The same for linux arm64 ($(BUILD)/dist/profd-VERSION-linux-arm64.tar.gz), cross-built in
 # $(BUILD)-arm64 with Debian's aarch64-linux-gnu-gcc against its :arm64 -dev packages
-# (`tools/deps.sh arm64` installs them); man pages and completion from the host build.
+# (`tools/deps.sh release` installs them); man pages and completion from the host build.
 ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 dist-arm64: all
 	$(MAKE) --no-print-directory BUILD=$(BUILD)-arm64 CC=aarch64-linux-gnu-gcc PKG_CONFIG="$(ARM64_PKG_CONFIG)" SANITIZE= $(BUILD)-arm64/profd
@@ -221,6 +223,11 @@ image:
 	@engine=$$(command -v docker || command -v podman) || { echo "make image: neither docker nor podman is installed" >&2; exit 1; }; \
 	set -x; $$engine build -f deploy/Dockerfile -t $(IMAGE):$(VERSION) \
 	  --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} .
+
+# The image of the release archive, FROM scratch (tools/image.sh: the archive, busybox, CA
+# certificates; nothing pulled from a registry), tagged IMAGE:VERSION.
+image-dist: all
+	tools/image.sh $(BUILD) $(IMAGE):$(VERSION)
 
 # docs/cli.md's flag reference, from the binary's flag tables (`profd help
 # --markdown`); tests/e2e/test_cli.sh fails when the file is stale.

@@ -73,7 +73,7 @@ if want e2e; then
 	echo "== end-to-end tests ($jobs_max at a time)"
 	outdir=$(mktemp -d)
 	trap 'rm -f "$log"; rm -rf "$outdir"' EXIT
-	first="test_clickhouse_cluster test_capture test_dist_arm64 test_deploy test_scrape test_ui test_clickhouse test_scrape_kube
+	first="test_clickhouse_cluster test_capture test_dist_arm64 test_image test_deploy test_scrape test_ui test_clickhouse test_scrape_kube
 		test_regressions test_api1_series test_abuse test_clickhouse_env test_badinput test_client test_serve
 		test_store_faults test_serve_ops test_rollups test_prometheus test_kubeapi"
 	first=$(echo $first) # one space between the names: the case below matches " name "

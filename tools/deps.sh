@@ -54,18 +54,21 @@ ui_deps() {
 		cp "$ui/package-lock.json" "$ui/node_modules/.profd-lock"
 }
 
-# `deps.sh arm64`: what `make dist-arm64` and its test need: Debian's cross compiler, the
-# :arm64 -dev packages of the libraries above (multiarch: beside the amd64 ones) and
-# qemu-user-static, which runs the arm64 archive here. Adds the arm64 architecture to dpkg.
-if [ "${1:-}" = arm64 ]; then
+# `deps.sh release`: what the release targets and their tests need (`make test` installs
+# them): for `make dist-arm64`, Debian's cross compiler, the :arm64 -dev packages of the
+# libraries above (multiarch: beside the amd64 ones) and qemu-user-static, which runs the arm64
+# archive here (adds the arm64 architecture to dpkg); for `make image-dist`, podman (no daemon;
+# runc for machines where crun refuses the cgroup layout) and busybox-static (the image's
+# shell and tools).
+if [ "${1:-}" = release ]; then
 	A64="crossbuild-essential-arm64 qemu-user-static libdeflate-dev:arm64 libxxhash-dev:arm64 libsqlite3-dev:arm64
 	 libzstd-dev:arm64 libjansson-dev:arm64 libmicrohttpd-dev:arm64 libcurl4-openssl-dev:arm64 libyaml-dev:arm64
-	 libgnutls28-dev:arm64 libpcre2-dev:arm64"
+	 libgnutls28-dev:arm64 libpcre2-dev:arm64 podman runc busybox-static"
 	missing=""
 	for p in $A64; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 	done
-	[ -z "$missing" ] && { echo "deps: arm64 cross packages present"; exit 0; }
+	[ -z "$missing" ] && { echo "deps: release packages present (arm64 cross build, podman)"; exit 0; }
 	echo "deps: installing$missing"
 	dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
 	$SUDO apt-get update -qq
