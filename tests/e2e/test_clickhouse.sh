@@ -108,6 +108,12 @@ for t in cpu heap; do
 	go_pprof -tags "$T/go-$t.pb.gz" >"$T/go-$t.tags"
 	same_output "merge $t: go tool pprof -tags equal to Go's merge" "$T/m-$t.tags" "$T/go-$t.tags"
 done
+# B again: its symbols now come from the collector's cache of read symbols
+# (clickhouse.c: symc), not from ClickHouse: the same bytes; a heap merge
+# met other symbols in between, and a cpu merge of a narrower range asks
+# for a part of them
+curl -sS -o "$T/m2-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
+same_output "merge cpu again from B (symbols from its cache): byte-identical to its first" "$T/m-cpu.pb.gz" "$T/m2-cpu.pb.gz"
 # the same merge from A and from B
 curl -sS -o "$T/mA.pb.gz" "$A/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 topn "$T/mA.pb.gz" >"$T/mA.top"
