@@ -2427,9 +2427,15 @@ int pd_store_ch_fuzz(const uint8_t *data, size_t n)
 	if (n < 1)
 		return 0;
 	struct pd_err err = {0};
+	struct chs fs; /* only the cache of read symbols: absorb fills it */
+	memset(&fs, 0, sizeof fs);
+	pthread_mutex_init(&fs.cmu, NULL);
 	struct cday d;
-	if (cday_init(&d, NULL, 20000, &err))
+	if (cday_init(&d, &fs, 20000, &err)) {
+		cday_free(&d);
+		pthread_mutex_destroy(&fs.cmu);
 		return 0;
+	}
 	const uint8_t *p = data + 1;
 	size_t len = n - 1;
 	if (data[0] & 1) {
@@ -2467,7 +2473,23 @@ int pd_store_ch_fuzz(const uint8_t *data, size_t n)
 					if (d.v[k][i].have)
 						(void)src_get(&d, k, (int64_t)i + 1, &tmp, &err);
 		pd_buf_free(&tmp);
+		/* and once more from the cache: what absorb kept converts the same */
+		struct cday d2;
+		if (!cday_init(&d2, &fs, 20000, &err)) {
+			for (int k = 0; k < PD_SYM_NKINDS; k++)
+				for (size_t i = 0; i < d.n[k]; i++) {
+					int64_t seq;
+					if (d.v[k][i].have && cday_seq(&d2, k, d.v[k][i].h, &seq))
+						break;
+				}
+			(void)from_cache(&d2, "fuzz");
+		}
+		cday_free(&d2);
 	}
 	cday_free(&d);
+	pd_hidx_free(&fs.cix);
+	free(fs.ce);
+	pd_buf_free(&fs.cbytes);
+	pthread_mutex_destroy(&fs.cmu);
 	return 0;
 }
