@@ -232,9 +232,10 @@ static enum MHD_Result too_many(struct MHD_Connection *c, struct req *r, size_t 
 
 /* A merge of one service and type over a time range, without labels or
  * limit: the store's range merge (pd_store_merge_range), which reads the
- * profiles of the range in one scan (no id lookups, no labels read: a
- * tenth of the merge of 200 profiles, measured) and whole hours from their
- * rollups. --max-merge-profiles caps the profiles read one by one. */
+ * profiles of the range in one scan (no id lookups, no labels read:
+ * server CPU for a merge of 200 large profiles 30 -> 28 ms, measured) and
+ * whole hours from their rollups. --max-merge-profiles caps the profiles
+ * read one by one. */
 static enum MHD_Result merge_range(struct MHD_Connection *c, struct req *r, const struct pd_api_query *q,
 				   const char *fname)
 {

@@ -93,6 +93,26 @@ serve_port() {
 	echo "$port"
 }
 
+# serve_smoke LABEL LOG PID HEAP: the `profd serve --addr 127.0.0.1:0` started in the
+# background (PID, its stderr in LOG; a release archive's, in an empty root) takes an upload
+# of the heap profile HEAP, merges it back and serves the UI, then exits 0 on SIGTERM
+serve_smoke() {
+	local label=$1 log=$2 pid=$3 heap=$4 port code m ui
+	port=$(serve_port "$log" "$pid")
+	if [ -z "$port" ]; then
+		fail "$label: serve in the empty root" "$(head -c 600 "$log")"
+		return
+	fi
+	code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$heap" "http://127.0.0.1:$port/api/0/profiles?service=dist&type=heap&created_at=$(date +%s)")
+	m=$(curl -s -o "$T/merged.pb.gz" -w '%{http_code}' "http://127.0.0.1:$port/api/0/profiles/merge?service=dist&type=heap&from=now-1h&to=now")
+	ui=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")
+	if [ "$code" = 200 ] && [ "$m" = 200 ] && "$PROFD" pprof info "$T/merged.pb.gz" >/dev/null 2>&1 && [ "$ui" = 200 ]; then
+		ok "$label: serve in the empty root: an upload stored, merged back, the UI"
+	else fail "$label: serve" "post $code $(head -c 200 "$T/post"), merge $m, ui $ui"; fi
+	kill -TERM "$pid" && wait "$pid" 2>/dev/null
+	expect "$label: serve exits 0 on SIGTERM" 0 "$?"
+}
+
 # kill_started: stop this shell's background jobs (TERM, then KILL)
 kill_started() {
 	local p

@@ -49,6 +49,9 @@ NEED_WHY="needed by this test (tools/deps.sh installs it)" need_cmds 0 go curl p
 start_serve() {
 	local log=$1
 	shift
+	# emptied here, not only by the child's redirection: a log reused from an earlier server
+	# would otherwise be read before the child truncates it, and give that server's port
+	: >"$log"
 	"$PROFD" serve --addr 127.0.0.1:0 --retention 0 "$@" 2>"$log" &
 	local pid=$!
 	PIDS+=("$pid")

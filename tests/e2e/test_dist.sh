@@ -43,18 +43,5 @@ same_output "dist: in the empty root, pprof merge = the build's, byte for byte" 
 chroot "$R" "/$N/bin/kubectl-profd" --help 2>&1 | grep -q "^Usage: kubectl profd <command>" &&
 	ok "dist: bin/kubectl-profd is the kubectl plugin" || fail "dist: kubectl-profd" "$(chroot "$R" "/$N/bin/kubectl-profd" --help 2>&1 | head -3)"
 chroot "$R" "/$N/bin/profd" serve --addr 127.0.0.1:0 --data-dir /data --retention 0 2>"$T/serve.log" &
-SPID=$!
-PORT=$(serve_port "$T/serve.log" "$SPID")
-if [ -z "$PORT" ]; then
-	fail "dist: serve in the empty root" "$(head -c 600 "$T/serve.log")"
-else
-	code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$R/in/heap.pb" "http://127.0.0.1:$PORT/api/0/profiles?service=dist&type=heap&created_at=$(date +%s)")
-	m=$(curl -s -o "$T/merged.pb.gz" -w '%{http_code}' "http://127.0.0.1:$PORT/api/0/profiles/merge?service=dist&type=heap&from=now-1h&to=now")
-	ui=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")
-	if [ "$code" = 200 ] && [ "$m" = 200 ] && "$PROFD" pprof info "$T/merged.pb.gz" >/dev/null 2>&1 && [ "$ui" = 200 ]; then
-		ok "dist: serve in the empty root: an upload stored, merged back, the UI"
-	else fail "dist: serve" "post $code $(head -c 200 "$T/post"), merge $m, ui $ui"; fi
-	kill -TERM "$SPID" && wait "$SPID" 2>/dev/null
-	expect "dist: serve exits 0 on SIGTERM" 0 "$?"
-fi
+serve_smoke "dist" "$T/serve.log" $! "$R/in/heap.pb"
 man -l "$R/$N/share/man/man1/profd-serve.1" >/dev/null 2>&1 && ok "dist: man pages in share/man" || fail "dist: man" "profd-serve.1"

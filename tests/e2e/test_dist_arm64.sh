@@ -49,7 +49,11 @@ bad=$(for f in "$R/$N"/lib/*.so*; do readelf -h "$f" | grep -q 'Machine:.*AArch6
 expect "dist arm64: every bundled library is AArch64" "" "$bad"
 # what bin/profd runs: the bundled loader, the bundled libraries, lib/profd
 run() { chroot "$R" /qemu "/$N/lib/ld-linux-aarch64.so.1" --library-path "/$N/lib" --argv0 profd "/$N/lib/profd" "$@"; }
-expect "dist arm64: in the empty root, profd --version" "$("$PROFD" --version | sed 's/, built .*//')" "$(run --version 2>&1 | sed 's/, built .*//')"
+# (the version; the commit is the tree's at the cross build, which a stale host build may lack)
+v=$(run --version 2>&1)
+if [ "${v%% (commit *}" = "$("$PROFD" --version | sed 's/ (commit .*//')" ] && [[ $v == *"(commit "*", built "* ]]; then
+	ok "dist arm64: in the empty root, profd --version: $v"
+else fail "dist arm64: in the empty root, profd --version" "got '$v', the host build says '$("$PROFD" --version)'"; fi
 if [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
 	v=$(chroot "$R" "/$N/bin/profd" --version 2>&1)
 	expect "dist arm64: bin/profd (binfmt_misc) --version" "$(run --version 2>&1)" "$v"
@@ -66,17 +70,4 @@ run pprof merge -o /m.pb.gz /in/cpu.pb /in/cpu.pb >"$T/m.out" 2>&1
 same_output "dist arm64: in the empty root, pprof merge = the host build's, byte for byte" "$T/host-m.pb.gz" "$R/m.pb.gz"
 chroot "$R" /qemu "/$N/lib/ld-linux-aarch64.so.1" --library-path "/$N/lib" --argv0 profd "/$N/lib/profd" \
 	serve --addr 127.0.0.1:0 --data-dir /data --retention 0 2>"$T/serve.log" &
-SPID=$!
-PORT=$(serve_port "$T/serve.log" "$SPID")
-if [ -z "$PORT" ]; then
-	fail "dist arm64: serve in the empty root" "$(head -c 600 "$T/serve.log")"
-else
-	code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$R/in/heap.pb" "http://127.0.0.1:$PORT/api/0/profiles?service=dist&type=heap&created_at=$(date +%s)")
-	m=$(curl -s -o "$T/merged.pb.gz" -w '%{http_code}' "http://127.0.0.1:$PORT/api/0/profiles/merge?service=dist&type=heap&from=now-1h&to=now")
-	ui=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")
-	if [ "$code" = 200 ] && [ "$m" = 200 ] && "$PROFD" pprof info "$T/merged.pb.gz" >/dev/null 2>&1 && [ "$ui" = 200 ]; then
-		ok "dist arm64: serve in the empty root: an upload stored, merged back, the UI"
-	else fail "dist arm64: serve" "post $code $(head -c 200 "$T/post"), merge $m, ui $ui"; fi
-	kill -TERM "$SPID" && wait "$SPID" 2>/dev/null
-	expect "dist arm64: serve exits 0 on SIGTERM" 0 "$?"
-fi
+serve_smoke "dist arm64" "$T/serve.log" $! "$R/in/heap.pb"
