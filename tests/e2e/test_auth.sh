@@ -162,8 +162,19 @@ unset PROFD_COLLECTOR
 head -c 20000000 /dev/zero >"$T/big"
 t0=$(date +%s%N)
 code=$(curl -s -o "$T/b" -w '%{http_code}' -H 'Expect:' --data-binary @"$T/big" "$SURL/api/0/profiles?service=x&type=cpu")
+crc=$?
 t1=$(date +%s%N)
-expect "20 MB upload without a token: 401" 401 "$code"
+# The server answers 401 after the headers and closes without reading the body. A client
+# still sending it may then meet the reset before it reads the answer (curl: 55, failed
+# sending; 56, failure receiving; no status): the body is refused either way, which the
+# ingest bytes below check. Any other outcome fails.
+if [ "$code" = 401 ]; then
+	ok "20 MB upload without a token: 401"
+elif [ "$code" = 000 ] && { [ "$crc" = 55 ] || [ "$crc" = 56 ]; }; then
+	ok "20 MB upload without a token: refused before its body (the connection closed while curl was sending: curl exit $crc, the 401 lost to the reset)"
+else
+	fail "20 MB upload without a token: 401" "status $code, curl exit $crc"
+fi
 echo "# answered in $(((t1 - t0) / 1000000)) ms"
 read -r _ in_bytes < <(grep -E '^profd_ingest_bytes_total ' <(curl -s -H "Authorization: Bearer $R" "$SURL/metrics") || echo "x 0")
 if [ "${in_bytes:-0}" -lt 20000000 ]; then ok "... its body was not taken in (ingest bytes $in_bytes)"; else fail "... its body was not taken in" "ingest bytes $in_bytes"; fi
