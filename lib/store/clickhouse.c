@@ -214,10 +214,8 @@ struct symc_key {
 	struct pd_h128 h;
 };
 
-static uint64_t symc_hash(int64_t day, int kind, struct pd_h128 h)
-{
-	return pd_hash_u64(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)day << 8 | (uint64_t)kind));
-}
+/* the same key as the set of written symbols' */
+static uint64_t symc_hash(int64_t day, int kind, struct pd_h128 h) { return known_key(day, kind, h); }
 
 static bool symc_eq(void *ctx, uint32_t v)
 {
