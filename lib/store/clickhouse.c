@@ -82,9 +82,9 @@
 #define DAY_NS        (86400LL * 1000000000LL)
 #define HOUR_NS       PD_ROLLUP_NS
 #define CH_MAX_ANSWER ((size_t)1 << 30)
-#define CH_KNOWN_MAX  (1u << 20) /* symbols remembered as written, before the set is cleared */
+#define CH_KNOWN_MAX  (1u << 20)  /* symbols remembered as written, before the set is cleared */
 #define CH_SYMC_BYTES (64u << 20) /* symbol data kept from reads, before the cache is emptied */
-#define CH_MAX_DAY    49672      /* 2105-12-31: the last date ClickHouse 18.16 parses */
+#define CH_MAX_DAY    49672       /* 2105-12-31: the last date ClickHouse 18.16 parses */
 /* rollups: per (service, type, hour) the hour's profiles aggregated (a
  * profile row's header, block and refs), valid while the hour's live
  * profiles are still `profiles` many with these ids (fp: the sum of their
@@ -215,7 +215,10 @@ struct symc_key {
 };
 
 /* the same key as the set of written symbols' */
-static uint64_t symc_hash(int64_t day, int kind, struct pd_h128 h) { return known_key(day, kind, h); }
+static uint64_t symc_hash(int64_t day, int kind, struct pd_h128 h)
+{
+	return known_key(day, kind, h);
+}
 
 static bool symc_eq(void *ctx, uint32_t v)
 {
@@ -673,7 +676,6 @@ static int framed(const struct pd_buf *payload, const char *id, enum pd_blob_rol
 	pd_blob_seal(out, start, pd_blob_seed(id, strlen(id), role));
 	return 0;
 }
-
 
 /* The INSERTs of one batch: symbols first (a profile row is never visible
  * before its symbols), then the profiles. */
@@ -1282,6 +1284,20 @@ static void cday_free(struct cday *d)
 	ZSTD_freeDCtx(d->dctx);
 }
 
+/* Prefetch the index slots of the n 16-byte hashes at p (kind k): the
+ * lookups that follow are independent, and each one's slot is a cache
+ * miss in a table of a day's symbols. */
+static void cday_prefetch(const struct cday *d, int k, const uint8_t *p, size_t n)
+{
+	const struct pd_hidx *ix = &d->ix[k];
+	for (size_t i = 0; i < n; i++, p += 16) {
+		uint64_t lo, hi;
+		memcpy(&lo, p, 8);
+		memcpy(&hi, p + 8, 8);
+		__builtin_prefetch(&ix->slots[pd__hidx_fix(lo ^ hi) & ix->mask]);
+	}
+}
+
 /* The seq of (kind, h), assigned if new (and then wanted). */
 static int cday_seq(struct cday *d, int k, struct pd_h128 h, int64_t *seq)
 {
@@ -1376,6 +1392,7 @@ static int convert(struct cday *d, int k, const uint8_t *data, size_t len, struc
 		break;
 	}
 	case PD_SYM_STACK:
+		cday_prefetch(d, PD_SYM_LOC, r.p, (size_t)(r.end - r.p) / 16);
 		while (r.p < r.end)
 			CHILD(PD_SYM_LOC);
 		break;
@@ -1398,57 +1415,71 @@ done:
 
 /* Take a symbols answer (rows of kind, h, data) into d: the rows asked
  * for become fetched, and their children are named (wanted next); *got =
- * rows taken. */
+ * rows asked for taken. Rows not asked for that are children of rows
+ * asked for (the answer may bring them: cday_fetch) are taken as well, in
+ * a second pass, and are then no longer wanted. */
 static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, const char *dn)
 {
 	/* the converted symbols take no more than the answer: one growth */
 	if (pd_buf_reserve(&d->bytes, n))
 		return nomem(d->err);
 	int rc = 0;
-	struct pd_rb_rd r = {p, p + n, false};
 	pthread_mutex_lock(&d->s->cmu);
-	while (r.p < r.end && !rc) {
-		int k = pd_rb_get_u8(&r);
-		uint8_t hb[16];
-		pd_rb_get_fixed(&r, hb, 16);
-		size_t len;
-		const uint8_t *data = pd_rb_get_str(&r, &len);
-		if (r.bad || k >= PD_SYM_NKINDS) {
-			rc = pd_errf(d->err, PD_EIO, "ClickHouse: a malformed answer to a query of symbols");
-			break;
+	bool again = false; /* a row left for the second pass */
+	for (int pass = 0; pass < 2 && !rc && (pass == 0 || again); pass++) {
+		struct pd_rb_rd r = {p, p + n, false};
+		while (r.p < r.end && !rc) {
+			int k = pd_rb_get_u8(&r);
+			uint8_t hb[16];
+			pd_rb_get_fixed(&r, hb, 16);
+			size_t len;
+			const uint8_t *data = pd_rb_get_str(&r, &len);
+			if (r.bad || k >= PD_SYM_NKINDS) {
+				rc = pd_errf(d->err, PD_EIO, "ClickHouse: a malformed answer to a query of symbols");
+				break;
+			}
+			struct pd_h128 h;
+			memcpy(&h.lo, hb, 8);
+			memcpy(&h.hi, hb + 8, 8);
+			void *ctx[2] = {d->v[k], &h};
+			uint32_t v = pd_hidx_find(&d->ix[k], h.lo ^ h.hi, csym_eq, ctx);
+			if (pass == 0 &&
+			    (v == PD_NONE || d->v[k][v].want)) { /* not named yet, or named by this answer */
+				again = true;
+				continue;
+			}
+			if (v == PD_NONE || d->v[k][v].have) /* not named, or a duplicate not yet merged away */
+				continue;
+			if (pass == 1 && d->v[k][v].want) { /* a child of a row taken in the first pass */
+				d->v[k][v].want = false;
+				d->nwant--;
+			}
+			if (d->bytes.len + len > UINT32_MAX) {
+				rc = pd_errf(d->err, PD_ELIMIT, "ClickHouse: the symbols of one query are over 4 GB");
+				break;
+			}
+			/* kept converted (children as seqs, named now: fetched in the
+			 * next round), once; a seq takes at most the 16 bytes of its hash */
+			size_t off = d->bytes.len;
+			int cr = convert(d, k, data, len, &d->bytes);
+			if (cr == 0)
+				symc_put(d->s, d->day, k, h, data, len);
+			struct csym *c = &d->v[k][v]; /* after convert: it grows other kinds' arrays only */
+			c->off = (uint32_t)off;
+			c->len = (uint32_t)(d->bytes.len - off);
+			c->have = cr == 0;
+			*got += pass == 0;
+			if (cr == PD_ENOMEM)
+				rc = nomem(d->err);
+			else if (cr)
+				rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
+				             k == PD_SYM_FN      ? "function"
+				             : k == PD_SYM_MAP   ? "mapping"
+				             : k == PD_SYM_LOC   ? "location"
+				             : k == PD_SYM_STACK ? "stack"
+				                                 : "label set",
+				             dn);
 		}
-		struct pd_h128 h;
-		memcpy(&h.lo, hb, 8);
-		memcpy(&h.hi, hb + 8, 8);
-		void *ctx[2] = {d->v[k], &h};
-		uint32_t v = pd_hidx_find(&d->ix[k], h.lo ^ h.hi, csym_eq, ctx);
-		if (v == PD_NONE || d->v[k][v].have) /* not asked for, or a duplicate not yet merged away */
-			continue;
-		if (d->bytes.len + len > UINT32_MAX) {
-			rc = pd_errf(d->err, PD_ELIMIT, "ClickHouse: the symbols of one query are over 4 GB");
-			break;
-		}
-		/* kept converted (children as seqs, named now: fetched in the
-		 * next round), once; a seq takes at most the 16 bytes of its hash */
-		size_t off = d->bytes.len;
-		int cr = convert(d, k, data, len, &d->bytes);
-		if (cr == 0)
-			symc_put(d->s, d->day, k, h, data, len);
-		struct csym *c = &d->v[k][v]; /* after convert: it grows other kinds' arrays only */
-		c->off = (uint32_t)off;
-		c->len = (uint32_t)(d->bytes.len - off);
-		c->have = cr == 0;
-		(*got)++;
-		if (cr == PD_ENOMEM)
-			rc = nomem(d->err);
-		else if (cr)
-			rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
-			             k == PD_SYM_FN      ? "function"
-			             : k == PD_SYM_MAP   ? "mapping"
-			             : k == PD_SYM_LOC   ? "location"
-			             : k == PD_SYM_STACK ? "stack"
-			                                 : "label set",
-			             dn);
 	}
 	pthread_mutex_unlock(&d->s->cmu);
 	return rc;
@@ -1482,7 +1513,8 @@ static int from_cache(struct cday *d, const char *dn)
 				if (cr == PD_ENOMEM)
 					rc = nomem(d->err);
 				else if (cr)
-					rc = pd_errf(d->err, PD_EIO, "ClickHouse: a corrupt symbol (kind %d) in %s", k, dn);
+					rc = pd_errf(d->err, PD_EIO, "ClickHouse: a corrupt symbol (kind %d) in %s", k,
+					             dn);
 			}
 	}
 	pthread_mutex_unlock(&d->s->cmu);
@@ -1506,15 +1538,26 @@ static int cday_fetch(struct cday *d)
 			break;
 		}
 		/* the wanted (kind, h) as an external table (no IN list to parse:
-		 * measured 3x faster on 18.16 for 20,000 hashes) */
+		 * measured 3x faster on 18.16 for 20,000 hashes); with functions
+		 * wanted, the strings they name too (a function's data starts with
+		 * the hashes of its three strings): one round less, measured 5.0 +
+		 * 5.5 ms in two rounds against 8 ms in one */
 		sql.len = 0;
 		want.len = 0;
-		bool ok =
-		    !pd_buf_appendf(
-		        &sql,
-		        "SELECT kind, h, data FROM symbols WHERE day = '%s' AND (kind, h) IN want FORMAT RowBinary",
-		        dn) &&
-		    !pd_buf_append(&sql, "", 1);
+		bool fns = false;
+		for (size_t i = 0; i < d->n[PD_SYM_FN] && !fns; i++)
+			fns = d->v[PD_SYM_FN][i].want;
+		bool ok = !pd_buf_appendf(
+		    &sql, "SELECT kind, h, data FROM symbols WHERE day = '%s' AND ((kind, h) IN want", dn);
+		if (ok && fns)
+			ok = !pd_buf_appendf(
+			    &sql,
+			    " OR (kind = %d AND h %sIN (SELECT arrayJoin([toFixedString(substring(data, 1, "
+			    "16), 16), toFixedString(substring(data, 17, 16), 16), "
+			    "toFixedString(substring(data, 33, 16), 16)]) FROM symbols WHERE day = '%s' AND "
+			    "kind = %d AND (kind, h) IN want))",
+			    PD_SYM_STR, d->s->gl, dn, PD_SYM_FN);
+		ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
 		for (int k = 0; k < PD_SYM_NKINDS && ok; k++)
 			for (size_t i = 0; i < d->n[k] && ok; i++) {
 				struct csym *c = &d->v[k][i];
@@ -1569,10 +1612,76 @@ struct crow {
 	uint32_t nv;
 };
 
-/* Decode a profile row's header, block and refs into r, its refs turned
- * into seqs of d (wanted: cday_fetch gets them). */
-static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn, const uint8_t *bb, size_t bn,
-                    const uint8_t *rb, size_t rn, struct crow *r, struct pd_err *err)
+/* A profile row's refs as seqs of day d (strings, mappings, stacks,
+ * label sets: the row's local numbers 1..cnt[t] are map[t][0..]). */
+struct crefs {
+	uint32_t *map[4];
+	size_t cnt[4];
+};
+
+static void crefs_free(struct crefs *m)
+{
+	for (int t = 0; t < 4; t++)
+		free(m->map[t]);
+	memset(m, 0, sizeof *m);
+}
+
+/* Turn a profile row's refs into seqs of d (new ones become wanted:
+ * cday_fetch gets them). */
+static int row_refs(struct cday *d, const char *id, const uint8_t *rb, size_t rn, struct crefs *m, struct pd_err *err)
+{
+	memset(m, 0, sizeof *m);
+	static const int kinds[4] = {PD_SYM_STR, PD_SYM_MAP, PD_SYM_STACK, PD_SYM_LSET};
+	int rc = 0;
+	struct pd_rd x = {rb, rb + rn, false};
+	for (int t = 0; t < 4 && !rc; t++) {
+		m->cnt[t] = pd_rd_v(&x);
+		if (x.bad || m->cnt[t] > rn / 16)
+			return pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+		if (!(m->map[t] = malloc((m->cnt[t] + 1) * sizeof *m->map[t])))
+			return nomem(err);
+		/* 8 lookups ahead (a row has thousands of stacks) */
+		const uint8_t *ahead = x.p;
+		size_t nah = (size_t)(x.end - x.p) / 16 < m->cnt[t] ? (size_t)(x.end - x.p) / 16 : m->cnt[t];
+		cday_prefetch(d, kinds[t], ahead, nah < 8 ? nah : 8);
+		for (size_t i = 0; i < m->cnt[t] && !rc; i++) {
+			if (i + 8 < nah)
+				cday_prefetch(d, kinds[t], ahead + (i + 8) * 16, 1);
+			struct pd_h128 h = rd_h(&x);
+			int64_t sq;
+			if (x.bad)
+				rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+			else if (cday_seq(d, kinds[t], h, &sq))
+				rc = nomem(err);
+			else
+				m->map[t][i] = (uint32_t)sq;
+		}
+	}
+	/* a rollup's refs go on with every location and function its stacks
+	 * reach (its strings and mappings are in the first two): wanted now,
+	 * so that one round fetches all of its symbols */
+	static const int more[2] = {PD_SYM_LOC, PD_SYM_FN};
+	for (int t = 0; t < 2 && !rc && x.p < x.end; t++) {
+		size_t c = pd_rd_v(&x);
+		if (x.bad || c > rn / 16)
+			return pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+		for (size_t i = 0; i < c && !rc; i++) {
+			struct pd_h128 h = rd_h(&x);
+			int64_t sq;
+			if (x.bad)
+				rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
+			else if (cday_seq(d, more[t], h, &sq))
+				rc = nomem(err);
+		}
+	}
+	return rc;
+}
+
+/* Decode a profile row's header and block into r, its local numbers
+ * turned into d's seqs by m (row_refs). Touches nothing of d but its
+ * decompressor: it may run while another thread fetches d's symbols. */
+static int row_load(struct cday *d, const char *id, const uint8_t *hb, size_t hn, const uint8_t *bb, size_t bn,
+                    const struct crefs *m, struct crow *r, struct pd_err *err)
 {
 	memset(r, 0, sizeof *r);
 	const uint8_t *pl;
@@ -1596,60 +1705,14 @@ static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn
 		pd_err_prefix(err, "profile %s: sample block", id);
 		return rc;
 	}
-	/* refs: strings, mappings, stacks, label sets */
-	static const int kinds[4] = {PD_SYM_STR, PD_SYM_MAP, PD_SYM_STACK, PD_SYM_LSET};
-	int64_t *map[4] = {NULL, NULL, NULL, NULL};
-	size_t cnt[4] = {0, 0, 0, 0};
-	struct pd_rd x = {rb, rb + rn, false};
-	for (int t = 0; t < 4 && !rc; t++) {
-		cnt[t] = pd_rd_v(&x);
-		if (x.bad || cnt[t] > rn / 16) {
-			rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
-			break;
-		}
-		if (!(map[t] = malloc((cnt[t] + 1) * sizeof *map[t]))) {
-			rc = nomem(err);
-			break;
-		}
-		for (size_t i = 0; i < cnt[t] && !rc; i++) {
-			struct pd_h128 h = rd_h(&x);
-			if (x.bad)
-				rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
-			else if (cday_seq(d, kinds[t], h, &map[t][i]))
-				rc = nomem(err);
-		}
-	}
-	/* a rollup's refs go on with every location and function its stacks
-	 * reach (its strings and mappings are in the first two): wanted now,
-	 * so that one round fetches all of its symbols */
-	static const int more[2] = {PD_SYM_LOC, PD_SYM_FN};
-	for (int t = 0; t < 2 && !rc && x.p < x.end; t++) {
-		size_t c = pd_rd_v(&x);
-		if (x.bad || c > rn / 16) {
-			rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
-			break;
-		}
-		for (size_t i = 0; i < c && !rc; i++) {
-			struct pd_h128 h = rd_h(&x);
-			int64_t sq;
-			if (x.bad)
-				rc = pd_errf(err, PD_EIO, "profile %s: corrupt refs", id);
-			else if (cday_seq(d, more[t], h, &sq))
-				rc = nomem(err);
-		}
-	}
 	/* local numbers (1-based; 0 = none) to seqs */
 #define XL(t, v)                                                                                                       \
 	do {                                                                                                           \
 		int64_t v_ = (v);                                                                                      \
-		if (v_ < 0 || (uint64_t)v_ > cnt[t]) {                                                                 \
-			rc = pd_errf(err, PD_EIO, "profile %s: a reference out of range", id);                         \
-			goto out;                                                                                      \
-		}                                                                                                      \
-		(v) = v_ ? map[t][v_ - 1] : 0;                                                                         \
+		if (v_ < 0 || (uint64_t)v_ > m->cnt[t])                                                                \
+			return pd_errf(err, PD_EIO, "profile %s: a reference out of range", id);                       \
+		(v) = v_ ? m->map[t][v_ - 1] : 0;                                                                      \
 	} while (0)
-	if (rc)
-		goto out;
 	for (uint32_t i = 0; i < 2 * r->h.nst; i++)
 		XL(0, r->h.stypes[i]);
 	for (uint32_t i = 0; i < r->h.ncomments; i++)
@@ -1668,9 +1731,20 @@ static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn
 		XL(3, row[1]);
 	}
 #undef XL
-out:
-	for (int t = 0; t < 4; t++)
-		free(map[t]);
+	return 0;
+}
+
+/* Decode a profile row's header, block and refs into r, its refs turned
+ * into seqs of d (wanted: cday_fetch gets them). */
+static int load_row(struct cday *d, const char *id, const uint8_t *hb, size_t hn, const uint8_t *bb, size_t bn,
+                    const uint8_t *rb, size_t rn, struct crow *r, struct pd_err *err)
+{
+	struct crefs m;
+	memset(r, 0, sizeof *r);
+	int rc = row_refs(d, id, rb, rn, &m, err);
+	if (!rc)
+		rc = row_load(d, id, hb, hn, bb, bn, &m, r, err);
+	crefs_free(&m);
 	return rc;
 }
 
@@ -1901,15 +1975,51 @@ static int dayacc_finish(struct dayacc *a, int rc, struct pd_profile **out, stru
  * type, created_ns ranges: only the granules of those are read; none if
  * the rollups cover [lo, hi]). *n += profiles merged (over max, 0 = none:
  * PD_ELIMIT); *fp (may be NULL) += the sum of their cityHash64(id). */
+/* cday_fetch on a thread of its own, while the caller goes on with what
+ * touches nothing of d's symbols */
+struct cfetch {
+	struct cday *d;
+	struct pd_err err;
+	int rc;
+};
+
+static void *cfetch_main(void *p)
+{
+	struct cfetch *f = p;
+	f->d->err = &f->err;
+	f->rc = cday_fetch(f->d);
+	return NULL;
+}
+
+/* A row of a profiles answer (pointers into it). */
+struct prow {
+	const uint8_t *id, *hp, *bp, *rp;
+	size_t hn, bn, rn;
+	int64_t created;
+	uint64_t h;
+};
+
+static int cmp_prow(const void *a, const void *b)
+{
+	const struct prow *x = a, *y = b;
+	if (x->created != y->created)
+		return x->created < y->created ? -1 : 1;
+	return memcmp(x->id, y->id, PD_STORE_ID_LEN);
+}
+
 static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t lo, int64_t hi,
                       const int64_t *skip, size_t nskip, uint64_t *fp, size_t *n, size_t max, struct pd_err *err)
 {
 	char dn[16];
 	pd_store_day_name(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
+	/* no FINAL and no ORDER BY: both made ClickHouse merge-sort the rows'
+	 * blobs (measured 20 -> 15 ms for 200 rows of 30 KB); a row written
+	 * twice (a retried INSERT) is the same row, skipped here, and the
+	 * rows are put in (created_ns, id) order here */
 	bool ok =
-	    !pd_buf_appendf(&sql,
-	                    "SELECT id, header, block, refs, cityHash64(id) FROM profiles FINAL WHERE service = ") &&
+	    !pd_buf_appendf(&sql, "SELECT id, created_ns, header, block, refs, cityHash64(id) FROM profiles WHERE "
+	                          "service = ") &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
 	    !pd_buf_appendf(&sql, " AND day = '%s' AND id %sNOT IN (SELECT id FROM deleted WHERE day = '%s') AND (0",
 	                    dn, d->s->gl, dn);
@@ -1927,39 +2037,79 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 		if (i < nskip && (skip[i] + 1) * HOUR_NS > t)
 			t = (skip[i] + 1) * HOUR_NS;
 	}
-	ok = ok && !pd_buf_appendf(&sql, ") ORDER BY created_ns, id FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
+	ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
 	int rc = !ok ? nomem(err) : spans ? q(d->s, (const char *)sql.ptr, &ans, err) : 0;
 	pd_buf_free(&sql);
+	struct prow *rows = NULL;
+	struct crefs *refs = NULL;
+	size_t nr = 0, cap = 0;
 	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 	while (!rc && r.p < r.end) {
-		size_t idn, hn, bn, rn;
-		const uint8_t *idp = pd_rb_get_str(&r, &idn), *hp = pd_rb_get_str(&r, &hn),
-		              *bp = pd_rb_get_str(&r, &bn), *rp = pd_rb_get_str(&r, &rn);
-		uint64_t h = pd_rb_get_u64(&r);
-		if (r.bad || idn != PD_STORE_ID_LEN) {
+		struct prow w;
+		size_t idn;
+		w.id = pd_rb_get_str(&r, &idn);
+		w.created = (int64_t)pd_rb_get_u64(&r);
+		w.hp = pd_rb_get_str(&r, &w.hn);
+		w.bp = pd_rb_get_str(&r, &w.bn);
+		w.rp = pd_rb_get_str(&r, &w.rn);
+		w.h = pd_rb_get_u64(&r);
+		if (r.bad || idn != PD_STORE_ID_LEN)
 			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer to a query of profiles");
-			break;
-		}
-		if (max && *n >= max) {
-			rc = pd_errf(err, PD_ELIMIT,
-			             "more than %zu profiles of \"%s\" to merge: over the limit of profiles per query",
-			             max, rq->service);
-			break;
-		}
-		char id[PD_STORE_ID_LEN + 1];
-		memcpy(id, idp, idn);
-		id[idn] = 0;
+		else if (pd_grow((void **)&rows, &cap, nr + 1, sizeof *rows))
+			rc = nomem(err);
+		else
+			rows[nr++] = w;
+	}
+	if (!rc && nr > 1)
+		qsort(rows, nr, sizeof *rows, cmp_prow);
+	size_t keep = 0; /* the rows less those written twice */
+	for (size_t i = 0; !rc && i < nr; i++)
+		if (!keep || memcmp(rows[keep - 1].id, rows[i].id, PD_STORE_ID_LEN) ||
+		    rows[keep - 1].created != rows[i].created)
+			rows[keep++] = rows[i];
+	nr = keep;
+	if (!rc && max && *n + nr > max)
+		rc = pd_errf(err, PD_ELIMIT,
+		             "more than %zu profiles of \"%s\" to merge: over the limit of profiles per query", max,
+		             rq->service);
+	if (!rc && nr && !(refs = calloc(nr, sizeof *refs)))
+		rc = nomem(err);
+	/* every row's refs first (seqs, and what to fetch), then the fetch on
+	 * a thread of its own beside the decoding and summing of the blocks */
+	char id[PD_STORE_ID_LEN + 1];
+	for (size_t i = 0; !rc && i < nr; i++) {
+		memcpy(id, rows[i].id, PD_STORE_ID_LEN);
+		id[PD_STORE_ID_LEN] = 0;
+		rc = row_refs(d, id, rows[i].rp, rows[i].rn, &refs[i], err);
+	}
+	struct cfetch f = {d, {0}, 0};
+	pthread_t th;
+	bool thr = !rc && nr > 1 && d->nwant && pthread_create(&th, NULL, cfetch_main, &f) == 0;
+	for (size_t i = 0; !rc && i < nr; i++) {
+		memcpy(id, rows[i].id, PD_STORE_ID_LEN);
+		id[PD_STORE_ID_LEN] = 0;
 		struct crow row;
-		if ((rc = load_row(d, id, hp, hn, bp, bn, rp, rn, &row, err))) {
-			crow_free(&row);
-			break;
-		}
-		rc = pd_pm_add(pm, id, &row.h, row.rows, row.nrows, row.nv, false, err);
+		rc = row_load(d, id, rows[i].hp, rows[i].hn, rows[i].bp, rows[i].bn, &refs[i], &row, err);
+		if (!rc)
+			rc = pd_pm_add(pm, id, &row.h, row.rows, row.nrows, row.nv, false, err);
 		crow_free(&row);
+		crefs_free(&refs[i]);
 		if (fp)
-			*fp += h;
+			*fp += rows[i].h;
 		(*n)++;
 	}
+	if (thr) {
+		pthread_join(th, NULL);
+		d->err = err;
+		if (!rc && f.rc) {
+			rc = f.rc;
+			*err = f.err;
+		}
+	}
+	for (size_t i = 0; refs && i < nr; i++)
+		crefs_free(&refs[i]);
+	free(refs);
+	free(rows);
 	pd_buf_free(&ans);
 	return rc;
 }
@@ -2234,20 +2384,30 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 	char a[16], z[16];
 	pd_store_day_name(d0, a);
 	pd_store_day_name(d1 < d0 ? d0 : d1, z);
-	bool ok = !pd_buf_appendf(&sql, "SELECT DISTINCT toUInt16(day) AS d FROM profiles WHERE service = ") &&
-	          !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") &&
-	          !pd_ch_lit_s(&sql, rq->type) &&
-	          !pd_buf_appendf(&sql,
-	                          " AND created_ns BETWEEN %lld AND %lld AND day BETWEEN '%s' AND '%s' ORDER BY d "
-	                          "FORMAT RowBinary",
-	                          (long long)rq->from_ns, (long long)rq->to_ns, a, z) &&
-	          !pd_buf_append(&sql, "", 1);
+	/* and whether the day has rollups of them at all (else its rollups
+	 * query is not sent: a round trip of ~3.5 ms, measured); the IN outside
+	 * the DISTINCT (18.16 returned a day twice with it inside) */
+	bool ok =
+	    !pd_buf_appendf(&sql,
+	                    "SELECT d, toUInt8(d %sIN (SELECT toUInt16(day) FROM rollups WHERE service = ", s->gl) &&
+	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
+	    !pd_buf_appendf(&sql,
+	                    " AND day BETWEEN '%s' AND '%s')) FROM (SELECT DISTINCT toUInt16(day) AS d FROM "
+	                    "profiles WHERE service = ",
+	                    a, z) &&
+	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
+	    !pd_buf_appendf(&sql,
+	                    " AND created_ns BETWEEN %lld AND %lld AND day BETWEEN '%s' AND '%s') ORDER BY d "
+	                    "FORMAT RowBinary",
+	                    (long long)rq->from_ns, (long long)rq->to_ns, a, z) &&
+	    !pd_buf_append(&sql, "", 1);
 	int rc = ok ? q(s, (const char *)sql.ptr, &ans, err) : nomem(err);
 	pd_buf_free(&sql);
 	struct dayacc acc = {NULL, NULL, 0};
 	struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 	while (!rc && r.p < r.end) {
 		int64_t day = pd_rb_get_u16(&r);
+		bool rolled = pd_rb_get_u8(&r) != 0;
 		if (r.bad) {
 			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer");
 			break;
@@ -2262,7 +2422,7 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 		size_t nh = 0, n0 = info->raw;
 		rc = cday_init(&d, s, day, err);
 		pm.src = (struct pd_symsrc){src_get, NULL, &d};
-		if (!rc && !rq->no_rollups && h0 <= h1)
+		if (!rc && rolled && !rq->no_rollups && h0 <= h1)
 			rc = pm_add_rollups(&d, &pm, rq, h0, h1, &hours, &nh, info, err);
 		if (!rc)
 			rc = pm_add_day(&d, &pm, rq, lo, hi, hours, nh, NULL, &info->raw, rq->max_raw, err);

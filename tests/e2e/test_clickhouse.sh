@@ -118,6 +118,16 @@ same_output "merge cpu again from B (symbols from its cache): byte-identical to 
 curl -sS -o "$T/mA.pb.gz" "$A/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 topn "$T/mA.pb.gz" >"$T/mA.top"
 same_output "merge: A and B answer the same" "$T/mA.top" "$T/m-cpu.top"
+# a retried INSERT writes its rows again: until ClickHouse merges them away
+# the rows are there twice, and the merge (which reads without FINAL and
+# skips a row seen twice) and the list must not count them twice
+ch_q one "INSERT INTO shared.profiles SELECT * FROM shared.profiles WHERE service = 'goapp'" >/dev/null
+expect "retried INSERT: goapp's profile rows are there twice" 12 \
+	"$(ch_q one "SELECT count() FROM shared.profiles WHERE service = 'goapp'")"
+curl -sS -o "$T/m3-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
+same_output "retried INSERT: the merge from B is byte-identical to before" "$T/m-cpu.pb.gz" "$T/m3-cpu.pb.gz"
+expect "retried INSERT: B still lists 3 cpu profiles" 3 \
+	"$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&from=0&to=now" | jq -r '.body | length')"
 # symbols are stored once: a second upload of the same file adds no symbol rows
 before=$(ch_q one "SELECT count() FROM shared.symbols FINAL")
 curl -sS -o /dev/null --data-binary "@$T/p/cpu1.pb.gz" "$B/api/0/profiles?service=dup&type=cpu"
