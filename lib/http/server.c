@@ -902,13 +902,24 @@ static void make_rid(struct MHD_Connection *c, struct req *r)
 		memcpy(r->rid, h, n + 1);
 		return;
 	}
-	uint8_t b[8];
-	if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
-		uint64_t t = (uint64_t)pd_wall_ns() ^ (uint64_t)(uintptr_t)r;
-		memcpy(b, &t, sizeof b);
+	/* 64 random bits: a per-thread splitmix64 seeded by getrandom once (a
+	 * request id needs to be unique, not secret; it was a getrandom and
+	 * eight snprintf per request) */
+	static _Thread_local uint64_t st;
+	static _Thread_local bool seeded;
+	if (!seeded) {
+		if (getrandom(&st, sizeof st, GRND_NONBLOCK) != (ssize_t)sizeof st)
+			st = (uint64_t)pd_wall_ns() ^ (uint64_t)(uintptr_t)&st;
+		seeded = true;
 	}
-	for (int i = 0; i < 8; i++)
-		snprintf(r->rid + 2 * i, 3, "%02x", b[i]);
+	uint64_t x = st += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < 16; i++)
+		r->rid[i] = hex[(x >> (60 - 4 * i)) & 15];
+	r->rid[16] = 0;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,

@@ -7,6 +7,7 @@
  */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,17 +23,27 @@ static uint32_t machine_id(void)
 	return (uint32_t)pd_hash(host, strlen(host), 0x71d) & 0xffffff;
 }
 
+static atomic_uint xid_counter;
+static uint32_t xid_mid, xid_pid;
+
+static void xid_init(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&xid_counter, (unsigned)pd_hash_u64((uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32));
+	xid_mid = machine_id();
+	xid_pid = (uint32_t)getpid() & 0xffff;
+}
+
 void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
 {
-	static atomic_uint counter;
-	static atomic_int seeded;
-	if (!atomic_exchange(&seeded, 1)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		atomic_store(&counter, (unsigned)pd_hash_u64((uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32));
-	}
-	uint32_t secs = (uint32_t)(t_ns / 1000000000), mid = machine_id(), pid = (uint32_t)getpid() & 0xffff;
-	uint32_t c = atomic_fetch_add(&counter, 1) & 0xffffff;
+	/* the counter's seed, the machine id and the pid: once, as rs/xid does
+	 * (they were a gethostname and a getpid per id: two system calls per
+	 * upload, seen with strace) */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, xid_init);
+	uint32_t secs = (uint32_t)(t_ns / 1000000000), mid = xid_mid, pid = xid_pid;
+	uint32_t c = atomic_fetch_add(&xid_counter, 1) & 0xffffff;
 	uint8_t b[12] = {(uint8_t)(secs >> 24), (uint8_t)(secs >> 16), (uint8_t)(secs >> 8), (uint8_t)secs,
 			 (uint8_t)(mid >> 16),  (uint8_t)(mid >> 8),   (uint8_t)mid,         (uint8_t)(pid >> 8),
 			 (uint8_t)pid,          (uint8_t)(c >> 16),    (uint8_t)(c >> 8),    (uint8_t)c};
