@@ -1333,6 +1333,8 @@ static struct pd_h128 rd_h(struct pd_rd *r)
  * appended to out, assigning seqs to its children (which become wanted). */
 static int convert(struct cday *d, int k, const uint8_t *data, size_t len, struct pd_buf *out)
 {
+	if (!len) /* data may be NULL then (an empty answer's string, an empty cache) */
+		data = (const uint8_t *)"";
 	struct pd_rd r = {data, data + len, false};
 	if (k == PD_SYM_STR)
 		return pd_buf_append(out, r.p, len) ? PD_ENOMEM : 0;
@@ -1413,6 +1415,30 @@ done:
 	return rc;
 }
 
+/* Symbol v of kind k fetched: its data (ClickHouse's layout) converted
+ * into d->bytes, its children named; 0 or an error. */
+static int take_sym(struct cday *d, int k, uint32_t v, const uint8_t *data, size_t len, const char *dn)
+{
+	size_t off = d->bytes.len;
+	int cr = convert(d, k, data, len, &d->bytes);
+	struct csym *c = &d->v[k][v]; /* after convert: it grows other kinds' arrays only */
+	c->off = (uint32_t)off;
+	c->len = (uint32_t)(d->bytes.len - off);
+	c->have = cr == 0;
+	if (cr == PD_ENOMEM)
+		return nomem(d->err);
+	if (cr)
+		return pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
+		               k == PD_SYM_FN      ? "function"
+		               : k == PD_SYM_MAP   ? "mapping"
+		               : k == PD_SYM_LOC   ? "location"
+		               : k == PD_SYM_STACK ? "stack"
+		               : k == PD_SYM_STR   ? "string"
+		                                   : "label set",
+		               dn);
+	return 0;
+}
+
 /* Take a symbols answer (rows of kind, h, data) into d: the rows asked
  * for become fetched, and their children are named (wanted next); *got =
  * rows asked for taken. Rows not asked for that are children of rows
@@ -1460,25 +1486,9 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, const
 			}
 			/* kept converted (children as seqs, named now: fetched in the
 			 * next round), once; a seq takes at most the 16 bytes of its hash */
-			size_t off = d->bytes.len;
-			int cr = convert(d, k, data, len, &d->bytes);
-			if (cr == 0)
+			if (!(rc = take_sym(d, k, v, data, len, dn)))
 				symc_put(d->s, d->day, k, h, data, len);
-			struct csym *c = &d->v[k][v]; /* after convert: it grows other kinds' arrays only */
-			c->off = (uint32_t)off;
-			c->len = (uint32_t)(d->bytes.len - off);
-			c->have = cr == 0;
 			*got += pass == 0;
-			if (cr == PD_ENOMEM)
-				rc = nomem(d->err);
-			else if (cr)
-				rc = pd_errf(d->err, PD_EIO, "ClickHouse: corrupt %s symbol in %s",
-				             k == PD_SYM_FN      ? "function"
-				             : k == PD_SYM_MAP   ? "mapping"
-				             : k == PD_SYM_LOC   ? "location"
-				             : k == PD_SYM_STACK ? "stack"
-				                                 : "label set",
-				             dn);
 		}
 	}
 	pthread_mutex_unlock(&d->s->cmu);
@@ -1504,17 +1514,7 @@ static int from_cache(struct cday *d, const char *dn)
 				d->v[k][i].want = false;
 				d->nwant--;
 				more = true;
-				size_t off = d->bytes.len;
-				int cr = convert(d, k, d->s->cbytes.ptr + e->off, e->len, &d->bytes);
-				struct csym *c = &d->v[k][i]; /* after convert: it grows other kinds' arrays only */
-				c->off = (uint32_t)off;
-				c->len = (uint32_t)(d->bytes.len - off);
-				c->have = cr == 0;
-				if (cr == PD_ENOMEM)
-					rc = nomem(d->err);
-				else if (cr)
-					rc = pd_errf(d->err, PD_EIO, "ClickHouse: a corrupt symbol (kind %d) in %s", k,
-					             dn);
+				rc = take_sym(d, k, (uint32_t)i, e->len ? d->s->cbytes.ptr + e->off : NULL, e->len, dn);
 			}
 	}
 	pthread_mutex_unlock(&d->s->cmu);
