@@ -332,6 +332,15 @@ void pd_store_sqlite_set_max_open(struct pd_store *base, size_t n)
 	pthread_mutex_unlock(&s->mu);
 }
 
+void pd_store_sqlite_set_read_cache(struct pd_store *base, size_t bytes)
+{
+	struct sq *s = (struct sq *)base;
+	pthread_mutex_lock(&s->mu);
+	s->rc_max = bytes;
+	sq_rcache_clear_all(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void sq_close(struct pd_store *base)
 {
 	struct sq *s = (struct sq *)base;
@@ -357,7 +366,10 @@ static void sq_close(struct pd_store *base)
 }
 
 /* pd_store_warm: the newest `days` day files opened (they stay in the
- * LRU of open partitions); a damaged one is quarantined as a query would. */
+ * LRU of open partitions), newest first, and their symbols read into the
+ * partitions' read caches while their bound allows (the first merge
+ * after a start then reads no symbol from SQLite, as the next ones do); a
+ * damaged one is quarantined as a query would. */
 static void sq_warm(struct pd_store *base, size_t days)
 {
 	struct sq *s = (struct sq *)base;
@@ -365,11 +377,15 @@ static void sq_warm(struct pd_store *base, size_t days)
 	int64_t *v = NULL;
 	size_t nd = 0;
 	struct pd_err err;
+	bool room = true;
 	if (sq_days_in(s, INT64_MIN, INT64_MAX, &v, &nd, &err) == 0)
-		for (size_t i = nd > days ? nd - days : 0; i < nd; i++) {
+		for (size_t i = nd; i > (nd > days ? nd - days : 0); i--) {
 			struct part *pt;
-			if (sq_part_q(s, v[i], &pt, NULL, &err) == 0 && pt)
+			if (sq_part_q(s, v[i - 1], &pt, NULL, &err) == 0 && pt) {
+				if (room)
+					room = sq_rcache_warm(pt);
 				sq_part_done(pt);
+			}
 		}
 	free(v);
 	sq_store_unlock(s);
@@ -425,6 +441,7 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 	pthread_cond_init(&s->qcv, NULL);
 	s->qtail = &s->qhead;
 	s->max_open = 64;
+	s->rc_max = SQ_RCACHE_BYTES;
 	atomic_init(&s->nospace, false);
 	atomic_init(&s->reserve_held, false);
 	char rp[4096];

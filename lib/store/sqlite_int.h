@@ -79,6 +79,20 @@ struct pendq {
 	struct pd_buf bytes;
 };
 
+/* A partition's symbols of one kind as read back, by seq (seqs are dense
+ * from 1): v[seq].n1 = length + 1 of its content at bytes + v[seq].off,
+ * 0 = not kept. A committed symbol never changes (a replaced day file is
+ * another struct part). Under the store mutex. */
+struct rsym {
+	uint32_t off, n1;
+};
+struct rcache {
+	struct rsym *v;
+	size_t cap;
+	struct pd_buf bytes;
+};
+#define SQ_RCACHE_BYTES ((size_t)64 << 20) /* the default bound of all partitions' read caches (rc_max) */
+
 struct part {
 	int64_t day; /* days since the epoch */
 	/* reads and ingest lookups (under the store mutex) */
@@ -98,6 +112,7 @@ struct part {
 	sqlite3_stmt *gen_get, *range_get, *rollups_get, *rollups_fget, *stale_get;
 	sqlite3_stmt *gen_bump, *gen_wget, *ins_rollup;
 	/* under the store mutex */
+	struct rcache rc[NKINDS]; /* symbols read back (sqlite_read.c) */
 	struct cache cache[NKINDS];
 	struct uset used[NKINDS];
 	int64_t next[NKINDS]; /* the seq of the next new symbol */
@@ -158,6 +173,7 @@ struct sq {
 	pthread_cond_t qcv; /* a batch is done */
 	struct job *qhead, **qtail;
 	bool committing;
+	size_t rc_bytes, rc_max; /* in the partitions' read caches (struct rcache), its bound; under mu */
 	/* compression contexts, reused (ZSTD_compress allocates one per call) */
 	pthread_mutex_t zmu;
 	ZSTD_CCtx *zfree[16];
@@ -235,6 +251,13 @@ void sq_store_unlock(struct sq *s);
 void sq_parts_trim(struct sq *s, size_t keep);
 void sq_part_done(struct part *p);
 void sq_part_close(struct part *p);
+/* Free a read cache (sqlite_read.c), its bytes off s->rc_bytes. */
+void sq_rcache_free(struct sq *s, struct rcache *c);
+/* Empty every partition's read cache. Under mu. */
+void sq_rcache_clear_all(struct sq *s);
+/* Read partition p's symbols into its read cache (pd_store_warm), while
+ * the budget allows; false once it is full. In a read transaction of p. */
+bool sq_rcache_warm(struct part *p);
 int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err);
 
 /* ---- sqlite_ingest.c ---- */

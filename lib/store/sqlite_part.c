@@ -396,6 +396,7 @@ void sq_part_close(struct part *p)
 		sqlite3_finalize(p->scan[k]);
 		free(p->cache[k].s);
 		free(p->used[k].v);
+		sq_rcache_free(p->s, &p->rc[k]);
 	}
 	sqlite3_stmt *st[] = {p->ins_prof,    p->ins_label,   p->get_prof,     p->del_prof,  p->del_labels,
 			      p->get_labels,  p->begin,       p->commit,       p->rollback,  p->savepoint,

@@ -5,9 +5,17 @@
 #define _GNU_SOURCE
 #include "sqlite_int.h"
 
+static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err);
+
 /* ---- reading: header, block, materialisation ------------------------------------ */
 
-/* Read back a symbol's stored content into buf. A materialisation asks
+/* Read back a symbol's stored content into buf: from the partition's
+ * read cache (struct rcache: what was read before, and what
+ * pd_store_warm read at start), else from SQLite, then kept. Measured on
+ * 200 large profiles: an API merge 26.6 -> 22.6 ms warm, and 29.9 -> 25.1
+ * ms first after a start (the symbols of a day of these are ~0.7 MB).
+ *
+ * From SQLite: a materialisation asks
  * for most of a partition's symbols, mostly in ascending seqs (a merge of
  * 200 profiles: 22,460 lookups, 63-90 % of them within 8 of the one
  * before): when seq is a little ahead of the kind's cursor, the cursor
@@ -22,7 +30,91 @@ static int sym_from(sqlite3_stmt *g, int col, struct pd_buf *buf, struct pd_err 
 	return rc ? pd_errf(err, rc, "out of memory") : 0;
 }
 
+static size_t rcache_size(const struct rcache *c) { return c->bytes.cap + c->cap * sizeof *c->v; }
+
+/* Empty every partition's read cache (over the budget: it fills again). */
+void sq_rcache_clear_all(struct sq *s)
+{
+	for (size_t i = 0; i < s->nparts; i++)
+		for (int k = 0; k < NKINDS; k++)
+			sq_rcache_free(s, &s->parts[i]->rc[k]);
+}
+
+void sq_rcache_free(struct sq *s, struct rcache *c)
+{
+	if (s)
+		s->rc_bytes -= rcache_size(c);
+	free(c->v);
+	pd_buf_free(&c->bytes);
+	memset(c, 0, sizeof *c);
+}
+
+/* Keep seq's content (nothing if it does not fit or memory is short);
+ * past rc_max every partition's cache is emptied first. */
+static void rcache_put(struct part *p, int k, int64_t seq, const uint8_t *d, size_t n)
+{
+	struct rcache *c = &p->rc[k];
+	struct sq *s = p->s;
+	if (!s || seq < 1 || (size_t)seq > s->rc_max / (4 * sizeof *c->v) || n > s->rc_max / 64)
+		return;
+	if (s->rc_bytes + n + 64 > s->rc_max)
+		sq_rcache_clear_all(s);
+	size_t before = rcache_size(c);
+	bool ok = true;
+	if ((size_t)seq >= c->cap) {
+		size_t nc = c->cap ? c->cap : 1024;
+		while (nc <= (size_t)seq)
+			nc *= 2;
+		struct rsym *v = realloc(c->v, nc * sizeof *v);
+		if ((ok = v != NULL)) {
+			memset(v + c->cap, 0, (nc - c->cap) * sizeof *v);
+			c->v = v;
+			c->cap = nc;
+		}
+	}
+	ok = ok && c->bytes.len + n < UINT32_MAX && !pd_buf_append(&c->bytes, d, n);
+	if (ok)
+		c->v[seq] = (struct rsym){(uint32_t)(c->bytes.len - n), (uint32_t)n + 1};
+	s->rc_bytes += rcache_size(c) - before;
+}
+
+bool sq_rcache_warm(struct part *p)
+{
+	sq_part_read(p);
+	for (int k = 0; k < NKINDS; k++) {
+		sqlite3_stmt *sc = p->scan[k];
+		sqlite3_reset(sc);
+		p->scan_at[k] = 0;
+		sqlite3_bind_int64(sc, 1, 1);
+		while (sqlite3_step(sc) == SQLITE_ROW) {
+			size_t n = (size_t)sqlite3_column_bytes(sc, 1);
+			if (p->s->rc_bytes + n + 64 > p->s->rc_max) {
+				sqlite3_reset(sc);
+				return false;
+			}
+			rcache_put(p, k, sqlite3_column_int64(sc, 0), sqlite3_column_blob(sc, 1), n);
+		}
+		sqlite3_reset(sc);
+	}
+	return true;
+}
+
 static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+{
+	const struct rcache *c = &p->rc[k];
+	if (seq > 0 && (size_t)seq < c->cap && c->v[seq].n1) {
+		buf->len = 0;
+		size_t n = c->v[seq].n1 - 1;
+		int rc = n ? pd_buf_append(buf, c->bytes.ptr + c->v[seq].off, n) : 0;
+		return rc ? pd_errf(err, rc, "out of memory") : 0;
+	}
+	int rc = sym_read(p, k, seq, buf, err);
+	if (!rc)
+		rcache_put(p, k, seq, buf->ptr, buf->len);
+	return rc;
+}
+
+static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
 {
 	sqlite3_stmt *sc = p->scan[k];
 	int64_t at = p->scan_at[k];

@@ -242,6 +242,9 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
  * each costs ~5 file descriptors. One in use (a query, a queued commit)
  * is never closed. */
 void pd_store_sqlite_set_max_open(struct pd_store *s, size_t n);
+/* The bound of the cache of symbols read back, all partitions together
+ * (default 64 MiB; 0 = no cache); the cache is emptied now. */
+void pd_store_sqlite_set_read_cache(struct pd_store *s, size_t bytes);
 
 /* The ClickHouse backend (clickhouse.c): many collectors share one store.
  * url: clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE[?cluster=NAME&insert_quorum=N&secure=1]; the
@@ -369,7 +372,8 @@ void pd_store_skipped_in(struct pd_store *s, int64_t from_ns, int64_t to_ns, str
 /* Before serving: open what the first queries and uploads will read, the
  * newest `days` days of the store (the embedded backend's day files: a
  * file's open, schema read and statements are ~1.7 ms, measured, which the
- * first query after a start paid). Errors are left for that query to meet. */
+ * first query after a start paid; and their symbols, into its bounded cache
+ * of symbols read). Errors are left for that query to meet. */
 void pd_store_warm(struct pd_store *s, size_t days);
 /* Build the rollups of hours ended by cutoff_ns (see the op); 0 and
  * *built = 0 in a backend without rollups. */

@@ -374,6 +374,58 @@ static void test_merge(void **state)
 	pd_store_close(st);
 }
 
+/* The embedded store's cache of symbols read back (sqlite_read.c): merges
+ * answered from it, from a cache emptied at every put (a bound below one
+ * entry) and from no cache at all equal Go's merge of the same profiles. */
+static void test_read_cache(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile *orig[8];
+	const char *ids[8];
+	char idbuf[8][PD_STORE_ID_LEN + 1];
+	struct pd_err err;
+	for (int i = 0; i < 8; i++) {
+		struct pd_buf b = make_profile(T0 + (i / 4) * DAY + i * 1000000000LL, false, 100 + i);
+		struct pd_profile_meta m;
+		ingest(st, "rc", "cpu", NULL, 0, &b, &m);
+		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ids[i] = idbuf[i];
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct pd_profile *want;
+	assert_int_equal(pd_pprof_merge(orig, 8, &want, &err), 0);
+	char *cw = canon(want);
+	static const size_t bounds[] = {(size_t)64 << 20, 64, 0};
+	for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++) {
+		pd_store_sqlite_set_read_cache(st, bounds[b]);
+		for (int round = 0; round < 2; round++) { /* the second from what the first kept */
+			struct pd_profile *got;
+			struct pd_merge_range q = {"rc", "cpu", T0, T0 + 2 * DAY, 0, true};
+			struct pd_merge_info info;
+			if (pd_store_merge_range(st, &q, &got, &info, &err))
+				fail_msg("merge_range (bound %zu, round %d): %s", bounds[b], round, err.msg);
+			char *cg = canon(got);
+			assert_string_equal(cw, cg);
+			free(cg);
+			pd_profile_free(got);
+			if (pd_store_merge(st, ids, 8, &got, &err))
+				fail_msg("merge (bound %zu, round %d): %s", bounds[b], round, err.msg);
+			cg = canon(got);
+			assert_string_equal(cw, cg);
+			free(cg);
+			pd_profile_free(got);
+		}
+	}
+	free(cw);
+	pd_profile_free(want);
+	for (int i = 0; i < 8; i++)
+		pd_profile_free(orig[i]);
+	pd_store_close(st);
+}
+
 /* One CPU sample on one stack, with these labels in this order. */
 static struct pd_buf make_labelled(int64_t t, const struct pb_label *lb, size_t nl)
 {
@@ -2112,6 +2164,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_and_legacy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_ids_stable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_chains, setup, teardown),
