@@ -327,19 +327,24 @@ static void test_find_filters(void **state)
 }
 
 /* A merge of stored profiles equals pprof's Merge of the originals. */
-/* Eight CPU profiles of svc in two partitions, with mapping addresses that
- * move (ASLR): their ids (into idbuf) and decoded originals. */
-static void ingest_eight(struct pd_store *st, const char *svc, struct pd_profile *orig[8], const char *ids[8],
-			 char idbuf[8][PD_STORE_ID_LEN + 1])
+/* Eight CPU profiles in two partitions, with mapping addresses that move
+ * (ASLR): their ids and decoded originals (ingest_eight). */
+struct eight {
+	struct pd_profile *orig[8];
+	const char *ids[8];
+	char idbuf[8][PD_STORE_ID_LEN + 1];
+};
+
+static void ingest_eight(struct pd_store *st, const char *svc, struct eight *e)
 {
 	struct pd_err err;
 	for (int i = 0; i < 8; i++) {
 		struct pd_buf b = make_profile(T0 + (i / 4) * DAY + i * 1000000000LL, false, 100 + i);
 		struct pd_profile_meta m;
 		ingest(st, svc, "cpu", NULL, 0, &b, &m);
-		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
-		ids[i] = idbuf[i];
-		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
+		memcpy(e->idbuf[i], m.id, sizeof e->idbuf[i]);
+		e->ids[i] = e->idbuf[i];
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &e->orig[i], &err), 0);
 		pd_meta_clear(&m);
 		pd_buf_free(&b);
 	}
@@ -349,11 +354,11 @@ static void test_merge(void **state)
 {
 	(void)state;
 	struct pd_store *st = open_store();
-	struct pd_profile *orig[8];
-	const char *ids[8];
-	char idbuf[8][PD_STORE_ID_LEN + 1];
+	struct eight e;
 	struct pd_err err;
-	ingest_eight(st, "m", orig, ids, idbuf);
+	ingest_eight(st, "m", &e);
+	struct pd_profile **orig = e.orig;
+	const char **ids = e.ids;
 	struct pd_profile *want, *got;
 	assert_int_equal(pd_pprof_merge(orig, 8, &want, &err), 0);
 	if (pd_store_merge(st, ids, 8, &got, &err))
@@ -389,11 +394,11 @@ static void test_read_cache(void **state)
 {
 	(void)state;
 	struct pd_store *st = open_store();
-	struct pd_profile *orig[8];
-	const char *ids[8];
-	char idbuf[8][PD_STORE_ID_LEN + 1];
+	struct eight e;
 	struct pd_err err;
-	ingest_eight(st, "rc", orig, ids, idbuf);
+	ingest_eight(st, "rc", &e);
+	struct pd_profile **orig = e.orig;
+	const char **ids = e.ids;
 	struct pd_profile *want;
 	assert_int_equal(pd_pprof_merge(orig, 8, &want, &err), 0);
 	char *cw = canon(want);
