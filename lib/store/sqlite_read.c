@@ -5,8 +5,6 @@
 #define _GNU_SOURCE
 #include "sqlite_int.h"
 
-static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err);
-
 /* ---- reading: header, block, materialisation ------------------------------------ */
 
 /* Read back a symbol's stored content into buf: from the partition's
@@ -99,21 +97,6 @@ bool sq_rcache_warm(struct part *p)
 	return true;
 }
 
-static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
-{
-	const struct rcache *c = &p->rc[k];
-	if (seq > 0 && (size_t)seq < c->cap && c->v[seq].n1) {
-		buf->len = 0;
-		size_t n = c->v[seq].n1 - 1;
-		int rc = n ? pd_buf_append(buf, c->bytes.ptr + c->v[seq].off, n) : 0;
-		return rc ? pd_errf(err, rc, "out of memory") : 0;
-	}
-	int rc = sym_read(p, k, seq, buf, err);
-	if (!rc)
-		rcache_put(p, k, seq, buf->ptr, buf->len);
-	return rc;
-}
-
 static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
 {
 	sqlite3_stmt *sc = p->scan[k];
@@ -144,6 +127,21 @@ static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, stru
 	}
 	int rc = sym_from(g, 0, buf, err);
 	sqlite3_reset(g);
+	return rc;
+}
+
+static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+{
+	const struct rcache *c = &p->rc[k];
+	if (seq > 0 && (size_t)seq < c->cap && c->v[seq].n1) {
+		buf->len = 0;
+		size_t n = c->v[seq].n1 - 1;
+		int rc = n ? pd_buf_append(buf, c->bytes.ptr + c->v[seq].off, n) : 0;
+		return rc ? pd_errf(err, rc, "out of memory") : 0;
+	}
+	int rc = sym_read(p, k, seq, buf, err);
+	if (!rc)
+		rcache_put(p, k, seq, buf->ptr, buf->len);
 	return rc;
 }
 
