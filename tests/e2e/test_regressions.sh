@@ -80,10 +80,17 @@ for k in "${!ROUNDS[@]}"; do
 done
 api() { curl -sS -G "$URL/api/1/$1" "${@:2}"; }
 Q=(--data-urlencode 'query=cpu{}' -d from=now-6h -d to=now)
-# the hours of the uploads rolled up (the collector builds them every second)
+# the hours of the uploads rolled up (the collector builds them every second). A pass that
+# ran while the uploads were still arriving built some hours from part of them: those rollups
+# are stale (the store does not use them) until the next pass, so wait for the report to read
+# all four (service, hour) rollups rather than for the first "built" line.
 if [ -z "$(wait_line "$T/serve.log" '.*msg="built \([0-9]*\) hourly rollup.*')" ]; then
 	fail "setup: rollups built" "$(tail -5 "$T/serve.log")"
 fi
+for _ in $(seq 100); do
+	[ "$(api regressions "${Q[@]}" -d n=1 | jq -r .body.rollup_hours)" = 4 ] && break
+	sleep 0.2
+done
 
 # ---- 1. rollouts ---------------------------------------------------------------------------
 api rollouts "${Q[@]}" >"$T/ro.json"
