@@ -94,8 +94,11 @@ start() { # CPULIST STORE-ARGS...: profd serve ($PB, default $P); sets SPID, SPO
 		"${PB:-$P}" serve -q --retention 0 --addr 127.0.0.1:0 "$@" 2>"$T/serve.log" &
 	fi
 	SPID=$!
+	local t0
+	t0=$(now)
 	SPORT=$(serve_port "$T/serve.log" "$SPID")
 	[ -n "$SPORT" ] || { echo "bench: profd serve did not start: $(cat "$T/serve.log")" >&2; exit 1; }
+	START_S=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }') # to listening: open, schema, warm-up
 }
 stop() {
 	kill -TERM "$SPID"
@@ -167,17 +170,20 @@ merge_twice() {
 	read -r code2 b < <(curl -sS -o "$T/m-$1-warm.pb.gz" -w '%{http_code} %{time_total}\n' "http://127.0.0.1:$SPORT$MURL")
 	[ "$code" = 200 ] && [ "$code2" = 200 ] || { echo "bench: merge from $1 answered $code/$code2" >&2; exit 1; }
 	cmp -s "$T/m-$1.pb.gz" "$T/m-$1-warm.pb.gz" || { echo "bench: the warm merge from $1 differs from the first" >&2; exit 1; }
-	echo "$a $b" >>"$T/m-$1"
+	echo "$a $b $START_S" >>"$T/m-$1"
 }
-: >"$T/m-ch"
-: >"$T/m-sqlite"
-: >"$T/m-go"
+MSTORES="ch sqlite"
+[ -n "${OLD_PROFD:-}" ] && MSTORES="chold ch sqlite"
+for store in $MSTORES go; do : >"$T/m-$store"; done
 for r in $(seq "$ROUNDS"); do
-	for store in ch sqlite; do
-		if [ $store = ch ]; then start "" --store "$CHURL/mrg"; else start "" --data-dir "$PWD/$BUILD/bench-chs-merge"; fi
+	for store in $MSTORES; do
+		PB=$P
+		[ "$store" = chold ] && PB=$T/profd-old
+		if [ $store = sqlite ]; then start "" --data-dir "$PWD/$BUILD/bench-chs-merge"; else start "" --store "$CHURL/mrg"; fi
 		merge_twice "$store"
 		stop
 	done
+	PB=
 	t0=$(now)
 	"$PPROF" -proto -output "$T/go.pb.gz" "${FILES[@]}" 2>/dev/null
 	t1=$(now)
@@ -192,12 +198,12 @@ g=$(col 1 "$T/m-go")
 	echo
 	echo "Merge of the 200 large CPU profiles through the API (fresh collector per round, unpinned) vs go tool pprof -proto on the files; -top of the ClickHouse merge identical to Go's"
 	echo
-	echo "| store | 1st on a fresh collector | warm | go tool pprof -proto | speed-up (1st) | speed-up (warm) |"
-	echo "|---|---|---|---|---|---|"
+	echo "| store | collector start (to listening) | 1st on a fresh collector | warm | go tool pprof -proto | speed-up (1st) | speed-up (warm) |"
+	echo "|---|---|---|---|---|---|---|"
 } | out
-for store in ch sqlite; do
-	awk -v l="$([ $store = ch ] && echo ClickHouse || echo 'embedded (SQLite)')" -v a="$(col 1 "$T/m-$store")" -v w="$(col 2 "$T/m-$store")" -v g="$g" 'BEGIN {
-		printf "| %s | %.3f s | %.3f s | %.3f s | %.1fx | %.1fx |\n", l, a, w, g, g / a, g / w }' | out
+for store in $MSTORES; do
+	awk -v l="$(label "$store")" -v a="$(col 1 "$T/m-$store")" -v w="$(col 2 "$T/m-$store")" -v st="$(col 3 "$T/m-$store")" -v g="$g" 'BEGIN {
+		printf "| %s | %.3f s | %.3f s | %.3f s | %.3f s | %.1fx | %.1fx |\n", l, st, a, w, g, g / a, g / w }' | out
 done
 echo "Target (ClickHouse): merge >= 30x faster than go tool pprof -proto." | out
 rm -rf "$BUILD/bench-chs-data" "$BUILD/bench-chs-merge"

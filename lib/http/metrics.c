@@ -213,6 +213,14 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 		head(&o, "profd_store_open_partitions", "gauge",
 		     "Day files open now (--max-open-partitions when idle).");
 		put(&o, "profd_store_open_partitions %llu\n", (unsigned long long)st->open_partitions);
+		head(&o, "profd_store_symbol_reads_total", "counter",
+		     "Symbols (strings, functions, locations, stacks, ...) that reads took from the store's tables "
+		     "(source=\"store\") or from its cache of read symbols, filled by reads and at start "
+		     "(source=\"cache\").");
+		put(&o, "profd_store_symbol_reads_total{source=\"store\"} %llu\n", (unsigned long long)st->sym_reads);
+		put(&o, "profd_store_symbol_reads_total{source=\"cache\"} %llu\n", (unsigned long long)st->sym_cached);
+		head(&o, "profd_store_read_cache_bytes", "gauge", "Bytes held by the store's cache of read symbols.");
+		put(&o, "profd_store_read_cache_bytes %llu\n", (unsigned long long)st->read_cache_bytes);
 	}
 	head(&o, "profd_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
 	for (int r = 0; r < PD_RT_N; r++)

@@ -143,6 +143,7 @@ struct chs {
 	struct symc_e *ce;
 	size_t cn, ccap;
 	struct pd_buf cbytes;
+	uint64_t sym_reads, sym_cached; /* pd_store_stats; under cmu */
 	/* the last look for /readyz */
 	int64_t health_at; /* CLOCK_MONOTONIC ns, 0 = never */
 	bool health_bad;
@@ -1224,6 +1225,11 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	}
 	pd_buf_free(&sql);
 	pd_buf_free(&ans);
+	pthread_mutex_lock(&s->cmu);
+	st->sym_reads = s->sym_reads;
+	st->sym_cached = s->sym_cached;
+	st->read_cache_bytes = s->cbytes.len;
+	pthread_mutex_unlock(&s->cmu);
 	return rc;
 }
 
@@ -1483,6 +1489,7 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, const
 			if (!(rc = take_sym(d, k, v, data, len, dn)))
 				symc_put(d->s, d->day, k, h, data, len);
 			*got += pass == 0;
+			d->s->sym_reads += !rc;
 		}
 	}
 	pthread_mutex_unlock(&d->s->cmu);
@@ -1508,6 +1515,7 @@ static int from_cache(struct cday *d, const char *dn)
 				d->v[k][i].want = false;
 				d->nwant--;
 				more = true;
+				d->s->sym_cached++;
 				rc = take_sym(d, k, (uint32_t)i, e->len ? d->s->cbytes.ptr + e->off : NULL, e->len, dn);
 			}
 	}
@@ -2482,6 +2490,71 @@ static void ch_health(struct pd_store *base, struct pd_store_health *out)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* pd_store_warm: the symbols of the newest `days` days read into the
+ * cache of read symbols while its bound allows, newest day first and, in
+ * a day, the kinds a merge's later rounds ask for first (strings,
+ * functions, mappings, locations, label sets, then stacks): the first
+ * merge after a start then asks ClickHouse only for the profiles, as the
+ * next ones do (a stateless collector behind a Service is often fresh).
+ * Each query is capped by what is left of the bound (result_overflow_mode
+ * = break: ClickHouse stops sending there); an error ends the warm-up and
+ * is not one of the store's (the reads fetch what the cache lacks). */
+static void ch_warm(struct pd_store *base, size_t days)
+{
+	struct chs *s = (struct chs *)base;
+	static const int order[] = {PD_SYM_STR, PD_SYM_FN, PD_SYM_MAP, PD_SYM_LOC, PD_SYM_LSET, PD_SYM_STACK};
+	struct pd_err err;
+	int64_t *v = NULL;
+	size_t nd = 0;
+	if (days_present(s, &v, &nd, &err))
+		return;
+	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), set = PD_BUF_INIT(0);
+	bool stop = false;
+	for (size_t i = nd; i > (nd > days ? nd - days : 0) && !stop; i--) {
+		char dn[16];
+		pd_store_day_name(v[i - 1], dn);
+		for (size_t o = 0; o < sizeof order / sizeof *order && !stop; o++) {
+			pthread_mutex_lock(&s->cmu);
+			size_t left = CH_SYMC_BYTES - s->cbytes.len;
+			pthread_mutex_unlock(&s->cmu);
+			if (left < (1u << 20))
+				break;
+			sql.len = set.len = ans.len = 0;
+			if (pd_buf_appendf(&sql, "SELECT h, data FROM symbols WHERE day = '%s' AND kind = %d FORMAT RowBinary",
+			                   dn, order[o]) ||
+			    pd_buf_append(&sql, "", 1) ||
+			    pd_buf_appendf(&set, "%s&max_result_bytes=%zu&result_overflow_mode=break", CH_QUERY_SETTINGS,
+			                   left) ||
+			    pd_buf_append(&set, "", 1) ||
+			    pd_ch_query(s->ch, (const char *)sql.ptr, NULL, 0, (const char *)set.ptr, &ans, &err))
+				break;
+			pthread_mutex_lock(&s->cmu);
+			struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
+			while (r.p < r.end) {
+				uint8_t hb[16];
+				pd_rb_get_fixed(&r, hb, 16);
+				size_t len;
+				const uint8_t *data = pd_rb_get_str(&r, &len);
+				if (r.bad)
+					break;
+				if (s->cbytes.len + len > CH_SYMC_BYTES) { /* full: symc_put would empty it */
+					stop = true;
+					break;
+				}
+				struct pd_h128 h;
+				memcpy(&h.lo, hb, 8);
+				memcpy(&h.hi, hb + 8, 8);
+				symc_put(s, v[i - 1], order[o], h, data, len);
+			}
+			pthread_mutex_unlock(&s->cmu);
+		}
+	}
+	free(v);
+	pd_buf_free(&sql);
+	pd_buf_free(&ans);
+	pd_buf_free(&set);
+}
+
 static const struct pd_store_ops ch_ops = {
     .name = "clickhouse",
     .ingest = ch_ingest,
@@ -2496,6 +2569,7 @@ static const struct pd_store_ops ch_ops = {
     .stats = ch_stats,
     .close = ch_close,
     .health = ch_health,
+    .warm = ch_warm,
 };
 
 int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, const struct pd_pprof_limits *lim,

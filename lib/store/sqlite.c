@@ -284,7 +284,10 @@ static int sq_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	sq_store_unlock(s);
 	pthread_mutex_lock(&s->mu);
 	st->open_partitions = s->nparts;
+	st->read_cache_bytes = s->rc_bytes;
 	pthread_mutex_unlock(&s->mu);
+	st->sym_reads = atomic_load(&s->sym_reads);
+	st->sym_cached = atomic_load(&s->sym_cached);
 	return rc;
 }
 
@@ -443,6 +446,8 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 	s->max_open = 64;
 	s->rc_max = SQ_RCACHE_BYTES;
 	atomic_init(&s->nospace, false);
+	atomic_init(&s->sym_reads, 0);
+	atomic_init(&s->sym_cached, 0);
 	atomic_init(&s->reserve_held, false);
 	char rp[4096];
 	snprintf(rp, sizeof rp, "%s/.reserve", dir);

@@ -174,6 +174,7 @@ struct sq {
 	struct job *qhead, **qtail;
 	bool committing;
 	size_t rc_bytes, rc_max; /* in the partitions' read caches (struct rcache), its bound; under mu */
+	atomic_uint_fast64_t sym_reads, sym_cached; /* pd_store_stats */
 	/* compression contexts, reused (ZSTD_compress allocates one per call) */
 	pthread_mutex_t zmu;
 	ZSTD_CCtx *zfree[16];

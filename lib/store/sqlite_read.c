@@ -137,8 +137,10 @@ static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struc
 		buf->len = 0;
 		size_t n = c->v[seq].n1 - 1;
 		int rc = n ? pd_buf_append(buf, c->bytes.ptr + c->v[seq].off, n) : 0;
+		atomic_fetch_add_explicit(&p->s->sym_cached, 1, memory_order_relaxed);
 		return rc ? pd_errf(err, rc, "out of memory") : 0;
 	}
+	atomic_fetch_add_explicit(&p->s->sym_reads, 1, memory_order_relaxed);
 	int rc = sym_read(p, k, seq, buf, err);
 	if (!rc)
 		rcache_put(p, k, seq, buf->ptr, buf->len);

@@ -125,6 +125,11 @@ struct pd_store_stats {
 	uint64_t rollups;    /* valid (service, type, hour) rollups */
 	uint64_t quarantined; /* damaged partitions skipped by queries (pd_store_health) */
 	uint64_t open_partitions; /* partitions open now (at most --max-open-partitions when idle) */
+	/* symbols the reads (merges, fetches, rollups) took from the store's
+	 * tables / from its cache of read symbols (what reads and
+	 * pd_store_warm kept), since the start; the cache's bytes now */
+	uint64_t sym_reads, sym_cached;
+	uint64_t read_cache_bytes;
 };
 
 /* What /readyz and /metrics say about the store's files. */

@@ -118,6 +118,21 @@ same_output "merge cpu again from B (symbols from its cache): byte-identical to 
 curl -sS -o "$T/mA.pb.gz" "$A/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 topn "$T/mA.pb.gz" >"$T/mA.top"
 same_output "merge: A and B answer the same" "$T/mA.top" "$T/m-cpu.top"
+# a collector started now (C) has read the newest days' symbols at start
+# (pd_store_warm): its first merge takes every symbol from that cache, none
+# from ClickHouse, and answers B's bytes
+sym_reads() { curl -sS "$1/metrics" | sed -n "s/^profd_store_symbol_reads_total{source=\"$2\"} //p"; }
+if serve C --retention 0; then
+	C=http://127.0.0.1:$PORT_C
+	curl -sS -o "$T/mC.pb.gz" "$C/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
+	same_output "fresh collector C: its first merge is byte-identical to B's" "$T/m-cpu.pb.gz" "$T/mC.pb.gz"
+	st=$(sym_reads "$C" store) ca=$(sym_reads "$C" cache)
+	if [ "$st" = 0 ] && [ -n "$ca" ] && [ "$ca" -gt 0 ]; then
+		ok "fresh collector C: the first merge took its $ca symbols from what C read at start, none from ClickHouse"
+	else fail "fresh collector C: symbols from the start's read" "store=$st cache=$ca"; fi
+	kill "$PID_C"
+	wait "$PID_C" 2>/dev/null
+else fail "setup: collector C" "$(head -5 "$T/serve-C.log")"; fi
 # a retried INSERT writes its rows again: until ClickHouse merges them away
 # the rows are there twice, and the merge (which reads without FINAL and
 # skips a row seen twice) and the list must not count them twice
