@@ -460,19 +460,40 @@ static int ref_of(struct ing *g, int t, struct pd_h128 h, int64_t *out)
 	return 0;
 }
 
-/* Whether (kind, h) was written by this process before (then it is not
- * encoded nor sent again); if not, its key is kept for after the insert. */
-static int sym_known(struct ing *g, int kind, struct pd_h128 h, bool *known)
+/* How far ahead the lookups of the set of written symbols prefetch: the
+ * set is 16 MB, so each probe is a cache (and TLB) miss, and the lookups
+ * of one profile's symbols are independent. Measured on the ingest of 200
+ * large profiles: the probes one at a time, each under the mutex, were a
+ * third of the collector's CPU. */
+#define KNOWN_AHEAD 12
+
+static void known_prefetch(const struct chs *s, uint64_t k)
 {
-	uint64_t k = known_key(g->day, kind, h);
-	pthread_mutex_lock(&g->s->mu);
-	*known = known_has(g->s, k);
-	pthread_mutex_unlock(&g->s->mu);
-	if (*known)
-		return 0;
-	if (pd_grow((void **)&g->keys, &g->ckeys, g->nkeys + 1, sizeof *g->keys))
+	__builtin_prefetch(&s->known[k & s->kmask]);
+}
+
+/* Which of the n keys of the distinct symbols of one kind were written by
+ * this process before (then they are not encoded nor sent again): is[j];
+ * the others' keys are kept for after the insert. */
+static int sym_known(struct ing *g, const uint64_t *keys, size_t n, bool *is)
+{
+	struct chs *s = g->s;
+	pthread_mutex_lock(&s->mu);
+	for (size_t j = 0; j < n && j < KNOWN_AHEAD; j++)
+		known_prefetch(s, keys[j]);
+	size_t unknown = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (j + KNOWN_AHEAD < n)
+			known_prefetch(s, keys[j + KNOWN_AHEAD]);
+		is[j] = known_has(s, keys[j]);
+		unknown += !is[j];
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (pd_grow((void **)&g->keys, &g->ckeys, g->nkeys + unknown, sizeof *g->keys))
 		return PD_ENOMEM;
-	g->keys[g->nkeys++] = k;
+	for (size_t j = 0; j < n; j++)
+		if (!is[j])
+			g->keys[g->nkeys++] = keys[j];
 	return 0;
 }
 
@@ -498,10 +519,22 @@ static int enc_symbols(struct ing *g)
 	int rc = 0;
 	struct pd_h128 *all[] = {pp->sh, pp->fh, pp->mh, pp->lh, pp->kh, pp->bh};
 	size_t counts[] = {p->nstrings, p->nfunctions, p->nmappings, p->nlocations, p->nsamples, p->nsamples};
+	size_t most = 1;
+	for (int k = PD_SYM_STR; k < PD_SYM_NKINDS; k++)
+		most = counts[k] > most ? counts[k] : most;
+	/* per kind: the distinct symbols (index, key), which were written */
+	uint32_t *idx = malloc(most * sizeof *idx);
+	uint64_t *keys = malloc(most * sizeof *keys);
+	bool *is = malloc(most * sizeof *is);
+	if (!idx || !keys || !is)
+		rc = PD_ENOMEM;
 	for (int k = PD_SYM_STR; k < PD_SYM_NKINDS && !rc; k++) {
 		struct pd_hidx seen;
-		if (pd_hidx_init(&seen, counts[k] + 16))
-			return PD_ENOMEM;
+		if (pd_hidx_init(&seen, counts[k] + 16)) {
+			rc = PD_ENOMEM;
+			break;
+		}
+		size_t n = 0;
 		for (size_t i = 0; i < counts[k] && !rc; i++) {
 			if (k == PD_SYM_LSET && !p->samples[i].nlabels)
 				continue;
@@ -509,11 +542,18 @@ static int enc_symbols(struct ing *g)
 			void *ctx[2] = {all[k], &h};
 			if (pd_hidx_find(&seen, h.lo ^ h.hi, ref_eq, ctx) != PD_NONE)
 				continue;
-			bool known = false;
-			if (pd_hidx_insert(&seen, h.lo ^ h.hi, (uint32_t)i) || sym_known(g, k, h, &known))
+			if (pd_hidx_insert(&seen, h.lo ^ h.hi, (uint32_t)i))
 				rc = PD_ENOMEM;
-			if (rc || known)
+			idx[n] = (uint32_t)i;
+			keys[n++] = known_key(g->day, k, h);
+		}
+		if (!rc && sym_known(g, keys, n, is))
+			rc = PD_ENOMEM;
+		for (size_t u = 0; u < n && !rc; u++) {
+			if (is[u])
 				continue;
+			size_t i = idx[u];
+			struct pd_h128 h = all[k][i];
 			d->len = 0;
 			switch (k) {
 			case PD_SYM_STR: rc = rc || pd_buf_append(d, p->strings[i].ptr, p->strings[i].len); break;
@@ -568,6 +608,9 @@ static int enc_symbols(struct ing *g)
 		}
 		pd_hidx_free(&seen);
 	}
+	free(idx);
+	free(keys);
+	free(is);
 	return rc ? PD_ENOMEM : 0;
 }
 
@@ -853,8 +896,11 @@ static int ch_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	if ((rc = batch_submit(s, &g.rows, &row, err)))
 		goto fail;
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < g.nkeys; i++)
+	for (size_t i = 0; i < g.nkeys; i++) {
+		if (i + KNOWN_AHEAD < g.nkeys)
+			known_prefetch(s, g.keys[i + KNOWN_AHEAD]);
 		known_put(s, g.keys[i]);
+	}
 	pthread_mutex_unlock(&s->mu);
 	*out = m;
 	goto out;
