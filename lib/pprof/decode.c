@@ -633,22 +633,26 @@ static int scan_top(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 	while (p < end) {
 		if ((rc = next_field(d, &p, end, &f, "profile")))
 			return rc;
-		if (f.num >= 16)
+		/* num and wt as loaded once: gcc compared (num, wt) with one 8-byte
+		 * load over the two 4-byte stores of next_field, a store-forwarding
+		 * stall per top-level field (perf: 12 % of the decode of an upload) */
+		uint32_t num = f.num, wt = f.wt;
+		if (num >= 16)
 			continue; /* unknown field: skipped */
-		bool is_msg = f.num <= 6 || f.num == 11;
-		bool packable = f.num == 13;
-		if (is_msg ? f.wt != WT_LEN : (f.wt != WT_VARINT && !(packable && f.wt == WT_LEN)))
+		bool is_msg = num <= 6 || num == 11;
+		bool packable = num == 13;
+		if (is_msg ? wt != WT_LEN : (wt != WT_VARINT && !(packable && wt == WT_LEN)))
 			return pd_errf(d->err, PD_EINVAL, "profile.%s (field %u) at offset %zu: wire type %u is wrong",
-				       profile_field_names[f.num], f.num, OFF(d, f.start), f.wt);
-		if (f.num == 13 && f.wt == WT_LEN)
+				       profile_field_names[num], num, OFF(d, f.start), wt);
+		if (packable && wt == WT_LEN)
 			cnt[13] += count_packed(f.data, f.len);
 		else
-			cnt[f.num]++;
-		if (f.num == 6)
+			cnt[num]++;
+		if (num == 6)
 			*string_bytes += f.len;
-		else if (f.num == 2)
+		else if (num == 2)
 			*sample_bytes += f.len;
-		if (f.num == 9) {
+		if (num == 9) {
 			/* As upstream: time_nanos again once set = two profiles glued together. */
 			if (have_time)
 				return pd_errf(d->err, PD_EINVAL,
