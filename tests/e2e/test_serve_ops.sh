@@ -507,6 +507,14 @@ if start_server dur "$D"; then
 			fi
 		done
 		if [ -z "$bad" ]; then ok "durability: merge of each type after restart byte-identical (decompressed) to before the kill"; else fail "durability: merges after restart identical to before the kill" "$bad"; fi
+		# the server read the newest days' symbols before it listened (pd_store_warm): the
+		# merges just made took every symbol from that cache, none from the day file
+		mt=$(curl -sS "$SURL/metrics")
+		st=$(sed -n 's/^profd_store_symbol_reads_total{source="store"} //p' <<<"$mt")
+		ca=$(sed -n 's/^profd_store_symbol_reads_total{source="cache"} //p' <<<"$mt")
+		if [ "$st" = 0 ] && [ -n "$ca" ] && [ "$ca" -gt 0 ]; then
+			ok "durability: the merges after restart took their $ca symbols from what the server read at start"
+		else fail "durability: symbols from the start's read" "store=$st cache=$ca"; fi
 		same_profile "durability: cpu merge after restart = before (go tool pprof -raw)" "$T/before/cpu.pb.gz" "$T/after/cpu.pb.gz"
 		# the merge is the sum of its inputs: N copies of each captured file
 		ncpu=0
