@@ -2563,8 +2563,10 @@ static void ch_warm(struct pd_store *base, size_t days)
 			pthread_mutex_lock(&s->cmu);
 			size_t left = CH_SYMC_BYTES - s->cbytes.len;
 			pthread_mutex_unlock(&s->cmu);
-			if (left < (1u << 20))
+			if (left < (1u << 20)) {
+				stop = true;
 				break;
+			}
 			sql.len = set.len = ans.len = 0;
 			if (pd_buf_appendf(&sql, "SELECT h, data FROM symbols WHERE day = '%s' AND kind = %d FORMAT RowBinary",
 			                   dn, order[o]) ||

@@ -80,14 +80,17 @@ for round in 1 2 3 4 5; do
 		args+=(-o "$T/r$i" "$URL/api/0/profiles/merge?service=big&type=cpu&from=0&to=now")
 	done
 	curl -s -i -Z --parallel-immediate --parallel-max 8 "${args[@]}"
-	for i in $(seq 8); do
-		python3 -c 'import sys
-d = open(sys.argv[1], "rb").read() if len(sys.argv) > 1 else b""
-h, _, b = d.partition(b"\r\n\r\n")
-open(sys.argv[2], "wb").write(h + b"\r\n"); open(sys.argv[3], "wb").write(b)
-l = h.split(b"\r\n")[0].split()
-open(sys.argv[4], "w").write((l[1].decode() if len(l) > 1 else "000") + "\n")' "$T/r$i" "$T/h$i" "$T/m$i" "$T/c$i"
-	done
+	python3 - "$T" <<'EOF'
+import os, sys
+for i in range(1, 9): # rI -> hI (head), mI (body), cI (status, 000 if no answer)
+    f = lambda x: os.path.join(sys.argv[1], "%s%d" % (x, i))
+    d = open(f("r"), "rb").read() if os.path.exists(f("r")) else b""
+    h, _, b = d.partition(b"\r\n\r\n")
+    open(f("h"), "wb").write(h + b"\r\n")
+    open(f("m"), "wb").write(b)
+    l = h.split(b"\r\n")[0].split()
+    open(f("c"), "w").write((l[1].decode() if len(l) > 1 else "000") + "\n")
+EOF
 	codes=$(cat "$T"/c[1-8] | sort | uniq -c | tr -s ' ' | tr '\n' ',')
 	n503=$(cat "$T"/c[1-8] | grep -c '^503$')
 	n200=$(cat "$T"/c[1-8] | grep -c '^200$')

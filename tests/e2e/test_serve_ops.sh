@@ -509,9 +509,8 @@ if start_server dur "$D"; then
 		if [ -z "$bad" ]; then ok "durability: merge of each type after restart byte-identical (decompressed) to before the kill"; else fail "durability: merges after restart identical to before the kill" "$bad"; fi
 		# the server read the newest days' symbols before it listened (pd_store_warm): the
 		# merges just made took every symbol from that cache, none from the day file
-		mt=$(curl -sS "$SURL/metrics")
-		st=$(sed -n 's/^profd_store_symbol_reads_total{source="store"} //p' <<<"$mt")
-		ca=$(sed -n 's/^profd_store_symbol_reads_total{source="cache"} //p' <<<"$mt")
+		st=$(metric "$SURL" 'profd_store_symbol_reads_total{source="store"}')
+		ca=$(metric "$SURL" 'profd_store_symbol_reads_total{source="cache"}')
 		if [ "$st" = 0 ] && [ -n "$ca" ] && [ "$ca" -gt 0 ]; then
 			ok "durability: the merges after restart took their $ca symbols from what the server read at start"
 		else fail "durability: symbols from the start's read" "store=$st cache=$ca"; fi
