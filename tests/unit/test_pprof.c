@@ -803,6 +803,104 @@ static void test_unknown_function_id(void **state)
 	tb_free(&b);
 }
 
+/* Packed location ids of every length, in fields of every length: the
+ * decoder reads whole 8-byte blocks of 1- and 2-byte ids at once (SSSE3),
+ * and the rest one byte at a time; both must give the ids written. 20,000
+ * locations: ids of 1, 2 and 3 bytes. */
+static void pk_profile(struct pb *p, uint64_t nloc)
+{
+	pb_init(p);
+	pb_cpu_header(p, 10);
+	for (uint64_t i = 1; i <= nloc; i++)
+		pb_location1(p, i, 0, 0x1000 + i, 0, 0);
+}
+
+static uint64_t pk_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void test_packed_ids_every_length(void **state)
+{
+	(void)state;
+	enum { NLOC = 20000, NS = 600, MAXD = 90 };
+	struct pb p;
+	pk_profile(&p, NLOC);
+	static uint64_t want[NS][MAXD];
+	size_t n[NS];
+	uint64_t x = 88172645463325252ULL;
+	for (size_t s = 0; s < NS; s++) {
+		n[s] = s < MAXD ? s + 1 : 1 + pk_rand(&x) % MAXD; /* every depth 1..90, then random */
+		unsigned mix = (unsigned)(s % 4); /* 1-byte only, 1 and 2, 2 only, with 3-byte ids */
+		for (size_t j = 0; j < n[s]; j++) {
+			uint64_t r = pk_rand(&x);
+			uint64_t id = mix == 0 ? 1 + r % 127
+				      : mix == 1 ? 1 + r % 16383
+				      : mix == 2 ? 128 + r % (16383 - 127)
+						 : (r % 16 == 0 ? 16384 + r % (NLOC - 16383) : 1 + r % 200);
+			want[s][j] = id;
+		}
+		int64_t v[2] = {1, 10};
+		tb_sample(&p.b, want[s], n[s], v, 2, NULL, 0, true);
+	}
+	struct pd_profile *d = pb_decode(&p);
+	assert_int_equal(d->nsamples, NS);
+	for (size_t s = 0; s < NS; s++) {
+		assert_int_equal(d->samples[s].nlocs, n[s]);
+		for (size_t j = 0; j < n[s]; j++)
+			if (d->locations[d->samples[s].locs[j]].id != want[s][j])
+				fail_msg("sample %zu frame %zu: id %llu, want %llu", s, j,
+					 (unsigned long long)d->locations[d->samples[s].locs[j]].id,
+					 (unsigned long long)want[s][j]);
+	}
+	pd_profile_free(d);
+	pb_free(&p);
+}
+
+/* A bad id anywhere in a long packed field is named, wherever it falls
+ * among the 8-byte blocks: 0, one past the last location, truncated. */
+static void test_packed_ids_bad(void **state)
+{
+	(void)state;
+	for (int kind = 0; kind < 3; kind++)
+		for (size_t at = 0; at < 40; at++) {
+			struct pb p;
+			pk_profile(&p, 300);
+			uint64_t ids[40];
+			for (size_t j = 0; j < 40; j++)
+				ids[j] = j % 3 ? 1 + (j * 37) % 300 : 1 + j;
+			struct tb s;
+			tb_init(&s);
+			if (kind == 2) { /* the field ends inside the id at `at` */
+				struct tb pk;
+				tb_init(&pk);
+				for (size_t j = 0; j < at; j++)
+					tb_varint(&pk, ids[j]);
+				tb_byte(&pk, 0x85);
+				tb_bytes(&s, 1, pk.p, pk.len);
+				tb_free(&pk);
+			} else {
+				ids[at] = kind == 0 ? 0 : 301;
+				tb_packed(&s, 1, ids, 40);
+			}
+			tb_int(&s, 2, 1);
+			tb_int(&s, 2, 1);
+			tb_msg(&p.b, PF_SAMPLE, &s);
+			tb_free(&s);
+			pb_finish(&p);
+			struct pd_err err;
+			assert_int_equal(tu_decode_err(p.b.p, p.b.len, NULL, &err), PD_EINVAL);
+			assert_contains(err.msg, "sample #0");
+			assert_contains(err.msg, kind == 0 ? "location id 0 not found"
+						 : kind == 1 ? "location id 301 not found"
+							     : "bad packed varint");
+			pb_free(&p);
+		}
+}
+
 static void test_unknown_location_id(void **state)
 {
 	(void)state;
@@ -1745,6 +1843,8 @@ int main(void)
 		cmocka_unit_test(test_duplicate_and_zero_ids),
 		cmocka_unit_test(test_unknown_function_id),
 		cmocka_unit_test(test_unknown_location_id),
+		cmocka_unit_test(test_packed_ids_every_length),
+		cmocka_unit_test(test_packed_ids_bad),
 		cmocka_unit_test(test_unknown_mapping_id_is_none),
 		cmocka_unit_test(test_string_index_out_of_range),
 		cmocka_unit_test(test_string_table_rules),
