@@ -21,7 +21,7 @@
 #define _GNU_SOURCE
 #include "kube_int.h"
 
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
 #include "../scrape/scrape.h" /* pd_scrape_query_escape, pd_scrape_labels_value: profefe's escaping */
 
 #include <ctype.h>
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -11,7 +11,7 @@
 #include "../http/params.h"
 #include "../query/series.h"
 
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>

@@ -25,7 +25,7 @@
 #include "../pprof/pprof.h"
 #include "../util/gz.h"
 
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>

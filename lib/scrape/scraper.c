@@ -37,7 +37,7 @@
 #include "scrape.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

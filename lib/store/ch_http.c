@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "ch.h"
 
-#include <curl/curl.h>
+#include "../util/pdcurl.h"
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

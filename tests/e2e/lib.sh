@@ -93,11 +93,14 @@ serve_port() {
 	echo "$port"
 }
 
-# serve_smoke LABEL LOG PID HEAP: the `profd serve --addr 127.0.0.1:0` started in the
+# serve_smoke LABEL LOG PID HEAP [CMD...]: the `profd serve --addr 127.0.0.1:0` started in the
 # background (PID, its stderr in LOG; a release archive's, in an empty root) takes an upload
-# of the heap profile HEAP, merges it back and serves the UI, then exits 0 on SIGTERM
+# of the heap profile HEAP, merges it back and serves the UI, then exits 0 on SIGTERM. With
+# CMD (the archive's profd, run in its root), `CMD get services` lists the upload's service:
+# a client command, which loads libcurl (dlopen, lib/util/pdcurl.c) from the archive
 serve_smoke() {
 	local label=$1 log=$2 pid=$3 heap=$4 port code m ui
+	shift 4
 	port=$(serve_port "$log" "$pid")
 	if [ -z "$port" ]; then
 		fail "$label: serve in the empty root" "$(head -c 600 "$log")"
@@ -109,6 +112,12 @@ serve_smoke() {
 	if [ "$code" = 200 ] && [ "$m" = 200 ] && "$PROFD" pprof info "$T/merged.pb.gz" >/dev/null 2>&1 && [ "$ui" = 200 ]; then
 		ok "$label: serve in the empty root: an upload stored, merged back, the UI"
 	else fail "$label: serve" "post $code $(head -c 200 "$T/post"), merge $m, ui $ui"; fi
+	if [ $# -gt 0 ]; then
+		local got
+		got=$("$@" get services --collector "http://127.0.0.1:$port" 2>&1)
+		if [[ $got == *dist* ]]; then ok "$label: in the empty root, a client command (libcurl loaded from the archive) lists the service"
+		else fail "$label: in the empty root, profd get services" "$(echo "$got" | head -c 400)"; fi
+	fi
 	kill -TERM "$pid" && wait "$pid" 2>/dev/null
 	expect "$label: serve exits 0 on SIGTERM" 0 "$?"
 }

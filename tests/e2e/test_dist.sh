@@ -43,5 +43,5 @@ same_output "dist: in the empty root, pprof merge = the build's, byte for byte" 
 chroot "$R" "/$N/bin/kubectl-profd" --help 2>&1 | grep -q "^Usage: kubectl profd <command>" &&
 	ok "dist: bin/kubectl-profd is the kubectl plugin" || fail "dist: kubectl-profd" "$(chroot "$R" "/$N/bin/kubectl-profd" --help 2>&1 | head -3)"
 chroot "$R" "/$N/bin/profd" serve --addr 127.0.0.1:0 --data-dir /data --retention 0 2>"$T/serve.log" &
-serve_smoke "dist" "$T/serve.log" $! "$R/in/heap.pb"
+serve_smoke "dist" "$T/serve.log" $! "$R/in/heap.pb" chroot "$R" "/$N/bin/profd"
 man -l "$R/$N/share/man/man1/profd-serve.1" >/dev/null 2>&1 && ok "dist: man pages in share/man" || fail "dist: man" "profd-serve.1"

@@ -70,4 +70,4 @@ run pprof merge -o /m.pb.gz /in/cpu.pb /in/cpu.pb >"$T/m.out" 2>&1
 same_output "dist arm64: in the empty root, pprof merge = the host build's, byte for byte" "$T/host-m.pb.gz" "$R/m.pb.gz"
 chroot "$R" /qemu "/$N/lib/ld-linux-aarch64.so.1" --library-path "/$N/lib" --argv0 profd "/$N/lib/profd" \
 	serve --addr 127.0.0.1:0 --data-dir /data --retention 0 2>"$T/serve.log" &
-serve_smoke "dist arm64" "$T/serve.log" $! "$R/in/heap.pb"
+serve_smoke "dist arm64" "$T/serve.log" $! "$R/in/heap.pb" run

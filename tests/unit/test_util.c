@@ -4,9 +4,30 @@
  */
 #include "testutil.h"
 #include "../../lib/pprof/ptype.h"
+#include "../../lib/util/pdcurl.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- libcurl, loaded on first use ------------------------------------------ */
+
+/* Nothing before this loads libcurl (it is not linked); the first curl_*
+ * call does, and the calls go to the real library. */
+static void test_curl_loaded_on_first_use(void **state)
+{
+	(void)state;
+	assert_false(pd_curl_loaded());
+	CURL *h = curl_easy_init();
+	assert_non_null(h);
+	assert_true(pd_curl_loaded());
+	char *e = curl_easy_escape(h, "a b/c", 0);
+	assert_non_null(e);
+	assert_string_equal(e, "a%20b%2Fc");
+	curl_free(e);
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_URL, "http://127.0.0.1:1/"), CURLE_OK);
+	assert_string_equal(curl_easy_strerror(CURLE_COULDNT_CONNECT), "Couldn't connect to server");
+	curl_easy_cleanup(h);
+}
 
 /* ---- arena ---------------------------------------------------------------- */
 
@@ -594,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_read_file_exact_cap),
 		cmocka_unit_test(test_gzip_mt),
+		cmocka_unit_test(test_curl_loaded_on_first_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
