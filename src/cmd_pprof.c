@@ -201,7 +201,7 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 		for (int k = 1; k < t && !r; k++)
 			if (runs[k].result) {
 				r = pd_merger_add_partial(m, runs[k].result, &err);
-				/* added: free it now, not beside the result (a third of the peak RSS) */
+				/* added: freed now, its memory (one arena, above) is reused for the result */
 				pd_profile_free(runs[k].result);
 				runs[k].result = NULL;
 			}

@@ -82,6 +82,7 @@ struct pd_merger {
 	struct pd_arena *arena; /* string bytes */
 	size_t nprofiles;
 	bool partial; /* finish keeps zero-sum rows: the result is an intermediate */
+	bool no_premap; /* pd_merger_set_premap(m, false) */
 
 	/* header (merged string ids) */
 	VEC(struct pd_vtype) stypes;
@@ -193,9 +194,12 @@ static bool map_eq(void *ctx, uint32_t v)
 	return o.size == k->size && o.offset == k->offset && o.file == k->file;
 }
 
+/* map_mapping_x with find_only: the mapping is not merged yet */
+#define NOT_MERGED (PD_NONE - 1)
+
 /* Merged index of source mapping i, or PD_NONE on OOM; sets offset. With
- * find_only, a mapping not merged yet is not added: PD_NONE and *offset 1
- * (which mapping comes first, and so where equal ones are relocated to, is
+ * find_only, a mapping not merged yet is not added: NOT_MERGED (which
+ * mapping comes first, and so where equal ones are relocated to, is
  * decided in the order samples first use them, as in pprof). */
 static uint32_t map_mapping_x(struct pd_merger *m, const struct pd_profile *src, uint32_t i, int64_t *offset,
 			      bool find_only)
@@ -217,8 +221,7 @@ static uint32_t map_mapping_x(struct pd_merger *m, const struct pd_profile *src,
 	if (v != UINT32_MAX) {
 		*offset = (int64_t)m->maps.v[v].start - (int64_t)s->start;
 	} else if (find_only) {
-		*offset = 1;
-		return PD_NONE;
+		return NOT_MERGED;
 	} else {
 		if (VEC_RESERVE(m->maps, 1))
 			return PD_NONE;
@@ -343,9 +346,6 @@ static uint64_t loc_hash(const struct mloc *c, const struct pd_line *lines)
 	return h;
 }
 
-/* Source location i, seen for the first time in this profile (m_loc[i] is
- * its memo: every later use is one load, in merger_sample). Out of line, so
- * that the per-location loop stays small. */
 /* Source location s's key (mapped address and mapping) into *c; -1 on OOM,
  * 1 if find_only and its mapping is not merged yet. */
 static inline int loc_key(struct pd_merger *m, const struct pd_profile *src, const struct pd_location *s,
@@ -355,8 +355,10 @@ static inline int loc_key(struct pd_merger *m, const struct pd_profile *src, con
 	if (s->mapping != PD_NONE) {
 		int64_t off = 0;
 		c->mapping = map_mapping_x(m, src, s->mapping, &off, find_only);
+		if (c->mapping == NOT_MERGED)
+			return 1;
 		if (c->mapping == PD_NONE)
-			return find_only && off == 1 ? 1 : -1;
+			return -1;
 		c->address = (uint64_t)((int64_t)s->address + off);
 		c->normaddr = c->address - m->maps.v[c->mapping].start;
 	}
@@ -379,6 +381,9 @@ static inline uint32_t loc_find(struct pd_merger *m, const struct pd_profile *sr
 	return v;
 }
 
+/* Source location i, seen for the first time in this profile (m_loc[i] is
+ * its memo: every later use is one load, in merger_sample). Out of line, so
+ * that the per-location loop stays small. */
 static __attribute__((noinline)) uint32_t map_location_new(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
 {
 	const struct pd_location *s = &src->locations[i];
@@ -427,7 +432,7 @@ enum { PL_A = 12, PL_B = 8, PL_C = 4, PL_MIN = 64 };
 static int premap_locations(struct pd_merger *m, const struct pd_profile *p)
 {
 	size_t n = p->nlocations;
-	if (n < PL_MIN || m->locs.n == 0)
+	if (n < PL_MIN || m->locs.n == 0 || m->no_premap)
 		return 0;
 	m->pre.n = 0;
 	if (VEC_RESERVE(m->pre, n))
@@ -717,6 +722,8 @@ int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *p, struc
 }
 
 void pd_merger_set_partial(struct pd_merger *m, bool partial) { m->partial = partial; }
+
+void pd_merger_set_premap(struct pd_merger *m, bool on) { m->no_premap = !on; }
 
 /* Start adding profile p: compatibility, header, per-source memo tables. */
 static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)

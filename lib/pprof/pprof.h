@@ -270,6 +270,10 @@ int pd_merger_finish(struct pd_merger *m, struct pd_profile **out, struct pd_err
  * skip zero rows) into a normal merger.
  */
 void pd_merger_set_partial(struct pd_merger *m, bool partial);
+/* Whether a new profile's locations are looked up all at once before its
+ * samples (the default) or one at a time as samples first use them: the
+ * result is the same either way (tests compare the two). */
+void pd_merger_set_premap(struct pd_merger *m, bool on);
 int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *partial, struct pd_err *err) PD_WUR;
 
 /* Merge an array of decoded profiles. */

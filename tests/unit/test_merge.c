@@ -1279,6 +1279,150 @@ static void test_partial_merge_data_has_zero_rows(void **state)
 	assert_true(zero_rows > 0);
 }
 
+/* Looking a profile's locations up all at once (premap_locations, taken
+ * from 64 locations on) must not change the merge: random profiles of one
+ * binary and a library at shifting addresses (ASLR: locations relocated to
+ * the first profile's mapping), a second library that only later profiles
+ * have (a mapping met first through the lookup of a later profile), two
+ * equal mappings in one profile (the first a sample uses decides), inlined
+ * lines, locations without a mapping, labels; merged with and without the
+ * lookup, streamed and decoded: byte-identical results. */
+static const char *pm_names[40] = {
+	"main.main", "main.serve", "main.handle", "net/http.(*conn).serve", "net/http.HandlerFunc.ServeHTTP",
+	"runtime.mallocgc", "runtime.memmove", "runtime.mapassign", "runtime.growslice", "runtime.scanobject",
+	"encoding/json.Marshal", "encoding/json.(*encodeState).reflectValue", "sort.Slice", "bytes.(*Buffer).Write",
+	"app.(*Cache).Get", "app.(*Cache).Put", "app.parse", "app.render", "app.(*DB).Query", "app.hash",
+	"lib.compress", "lib.decompress", "lib.crc32", "lib.inner", "lib.outer", "lib2.a", "lib2.b", "lib2.c",
+	"syscall.Syscall", "internal/poll.(*FD).Read", "os.(*File).Write", "fmt.Sprintf", "strconv.Itoa",
+	"strings.Builder.WriteString", "time.Now", "sync.(*Mutex).Lock", "sync.(*Mutex).Unlock", "io.Copy",
+	"compress/gzip.(*Writer).Write", "hash/crc32.update"};
+
+static uint64_t pm_rand(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *x >> 33;
+}
+
+/* Profile k of the set, encoded into *out. */
+static void pm_profile(int k, struct tb *out)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1);
+	struct pb p;
+	pb_init(&p);
+	pb_cpu_header(&p, 10000000);
+	/* mappings: the binary and a library, shifted per profile; from profile
+	 * 2 on a second library, which profile 2 has twice (equal keys, the
+	 * second used first by the samples: it is the one merged); profile 3
+	 * has the binary twice */
+	uint64_t shift = (uint64_t)k * 0x1000000, start[5] = {0};
+	start[1] = 0x400000 + shift;
+	start[2] = 0x7f0000000000ULL + shift;
+	pb_mapping(&p, 1, start[1], start[1] + 0x100000, 0, "/bin/app", "b1");
+	pb_mapping(&p, 2, start[2], start[2] + 0x100000, 0, "/lib/libx.so", "bx");
+	uint64_t nmap = 2;
+	if (k >= 2) {
+		start[3] = 0x7e0000000000ULL + shift;
+		pb_mapping(&p, ++nmap, start[3], start[3] + 0x80000, 0, "/lib/liby.so", "by");
+	}
+	if (k == 2) {
+		start[4] = 0x7d0000000000ULL;
+		pb_mapping(&p, ++nmap, start[4], start[4] + 0x80000, 0, "/lib/liby.so", "by");
+	}
+	if (k == 3) {
+		start[4] = 0x900000;
+		pb_mapping(&p, ++nmap, start[4], start[4] + 0x100000, 0, "/bin/app", "b1");
+	}
+	for (uint64_t f = 0; f < 40; f++)
+		pb_function(&p, f + 1, pm_names[f], f < 20 ? "app.go" : "lib.go", (int64_t)f);
+	/* 120 locations: addresses drawn from 300 per mapping, so profiles
+	 * share most of them; a few with no mapping, some inlined */
+	enum { NL = 120 };
+	for (uint64_t l = 1; l <= NL; l++) {
+		uint64_t mi = 1 + pm_rand(&x) % nmap, slot = pm_rand(&x) % 300;
+		if (k == 2 && l <= 2) /* location 1 on the first liby, 2 on the second */
+			mi = 2 + l;
+		uint64_t fn = 1 + (slot * 7) % 40;
+		struct tb_line ln[2] = {{fn, (int64_t)(10 + slot), 0}, {1 + (fn + 3) % 40, (int64_t)slot, 0}};
+		if (l % 17 == 0)
+			tb_location(&p.b, l, 0, 0x10000 + slot * 16, ln, 1, false);
+		else
+			tb_location(&p.b, l, mi, start[mi] + 0x1000 + slot * 0x40, ln, slot % 5 == 0 ? 2 : 1, false);
+	}
+	for (int s = 0; s < 300; s++) {
+		uint64_t locs[24];
+		size_t n = 1 + pm_rand(&x) % 24;
+		for (size_t j = 0; j < n; j++)
+			locs[j] = 1 + pm_rand(&x) % NL;
+		if (s == 0)
+			locs[0] = 2;
+		int64_t v[2] = {(int64_t)(1 + pm_rand(&x) % 5), 0};
+		v[1] = v[0] * 10000000;
+		struct pb_label lb = {"handler", s % 3 ? "/a" : "/b", 0, NULL};
+		pb_sample(&p, locs, n, v, 2, &lb, s % 4 == 0 ? 1 : 0);
+	}
+	pb_finish(&p);
+	tb_init(out);
+	tb_raw(out, p.b.p, p.b.len);
+	pb_free(&p);
+}
+
+static void pm_merge(struct tb *in, int n, bool premap, bool streamed, struct pd_buf *out)
+{
+	struct pd_merger *m = pd_merger_new();
+	assert_non_null(m);
+	pd_merger_set_premap(m, premap);
+	struct pd_err err = {0};
+	for (int k = 0; k < n; k++) {
+		if (streamed) {
+			assert_int_equal(pd_merger_add_encoded(m, in[k].p, in[k].len, NULL, &err), 0);
+		} else {
+			struct pd_profile *p;
+			assert_int_equal(pd_pprof_decode(in[k].p, in[k].len, NULL, &p, &err), 0);
+			assert_int_equal(pd_merger_add(m, p, &err), 0);
+			pd_profile_free(p);
+		}
+	}
+	struct pd_profile *r;
+	assert_int_equal(pd_merger_finish(m, &r, &err), 0);
+	pd_merger_free(m);
+	*out = (struct pd_buf)PD_BUF_INIT(0);
+	assert_int_equal(pd_pprof_encode(r, 0, out, &err), 0);
+	pd_profile_free(r);
+}
+
+static void test_premap_locations_same_merge(void **state)
+{
+	(void)state;
+	enum { N = 5 };
+	struct tb in[N];
+	for (int k = 0; k < N; k++)
+		pm_profile(k, &in[k]);
+	struct pd_buf ref;
+	pm_merge(in, N, false, false, &ref);
+	for (int v = 1; v < 4; v++) {
+		struct pd_buf got;
+		pm_merge(in, N, v & 1, v & 2, &got);
+		assert_int_equal(got.len, ref.len);
+		assert_memory_equal(got.ptr, ref.ptr, ref.len);
+		pd_buf_free(&got);
+	}
+	/* the relocation happened: one mapping per file, at profile 0's start */
+	struct pd_profile *r;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_decode(ref.ptr, ref.len, NULL, &r, &err), 0);
+	assert_int_equal(r->nmappings, 3);
+	for (uint32_t i = 0; i < r->nmappings; i++) {
+		if (!strcmp(tu_str(r, r->mappings[i].filename), "/bin/app"))
+			assert_int_equal(r->mappings[i].start, 0x400000);
+		if (!strcmp(tu_str(r, r->mappings[i].filename), "/lib/liby.so"))
+			assert_int_equal(r->mappings[i].start, 0x7d0000000000ULL);
+	}
+	pd_profile_free(r);
+	pd_buf_free(&ref);
+	for (int k = 0; k < N; k++)
+		tb_free(&in[k]);
+}
+
 /* Streaming a profile's samples straight into the merger gives the same
  * result as decoding it first; a callback error stops the decode. */
 static void test_add_encoded_equals_decode_add(void **state)
@@ -1389,6 +1533,7 @@ int main(void)
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
 		cmocka_unit_test(test_add_encoded_equals_decode_add),
+		cmocka_unit_test(test_premap_locations_same_merge),
 		cmocka_unit_test(test_decode_stream_callback_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
