@@ -5,8 +5,8 @@
 #     bin/profd           a static launcher (tools/dist_launcher.c)
 #     bin/kubectl-profd   a link to it: the kubectl plugin
 #     lib/profd           BUILD/profd itself
-#     lib/*.so*           every library it loads (ldd, and libcurl, which it
-#                         dlopens: lib/util/pdcurl.c), the dynamic loader
+#     lib/*.so*           every library it loads (ldd, and those it dlopens:
+#                         lib/util/pddl.h), the dynamic loader
 #                         and glibc included: Debian 12's, so the archive
 #                         runs on any x86-64 (arm64) Linux, Debian or not,
 #                         and in a root that holds nothing else
@@ -45,15 +45,15 @@ D=$OUT/$NAME
 rm -rf "$D" "$OUT/$NAME.tar.gz" "$OUT/$NAME.tar.gz.sha256"
 mkdir -p "$D/bin" "$D/lib" "$D/share/man/man1" "$D/share/bash-completion/completions" "$D/share/doc/profd"
 install -m 0755 "$BIN" "$D/lib/profd"
-# loaded with dlopen when first used (lib/util/pdcurl.c), so not in DT_NEEDED
-DLOPENED="libcurl.so.4"
+# loaded with dlopen when first used (lib/util/pddl.h), so not in DT_NEEDED
+DLOPENED="libcurl.so.4 libmicrohttpd.so.12 libgnutls.so.30"
 # needed FILE: the shared libraries FILE names (DT_NEEDED)
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]/\1/p'; }
 # every library the binary loads, and the loader (links followed)
 if [ "$ARCH" = amd64 ]; then
 	dl=()
 	for so in $DLOPENED; do
-		p=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ {print $NF; exit}')
+		p=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ && !p {p = $NF} END {print p}')
 		[ -n "$p" ] || { echo "dist: $so (loaded by profd when needed) not found by ldconfig" >&2; exit 1; }
 		dl+=("$p")
 		cp -L "$p" "$D/lib/$so"

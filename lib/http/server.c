@@ -27,7 +27,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include "../util/pdmhd.h"
 #include <netdb.h>
 #include <malloc.h>
 #include <netinet/in.h>

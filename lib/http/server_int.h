@@ -12,7 +12,7 @@
 #include "../store/store.h"
 
 #include <jansson.h>
-#include <microhttpd.h>
+#include "../util/pdmhd.h"
 #include <pthread.h>
 #include <stdatomic.h>
 

@@ -13,9 +13,7 @@
 #define _GNU_SOURCE
 #include "tls.h"
 
-#include <gnutls/abstract.h>
-#include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
+#include "../util/pdgnutls.h"
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

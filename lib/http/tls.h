@@ -7,8 +7,7 @@
 
 #include "../util/util.h"
 
-#include <gnutls/abstract.h>
-#include <gnutls/gnutls.h>
+#include "../util/pdgnutls.h"
 
 /* TLS 1.2 and 1.3 only, GnuTLS's secure defaults otherwise. */
 #define PD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"

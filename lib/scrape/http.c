@@ -10,7 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include "../util/pdmhd.h"
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>

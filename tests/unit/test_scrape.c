@@ -15,7 +15,7 @@
 #include "../../lib/http/params.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include "../../lib/util/pdmhd.h"
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
