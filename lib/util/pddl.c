@@ -1,10 +1,18 @@
 /*
- * pddl.c — dlopen with profd's messages (pddl.h).
+ * pddl.c — dlopen with profd's messages, and the tables of pdcurl.h,
+ * pdmhd.h and pdgnutls.h (pddl.h).
  */
 #define _GNU_SOURCE
+#define PD_CURL_NO_MACROS
+#define PD_MHD_NO_MACROS
+#define PD_GNUTLS_NO_MACROS
 #include "pddl.h"
+#include "pdcurl.h"
+#include "pdgnutls.h"
+#include "pdmhd.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,3 +35,7 @@ void *pd_dl_sym(void *h, const char *soname, const char *name)
 	}
 	return p;
 }
+
+PD_DL_DEFINE(curl, "libcurl.so.4", "libcurl4", PD_CURL_FNS)
+PD_DL_DEFINE(mhd, "libmicrohttpd.so.12", "libmicrohttpd12", PD_MHD_FNS)
+PD_DL_DEFINE(gnutls, "libgnutls.so.30", "libgnutls30", PD_GNUTLS_FNS)

@@ -23,4 +23,27 @@ void *pd_dl_open(const char *soname, const char *package);
 /* The symbol name of h (soname), else exit 70. */
 void *pd_dl_sym(void *h, const char *soname, const char *name);
 
+/* Defines `const struct pd_NAME_api *pd_NAME(void)`, the table of the
+ * functions FNS lists (an X-macro of names) loaded from SONAME on the
+ * first call, and `int pd_NAME_loaded(void)` (pddl.c). */
+#define PD_DL_LOAD1(f) *(void **)&pd_dl_tab_->f = pd_dl_sym(pd_dl_h_, pd_dl_so_, #f);
+#define PD_DL_DEFINE(name, soname, package, FNS)                                                                       \
+	static struct pd_##name##_api pd_##name##_tab;                                                                  \
+	static pthread_once_t pd_##name##_once = PTHREAD_ONCE_INIT;                                                     \
+	static _Atomic int pd_##name##_ok;                                                                              \
+	static void pd_##name##_load(void)                                                                              \
+	{                                                                                                               \
+		struct pd_##name##_api *pd_dl_tab_ = &pd_##name##_tab;                                                  \
+		const char *pd_dl_so_ = soname;                                                                         \
+		void *pd_dl_h_ = pd_dl_open(soname, package);                                                           \
+		FNS(PD_DL_LOAD1)                                                                                        \
+		pd_##name##_ok = 1;                                                                                     \
+	}                                                                                                               \
+	const struct pd_##name##_api *pd_##name(void)                                                                   \
+	{                                                                                                               \
+		pthread_once(&pd_##name##_once, pd_##name##_load);                                                      \
+		return &pd_##name##_tab;                                                                                \
+	}                                                                                                               \
+	int pd_##name##_loaded(void) { return pd_##name##_ok; }
+
 #endif

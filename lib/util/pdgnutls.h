@@ -39,6 +39,8 @@ struct pd_gnutls_api {
 
 /* The table, loaded on the first call (thread-safe); never NULL. */
 const struct pd_gnutls_api *pd_gnutls(void);
+/* Whether the library is loaded in this process (for tests). */
+int pd_gnutls_loaded(void);
 
 #ifndef PD_GNUTLS_NO_MACROS
 #define gnutls_strerror (pd_gnutls()->gnutls_strerror)

@@ -30,6 +30,8 @@ struct pd_mhd_api {
 
 /* The table, loaded on the first call (thread-safe); never NULL. */
 const struct pd_mhd_api *pd_mhd(void);
+/* Whether the library is loaded in this process (for tests). */
+int pd_mhd_loaded(void);
 
 #ifndef PD_MHD_NO_MACROS
 #define MHD_start_daemon (pd_mhd()->MHD_start_daemon)
