@@ -97,7 +97,7 @@ serve_port() {
 # background (PID, its stderr in LOG; a release archive's, in an empty root) takes an upload
 # of the heap profile HEAP, merges it back and serves the UI, then exits 0 on SIGTERM. With
 # CMD (the archive's profd, run in its root), `CMD get services` lists the upload's service:
-# a client command, which loads libcurl (dlopen, lib/util/pdcurl.c) from the archive
+# a client command, which loads libcurl (dlopen, lib/util/pddl.h) from the archive
 serve_smoke() {
 	local label=$1 log=$2 pid=$3 heap=$4 port code m ui
 	shift 4
