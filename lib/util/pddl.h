@@ -17,8 +17,8 @@
 #ifndef PD_PDDL_H
 #define PD_PDDL_H
 
-/* dlopen(soname) (RTLD_NOW | RTLD_GLOBAL, as if linked), else exit 70
- * naming the Debian package. */
+/* dlopen(soname) (RTLD_NOW | RTLD_LOCAL), else exit 70 naming the Debian
+ * package. */
 void *pd_dl_open(const char *soname, const char *package);
 /* The symbol name of h (soname), else exit 70. */
 void *pd_dl_sym(void *h, const char *soname, const char *name);
