@@ -2,13 +2,15 @@
  * pddl.h — shared libraries profd loads the first time it calls them.
  *
  * libcurl (pdcurl.h), libmicrohttpd (pdmhd.h) and gnutls (pdgnutls.h) are
- * not linked: with their own dependencies they are ~35 libraries, which
- * cost every process ~7 ms of start and ~6 MB of RSS before main
- * (docs/benchmarks.md, fourth stop), paid also by commands that need none
- * of them (`profd pprof ...`, `profd store ...`, a collector without TLS
- * still needs libmicrohttpd, a client command libcurl). Each header puts the
- * library's functions that profd calls over a table of the real ones, with
- * their real types (__typeof__ of the prototypes), filled on the first call.
+ * not linked: with their own dependencies they are 30 libraries, which cost
+ * every process ~8 ms of start and ~6 MB of RSS before main
+ * (docs/benchmarks.md, fourth stop). Commands that need none of them
+ * (`profd pprof ...`, `profd store ...`) paid it all, and those that need
+ * some paid for the rest: a client command needs libcurl only, a collector
+ * that neither scrapes nor writes to ClickHouse libmicrohttpd (and the gnutls
+ * it is built with) only. Each header puts the library's functions that
+ * profd calls over a table of the real ones, with their real types
+ * (__typeof__ of the prototypes), filled on the first call.
  *
  * The release archive bundles these libraries too (tools/dist.sh). A library
  * that cannot be loaded is a clear message and exit 70: nothing that needs
