@@ -552,7 +552,6 @@ static int dec_packed_locs(struct dec *d, const struct field *f, size_t *nlocs, 
 #ifdef PD_IDS_SIMD
 		/* whole blocks at once, when the field cannot pass the depth limit */
 		if (f->len >= 16 && want == f->len) {
-			pthread_once(&ids_once, ids_init);
 			size_t used, k = ids_have ? ids_simd(vp, f->len, cnt, out, &used) : SIZE_MAX;
 			if (k != SIZE_MAX) {
 				out += k;
@@ -1012,6 +1011,9 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 {
 	struct dec d;
 	memset(&d, 0, sizeof d);
+#ifdef PD_IDS_SIMD
+	pthread_once(&ids_once, ids_init); /* once per profile, not per packed field */
+#endif
 	d.on_header = on_header;
 	d.on_sample = on_sample;
 	d.cb_ctx = ctx;
