@@ -6,11 +6,11 @@
  * in it or not at all), then verified as `profd store check` verifies.
  */
 #include "store.h"
+#include "../util/pdsqlite.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,11 +7,11 @@
  * per damaged thing through a callback; the caller prints and counts.
  */
 #include "codec.h"
+#include "../util/pdsqlite.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

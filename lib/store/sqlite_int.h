@@ -24,7 +24,7 @@
 #include "../pprof/agg.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
+#include "../util/pdsqlite.h"
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,15 +1,17 @@
 /*
  * pddl.c — dlopen with profd's messages, and the tables of pdcurl.h,
- * pdmhd.h and pdgnutls.h (pddl.h).
+ * pdmhd.h, pdgnutls.h and pdsqlite.h (pddl.h).
  */
 #define _GNU_SOURCE
 #define PD_CURL_NO_MACROS
 #define PD_MHD_NO_MACROS
 #define PD_GNUTLS_NO_MACROS
+#define PD_SQLITE_NO_MACROS
 #include "pddl.h"
 #include "pdcurl.h"
 #include "pdgnutls.h"
 #include "pdmhd.h"
+#include "pdsqlite.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,3 +46,4 @@ void *pd_dl_sym(void *h, const char *soname, const char *name)
 PD_DL_DEFINE(curl, "libcurl.so.4", "libcurl4", PD_CURL_FNS)
 PD_DL_DEFINE(mhd, "libmicrohttpd.so.12", "libmicrohttpd12", PD_MHD_FNS)
 PD_DL_DEFINE(gnutls, "libgnutls.so.30", "libgnutls30", PD_GNUTLS_FNS)
+PD_DL_DEFINE(sqlite, "libsqlite3.so.0", "libsqlite3-0", PD_SQLITE_FNS)

@@ -1,14 +1,14 @@
 /*
  * pddl.h — shared libraries profd loads the first time it calls them.
  *
- * libcurl (pdcurl.h), libmicrohttpd (pdmhd.h) and gnutls (pdgnutls.h) are
- * not linked: with their own dependencies they are 30 libraries, which cost
- * every process ~8 ms of start and ~6 MB of RSS before main
- * (docs/benchmarks.md, fourth stop). Commands that need none of them
- * (`profd pprof ...`, `profd store ...`) paid it all, and those that need
- * some paid for the rest: a client command needs libcurl only, a collector
- * that neither scrapes nor writes to ClickHouse libmicrohttpd (and the gnutls
- * it is built with) only. Each header puts the library's functions that
+ * libcurl (pdcurl.h), libmicrohttpd (pdmhd.h), gnutls (pdgnutls.h) and
+ * SQLite (pdsqlite.h) are not linked: with their own dependencies they are
+ * 31 libraries, which cost every process ~8 ms of start and ~6 MB of RSS
+ * before main (docs/benchmarks.md, fourth stop). Commands that need none of
+ * them (`profd pprof ...`) paid it all, and those that need some paid for
+ * the rest: a client command needs libcurl only, `profd store ...` SQLite
+ * only, a collector that neither scrapes nor writes to ClickHouse
+ * libmicrohttpd (and the gnutls it is built with) and SQLite. Each header puts the library's functions that
  * profd calls over a table of the real ones, with their real types
  * (__typeof__ of the prototypes), filled on the first call.
  *

@@ -1174,7 +1174,7 @@ static void test_rollup_crash(void **state)
  * reach behind the interface into the day files, with the sqlite3 API) ---- */
 
 #include <fcntl.h>
-#include <sqlite3.h>
+#include "../../lib/util/pdsqlite.h"
 #include "../../lib/store/codec.h"
 
 static void day_file_path(int64_t t, char *buf, size_t n)

@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "../../lib/pprof/ptype.h"
 #include "../../lib/util/pdcurl.h"
+#include "../../lib/util/pdsqlite.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,25 @@ static void test_curl_loaded_on_first_use(void **state)
 	assert_int_equal(curl_easy_setopt(h, CURLOPT_URL, "http://127.0.0.1:1/"), CURLE_OK);
 	assert_string_equal(curl_easy_strerror(CURLE_COULDNT_CONNECT), "Couldn't connect to server");
 	curl_easy_cleanup(h);
+}
+
+/* SQLite likewise: nothing before this opens a store. */
+static void test_sqlite_loaded_on_first_use(void **state)
+{
+	(void)state;
+	assert_false(pd_sqlite_loaded());
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+	assert_true(pd_sqlite_loaded());
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES (41 + 1)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT x FROM t", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 42);
+	sqlite3_finalize(st);
+	assert_string_equal(sqlite3_errstr(SQLITE_BUSY), "database is locked");
+	sqlite3_close(db);
 }
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -616,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_exact_cap),
 		cmocka_unit_test(test_gzip_mt),
 		cmocka_unit_test(test_curl_loaded_on_first_use),
+		cmocka_unit_test(test_sqlite_loaded_on_first_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
