@@ -32,11 +32,11 @@ CPPFLAGS += -D_FILE_OFFSET_BITS=64 -D_DEFAULT_SOURCE
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 BUILD_TIME := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-# libcurl, libmicrohttpd, gnutls and SQLite are not linked: lib/util/pddl.h
-# loads them when first used (with their 30 dependencies they cost every
-# process ~8 ms and ~6 MB at start; SQLite alone ~0.7 MB, for the commands
-# that open no store)
-DLOPENED_PKGS := libcurl libmicrohttpd gnutls sqlite3
+# libcurl, libmicrohttpd, gnutls, SQLite, zstd, libyaml and PCRE2 are not
+# linked: lib/util/pddl.h loads them when first used (with their 30
+# dependencies they cost every process ~8 ms and ~6.5 MB at start, most of
+# it for commands that never call them)
+DLOPENED_PKGS := libcurl libmicrohttpd gnutls sqlite3 libzstd yaml-0.1 libpcre2-8
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(filter-out $(DLOPENED_PKGS),$(PKGS)) 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm -ldl
 

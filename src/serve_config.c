@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
+#include "../lib/util/pdyaml.h"
 
 #include "../lib/util/ynode.h"
 

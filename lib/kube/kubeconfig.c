@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
+#include "../util/pdyaml.h"
 
 #define SA_DIR       "/var/run/secrets/kubernetes.io/serviceaccount"
 #define YAML_BUDGET  2000000 /* node visits per file */

@@ -13,8 +13,7 @@
  */
 #include "query.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+#include "../util/pdpcre2.h"
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdarg.h>

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
+#include "../util/pdyaml.h"
 
 #define CFG_BUDGET   500000 /* node visits per file */
 #define CFG_PATH     192    /* longest key path in a message */

@@ -76,7 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zstd.h>
+#include "../util/pdzstd.h"
 
 #define CH_SCHEMA     1
 #define DAY_NS        (86400LL * 1000000000LL)

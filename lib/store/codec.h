@@ -29,7 +29,7 @@
 #include "store_int.h"
 #include "../pprof/wire.h"
 
-#include <zstd.h>
+#include "../util/pdzstd.h"
 
 #define PD_STORE_MAX_BLOCK (256u << 20) /* decompressed bytes of a block or table */
 #define PD_BLOB_MAGIC 0xFE              /* framing, version 1 */

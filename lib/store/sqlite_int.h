@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
-#include <zstd.h>
+#include "../util/pdzstd.h"
 
 /* the symbol tables, one per kind of symbol (prepare.h) */
 enum { K_STR = PD_SYM_STR, K_FN = PD_SYM_FN, K_MAP = PD_SYM_MAP, K_LOC = PD_SYM_LOC, K_STACK = PD_SYM_STACK,

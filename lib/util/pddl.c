@@ -1,17 +1,23 @@
 /*
  * pddl.c — dlopen with profd's messages, and the tables of pdcurl.h,
- * pdmhd.h, pdgnutls.h and pdsqlite.h (pddl.h).
+ * pdmhd.h, pdgnutls.h, pdsqlite.h, pdzstd.h, pdyaml.h and pdpcre2.h (pddl.h).
  */
 #define _GNU_SOURCE
 #define PD_CURL_NO_MACROS
 #define PD_MHD_NO_MACROS
 #define PD_GNUTLS_NO_MACROS
 #define PD_SQLITE_NO_MACROS
+#define PD_ZSTD_NO_MACROS
+#define PD_YAML_NO_MACROS
+#define PD_PCRE2_NO_MACROS
 #include "pddl.h"
 #include "pdcurl.h"
 #include "pdgnutls.h"
 #include "pdmhd.h"
+#include "pdpcre2.h"
 #include "pdsqlite.h"
+#include "pdyaml.h"
+#include "pdzstd.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -47,3 +53,6 @@ PD_DL_DEFINE(curl, "libcurl.so.4", "libcurl4", PD_CURL_FNS)
 PD_DL_DEFINE(mhd, "libmicrohttpd.so.12", "libmicrohttpd12", PD_MHD_FNS)
 PD_DL_DEFINE(gnutls, "libgnutls.so.30", "libgnutls30", PD_GNUTLS_FNS)
 PD_DL_DEFINE(sqlite, "libsqlite3.so.0", "libsqlite3-0", PD_SQLITE_FNS)
+PD_DL_DEFINE(zstd, "libzstd.so.1", "libzstd1", PD_ZSTD_FNS)
+PD_DL_DEFINE(yaml, "libyaml-0.so.2", "libyaml-0-2", PD_YAML_FNS)
+PD_DL_DEFINE(pcre2, "libpcre2-8.so.0", "libpcre2-8-0", PD_PCRE2_FNS)

@@ -1,14 +1,16 @@
 /*
  * pddl.h — shared libraries profd loads the first time it calls them.
  *
- * libcurl (pdcurl.h), libmicrohttpd (pdmhd.h), gnutls (pdgnutls.h) and
- * SQLite (pdsqlite.h) are not linked: with their own dependencies they are
- * 31 libraries, which cost every process ~8 ms of start and ~6 MB of RSS
- * before main (docs/benchmarks.md, fourth stop). Commands that need none of
+ * libcurl (pdcurl.h), libmicrohttpd (pdmhd.h), gnutls (pdgnutls.h), SQLite
+ * (pdsqlite.h), zstd (pdzstd.h), libyaml (pdyaml.h) and PCRE2 (pdpcre2.h)
+ * are not linked: with their own dependencies they are 34 libraries, which
+ * cost every process ~8 ms of start and ~6.5 MB of RSS before main
+ * (docs/benchmarks.md, fourth and fifth stops). Commands that need none of
  * them (`profd pprof ...`) paid it all, and those that need some paid for
  * the rest: a client command needs libcurl only, `profd store ...` SQLite
- * only, a collector that neither scrapes nor writes to ClickHouse
- * libmicrohttpd (and the gnutls it is built with) and SQLite. Each header puts the library's functions that
+ * and zstd, a collector libmicrohttpd (and the gnutls it is built with),
+ * SQLite and zstd, libyaml only with a config file, PCRE2 only for a
+ * regex matcher. Each header puts the library's functions that
  * profd calls over a table of the real ones, with their real types
  * (__typeof__ of the prototypes), filled on the first call.
  *

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 #include <string.h>
-#include <yaml.h>
+#include "pdyaml.h"
 
 /* Is n the scalar s? */
 static inline bool pd_yis(const yaml_node_t *n, const char *s)

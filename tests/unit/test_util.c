@@ -5,7 +5,10 @@
 #include "testutil.h"
 #include "../../lib/pprof/ptype.h"
 #include "../../lib/util/pdcurl.h"
+#include "../../lib/util/pdpcre2.h"
 #include "../../lib/util/pdsqlite.h"
+#include "../../lib/util/pdyaml.h"
+#include "../../lib/util/pdzstd.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +50,52 @@ static void test_sqlite_loaded_on_first_use(void **state)
 	sqlite3_finalize(st);
 	assert_string_equal(sqlite3_errstr(SQLITE_BUSY), "database is locked");
 	sqlite3_close(db);
+}
+
+/* zstd, libyaml and PCRE2 likewise: a round trip through each. */
+static void test_small_libs_loaded_on_first_use(void **state)
+{
+	(void)state;
+	assert_false(pd_zstd_loaded());
+	char raw[256], z[512], back[256];
+	memset(raw, 'p', sizeof raw);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	assert_true(pd_zstd_loaded());
+	assert_non_null(c);
+	size_t zn = ZSTD_compress2(c, z, sizeof z, raw, sizeof raw);
+	ZSTD_freeCCtx(c);
+	assert_false(ZSTD_isError(zn));
+	assert_true(zn < sizeof raw);
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	assert_int_equal(ZSTD_decompressDCtx(d, back, sizeof back, z, zn), sizeof raw);
+	assert_memory_equal(back, raw, sizeof raw);
+	ZSTD_freeDCtx(d);
+
+	assert_false(pd_yaml_loaded());
+	yaml_parser_t yp;
+	assert_true(yaml_parser_initialize(&yp));
+	assert_true(pd_yaml_loaded());
+	static const char doc[] = "a: [1, 2]\n";
+	yaml_parser_set_input_string(&yp, (const unsigned char *)doc, sizeof doc - 1);
+	yaml_document_t yd;
+	assert_true(yaml_parser_load(&yp, &yd));
+	yaml_node_t *root = yaml_document_get_root_node(&yd);
+	assert_non_null(root);
+	assert_int_equal(root->type, YAML_MAPPING_NODE);
+	yaml_document_delete(&yd);
+	yaml_parser_delete(&yp);
+
+	assert_false(pd_pcre2_loaded());
+	int ec;
+	PCRE2_SIZE eo;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR) "^ab+c$", PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+	assert_true(pd_pcre2_loaded());
+	assert_non_null(re);
+	pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+	assert_true(pcre2_match(re, (PCRE2_SPTR) "abbbc", 5, 0, 0, md, NULL) > 0);
+	assert_true(pcre2_match(re, (PCRE2_SPTR) "ac", 2, 0, 0, md, NULL) < 0);
+	pcre2_match_data_free(md);
+	pcre2_code_free(re);
 }
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -637,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_mt),
 		cmocka_unit_test(test_curl_loaded_on_first_use),
 		cmocka_unit_test(test_sqlite_loaded_on_first_use),
+		cmocka_unit_test(test_small_libs_loaded_on_first_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
