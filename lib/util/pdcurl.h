@@ -12,6 +12,8 @@
 #ifndef PD_PDCURL_H
 #define PD_PDCURL_H
 
+#include "pddl.h"
+
 #ifndef CURL_DISABLE_TYPECHECK
 #define CURL_DISABLE_TYPECHECK 1
 #endif
@@ -52,16 +54,7 @@
 	X(curl_url_cleanup)                                                                                            \
 	X(curl_url_strerror)
 
-struct pd_curl_api {
-#define PD_CURL_FIELD(f) __typeof__(f) *f;
-	PD_CURL_FNS(PD_CURL_FIELD)
-#undef PD_CURL_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_curl_api *pd_curl(void);
-/* Whether libcurl is loaded in this process (for tests). */
-int pd_curl_loaded(void);
+PD_DL_DECLARE(curl, PD_CURL_FNS)
 
 #ifndef PD_CURL_NO_MACROS
 #define curl_global_init (pd_curl()->curl_global_init)

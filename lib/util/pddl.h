@@ -27,6 +27,19 @@ void *pd_dl_open(const char *soname, const char *package);
 /* The symbol name of h (soname), else exit 70. */
 void *pd_dl_sym(void *h, const char *soname, const char *name);
 
+/* Declares `struct pd_NAME_api`, the table of the functions FNS lists (an
+ * X-macro of names), each with its real type; `pd_NAME()`, the table,
+ * loaded on the first call (thread-safe), never NULL; and
+ * `pd_NAME_loaded()`, whether the library is loaded in this process (for
+ * tests). */
+#define PD_DL_FIELD(f) __typeof__(f) *f;
+#define PD_DL_DECLARE(name, FNS)                                                                                       \
+	struct pd_##name##_api {                                                                                        \
+		FNS(PD_DL_FIELD)                                                                                        \
+	};                                                                                                              \
+	const struct pd_##name##_api *pd_##name(void);                                                                  \
+	int pd_##name##_loaded(void);
+
 /* Defines `const struct pd_NAME_api *pd_NAME(void)`, the table of the
  * functions FNS lists (an X-macro of names) loaded from SONAME on the
  * first call, and `int pd_NAME_loaded(void)` (pddl.c). */

@@ -5,6 +5,8 @@
 #ifndef PD_PDGNUTLS_H
 #define PD_PDGNUTLS_H
 
+#include "pddl.h"
+
 #include <gnutls/gnutls.h>
 #include <gnutls/abstract.h>
 #include <gnutls/x509.h>
@@ -31,16 +33,7 @@
 	X(gnutls_pubkey_verify_data2) \
 	X(gnutls_pk_to_sign)
 
-struct pd_gnutls_api {
-#define PD_GNUTLS_FIELD(f) __typeof__(f) *f;
-	PD_GNUTLS_FNS(PD_GNUTLS_FIELD)
-#undef PD_GNUTLS_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_gnutls_api *pd_gnutls(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_gnutls_loaded(void);
+PD_DL_DECLARE(gnutls, PD_GNUTLS_FNS)
 
 #ifndef PD_GNUTLS_NO_MACROS
 #define gnutls_strerror (pd_gnutls()->gnutls_strerror)

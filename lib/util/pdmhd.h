@@ -5,6 +5,8 @@
 #ifndef PD_PDMHD_H
 #define PD_PDMHD_H
 
+#include "pddl.h"
+
 #include <microhttpd.h>
 
 #define PD_MHD_FNS(X) \
@@ -22,16 +24,7 @@
 	X(MHD_queue_response) \
 	X(MHD_destroy_response)
 
-struct pd_mhd_api {
-#define PD_MHD_FIELD(f) __typeof__(f) *f;
-	PD_MHD_FNS(PD_MHD_FIELD)
-#undef PD_MHD_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_mhd_api *pd_mhd(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_mhd_loaded(void);
+PD_DL_DECLARE(mhd, PD_MHD_FNS)
 
 #ifndef PD_MHD_NO_MACROS
 #define MHD_start_daemon (pd_mhd()->MHD_start_daemon)

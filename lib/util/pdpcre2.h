@@ -8,6 +8,8 @@
 #ifndef PD_PDPCRE2_H
 #define PD_PDPCRE2_H
 
+#include "pddl.h"
+
 #ifndef PCRE2_CODE_UNIT_WIDTH
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
@@ -30,16 +32,7 @@
 	X(pcre2_set_match_limit_8) \
 	X(pcre2_set_newline_8)
 
-struct pd_pcre2_api {
-#define PD_PCRE2_FIELD(f) __typeof__(f) *f;
-	PD_PCRE2_FNS(PD_PCRE2_FIELD)
-#undef PD_PCRE2_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_pcre2_api *pd_pcre2(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_pcre2_loaded(void);
+PD_DL_DECLARE(pcre2, PD_PCRE2_FNS)
 
 #ifndef PD_PCRE2_NO_MACROS
 #define pcre2_code_free_8 (pd_pcre2()->pcre2_code_free_8)

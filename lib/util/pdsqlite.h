@@ -6,6 +6,8 @@
 #ifndef PD_PDSQLITE_H
 #define PD_PDSQLITE_H
 
+#include "pddl.h"
+
 #include <sqlite3.h>
 
 #define PD_SQLITE_FNS(X) \
@@ -42,16 +44,7 @@
 	X(sqlite3_step) \
 	X(sqlite3_system_errno)
 
-struct pd_sqlite_api {
-#define PD_SQLITE_FIELD(f) __typeof__(f) *f;
-	PD_SQLITE_FNS(PD_SQLITE_FIELD)
-#undef PD_SQLITE_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_sqlite_api *pd_sqlite(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_sqlite_loaded(void);
+PD_DL_DECLARE(sqlite, PD_SQLITE_FNS)
 
 #ifndef PD_SQLITE_NO_MACROS
 #define sqlite3_backup_finish (pd_sqlite()->sqlite3_backup_finish)

@@ -6,6 +6,8 @@
 #ifndef PD_PDYAML_H
 #define PD_PDYAML_H
 
+#include "pddl.h"
+
 #include <yaml.h>
 
 #define PD_YAML_FNS(X) \
@@ -17,16 +19,7 @@
 	X(yaml_parser_load) \
 	X(yaml_parser_set_input_string)
 
-struct pd_yaml_api {
-#define PD_YAML_FIELD(f) __typeof__(f) *f;
-	PD_YAML_FNS(PD_YAML_FIELD)
-#undef PD_YAML_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_yaml_api *pd_yaml(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_yaml_loaded(void);
+PD_DL_DECLARE(yaml, PD_YAML_FNS)
 
 #ifndef PD_YAML_NO_MACROS
 #define yaml_document_delete (pd_yaml()->yaml_document_delete)

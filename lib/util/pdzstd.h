@@ -6,6 +6,8 @@
 #ifndef PD_PDZSTD_H
 #define PD_PDZSTD_H
 
+#include "pddl.h"
+
 #include <zstd.h>
 
 #define PD_ZSTD_FNS(X) \
@@ -26,16 +28,7 @@
 	X(ZSTD_getFrameContentSize) \
 	X(ZSTD_isError)
 
-struct pd_zstd_api {
-#define PD_ZSTD_FIELD(f) __typeof__(f) *f;
-	PD_ZSTD_FNS(PD_ZSTD_FIELD)
-#undef PD_ZSTD_FIELD
-};
-
-/* The table, loaded on the first call (thread-safe); never NULL. */
-const struct pd_zstd_api *pd_zstd(void);
-/* Whether the library is loaded in this process (for tests). */
-int pd_zstd_loaded(void);
+PD_DL_DECLARE(zstd, PD_ZSTD_FNS)
 
 #ifndef PD_ZSTD_NO_MACROS
 #define ZSTD_CCtx_refPrefix (pd_zstd()->ZSTD_CCtx_refPrefix)
