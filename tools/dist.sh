@@ -45,8 +45,10 @@ D=$OUT/$NAME
 rm -rf "$D" "$OUT/$NAME.tar.gz" "$OUT/$NAME.tar.gz.sha256"
 mkdir -p "$D/bin" "$D/lib" "$D/share/man/man1" "$D/share/bash-completion/completions" "$D/share/doc/profd"
 install -m 0755 "$BIN" "$D/lib/profd"
-# loaded with dlopen when first used (lib/util/pddl.h), so not in DT_NEEDED
-DLOPENED="libcurl.so.4 libmicrohttpd.so.12 libgnutls.so.30 libsqlite3.so.0 libzstd.so.1 libyaml-0.so.2 libpcre2-8.so.0"
+# loaded with dlopen when first used, so not in DT_NEEDED: the sonames of
+# lib/util/pddl.c's PD_DL_DEFINE lines (a new loader there is bundled too)
+DLOPENED=$(sed -n 's/^PD_DL_DEFINE([a-z0-9_]*, "\([^"]*\)".*/\1/p' "$ROOT/lib/util/pddl.c" | tr '\n' ' ')
+[ -n "$DLOPENED" ] || { echo "dist: no PD_DL_DEFINE sonames in $ROOT/lib/util/pddl.c" >&2; exit 1; }
 # needed FILE: the shared libraries FILE names (DT_NEEDED)
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*Shared library: \[\(.*\)\]/\1/p'; }
 # every library the binary loads, and the loader (links followed)
