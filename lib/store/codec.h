@@ -113,6 +113,11 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * costs what changed (measured: heap 1,168 -> ~150 bytes). The hash
  * proves that the base found is the one the block was written against. */
 #define PD_BLOCK_V2 0x02
+/* The embedded store's day files say in user_version what they may hold:
+ * 1 rollups, 2 sample blocks of version 2 (which an older profd cannot
+ * read: it refuses the file, naming the schema). */
+#define PD_DAYFILE_SCHEMA 2
+#define PD_DAYFILE_SCHEMA_STR "2"
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */

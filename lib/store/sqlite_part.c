@@ -281,9 +281,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS bases(pk INTEGER NOT NULL, xid TEXT NOT NULL, block BLOB NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS bases_pk ON bases(pk);";
 
-/* user_version: 1 rollups, 2 sample blocks of version 2 (codec.h), which
- * an older profd cannot read. A newer file is refused. */
-#define SCHEMA_VERSION 2
+/* user_version (codec.h: PD_DAYFILE_SCHEMA); a newer file is refused */
+#define SCHEMA_VERSION PD_DAYFILE_SCHEMA
 
 /* Version 1 added the rollup tables: hour_gen gets a row (generation 0)
  * for every hour that already holds profiles, so that the rollup pass
@@ -515,7 +514,8 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		sqlite3_exec(p->wdb, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
-	if (version < SCHEMA_VERSION && sqlite3_exec(p->wdb, "PRAGMA user_version = 2", NULL, NULL, &msg) != SQLITE_OK) {
+	if (version < SCHEMA_VERSION &&
+	    sqlite3_exec(p->wdb, "PRAGMA user_version = " PD_DAYFILE_SCHEMA_STR, NULL, NULL, &msg) != SQLITE_OK) {
 		rc = pd_errf(err, PD_EIO, "store: %s: upgrading: %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		goto fail;

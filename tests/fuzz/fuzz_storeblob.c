@@ -147,9 +147,9 @@ static void decode(int which, const uint8_t *p, size_t n)
 		}
 		if (nv > PD_DEFAULT_MAX_SAMPLE_TYPES)
 			abort();
-		volatile int64_t sum = 0;
+		volatile uint64_t sum = 0; /* every row read (unsigned: values may be anything) */
 		for (size_t i = 0; i < nr * (2 + (size_t)nv); i++)
-			sum += rows[i];
+			sum += (uint64_t)rows[i];
 		roundtrip(dctx, rows, nr, nv);
 		free(rows);
 	} else {
