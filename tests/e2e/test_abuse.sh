@@ -37,13 +37,24 @@ if ! tests/e2e/capture.sh "$GOAPP" "$C" 1 >"$T/capture.log" 2>&1; then
 	fail "setup: capture goapp profiles" "$(tail -5 "$T/capture.log")"
 	exit 0
 fi
-# a service to merge: 40 uploads of the goapp's CPU profile
+# a service to merge: 240 uploads of the goapp's CPU profile (a merge of them takes a few
+# milliseconds: with 40, merges had become fast enough that 8 sent at once did not overlap,
+# seen in CI), 8 at a time
 start_server main -q
-n=0
-for i in $(seq 40); do
-	curl -s -o /dev/null --data-binary @"$C/cpu.pb.gz" "$URL/api/0/profiles?service=big&type=cpu&created_at=$((1700000000 + i))" && n=$((n + 1))
+ups=()
+for i in $(seq 240); do
+	curl -s -o /dev/null -w '%{http_code}\n' --data-binary @"$C/cpu.pb.gz" \
+		"$URL/api/0/profiles?service=big&type=cpu&created_at=$((1700000000 + i))" >"$T/up$i" &
+	ups+=($!)
+	if [ ${#ups[@]} -eq 8 ]; then
+		wait "${ups[@]}" # these uploads (a bare wait would wait for the server too)
+		ups=()
+	fi
 done
-expect "setup: 40 profiles of service big" 40 "$n"
+[ ${#ups[@]} -eq 0 ] || wait "${ups[@]}"
+n=$(cat "$T"/up* | grep -c '^200$')
+rm -f "$T"/up*
+expect "setup: 240 profiles of service big" 240 "$n"
 
 probe() { # NAME MODE N [ENV...]
 	local name=$1 mode=$2 count=$3
@@ -70,10 +81,10 @@ wait "$SPID" 2>/dev/null
 # ---- merges ----------------------------------------------------------------------------------
 cp -r "$T/data-main" "$T/data-merges"
 start_server merges --max-concurrent-merges 1
-# 8 at once until some overlap (up to 5 rounds: a merge of 40 profiles takes a millisecond or
-# two). One curl with 8 parallel transfers, which it starts together: 8 curl processes started
+# 8 at once until some overlap (up to 10 rounds: a merge of 240 profiles takes a few
+# milliseconds). One curl with 8 parallel transfers, which it starts together: 8 curl processes started
 # one after another spread their requests over more than a merge takes.
-for round in 1 2 3 4 5; do
+for round in $(seq 10); do
 	args=()
 	for i in $(seq 8); do # -D is one file for all transfers: -i, the head split off below
 		rm -f "$T/r$i"
