@@ -151,6 +151,9 @@ $(BUILD)/bench_codec: bench/bench_codec.c $(BUILD)/libprofd.a
 $(BUILD)/bench_fleet: bench/bench_fleet.c $(BUILD)/libprofd.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
 
+$(BUILD)/bench_blocks: bench/bench_blocks.c $(BUILD)/libprofd.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
+
 $(BUILD)/gen: bench/gen/main.go
 	@mkdir -p $(BUILD)/gohome
 	GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $@ ./bench/gen
@@ -170,7 +173,7 @@ bench:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_fleet $(BUILD)/loadgen $(BUILD)/targets
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_blocks $(BUILD)/bench_fleet $(BUILD)/loadgen $(BUILD)/targets
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60

@@ -12,7 +12,9 @@
 # profd: `profd pprof merge`; Go: the pprof tool behind `go tool pprof -proto`
 # (run directly, which spares Go the `go` wrapper's startup). Wall time from
 # the shell, peak RSS from /usr/bin/time. Then the codec alone: decode
-# throughput of raw protobuf on one core (bench_codec). Then the collector
+# throughput of raw protobuf on one core (bench_codec), and the sample
+# blocks of each set as one series, the store's own against a model-coded
+# prototype: bytes and decode time (bench_blocks). Then the collector
 # over HTTP (bench/serve.sh: ingest rate, merge through the API, storage);
 # the ClickHouse store beside the embedded one (bench/clickhouse.sh);
 # the scraper against many targets (bench/scrape.sh); last, fleet analytics
@@ -125,6 +127,12 @@ for set in small large deepsmall deep; do
 		/^merge_decoded_median_s/ {m=$2}
 		END {printf "  %-9s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
+done
+
+echo
+echo "Sample blocks of one series, the store's against a model-coded prototype ($BUILD/bench_blocks, best of 5):"
+for set in small large deepsmall deep; do
+	"$BUILD/bench_blocks" -r 5 "$DATA/$set"/*.pb.gz | sed "s/^/  $set: /" | tee -a "$results"
 done
 
 # The collector over HTTP: ingest, merge through the API, storage (appends
