@@ -455,7 +455,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_blocks: %s\n", err.msg);
 			return 1;
 		}
-		mb[f] = malloc(64 + 64 * n);
+		/* room: a decision costs at most ~6 bits (probabilities stay
+		 * >= 31/2048), a row at most ~400 decisions, a base stack one */
+		mb[f] = malloc(64 + 400 * n + (based ? se.n[f - 1] : 0));
 		static const struct row none[1];
 		mn[f] = based ? model_enc(se.rows[f - 1], se.n[f - 1], se.rows[f], n, se.mul, mb[f])
 			      : model_enc(none, 0, se.rows[f], n, se.mul, mb[f]);
