@@ -23,8 +23,10 @@
  *           (context: the stack's weight in the previous block). Decoded
  *           back and checked row for row against the input.
  *
- * Prints bytes per block (payload; the store adds 9 bytes of checksum
- * frame and, with a base, 10 of base pk and hash) and the decode time of
+ * Prints bytes per block (the store's: its payload, with the version
+ * byte and, with a base, the base's pk and hash, ~10 bytes; the model's:
+ * the coded rows alone, which would need those too; the store adds a
+ * 9-byte checksum frame to either) and the decode time of
  * the whole series (best of ROUNDS), so the two can be weighed: a smaller
  * block that decodes slower makes every merge slower.
  */
