@@ -84,6 +84,22 @@ async function pixels(page, sel, rowY) {
   }, [sel, rowY]);
 }
 
+// The box of SEL once the page has stopped moving it (no request for 500 ms,
+// then two reads 100 ms apart agree): what loads after the canvas (the
+// header's lists) can push it, and a click at a stale box lands a row off
+// (seen once in CI, under ASan: the right-click opened a child's sandwich).
+async function stableBox(page, sel) {
+  await page.waitForLoadState('networkidle').catch(() => {});
+  let last = null;
+  for (let i = 0; i < 30; i++) {
+    const b = await (await page.$(sel)).boundingBox();
+    if (last && b && b.x === last.x && b.y === last.y && b.width === last.width) return b;
+    last = b;
+    await page.waitForTimeout(100);
+  }
+  return last;
+}
+
 async function waitCanvas(page, role) {
   await page.waitForFunction((role) => {
     const c = document.querySelector(`canvas[data-role="${role}"]`);
@@ -164,7 +180,7 @@ async function openPhase() {
   await page.goto(`${BASE}/?view=flame&query=cpu`);
   await waitCanvas(page, 'flame');
   const W = await page.$eval('canvas[data-role="flame"]', (c) => c.clientWidth);
-  const box = await (await page.$('canvas[data-role="flame"]')).boundingBox();
+  const box = await stableBox(page, 'canvas[data-role="flame"]');
   await check('flame graph canvas is drawn (HiDPI-sized, frames painted)', async () => {
     const px = await pixels(page, 'canvas[data-role="flame"]');
     const dprOk = await page.$eval('canvas[data-role="flame"]', (c) => c.width === Math.round(c.clientWidth * devicePixelRatio));
@@ -256,7 +272,8 @@ async function openPhase() {
   await check('right-click on a frame opens its sandwich', async () => {
     await page.goto(`${BASE}/?view=flame&query=cpu`);
     await waitCanvas(page, 'flame');
-    await page.mouse.click(box.x + ((widest.value / fg.total) * W) / 2, box.y + ROW * 1.5, { button: 'right' });
+    const b = await stableBox(page, 'canvas[data-role="flame"]');
+    await page.mouse.click(b.x + ((widest.value / fg.total) * W) / 2, b.y + ROW * 1.5, { button: 'right' });
     await page.waitForSelector('[data-role="sandwich-title"]');
     return new URL(page.url()).searchParams.get('sandwich') === widest.name || page.url();
   });
