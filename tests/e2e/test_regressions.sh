@@ -5,7 +5,9 @@
 #   600000 instead of 100000, so main.authStretchKey (CPU in the function
 #   itself) costs 6x as much per unit of work (a change that stays beyond
 #   the noise of a few dozen samples on a loaded machine); search 1.0 and
-#   1.1: the same program (nothing changed). Three 5 s CPU profiles of each,
+#   1.1: the same program (nothing changed). Three 5 s CPU profiles of each
+#   (all captured again, up to three times, while go tool pprof does not see
+#   the 6x cost in auth's: a loaded machine starves the goapps),
 #   uploaded with labels version=1.0 (5 hours ago, an hour of its own) and
 #   version=1.1 (3 hours ago), which the collector rolls up (1 s interval).
 #   1. /api/1/rollouts: one rollout per service, 1.0 -> 1.1, at the first 1.1
@@ -41,24 +43,46 @@ for k in "${!ROUNDS[@]}"; do
 	name=${k//[.-]/_}
 	start_goapp "$name" "$svc" -service "$svc" -cpu-load 0.3 -stretch "${ROUNDS[$k]}"
 done
-for k in "${!ROUNDS[@]}"; do
-	name=${k//[.-]/_}
-	port_var=PORT_$name
-	mkdir -p "$C/$k"
-	(for i in 1 2 3; do curl -sf -o "$C/$k/cpu$i.pb.gz" "http://127.0.0.1:${!port_var}/debug/pprof/profile?seconds=5" || exit 1; done) &
+capture() { # three 5 s CPU profiles of each goapp, the four at once
+	rm -rf "$C"
+	for k in "${!ROUNDS[@]}"; do
+		name=${k//[.-]/_}
+		port_var=PORT_$name
+		mkdir -p "$C/$k"
+		(for i in 1 2 3; do curl -sf -o "$C/$k/cpu$i.pb.gz" "http://127.0.0.1:${!port_var}/debug/pprof/profile?seconds=5" || exit 1; done) &
+	done
+	# wait for the four capture loops (the goapps keep running in the background)
+	for _ in $(seq 600); do
+		n=$(find "$C" -name 'cpu3.pb.gz' -size +0 | wc -l)
+		[ "$n" -ge 4 ] && break
+		sleep 0.1
+	done
+	sleep 0.3
+	if [ "$(find "$C" -name 'cpu*.pb.gz' -size +0 | wc -l)" -ne 12 ]; then
+		fail "setup: 12 CPU captures" "$(find "$C" -name '*.pb.gz' | wc -l) files"
+		exit 1
+	fi
+}
+flat_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | awk -v f="$2" '$NF == f { gsub(/ns/, "", $1); print $1; exit }'; }
+total_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | sed -n 's/.* of \([0-9]*\)ns total.*/\1/p' | head -1; }
+share_of() { # FILES...: main.authStretchKey's flat share of Go's merge of them
+	"$ORACLE" merge "$T/share.pb.gz" "$@" || return 1
+	local f t
+	f=$(flat_of "$T/share.pb.gz" main.authStretchKey) t=$(total_of "$T/share.pb.gz")
+	python3 -c "print(${f:-0} / max(${t:-0}, 1))"
+}
+# The change the report is to find must be in its inputs. On a loaded machine (CI runs four
+# tests at once) 1.1's captures once showed main.authStretchKey at 0.43 of the CPU against 0.30
+# in 1.0, where a 6x cost means ~0.72, and no report could rank it first. Go's own view of the
+# captures decides: 1.1's share at least halfway from 1.0's to 6a/(1 + 5a), else captured
+# again (up to three times; the report is then checked against whatever was captured).
+for attempt in 1 2 3; do
+	capture
+	sa=$(share_of "$C"/auth-1.0/cpu*.pb.gz) sb=$(share_of "$C"/auth-1.1/cpu*.pb.gz)
+	echo "# capture $attempt: main.authStretchKey's share of auth's CPU (go tool pprof): 1.0 $sa, 1.1 $sb"
+	python3 -c "import sys; a, b = $sa, $sb; w = 6 * a / (1 + 5 * a); sys.exit(0 if b >= a + (w - a) / 2 else 1)" && break
+	echo "# capture $attempt: short of a 6x cost (a loaded machine): captured again"
 done
-wait_caps() { local j; for j in $(jobs -rp); do :; done; }
-# wait for the four capture loops (the goapps keep running in the background)
-for _ in $(seq 600); do
-	n=$(find "$C" -name 'cpu3.pb.gz' -size +0 | wc -l)
-	[ "$n" -ge 4 ] && break
-	sleep 0.1
-done
-sleep 0.3
-if [ "$(find "$C" -name 'cpu*.pb.gz' -size +0 | wc -l)" -ne 12 ]; then
-	fail "setup: 12 CPU captures" "$(find "$C" -name '*.pb.gz' | wc -l) files"
-	exit 1
-fi
 
 "$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 --rollup-interval 1s 2>"$T/serve.log" &
 SPID=$!
@@ -120,8 +144,6 @@ else fail "regressions: costlier beyond noise" "$row"; fi
 
 # what Go says: the function's flat share in 1.0, its flat in each side, the profiled seconds
 "$ORACLE" merge "$T/b.pb.gz" "$C"/auth-1.0/cpu*.pb.gz && "$ORACLE" merge "$T/t.pb.gz" "$C"/auth-1.1/cpu*.pb.gz
-flat_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | awk -v f="$2" '$NF == f { gsub(/ns/, "", $1); print $1; exit }'; }
-total_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | sed -n 's/.* of \([0-9]*\)ns total.*/\1/p' | head -1; }
 dur_of() { for f in "$@"; do "$ORACLE" check "$f" | sed -n 's/^Duration: \(.*\)$/\1/p'; done; }
 secs() { python3 -c 'import sys,re
 t=0
