@@ -51,26 +51,27 @@ struct series {
 	int64_t mul; /* v1 = mul * v0 in every row, 0 = not so */
 };
 
-struct ht {
-	uint64_t *k;
-	int64_t *id;
-	size_t mask;
-	int64_t next;
+/* Numbers in order of first sight, by content hash (the hash stands for
+ * the content: a probe, not the store's compare of the bytes). */
+struct ids {
+	struct pd_hidx h;
+	uint32_t next;
 };
-static int64_t ht_id(struct ht *t, uint64_t h)
+static bool same_hash(void *ctx, uint32_t val)
 {
-	if (!t->k) {
-		t->mask = (1u << 20) - 1;
-		t->k = calloc(t->mask + 1, sizeof *t->k);
-		t->id = calloc(t->mask + 1, sizeof *t->id);
+	(void)ctx, (void)val;
+	return true;
+}
+static int64_t id_of(struct ids *t, uint64_t hash)
+{
+	uint32_t v = pd_hidx_find(&t->h, hash, same_hash, NULL);
+	if (v != UINT32_MAX)
+		return v;
+	if (pd_hidx_insert(&t->h, hash, ++t->next)) {
+		fprintf(stderr, "bench_blocks: out of memory\n");
+		exit(1);
 	}
-	h |= 1;
-	size_t i = h & t->mask;
-	while (t->k[i] && t->k[i] != h)
-		i = (i + 1) & t->mask;
-	if (!t->k[i])
-		t->k[i] = h, t->id[i] = ++t->next;
-	return t->id[i];
+	return t->next;
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -83,7 +84,12 @@ static int cmp_row(const void *a, const void *b)
 
 static int load(struct series *se, int n, char **files)
 {
-	struct ht stacks = {0}, lsets = {0};
+	struct ids stacks = {0}, lsets = {0};
+	XXH3_state_t *st = XXH3_createState();
+	if (pd_hidx_init(&stacks.h, 4096) || pd_hidx_init(&lsets.h, 64) || !st) {
+		fprintf(stderr, "bench_blocks: out of memory\n");
+		return 1;
+	}
 	se->rows = calloc((size_t)n, sizeof *se->rows);
 	se->n = calloc((size_t)n, sizeof *se->n);
 	se->nf = n;
@@ -104,7 +110,6 @@ static int load(struct series *se, int n, char **files)
 		struct row *r = malloc((p->nsamples + 1) * sizeof *r);
 		for (size_t i = 0; i < p->nsamples; i++) {
 			const struct pd_sample *s = &p->samples[i];
-			XXH3_state_t *st = XXH3_createState();
 			XXH3_64bits_reset(st);
 			for (uint32_t k = 0; k < s->nlocs; k++)
 				XXH3_64bits_update(st, &p->locations[s->locs[k]].address, 8);
@@ -119,8 +124,7 @@ static int load(struct series *se, int n, char **files)
 				XXH3_64bits_update(st, &lb->num, sizeof lb->num);
 			}
 			uint64_t lh = XXH3_64bits_digest(st);
-			XXH3_freeState(st);
-			r[i] = (struct row){ht_id(&stacks, sh), s->nlabels ? ht_id(&lsets, lh) : 0,
+			r[i] = (struct row){id_of(&stacks, sh), s->nlabels ? id_of(&lsets, lh) : 0,
 					    {s->values[0], s->values[1]}};
 			if (r[i].v[0] && r[i].v[1] % r[i].v[0] == 0) {
 				int64_t m = r[i].v[1] / r[i].v[0];
@@ -143,7 +147,8 @@ static int load(struct series *se, int n, char **files)
 	}
 	if (se->mul < 0)
 		se->mul = 0;
-	free(stacks.k), free(stacks.id), free(lsets.k), free(lsets.id);
+	pd_hidx_free(&stacks.h), pd_hidx_free(&lsets.h);
+	XXH3_freeState(st);
 	return 0;
 }
 

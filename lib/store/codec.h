@@ -117,7 +117,6 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * 1 rollups, 2 sample blocks of version 2 (which an older profd cannot
  * read: it refuses the file, naming the schema). */
 #define PD_DAYFILE_SCHEMA 2
-#define PD_DAYFILE_SCHEMA_STR "2"
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */

@@ -281,9 +281,6 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS bases(pk INTEGER NOT NULL, xid TEXT NOT NULL, block BLOB NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS bases_pk ON bases(pk);";
 
-/* user_version (codec.h: PD_DAYFILE_SCHEMA); a newer file is refused */
-#define SCHEMA_VERSION PD_DAYFILE_SCHEMA
-
 /* Version 1 added the rollup tables: hour_gen gets a row (generation 0)
  * for every hour that already holds profiles, so that the rollup pass
  * finds them. One transaction; user_version says it is done. */
@@ -503,9 +500,9 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 						   : sq_err(err, p->wdb, "user_version");
 		goto fail;
 	}
-	if (version > SCHEMA_VERSION) {
+	if (version > PD_DAYFILE_SCHEMA) { /* user_version (codec.h): a newer file is refused */
 		rc = pd_errf(err, PD_EIO, "store: %s was written by a newer profd (schema %d, this one knows up to %d)",
-			     path, version, SCHEMA_VERSION);
+			     path, version, PD_DAYFILE_SCHEMA);
 		goto fail;
 	}
 	if (version < 1 && sqlite3_exec(p->wdb, migrate_v1, NULL, NULL, &msg) != SQLITE_OK) {
@@ -514,8 +511,9 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		sqlite3_exec(p->wdb, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
-	if (version < SCHEMA_VERSION &&
-	    sqlite3_exec(p->wdb, "PRAGMA user_version = " PD_DAYFILE_SCHEMA_STR, NULL, NULL, &msg) != SQLITE_OK) {
+	char setv[48];
+	snprintf(setv, sizeof setv, "PRAGMA user_version = %d", PD_DAYFILE_SCHEMA);
+	if (version < PD_DAYFILE_SCHEMA && sqlite3_exec(p->wdb, setv, NULL, NULL, &msg) != SQLITE_OK) {
 		rc = pd_errf(err, PD_EIO, "store: %s: upgrading: %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		goto fail;

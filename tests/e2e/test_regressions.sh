@@ -65,10 +65,11 @@ capture() { # three 5 s CPU profiles of each goapp, the four at once
 }
 flat_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | awk -v f="$2" '$NF == f { gsub(/ns/, "", $1); print $1; exit }'; }
 total_of() { go_pprof "${TOPARGS[@]}" -unit=ns "$1" | sed -n 's/.* of \([0-9]*\)ns total.*/\1/p' | head -1; }
-share_of() { # FILES...: main.authStretchKey's flat share of Go's merge of them
-	"$ORACLE" merge "$T/share.pb.gz" "$@" || return 1
-	local f t
-	f=$(flat_of "$T/share.pb.gz" main.authStretchKey) t=$(total_of "$T/share.pb.gz")
+share_of() { # OUT FILES...: Go's merge of FILES into OUT (used below), main.authStretchKey's flat share of it
+	local out=$1 f t
+	shift
+	"$ORACLE" merge "$out" "$@" || return 1
+	f=$(flat_of "$out" main.authStretchKey) t=$(total_of "$out")
 	python3 -c "print(${f:-0} / max(${t:-0}, 1))"
 }
 # The change the report is to find must be in its inputs. On a loaded machine (CI runs four
@@ -78,7 +79,7 @@ share_of() { # FILES...: main.authStretchKey's flat share of Go's merge of them
 # again (up to three times; the report is then checked against whatever was captured).
 for attempt in 1 2 3; do
 	capture
-	sa=$(share_of "$C"/auth-1.0/cpu*.pb.gz) sb=$(share_of "$C"/auth-1.1/cpu*.pb.gz)
+	sa=$(share_of "$T/b.pb.gz" "$C"/auth-1.0/cpu*.pb.gz) sb=$(share_of "$T/t.pb.gz" "$C"/auth-1.1/cpu*.pb.gz)
 	echo "# capture $attempt: main.authStretchKey's share of auth's CPU (go tool pprof): 1.0 $sa, 1.1 $sb"
 	python3 -c "import sys; a, b = $sa, $sb; w = 6 * a / (1 + 5 * a); sys.exit(0 if b >= a + (w - a) / 2 else 1)" && break
 	echo "# capture $attempt: short of a 6x cost (a loaded machine): captured again"
@@ -143,7 +144,7 @@ if jq -e '.change > 0 and (.within_noise | not) and .noise > 0 and .base_samples
 else fail "regressions: costlier beyond noise" "$row"; fi
 
 # what Go says: the function's flat share in 1.0, its flat in each side, the profiled seconds
-"$ORACLE" merge "$T/b.pb.gz" "$C"/auth-1.0/cpu*.pb.gz && "$ORACLE" merge "$T/t.pb.gz" "$C"/auth-1.1/cpu*.pb.gz
+# (b.pb.gz and t.pb.gz: Go's merges of each side, made when the captures were judged)
 dur_of() { for f in "$@"; do "$ORACLE" check "$f" | sed -n 's/^Duration: \(.*\)$/\1/p'; done; }
 secs() { python3 -c 'import sys,re
 t=0
