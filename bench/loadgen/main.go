@@ -5,7 +5,7 @@
 //
 //	loadgen post -url BASE -service S -type T [-c 8] [-labels k=v,...] [-token-file F] [-cacert F] FILES...
 //	loadgen post -url BASE -fleet DIR -type T [-c 8] [-labels k=v,...] [-rollouts SVC=HOUR,...] [-token-file F] [-cacert F]
-//	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms]
+//	loadgen scrape -url BASE -n N -o DIR [-types heap,allocs,...] [-pause 10ms] [-cpu-seconds 1]
 //
 // post reads every file into memory first, then POSTs each file once to
 // BASE/api/0/profiles over -c concurrent keep-alive connections (workers take
@@ -25,8 +25,11 @@
 // scrape downloads N profiles of each type from a Go service's
 // net/http/pprof (BASE/debug/pprof/TYPE), round-robin over the types with
 // -pause between rounds, into DIR/TYPE/NNNN.pb.gz, and checks that each one
-// is gzip. It writes into a temporary directory and renames it into place, so
-// an interrupted run leaves no partial set.
+// is gzip. Type cpu is BASE/debug/pprof/profile?seconds=S (-cpu-seconds),
+// taken back to back on a connection of its own while the other types'
+// rounds go on (N of them take N*S seconds). It writes into a temporary
+// directory and renames it into place, so an interrupted run leaves no
+// partial set.
 package main
 
 import (
@@ -227,6 +230,7 @@ func scrape(args []string) {
 	out := fs.String("o", "", "output directory (must not exist)")
 	types := fs.String("types", "heap,allocs,goroutine,block,mutex", "profile types")
 	pause := fs.Duration("pause", 10*time.Millisecond, "pause between rounds")
+	cpuSeconds := fs.Int("cpu-seconds", 1, "duration of each cpu profile (type cpu)")
 	fs.Parse(args)
 	if *base == "" || *out == "" || *n < 1 {
 		die("scrape: need -url, -o and -n >= 1")
@@ -239,28 +243,55 @@ func scrape(args []string) {
 			die("%v", err)
 		}
 	}
+	// get one profile of type t into DIR/t/NNNN.pb.gz; cpu is
+	// /debug/pprof/profile?seconds=S, which holds the request for S seconds
+	get := func(c *http.Client, t string, i int) {
+		u := strings.TrimRight(*base, "/") + "/debug/pprof/" + t
+		if t == "cpu" {
+			u = strings.TrimRight(*base, "/") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", *cpuSeconds)
+		}
+		resp, err := c.Get(u)
+		if err != nil {
+			die("GET %s: %v", u, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			die("GET %s: HTTP %d (%v)", u, resp.StatusCode, err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			die("GET %s: not gzip", u)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, t, fmt.Sprintf("%04d.pb.gz", i)), b, 0o644); err != nil {
+			die("%v", err)
+		}
+	}
+	// CPU profiles back to back on a connection of their own (Go's
+	// runtime takes one at a time), beside the rounds of the other types
+	var wg sync.WaitGroup
+	rest := tl[:0:0]
+	for _, t := range tl {
+		if t != "cpu" {
+			rest = append(rest, t)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client(1, "")
+			for i := 0; i < *n; i++ {
+				get(c, "cpu", i)
+			}
+		}()
+	}
 	c := client(1, "")
-	for i := 0; i < *n; i++ {
-		for _, t := range tl {
-			u := strings.TrimRight(*base, "/") + "/debug/pprof/" + t
-			resp, err := c.Get(u)
-			if err != nil {
-				die("GET %s: %v", u, err)
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != 200 {
-				die("GET %s: HTTP %d (%v)", u, resp.StatusCode, err)
-			}
-			if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-				die("GET %s: not gzip", u)
-			}
-			if err := os.WriteFile(filepath.Join(tmp, t, fmt.Sprintf("%04d.pb.gz", i)), b, 0o644); err != nil {
-				die("%v", err)
-			}
+	for i := 0; i < *n && len(rest) > 0; i++ {
+		for _, t := range rest {
+			get(c, t, i)
 		}
 		time.Sleep(*pause)
 	}
+	wg.Wait()
 	os.RemoveAll(*out)
 	if err := os.Rename(tmp, *out); err != nil {
 		die("%v", err)
