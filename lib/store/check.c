@@ -77,48 +77,58 @@ static void say(struct chk *c, const char *fmt, ...)
 	c->report(c->ctx, c->file, msg);
 }
 
-/* One blob: frame, then its decoder. */
-static void blob(struct chk *c, const char *row, const char *what, const void *b, size_t n, uint64_t seed,
-		 enum pd_blob_role role)
+/* A rollup's function table: frame, then its decoder. */
+static void fns_blob(struct chk *c, const char *row, const void *b, size_t n, uint64_t seed)
 {
 	const uint8_t *p;
 	size_t pn;
 	bool checked;
 	struct pd_err e;
+	struct pd_fnt_acc a;
 	if (pd_blob_open(b, n, seed, &p, &pn, &checked, &e)) {
-		say(c, "%s: %s: %s", row, what, e.msg);
+		say(c, "%s: function table: %s", row, e.msg);
 		return;
 	}
-	if (!checked)
-		c->out->unchecked++;
-	int rc = 0;
-	if (role == PD_BLOB_HEADER) {
-		struct pd_shdr h;
-		if (!(rc = pd_dec_header(p, pn, &h, &e)))
-			pd_shdr_free(&h);
-	} else if (role == PD_BLOB_BLOCK) {
-		int64_t *rows;
-		size_t nr, rn;
-		uint32_t nv;
-		uint8_t *raw;
-		int ver;
-		if (!(rc = pd_block_resolve(c->dctx, &c->raws, p, pn, fetch_base, c, &raw, &rn, &ver, &e))) {
-			if (!(rc = pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &e)))
-				free(rows);
-			if (!rc && ver == 2)
-				pd_rawcache_put(&c->raws, pd_block_raw_hash(raw, rn), raw, rn);
-			else
-				free(raw);
-		}
-	} else {
-		struct pd_fnt_acc a;
-		if (!(rc = pd_fnt_init(&a, &e))) {
-			rc = pd_dec_fns(c->dctx, p, pn, &a, row, &e);
-			pd_fnt_free(&a);
-		}
+	c->out->unchecked += !checked;
+	int rc = pd_fnt_init(&a, &e);
+	if (!rc) {
+		rc = pd_dec_fns(c->dctx, p, pn, &a, row, &e);
+		pd_fnt_free(&a);
 	}
 	if (rc)
-		say(c, "%s: %s: %s", row, what, e.msg);
+		say(c, "%s: function table: %s", row, e.msg);
+}
+
+/* A profile's (or rollup's) header and block, their seeds hs and bs:
+ * frames, then both decoded as a read would (pd_row_decode: the header
+ * may be in the block). */
+static void row_blobs(struct chk *c, const char *row, const void *hb, size_t hbn, uint64_t hs, const void *bb,
+		      size_t bbn, uint64_t bs)
+{
+	const uint8_t *hp, *bp;
+	size_t hn, bn;
+	bool hc, bc;
+	struct pd_err e;
+	if (pd_blob_open(hb, hbn, hs, &hp, &hn, &hc, &e)) {
+		say(c, "%s: header: %s", row, e.msg);
+		return;
+	}
+	if (pd_blob_open(bb, bbn, bs, &bp, &bn, &bc, &e)) {
+		say(c, "%s: sample block: %s", row, e.msg);
+		return;
+	}
+	/* an empty header column is no blob of its own (version 3 blocks) */
+	c->out->unchecked += (hn && !hc) + !bc;
+	struct pd_shdr h;
+	int64_t *rows;
+	size_t nr;
+	uint32_t nv;
+	if (pd_row_decode(c->dctx, &c->raws, hp, hn, bp, bn, fetch_base, c, &h, &rows, &nr, &nv, &e)) {
+		say(c, "%s: %s", row, e.msg);
+		return;
+	}
+	pd_shdr_free(&h);
+	free(rows);
 }
 
 static void check_file(struct chk *c, const char *path)
@@ -179,10 +189,9 @@ static void check_file(struct chk *c, const char *path)
 		char row[64];
 		snprintf(row, sizeof row, "profile %s", xid ? xid : "?");
 		size_t xn = xid ? strlen(xid) : 0;
-		blob(c, row, "header", sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
-		     pd_blob_seed(xid ? xid : "", xn, PD_BLOB_HEADER), PD_BLOB_HEADER);
-		blob(c, row, "sample block", sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
-		     pd_blob_seed(xid ? xid : "", xn, PD_BLOB_BLOCK), PD_BLOB_BLOCK);
+		row_blobs(c, row, sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+			  pd_blob_seed(xid ? xid : "", xn, PD_BLOB_HEADER), sqlite3_column_blob(st, 2),
+			  (size_t)sqlite3_column_bytes(st, 2), pd_blob_seed(xid ? xid : "", xn, PD_BLOB_BLOCK));
 		c->out->profiles++;
 	}
 	if (r != SQLITE_DONE)
@@ -205,13 +214,12 @@ static void check_file(struct chk *c, const char *path)
 		c->out->rollups++;
 		if (np <= 0)
 			continue;
-		blob(c, row, "header", sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4),
-		     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_HEADER), PD_BLOB_HEADER);
-		blob(c, row, "sample block", sqlite3_column_blob(st, 5), (size_t)sqlite3_column_bytes(st, 5),
-		     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_BLOCK), PD_BLOB_BLOCK);
+		row_blobs(c, row, sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4),
+			  pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_HEADER), sqlite3_column_blob(st, 5),
+			  (size_t)sqlite3_column_bytes(st, 5), pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_BLOCK));
 		if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-			blob(c, row, "function table", sqlite3_column_blob(st, 6), (size_t)sqlite3_column_bytes(st, 6),
-			     pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_FNS), PD_BLOB_FNS);
+			fns_blob(c, row, sqlite3_column_blob(st, 6), (size_t)sqlite3_column_bytes(st, 6),
+				 pd_blob_rollup_seed(svc, typ, hour, PD_BLOB_FNS));
 	}
 	if (r != SQLITE_DONE)
 		say(c, "rollups: %s", sqlite3_errmsg(db));

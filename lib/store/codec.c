@@ -200,7 +200,7 @@ int pd_block_base(const void *payload, size_t n, int64_t *pk, uint64_t *hash, st
 	const uint8_t *p = payload;
 	*pk = 0;
 	*hash = 0;
-	if (n == 0 || p[0] != PD_BLOCK_V2)
+	if (n == 0 || (p[0] != PD_BLOCK_V2 && p[0] != PD_BLOCK_V3))
 		return 0; /* version 1: a bare zstd frame */
 	const uint8_t *q = p + 1, *end = p + n;
 	uint64_t v;
@@ -223,8 +223,8 @@ int pd_block_raw(ZSTD_DCtx *dctx, const void *payload, size_t n, const void *bas
 	size_t zn = n;
 	*raw = NULL;
 	*ver = 1;
-	if (n && p[0] == PD_BLOCK_V2) {
-		*ver = 2;
+	if (n && (p[0] == PD_BLOCK_V2 || p[0] == PD_BLOCK_V3)) {
+		*ver = p[0];
 		const uint8_t *q = p + 1, *end = p + n;
 		uint64_t v;
 		if (pd_varint(&q, end, &v) || (v && end - q < 8))
@@ -257,11 +257,26 @@ int pd_block_raw(ZSTD_DCtx *dctx, const void *payload, size_t n, const void *bas
 	return 0;
 }
 
+int pd_block_header(const uint8_t *raw, size_t n, int ver, const uint8_t **hp, size_t *hn, struct pd_err *err)
+{
+	struct pd_rd r = {raw, raw + n, false};
+	struct pd_str h = ver == 3 ? pd_rd_s(&r) : (struct pd_str){"", 0};
+	if (ver != 3 || r.bad || h.len == 0)
+		return pd_errf(err, PD_EIO, "store: corrupt profile header (not in its sample block)");
+	*hp = (const uint8_t *)h.ptr;
+	*hn = h.len;
+	return 0;
+}
+
 int pd_block_rows(const uint8_t *b, size_t raw, int ver, int64_t **out, size_t *nrows, uint32_t *nv,
 		  struct pd_err *err)
 {
 	*out = NULL;
 	struct pd_rd r = {b, b + raw, false};
+	if (ver == 3) { /* the header first (pd_block_header), then as version 2 */
+		pd_rd_s(&r);
+		ver = 2;
+	}
 	uint64_t n = pd_rd_v(&r);
 	uint64_t v = pd_rd_v(&r);
 	int64_t mul[PD_DEFAULT_MAX_SAMPLE_TYPES + 1] = {0};
@@ -444,7 +459,7 @@ static int base_raw(struct chain *ch, int64_t pk, uint64_t hash, int depth, cons
 				rc = pd_errf(err, PD_ENOMEM, "out of memory");
 			continue;
 		}
-		if (ver == 2 && pd_block_raw_hash(raw, rn) == hash) {
+		if (ver >= 2 && pd_block_raw_hash(raw, rn) == hash) {
 			pd_buf_free(&b);
 			if (!pd_rawcache_put(ch->c, hash, raw, rn))
 				return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -476,6 +491,35 @@ int pd_block_resolve(ZSTD_DCtx *dctx, struct pd_rawcache *c, const void *payload
 		rc = base_raw(&ch, pk, h, 1, &braw, &bn, err);
 	if (!rc)
 		rc = pd_block_raw(dctx, payload, n, braw, bn, raw, rn, ver, err);
+	return rc;
+}
+
+int pd_row_decode(ZSTD_DCtx *dctx, struct pd_rawcache *c, const uint8_t *hp, size_t hn, const uint8_t *bp,
+		  size_t bn, pd_block_fetch fetch, void *fctx, struct pd_shdr *h, int64_t **rows, size_t *nrows,
+		  uint32_t *nv, struct pd_err *err)
+{
+	uint8_t *raw;
+	size_t rn;
+	int ver;
+	*rows = NULL;
+	memset(h, 0, sizeof *h);
+	int rc = pd_block_resolve(dctx, c, bp, bn, fetch, fctx, &raw, &rn, &ver, err);
+	if (rc)
+		return rc;
+	/* the header in its column, or (the column empty) in a version 3
+	 * block: never both */
+	if (hn == 0)
+		rc = pd_block_header(raw, rn, ver, &hp, &hn, err);
+	else if (ver == 3)
+		rc = pd_errf(err, PD_EIO, "store: corrupt profile header (in its column and in its block)");
+	if (!rc)
+		rc = pd_dec_header(hp, hn, h, err);
+	if (!rc && (rc = pd_block_rows(raw, rn, ver, rows, nrows, nv, err)))
+		pd_shdr_free(h);
+	if (!rc && ver >= 2) /* after the header's last use: hp may point into raw */
+		pd_rawcache_put(c, pd_block_raw_hash(raw, rn), raw, rn);
+	else
+		free(raw);
 	return rc;
 }
 
@@ -699,9 +743,16 @@ int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const i
 			order[i] = r[i].i;
 		free(r);
 	}
-	if (pd_buf_reserve(&raw, 20 + 10 * n * (2 + (size_t)nv) + 10 * (size_t)nv))
+	const struct pd_buf *hdr = o && o->hdr ? o->hdr : NULL;
+	if (pd_buf_reserve(&raw, 30 + 10 * n * (2 + (size_t)nv) + 10 * (size_t)nv + (hdr ? hdr->len : 0)))
 		goto oom;
 	uint8_t *e = raw.ptr;
+	if (hdr) { /* version 3: the header first */
+		PD_PV(e, hdr->len);
+		if (hdr->len)
+			memcpy(e, hdr->ptr, hdr->len);
+		e += hdr->len;
+	}
 	PD_PV(e, n);
 	PD_PV(e, nv);
 	int64_t prev = 0;
@@ -742,12 +793,12 @@ int pd_enc_rows(ZSTD_CCtx *z, size_t n, uint32_t nv, const int64_t *stk, const i
 		rc = pd_enc_zstd(z, &raw, out, err);
 		goto out;
 	}
-	/* v2: version, base (0 = none; else its pk and the XXH3 of its raw
+	/* v2, v3: version, base (0 = none; else its pk and the XXH3 of its raw
 	 * bytes), the zstd frame */
 	const struct pd_blkbase *b = o->base && o->base->pk > 0 ? o->base : NULL;
 	if (pd_buf_reserve(out, 1 + 10 + 8))
 		goto oom;
-	out->ptr[out->len++] = PD_BLOCK_V2;
+	out->ptr[out->len++] = hdr ? PD_BLOCK_V3 : PD_BLOCK_V2;
 	out->len = (size_t)(pd_put_varint(out->ptr + out->len, b ? (uint64_t)b->pk : 0) - out->ptr);
 	if (b)
 		for (int i = 0; i < 8; i++)

@@ -113,19 +113,27 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * costs what changed (measured: heap 1,168 -> ~150 bytes). The hash
  * proves that the base found is the one the block was written against. */
 #define PD_BLOCK_V2 0x02
+/* Version 3 (the embedded store's profiles, from schema 3 on) is version
+ * 2 whose raw bytes start with the profile's header payload (varint
+ * length, bytes), and the row's header column is empty. A series repeats
+ * its header but for time and duration, so against the base's raw bytes
+ * it costs a few bytes, where a header column of its own took ~47 (its
+ * frame 9): measured, pd_row_decode. */
+#define PD_BLOCK_V3 0x03
 /* The embedded store's day files say in user_version what they may hold:
- * 1 rollups, 2 sample blocks of version 2 (which an older profd cannot
- * read: it refuses the file, naming the schema). */
-#define PD_DAYFILE_SCHEMA 2
+ * 1 rollups, 2 sample blocks of version 2, 3 of version 3 (which an older
+ * profd cannot read: it refuses the file, naming the schema). */
+#define PD_DAYFILE_SCHEMA 3
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */
 	const uint8_t *raw; /* its raw bytes */
 	size_t rawlen;
 };
-struct pd_blkopt {          /* version 2 */
+struct pd_blkopt {          /* version 2, or 3 with hdr */
 	const struct pd_blkbase *base; /* NULL: none */
 	struct pd_buf *keep;           /* if set: gets the raw bytes written */
+	const struct pd_buf *hdr;      /* if set: the header payload carried (version 3) */
 };
 uint64_t pd_block_raw_hash(const void *raw, size_t n);
 /* Compress raw rows onto out (version 1). */
@@ -152,6 +160,10 @@ int pd_block_raw(ZSTD_DCtx *dctx, const void *payload, size_t n, const void *bas
  * malloc'd (caller frees). */
 int pd_block_rows(const uint8_t *raw, size_t n, int ver, int64_t **out, size_t *nrows, uint32_t *nv,
 		  struct pd_err *err) PD_WUR;
+/* The header payload that raw bytes of version 3 carry (*hp points into
+ * raw); PD_EIO for any other version. */
+int pd_block_header(const uint8_t *raw, size_t n, int ver, const uint8_t **hp, size_t *hn,
+		    struct pd_err *err) PD_WUR;
 /* A block payload that needs no base, decoded: pd_block_raw + rows. */
 int pd_dec_block(ZSTD_DCtx *dctx, const void *z, size_t zn, int64_t **out, size_t *nrows, uint32_t *nv,
 		 struct pd_err *err) PD_WUR;
@@ -198,6 +210,15 @@ int pd_block_fetch_stmt(struct sqlite3_stmt *st, int64_t pk, int k, struct pd_bu
  * PD_EIO naming it. */
 int pd_block_resolve(ZSTD_DCtx *dctx, struct pd_rawcache *c, const void *payload, size_t n, pd_block_fetch fetch,
 		     void *fctx, uint8_t **raw, size_t *rn, int *ver, struct pd_err *err) PD_WUR;
+
+/* A stored profile's header and rows, from the payloads of its header
+ * and block columns (an empty header: the block carries it, version 3),
+ * bases resolved as pd_block_resolve does; the raw bytes of a version 2
+ * or 3 block are put in c, for the next block of its series. h is left
+ * clear on error. */
+int pd_row_decode(ZSTD_DCtx *dctx, struct pd_rawcache *c, const uint8_t *hp, size_t hn, const uint8_t *bp,
+		  size_t bn, pd_block_fetch fetch, void *fctx, struct pd_shdr *h, int64_t **rows, size_t *nrows,
+		  uint32_t *nv, struct pd_err *err) PD_WUR;
 
 /* ---- fns blob ---- */
 /* Append the zstd'd function table of t to out. */

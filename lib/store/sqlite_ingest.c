@@ -134,6 +134,95 @@ static inline uint8_t *tmp_room(struct ing *g, size_t n)
 	return pd_buf_reserve(&g->tmp, n + 1) ? NULL : g->tmp.ptr;
 }
 
+/* The map of a table without an index on h: every row's (h, seq). */
+static int pmap_read(struct ing *g, int k)
+{
+	struct part *p = g->pt;
+	char sql[64];
+	snprintf(sql, sizeof sql, "SELECT h, seq FROM %s", sq_ktable[k]);
+	size_t cap = 1024;
+	while (cap * 3 < (size_t)p->next[k] * 4)
+		cap *= 2;
+	struct pslot *t = calloc(cap, sizeof *t);
+	sqlite3_stmt *st = NULL;
+	if (!t)
+		return nomem(g);
+	if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		free(t);
+		return sq_err(g->err, p->db, "symbol table");
+	}
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t probe = (uint64_t)sqlite3_column_int64(st, 0);
+		int64_t seq = sqlite3_column_int64(st, 1);
+		size_t i = (size_t)probe & (cap - 1), m = 0;
+		while (t[i].seq && m++ < cap) /* seqs < next: the table cannot fill it */
+			i = (i + 1) & (cap - 1);
+		if (seq <= 0 || seq >= p->next[k] || t[i].seq)
+			break;
+		t[i] = (struct pslot){probe, seq};
+	}
+	sqlite3_finalize(st);
+	if (r != SQLITE_DONE) {
+		free(t);
+		if (r == SQLITE_ROW)
+			return sq_damaged(p, g->err, "%s: a row outside its seqs", sq_ktable[k]);
+		return sq_corrupt(p->db) ? sq_damaged(p, g->err, "%s: %s", sq_ktable[k], sqlite3_errmsg(p->db))
+					 : sq_err(g->err, p->db, "symbol table");
+	}
+	p->pm[k] = (struct pmap){t, cap - 1};
+	return 0;
+}
+
+/* The stored symbol of kind k whose h is probe, if any (*os, else 0), and
+ * whether it is the one with content c[0..n) (key: sym_new). Through h's
+ * index where the table has one, else through the partition's map. Under
+ * the store mutex. */
+static int stored(struct ing *g, int k, uint64_t probe, const uint8_t *c, size_t n, size_t key, int64_t *os,
+		  bool *same)
+{
+	struct part *p = g->pt;
+	int rc;
+	*os = 0;
+	*same = false;
+	sq_part_read(p);
+	sqlite3_stmt *f = p->find[k]; /* seq, c by h */
+	if (!p->hidx[k]) {
+		if (!p->pm[k].s && (rc = pmap_read(g, k)))
+			return rc;
+		const struct pmap *m = &p->pm[k];
+		int64_t seq = 0;
+		for (size_t i = (size_t)probe & m->mask; m->s[i].seq; i = (i + 1) & m->mask)
+			if (m->s[i].probe == probe) {
+				seq = m->s[i].seq;
+				break;
+			}
+		if (!seq)
+			return 0;
+		f = p->get[k]; /* c by seq */
+		sqlite3_reset(f);
+		sqlite3_bind_int64(f, 1, seq);
+		*os = seq;
+	} else {
+		sqlite3_reset(f);
+		sqlite3_bind_int64(f, 1, (int64_t)probe);
+	}
+	int r = sqlite3_step(f), col = p->hidx[k];
+	if (r == SQLITE_ROW) {
+		const void *oc = sqlite3_column_blob(f, col);
+		size_t on = (size_t)sqlite3_column_bytes(f, col);
+		*same = on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) && (key != n || on == n);
+		if (p->hidx[k])
+			*os = sqlite3_column_int64(f, 0);
+	}
+	sqlite3_reset(f);
+	if (r == SQLITE_ROW || (r == SQLITE_DONE && p->hidx[k]))
+		return 0;
+	if (r == SQLITE_DONE) /* the map's row is gone */
+		return sq_damaged(p, g->err, "%s: row %lld is missing", sq_ktable[k], (long long)*os);
+	return sq_err(g->err, p->db, "symbol lookup");
+}
+
 /*
  * A symbol of kind k with hash h that the cache does not know, with stored
  * content c[0..n) (the first `key` bytes decide identity; mappings keep
@@ -153,28 +242,18 @@ static int sym_new(struct ing *g, int k, struct pd_h128 h, const uint8_t *c, siz
 	uint64_t probe = h.lo;
 	for (int tries = 0; tries < 64; tries++, probe = pd_hash_u64(probe + 1)) {
 		if (!p->fresh[k]) {
-			sq_part_read(p);
-			sqlite3_stmt *f = p->find[k];
-			sqlite3_reset(f);
-			sqlite3_bind_int64(f, 1, (int64_t)probe);
-			int r = sqlite3_step(f);
-			if (r == SQLITE_ROW) {
-				const void *oc = sqlite3_column_blob(f, 1);
-				size_t on = (size_t)sqlite3_column_bytes(f, 1);
-				bool same = on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) &&
-					    (key != n || on == n);
-				int64_t os = sqlite3_column_int64(f, 0);
-				sqlite3_reset(f);
-				if (same) {
-					*seq = os;
-					cache_put(&p->cache[k], h, os);
-					return 0;
-				}
-				continue; /* a collision: probe the next hash */
+			int64_t os;
+			bool same;
+			int rc = stored(g, k, probe, c, n, key, &os, &same);
+			if (rc)
+				return rc;
+			if (os && same) {
+				*seq = os;
+				cache_put(&p->cache[k], h, os);
+				return 0;
 			}
-			sqlite3_reset(f);
-			if (r != SQLITE_DONE)
-				return sq_err(g->err, p->db, "symbol lookup");
+			if (os)
+				continue; /* a collision: probe the next hash */
 		}
 		/* not in the table; a symbol created here but not committed yet
 		 * would have been in the cache (a different hash took this h) */
@@ -424,14 +503,16 @@ static bool series_base(struct sq *s, struct part *pt, struct job *j, struct pd_
 	return true;
 }
 
-/* Step 4: the sample block (codec.h: version 2, against the series' last
- * block committed in this day when there is one). */
-static int enc_block(struct sq *s, struct ing *g, struct job *j, const struct pd_blkbase *base, struct pd_buf *out)
+/* Step 4: the sample block (codec.h: version 3, carrying the header hdr,
+ * against the series' last block committed in this day when there is
+ * one). */
+static int enc_block(struct sq *s, struct ing *g, struct job *j, const struct pd_blkbase *base,
+		     const struct pd_buf *hdr, struct pd_buf *out)
 {
 	ZSTD_CCtx *z = sq_cctx_get(s);
 	if (!z)
 		return nomem(g);
-	struct pd_blkopt o = {base, &j->raw};
+	struct pd_blkopt o = {base, &j->raw, hdr};
 	int rc = pd_enc_block(z, g->p, g->stk, g->lset, &o, out, g->err);
 	sq_cctx_put(s, z);
 	return rc;
@@ -485,16 +566,19 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 	sq_store_unlock(s);
 	if (rc)
 		goto out;
-	/* 4. encode (each blob checksummed, seeded by the profile's id), commit */
+	/* 4. encode (the block checksummed, seeded by the profile's id; the
+	 * header in it: j.hdr, the header column, stays empty), commit */
 	pd_xid_new(created, j.id);
-	if (pd_blob_begin(&j.hdr) || pd_blob_begin(&j.blk))
+	struct pd_buf hdr = PD_BUF_INIT(0);
+	if (pd_blob_begin(&j.blk))
 		rc = nomem(&g);
-	if (rc || (rc = enc_header(&g, &j.hdr)) || (rc = enc_block(s, &g, &j, based ? &bb : NULL, &j.blk))) {
+	if (rc || (rc = enc_header(&g, &hdr)) || (rc = enc_block(s, &g, &j, based ? &bb : NULL, &hdr, &j.blk))) {
+		pd_buf_free(&hdr);
 		atomic_fetch_sub(&pt->refs, 1);
 		goto out;
 	}
+	pd_buf_free(&hdr);
 	pd_buf_free(&braw);
-	pd_blob_seal(&j.hdr, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_HEADER));
 	pd_blob_seal(&j.blk, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_BLOCK));
 	free(seqs), pd_buf_free(&g.tmp);
 	seqs = NULL;

@@ -65,6 +65,20 @@ struct uset {
 	bool zero; /* 0 is in the set */
 };
 
+/* probe (h) -> seq of every row of a symbol table without an index on h
+ * (day files of schema 3 on: the index cost ~18 bytes a symbol, a third
+ * of a real CPU series' day file), read from the table when a lookup
+ * first needs it (sqlite_ingest.c): the rows this process commits after
+ * are in its cache and uset. seq 0 is the empty slot. */
+struct pslot {
+	uint64_t probe;
+	int64_t seq;
+};
+struct pmap {
+	struct pslot *s; /* NULL: not read yet */
+	size_t mask;
+};
+
 /* A symbol row to insert at the next commit of its partition. */
 struct pend {
 	int64_t seq;
@@ -117,6 +131,8 @@ struct part {
 	struct uset used[NKINDS];
 	int64_t next[NKINDS]; /* the seq of the next new symbol */
 	bool fresh[NKINDS];   /* every row of the table is in the cache: a miss is a new symbol */
+	bool hidx[NKINDS];    /* the table has an index on h (schema 2 and before), else pm */
+	struct pmap pm[NKINDS];
 	struct pendq pend;
 	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
 	bool rtx;     /* db inside a read transaction (see sq_part_read) */

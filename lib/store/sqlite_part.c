@@ -246,6 +246,8 @@ void sq_part_reset(struct part *pt)
 		pt->used[k].n = 0;
 		pt->used[k].zero = false;
 		pt->fresh[k] = false; /* what was committed is no longer cached */
+		free(pt->pm[k].s);    /* nor in the map: read again when needed */
+		pt->pm[k] = (struct pmap){0};
 	}
 	sq_pendq_free(&pt->pend);
 	/* pt->next stays: seqs only grow, the lost ones are gaps */
@@ -256,12 +258,14 @@ void sq_part_reset(struct part *pt)
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=FULL;"
-	"CREATE TABLE IF NOT EXISTS strings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS functions(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS mappings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS locations(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS stacks(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS labelsets(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL UNIQUE, c BLOB NOT NULL);"
+	/* symbols: h is unique (the writer sees to it: sqlite_ingest.c, sym_new),
+	 * not indexed (files before schema 3 have h UNIQUE, an index) */
+	"CREATE TABLE IF NOT EXISTS strings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS functions(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS mappings(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS locations(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS stacks(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS labelsets(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
 	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
 	" nsamples INTEGER NOT NULL);"
@@ -392,6 +396,7 @@ void sq_part_close(struct part *p)
 		sqlite3_finalize(p->scan[k]);
 		free(p->cache[k].s);
 		free(p->used[k].v);
+		free(p->pm[k].s);
 		sq_rcache_free(p->s, &p->rc[k]);
 	}
 	sqlite3_stmt *st[] = {p->ins_prof,    p->ins_label,   p->get_prof,     p->del_prof,  p->del_labels,
@@ -554,6 +559,19 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		}
 		p->next[k] = max + 1;
 		p->fresh[k] = max == 0;
+		/* the table's only index, if any, is h's */
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = '%s'",
+			 sq_ktable[k]);
+		if ((rc = prep(p->db, sql, &mx, err)))
+			goto fail;
+		r = sqlite3_step(mx);
+		p->hidx[k] = r == SQLITE_ROW && sqlite3_column_int64(mx, 0) > 0;
+		sqlite3_finalize(mx);
+		if (r != SQLITE_ROW) {
+			rc = existed && sq_corrupt(p->db) ? sq_damaged(p, err, "schema: %s", sqlite3_errmsg(p->db))
+							 : sq_err(err, p->db, "schema");
+			goto fail;
+		}
 	}
 	if ((rc = prep(p->wdb,
 		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples)"
@@ -565,7 +583,7 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	    (rc = prep(p->wdb, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
 	    (rc = prep(p->wdb,
 		       "INSERT INTO bases(pk, xid, block) SELECT pk, xid, block FROM profiles"
-		       " WHERE pk = ? AND substr(block, 10, 1) = x'02'",
+		       " WHERE pk = ? AND substr(block, 10, 1) IN (x'02', x'03')",
 		       &p->keep_base, err)) ||
 	    (rc = prep(p->db,
 		       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases WHERE pk = ?1",

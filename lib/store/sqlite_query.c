@@ -285,26 +285,6 @@ static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct p
 	return rc;
 }
 
-/* The rows of a sample block payload of pt, its bases resolved; the raw
- * bytes of a version 2 block are kept, for the next block of its series
- * (reads go in creation order). */
-static int dec_block(struct sq *s, struct part *pt, const uint8_t *bp, size_t bn, int64_t **rows, size_t *nrows,
-		     uint32_t *nv, struct pd_err *err)
-{
-	uint8_t *raw;
-	size_t rn;
-	int ver;
-	int rc = pd_block_resolve(s->dctx, &s->rawcache, bp, bn, fetch_base, pt, &raw, &rn, &ver, err);
-	if (rc)
-		return rc;
-	rc = pd_block_rows(raw, rn, ver, rows, nrows, nv, err);
-	if (!rc && ver == 2)
-		pd_rawcache_put(&s->rawcache, pd_block_raw_hash(raw, rn), raw, rn);
-	else
-		free(raw);
-	return rc;
-}
-
 /* Decode a profile's (or rollup's) header and block columns of st, row
  * `row`, seeds from key (its xid) or, key NULL, the rollup's identity. */
 int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bcol, const char *row,
@@ -319,13 +299,10 @@ int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bc
 	if ((rc = sq_blob_col(pt, st, hcol, hseed, row, "header", &hp, &hn, err)) ||
 	    (rc = sq_blob_col(pt, st, bcol, bseed, row, "sample block", &bp, &bn, err)))
 		return rc;
-	if ((rc = pd_dec_header(hp, hn, h, err)))
-		return rc == PD_EIO ? sq_damaged(pt, err, "%s: %s", row, err->msg) : rc;
-	if ((rc = dec_block(s, pt, bp, bn, rows, nrows, nv, err))) {
-		pd_shdr_free(h);
-		return rc == PD_EIO ? sq_damaged(pt, err, "%s: %s", row, err->msg) : rc;
-	}
-	return 0;
+	/* bases resolved; the raw bytes of a version 2 or 3 block are kept
+	 * for the next block of its series (reads go in creation order) */
+	rc = pd_row_decode(s->dctx, &s->rawcache, hp, hn, bp, bn, fetch_base, pt, h, rows, nrows, nv, err);
+	return rc == PD_EIO ? sq_damaged(pt, err, "%s: %s", row, err->msg) : rc;
 }
 
 /* Header and sample rows of stored profile id. */

@@ -10,9 +10,11 @@
  *   - a decoded header re-encodes (pd_enc_header) to bytes that decode to
  *     the same header;
  *   - a decoded block has nv <= the sample type cap and its rows fit, and
- *     rows an encoder could write encode (version 2) and decode to the
- *     same rows; a block that names a base is given itself as its only
- *     candidate (a cycle) and must be refused;
+ *     rows an encoder could write encode (version 2, and version 3 with a
+ *     header carried) and decode to the same rows (and header bytes); a
+ *     version 3 block's header decodes or is refused like a header blob;
+ *     a block that names a base is given itself as its only candidate (a
+ *     cycle) and must be refused;
  *   - every failure is PD_EIO (corrupt) or PD_ENOMEM with a message, or,
  *     for the function table, PD_EINCOMPAT is impossible (one table into
  *     an empty accumulator).
@@ -61,9 +63,9 @@ static const int64_t *row_vals(const void *ctx, size_t i)
 }
 
 /* Rows the encoder could have written (seqs >= 0, sorted) encode in
- * version 2 to a block that decodes to the same rows: derived columns
- * and all. */
-static void roundtrip(ZSTD_DCtx *dctx, const int64_t *rows, size_t nr, uint32_t nv)
+ * version 2 (hdr NULL) or 3 (carrying hdr) to a block that decodes to the
+ * same rows, derived columns and all, and the same header bytes. */
+static void roundtrip(ZSTD_DCtx *dctx, const int64_t *rows, size_t nr, uint32_t nv, const struct pd_buf *hdr)
 {
 	static ZSTD_CCtx *z;
 	if (!z && !(z = ZSTD_createCCtx()))
@@ -82,14 +84,22 @@ static void roundtrip(ZSTD_DCtx *dctx, const int64_t *rows, size_t nr, uint32_t 
 	for (size_t i = 0; i < nr; i++)
 		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
 	const int64_t *ctx[2] = {rows, &w};
-	struct pd_blkopt o = {0};
+	struct pd_blkopt o = {.hdr = hdr};
 	if (pd_enc_rows(z, nr, nv, stk, ls, row_vals, ctx, &o, &b, &err))
 		goto out; /* over the size cap, out of memory */
 	int64_t *got;
-	size_t gn;
+	size_t gn, rn, hn;
 	uint32_t gv;
-	if (pd_dec_block(dctx, b.ptr, b.len, &got, &gn, &gv, &err))
+	uint8_t *raw;
+	int ver;
+	const uint8_t *hp;
+	if (pd_block_raw(dctx, b.ptr, b.len, NULL, 0, &raw, &rn, &ver, &err) || ver != (hdr ? 3 : 2))
 		abort();
+	if (hdr && (pd_block_header(raw, rn, ver, &hp, &hn, &err) || hn != hdr->len || memcmp(hp, hdr->ptr, hn)))
+		abort();
+	if (pd_block_rows(raw, rn, ver, &got, &gn, &gv, &err))
+		abort();
+	free(raw);
 	if (gn != nr || gv != nv || memcmp(got, rows, nr * (size_t)w * sizeof *rows))
 		abort();
 	free(got);
@@ -139,10 +149,25 @@ static void decode(int which, const uint8_t *p, size_t n)
 			check_err(rc, &err);
 			return;
 		}
+		/* version 3: the header it carries, decoded as a header blob is */
+		struct pd_buf hdr = PD_BUF_INIT(0);
+		const uint8_t *hp;
+		size_t hn;
+		struct pd_shdr h;
+		if (ver == 3 && !(rc = pd_block_header(raw, rn, ver, &hp, &hn, &err))) {
+			if ((rc = pd_dec_header(hp, hn, &h, &err)))
+				check_err(rc, &err);
+			else
+				pd_shdr_free(&h);
+			if (pd_buf_append(&hdr, hp, hn))
+				hdr.len = 0;
+		} else if (ver == 3)
+			check_err(rc, &err);
 		rc = pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &err);
 		free(raw);
 		if (rc) {
 			check_err(rc, &err);
+			pd_buf_free(&hdr);
 			return;
 		}
 		if (nv > PD_DEFAULT_MAX_SAMPLE_TYPES)
@@ -150,7 +175,10 @@ static void decode(int which, const uint8_t *p, size_t n)
 		volatile uint64_t sum = 0; /* every row read (unsigned: values may be anything) */
 		for (size_t i = 0; i < nr * (2 + (size_t)nv); i++)
 			sum += (uint64_t)rows[i];
-		roundtrip(dctx, rows, nr, nv);
+		roundtrip(dctx, rows, nr, nv, NULL);
+		if (hdr.len)
+			roundtrip(dctx, rows, nr, nv, &hdr);
+		pd_buf_free(&hdr);
 		free(rows);
 	} else {
 		struct pd_fnt_acc a;

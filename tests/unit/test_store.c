@@ -1268,7 +1268,8 @@ static void test_checksums(void **state)
 	for (int i = 0; i < 4; i++)
 		pd_meta_clear(&m[i]);
 	pd_store_close(st);
-	/* swap the sample blocks of profiles 0 and 2; flip a byte in 1's header */
+	/* swap the sample blocks of profiles 0 and 2; flip a byte in 1's (its
+	 * header is in it: codec.h, version 3) */
 	char sql[1024];
 	snprintf(sql, sizeof sql,
 		 "CREATE TEMP TABLE b AS SELECT xid, block FROM profiles;"
@@ -1277,7 +1278,7 @@ static void test_checksums(void **state)
 		 m[2].id, m[0].id, m[0].id, m[2].id);
 	day_sql(T0, sql);
 	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
-	flip_blob(T0, "profiles", "header", sql, 12);
+	flip_blob(T0, "profiles", "block", sql, 12);
 	st = open_store();
 	struct pd_profile *p = NULL;
 	int rc = pd_store_get(st, m[0].id, &p, &err);
@@ -1344,7 +1345,8 @@ static void write_seeds(void)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	static const char *const q[] = {"SELECT header, 0 FROM profiles", "SELECT block, 1 FROM profiles",
+	static const char *const q[] = {"SELECT header, 0 FROM profiles WHERE length(header) > 0",
+					"SELECT block, 1 FROM profiles",
 					"SELECT header, 0 FROM rollups WHERE profiles > 0",
 					"SELECT block, 1 FROM rollups WHERE profiles > 0",
 					"SELECT fns, 2 FROM rollups WHERE profiles > 0"};
@@ -1409,9 +1411,12 @@ static void test_check_and_legacy(void **state)
 	assert_int_equal(ck.damaged_files, 0);
 	assert_int_equal(ck.profiles, 2);
 	assert_int_equal(ck.unchecked, 0);
-	/* a row as written before checksums (no frame) still reads, unchecked */
+	/* a row as written before checksums (no frame) still reads, unchecked
+	 * (its block: the header column is empty, the header in the block) */
 	char sql[512];
-	snprintf(sql, sizeof sql, "UPDATE profiles SET header = substr(header, 10), block = substr(block, 10) WHERE xid = '%s';",
+	snprintf(sql, sizeof sql,
+		 "UPDATE profiles SET header = iif(length(header), substr(header, 10), header),"
+		 " block = substr(block, 10) WHERE xid = '%s';",
 		 m[0].id);
 	day_sql(T0, sql);
 	st = open_store();
@@ -1424,7 +1429,7 @@ static void test_check_and_legacy(void **state)
 	pd_store_close(st);
 	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
 	assert_int_equal(ck.damaged_files, 0);
-	assert_int_equal(ck.unchecked, 2);
+	assert_int_equal(ck.unchecked, 1);
 	/* a damaged rollup block and a damaged profile block: both named */
 	flip_blob(T0, "rollups", "block", "profiles > 0", 20);
 	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
@@ -1716,15 +1721,15 @@ static void test_block_chains(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	int64_t based = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) <> x'0200'");
-	int64_t alone = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) = x'0200'");
+	int64_t based = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) <> x'0300'");
+	int64_t alone = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) = x'0300'");
 	assert_int_equal(based + alone, M - 2);
 	assert_true(alone >= 2 && alone <= 1 + (M - 2) / (PD_CHAIN_WRITE - 1) + 1);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM bases"), 2);
 	assert_true(day_int(db, "SELECT max(pk) FROM profiles") <= M - 1); /* a pk was given again */
-	int64_t first = day_int(db, "SELECT length(block) FROM profiles WHERE substr(block, 10, 2) = x'0200'"
+	int64_t first = day_int(db, "SELECT length(block) FROM profiles WHERE substr(block, 10, 2) = x'0300'"
 				    " ORDER BY pk LIMIT 1"),
-		rest = day_int(db, "SELECT avg(length(block)) FROM profiles WHERE substr(block, 10, 2) <> x'0200'");
+		rest = day_int(db, "SELECT avg(length(block)) FROM profiles WHERE substr(block, 10, 2) <> x'0300'");
 	/* their zstd frames (these blocks are tiny: frame 9 bytes, version and
 	 * base 2, base hash 8) */
 	if ((rest - 19) * 2 > first - 11)
@@ -1831,8 +1836,10 @@ static const int64_t *golden_vals(const void *ctx, size_t i)
 
 /* The version 1 payload (codec.h) of a stored block: its rows decoded
  * (bases resolved) and encoded again the old way, bit for bit what the
- * store wrote before version 2. */
-static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid, struct pd_buf *out)
+ * store wrote before version 2. A version 3 block's header payload is
+ * appended to hdr first (the header column's payload before version 3). */
+static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid, struct pd_buf *hdr,
+		      struct pd_buf *out)
 {
 	sqlite3_stmt *fq;
 	assert_int_equal(sqlite3_prepare_v2(db,
@@ -1856,6 +1863,13 @@ static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid,
 	if (pd_block_resolve(d, &rc, pl, pn, golden_fetch, fq, &raw, &rn, &ver, &err) ||
 	    pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &err))
 		fail_msg("%s: %s", xid, err.msg);
+	if (ver == 3) {
+		const uint8_t *hp;
+		size_t hn;
+		if (pd_block_header(raw, rn, ver, &hp, &hn, &err))
+			fail_msg("%s: %s", xid, err.msg);
+		assert_int_equal(pd_buf_append(hdr, hp, hn), 0);
+	}
 	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
 	for (size_t i = 0; i < nr; i++)
 		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
@@ -1872,8 +1886,9 @@ static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid,
 }
 
 /* The content ids (h) and stored contents of every symbol, and the
- * payloads of the profiles' header and block blobs, of a fixed set of
- * profiles are what they always were: the h column of existing day files
+ * payloads of the profiles' headers (in their column, or since version 3
+ * in the block) and blocks, of a fixed set of profiles are what they
+ * always were: the h column of existing day files
  * depends on the hashing, so a refactoring of ingest must not change a
  * bit of it (issue 13). The digest was taken from the code before the
  * store core was split out of the SQLite backend. Blocks are written in
@@ -1923,7 +1938,7 @@ static void test_content_ids_stable(void **state)
 				assert_int_equal(pd_buf_append(&hb, sqlite3_column_blob(q, 2),
 							       (size_t)sqlite3_column_bytes(q, 2)), 0);
 				golden_v1(db, sqlite3_column_blob(q, 3), (size_t)sqlite3_column_bytes(q, 3),
-					  (const char *)sqlite3_column_text(q, 4), &v1);
+					  (const char *)sqlite3_column_text(q, 4), &hb, &v1);
 				assert_int_equal(pd_buf_append(&hb, v1.ptr, v1.len), 0);
 				h = fnv(h, hb.ptr, hb.len);
 				pd_buf_free(&hb);
@@ -1938,6 +1953,228 @@ static void test_content_ids_stable(void **state)
 	sqlite3_close(db);
 	if (rows != 94 || h != 0x368261a420cd561cULL)
 		fail_msg("content digest %016llx over %zu rows, want 368261a420cd561c over 94", (unsigned long long)h, rows);
+}
+
+/* Rewrite profile id's row (its block without a base) as a store before
+ * version 3 wrote it: the header payload in its own framed column, the
+ * rows in a version 2 block. Or damage it: the header in the column and
+ * still in the (version 3) block (both), or in neither (the column left
+ * empty, a version 2 block): what no store writes. */
+enum v2how { V2_LEGACY, V2_BOTH, V2_NEITHER };
+static void row_to_v2(const char *id, enum v2how how)
+{
+	char path[512];
+	day_file_path(T0, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *q, *up;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT block FROM profiles WHERE xid = ?1", -1, &q, NULL), SQLITE_OK);
+	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	const uint8_t *pl, *hp;
+	size_t pn, rn, hn, nr;
+	bool checked;
+	struct pd_err err;
+	assert_int_equal(pd_blob_open(sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0),
+				      pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK), &pl, &pn, &checked, &err),
+			 0);
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	uint8_t *raw;
+	int ver;
+	int64_t *rows;
+	uint32_t nv;
+	assert_int_equal(pd_block_raw(d, pl, pn, NULL, 0, &raw, &rn, &ver, &err), 0);
+	assert_int_equal(ver, 3);
+	assert_int_equal(pd_block_header(raw, rn, ver, &hp, &hn, &err), 0);
+	assert_int_equal(pd_block_rows(raw, rn, ver, &rows, &nr, &nv, &err), 0);
+	struct pd_buf hb = PD_BUF_INIT(0), bb = PD_BUF_INIT(0);
+	assert_int_equal(pd_blob_begin(&hb), 0);
+	assert_int_equal(pd_buf_append(&hb, hp, hn), 0);
+	pd_blob_seal(&hb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_HEADER));
+	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
+	for (size_t i = 0; i < nr; i++)
+		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
+	const int64_t *ctx[2] = {rows, &w};
+	if (how == V2_BOTH) /* keep the version 3 block */
+		assert_int_equal(pd_buf_append(&bb, sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0)), 0);
+	else {
+		assert_int_equal(pd_blob_begin(&bb), 0);
+		assert_int_equal(pd_enc_rows(z, nr, nv, stk, ls, golden_vals, ctx, &(struct pd_blkopt){0}, &bb, &err), 0);
+		assert_int_equal(bb.ptr[PD_BLOB_FRAME], PD_BLOCK_V2);
+		pd_blob_seal(&bb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK));
+	}
+	sqlite3_finalize(q);
+	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE profiles SET header = ?1, block = ?2 WHERE xid = ?3", -1, &up, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_blob(up, 1, hb.ptr, how == V2_NEITHER ? 0 : (int)hb.len, SQLITE_STATIC);
+	sqlite3_bind_blob(up, 2, bb.ptr, (int)bb.len, SQLITE_STATIC);
+	sqlite3_bind_text(up, 3, id, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(up), SQLITE_DONE);
+	sqlite3_finalize(up);
+	sqlite3_close(db);
+	free(stk), free(ls), free(rows), free(raw);
+	pd_buf_free(&hb), pd_buf_free(&bb);
+	ZSTD_freeDCtx(d);
+	ZSTD_freeCCtx(z);
+}
+
+/* Profiles are written with their header in the sample block (codec.h:
+ * version 3), the header column empty, and read back as sent; a row as a
+ * store of schema 2 wrote it (header column, version 2 block) still reads
+ * and checks clean in a day file of schema 2, which is then schema 3; a
+ * header in both places, or in neither, is damage, said. */
+static void test_header_in_block(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m[3];
+	struct pd_err err;
+	const char *svc[3] = {"a", "b", "c"}; /* a series each: no block has a base */
+	char *want[3];
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ingest_at(st, svc[i], T0 + 3600000000000LL * (i + 1), 30 + i, &m[i], &err), 0);
+		struct pd_profile *p;
+		assert_int_equal(pd_store_get(st, m[i].id, &p, &err), 0);
+		want[i] = canon(p);
+		pd_profile_free(p);
+	}
+	pd_store_close(st);
+	char path[512];
+	day_file_path(T0, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM profiles WHERE length(header) = 0"
+				     " AND substr(block, 10, 2) = x'0300'"),
+			 3);
+	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
+	sqlite3_close(db);
+	/* b as schema 2 wrote it, in a file of schema 2 */
+	row_to_v2(m[1].id, V2_LEGACY);
+	day_sql(T0, "PRAGMA user_version = 2");
+	size_t n = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ck.profiles, 3);
+	st = open_store();
+	for (int i = 0; i < 3; i++) {
+		struct pd_profile *p;
+		if (pd_store_get(st, m[i].id, &p, &err))
+			fail_msg("get %d: %s", i, err.msg);
+		char *c = canon(p);
+		assert_string_equal(c, want[i]);
+		free(c);
+		pd_profile_free(p);
+	}
+	pd_store_close(st);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
+	sqlite3_close(db);
+	/* c's header in its column and in its block, a's in neither: damage,
+	 * said by check and by reads */
+	row_to_v2(m[2].id, V2_BOTH);
+	row_to_v2(m[0].id, V2_NEITHER);
+	n = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ck.damaged_files, 1);
+	st = open_store();
+	struct pd_profile *p = NULL;
+	assert_int_equal(pd_store_get(st, m[2].id, &p, &err), PD_EIO);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, m[2].id));
+	assert_non_null(strstr(err.msg, "in its column and in its block"));
+	pd_store_close(st);
+	st = open_store(); /* a fresh store: no quarantine yet */
+	assert_int_equal(pd_store_get(st, m[0].id, &p, &err), PD_EIO);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, m[0].id));
+	assert_non_null(strstr(err.msg, "not in its sample block"));
+	pd_store_close(st);
+	for (int i = 0; i < 3; i++)
+		free(want[i]);
+}
+
+/* The symbols of the day of t, and whether any of its symbol tables has
+ * an index (on h: files before schema 3); no h twice. */
+static int64_t day_symbols(int64_t t, bool *indexed)
+{
+	char path[512];
+	day_file_path(t, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	int64_t n = day_int(db, "SELECT (SELECT count(*) FROM strings) + (SELECT count(*) FROM functions)"
+				" + (SELECT count(*) FROM mappings) + (SELECT count(*) FROM locations)"
+				" + (SELECT count(*) FROM stacks) + (SELECT count(*) FROM labelsets)");
+	*indexed = day_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name IN"
+			       " ('strings', 'functions', 'mappings', 'locations', 'stacks', 'labelsets')") > 0;
+	static const char *const dup[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
+	for (size_t i = 0; i < ARRAY_LEN(dup); i++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM (SELECT h FROM %s GROUP BY h HAVING count(*) > 1)", dup[i]);
+		assert_int_equal(day_int(db, sql), 0);
+	}
+	sqlite3_close(db);
+	return n;
+}
+
+/* The symbol tables of a day file have no index on h (schema 3): after a
+ * reopen, the writer finds what is stored through a map it reads from the
+ * table, so profiles stored again add no symbol and a new one adds what a
+ * store that had them all in one run adds; a file whose tables have the
+ * index (as schema 2 made them) is written through it, alike. */
+static void test_symbols_unindexed(void **state)
+{
+	(void)state;
+	const int64_t H = 3600000000000LL;
+	int seeds[4] = {40, 41, 42, 50};
+	for (int legacy = 0; legacy < 2; legacy++) {
+		int64_t day = T0 + 4 * legacy * DAY, ref = day + 2 * DAY;
+		struct pd_store *st = open_store();
+		struct pd_profile_meta m;
+		struct pd_err err;
+		for (int i = 0; i < 4; i++) { /* the reference: all four in one run */
+			assert_int_equal(ingest_at(st, "svc", ref + H * (i + 1), seeds[i], &m, &err), 0);
+			pd_meta_clear(&m);
+		}
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(ingest_at(st, "svc", day + H * (i + 1), seeds[i], &m, &err), 0);
+			pd_meta_clear(&m);
+		}
+		pd_store_close(st);
+		bool indexed;
+		int64_t n3 = day_symbols(day, &indexed), nref = day_symbols(ref, &indexed);
+		assert_false(indexed);
+		assert_true(nref > n3);
+		if (legacy) { /* the tables as a store of schema 2 made them */
+			char path[512];
+			day_file_path(day, path, sizeof path);
+			sqlite3 *db;
+			assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+			assert_int_equal(sqlite3_exec(db,
+						      "CREATE UNIQUE INDEX s1 ON strings(h); CREATE UNIQUE INDEX s2 ON functions(h);"
+						      "CREATE UNIQUE INDEX s3 ON mappings(h); CREATE UNIQUE INDEX s4 ON locations(h);"
+						      "CREATE UNIQUE INDEX s5 ON stacks(h); CREATE UNIQUE INDEX s6 ON labelsets(h);"
+						      "PRAGMA user_version = 2",
+						      NULL, NULL, NULL),
+					 SQLITE_OK);
+			sqlite3_close(db);
+		}
+		st = open_store();
+		for (int i = 0; i < 3; i++) { /* the same profiles again: nothing new */
+			assert_int_equal(ingest_at(st, "svc", day + H * (i + 4), seeds[i], &m, &err), 0);
+			pd_meta_clear(&m);
+		}
+		pd_store_close(st);
+		assert_int_equal(day_symbols(day, &indexed), n3);
+		assert_int_equal(indexed, legacy);
+		st = open_store(); /* and one more: what the reference added for it */
+		assert_int_equal(ingest_at(st, "svc", day + H * 8, seeds[3], &m, &err), 0);
+		pd_meta_clear(&m);
+		pd_store_close(st);
+		assert_int_equal(day_symbols(day, &indexed), nref);
+	}
 }
 
 static int refuse_reserve(void *ctx, size_t bytes)
@@ -2180,6 +2417,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rollup_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksums, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_and_legacy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_header_in_block, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symbols_unindexed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
