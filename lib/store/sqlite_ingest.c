@@ -134,10 +134,10 @@ static inline uint8_t *tmp_room(struct ing *g, size_t n)
 	return pd_buf_reserve(&g->tmp, n + 1) ? NULL : g->tmp.ptr;
 }
 
-/* The map of a table without an index on h: every row's (h, seq). */
-static int pmap_read(struct ing *g, int k)
+/* The map of a table without an index on h: every row's (h, seq). Under
+ * the store mutex. */
+int sq_pmap_read(struct part *p, int k, struct pd_err *err)
 {
-	struct part *p = g->pt;
 	char sql[64];
 	snprintf(sql, sizeof sql, "SELECT h, seq FROM %s", sq_ktable[k]);
 	size_t cap = 1024;
@@ -146,10 +146,11 @@ static int pmap_read(struct ing *g, int k)
 	struct pslot *t = calloc(cap, sizeof *t);
 	sqlite3_stmt *st = NULL;
 	if (!t)
-		return nomem(g);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	sq_part_read(p);
 	if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(t);
-		return sq_err(g->err, p->db, "symbol table");
+		return sq_err(err, p->db, "symbol table");
 	}
 	int r;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -166,9 +167,9 @@ static int pmap_read(struct ing *g, int k)
 	if (r != SQLITE_DONE) {
 		free(t);
 		if (r == SQLITE_ROW)
-			return sq_damaged(p, g->err, "%s: a row outside its seqs", sq_ktable[k]);
-		return sq_corrupt(p->db) ? sq_damaged(p, g->err, "%s: %s", sq_ktable[k], sqlite3_errmsg(p->db))
-					 : sq_err(g->err, p->db, "symbol table");
+			return sq_damaged(p, err, "%s: a row outside its seqs", sq_ktable[k]);
+		return sq_corrupt(p->db) ? sq_damaged(p, err, "%s: %s", sq_ktable[k], sqlite3_errmsg(p->db))
+					 : sq_err(err, p->db, "symbol table");
 	}
 	p->pm[k] = (struct pmap){t, cap - 1};
 	return 0;
@@ -188,7 +189,7 @@ static int stored(struct ing *g, int k, uint64_t probe, const uint8_t *c, size_t
 	sq_part_read(p);
 	sqlite3_stmt *f = p->find[k]; /* seq, c by h */
 	if (!p->hidx[k]) {
-		if (!p->pm[k].s && (rc = pmap_read(g, k)))
+		if (!p->pm[k].s && (rc = sq_pmap_read(p, k, g->err)))
 			return rc;
 		const struct pmap *m = &p->pm[k];
 		int64_t seq = 0;
