@@ -390,7 +390,7 @@ fi
 if want c; then
 {
 	echo
-	echo "Storage: profiles of one service (goapp) posted to a fresh server, one at a time (as a scraper sends one target's): cpu = the 1,000 small generated profiles, the other types = 1,000 real scrapes each of examples/goapp, 250 ms apart; du -sb of the data dir, without the fixed disk-full ballast .reserve (4 MiB)"
+	echo "Storage: profiles of one service (goapp) posted to a fresh server, one at a time (as a scraper sends one target's): cpu = the 1,000 small generated profiles, the other types = 1,000 real scrapes each of examples/goapp, 250 ms apart (and a row of 1,000 real 1 s CPU profiles of it); du -sb of the data dir, without the fixed disk-full ballast .reserve (4 MiB)"
 	echo
 	echo "| type | profiles | gzip'd input | per profile | on disk, running (with WAL) | on disk after SIGTERM | per profile | input / disk | data dir with 1 profile | marginal per profile | input / marginal | WAL left after SIGTERM |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
