@@ -361,7 +361,6 @@ static void sq_close(struct pd_store *base)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->qmu);
 	pthread_mutex_destroy(&s->zmu);
-	pthread_cond_destroy(&s->qcv);
 	free(s->quar);
 	free(s->reserve_path);
 	free(s->dir);
@@ -446,7 +445,6 @@ int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, str
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->qmu, NULL);
 	pthread_mutex_init(&s->zmu, NULL);
-	pthread_cond_init(&s->qcv, NULL);
 	s->qtail = &s->qhead;
 	s->max_open = 64;
 	s->rc_max = SQ_RCACHE_BYTES;

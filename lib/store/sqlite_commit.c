@@ -254,6 +254,10 @@ static void commit_batch(struct sq *s, struct job *batch)
  * more jobs — made no difference beyond the noise of bench/serve.sh.) */
 void sq_submit(struct sq *s, struct job *j)
 {
+	/* each waiter sleeps on its own condition: the leader wakes the jobs
+	 * it committed and the next leader, not every waiter (a broadcast
+	 * woke the jobs queued during the commit only to sleep again) */
+	pthread_cond_init(&j->cv, NULL);
 	pthread_mutex_lock(&s->qmu);
 	j->next = NULL;
 	j->done = false;
@@ -261,7 +265,7 @@ void sq_submit(struct sq *s, struct job *j)
 	s->qtail = &j->next;
 	while (!j->done) {
 		if (s->committing) {
-			pthread_cond_wait(&s->qcv, &s->qmu);
+			pthread_cond_wait(&j->cv, &s->qmu);
 			continue;
 		}
 		s->committing = true;
@@ -272,12 +276,16 @@ void sq_submit(struct sq *s, struct job *j)
 		commit_batch(s, batch);
 		pthread_mutex_lock(&s->qmu);
 		for (struct job *b = batch, *next; b; b = next) {
-			next = b->next; /* b may be gone once done is seen */
+			next = b->next; /* b may be gone once done is seen (after the unlock) */
 			b->done = true;
+			if (b != j)
+				pthread_cond_signal(&b->cv);
 		}
 		s->committing = false;
-		pthread_cond_broadcast(&s->qcv);
+		if (s->qhead) /* queued meanwhile: its first job leads the next commit */
+			pthread_cond_signal(&s->qhead->cv);
 	}
 	pthread_mutex_unlock(&s->qmu);
+	pthread_cond_destroy(&j->cv);
 }
 

@@ -173,6 +173,7 @@ struct job {
 	struct pd_err *err;
 	int rc;
 	bool handled, done;
+	pthread_cond_t cv; /* sq_submit: its waiter's (under qmu) */
 };
 
 struct sq {
@@ -186,7 +187,6 @@ struct sq {
 	int lock_fd;     /* flock'd <dir>/.lock: one process per data dir */
 	/* group commit: the queue, and whether a committer is at work */
 	pthread_mutex_t qmu;
-	pthread_cond_t qcv; /* a batch is done */
 	struct job *qhead, **qtail;
 	bool committing;
 	size_t rc_bytes, rc_max; /* in the partitions' read caches (struct rcache), its bound; under mu */
