@@ -275,15 +275,15 @@ void sq_rcache_clear_all(struct sq *s);
 /* Read partition p's symbols into its read cache (pd_store_warm), while
  * the budget allows; false once it is full. In a read transaction of p. */
 bool sq_rcache_warm(struct part *p);
-/* Read table k's map (struct pmap) into p: once it is needed (a lookup
- * that missed the cache of a table without an index on h), or ahead (the
- * newest day at start: pd_store_warm). Under the store mutex. */
-int sq_pmap_read(struct part *p, int k, struct pd_err *err);
 int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err);
 
 /* ---- sqlite_ingest.c ---- */
 int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,
 	      struct pd_profile_meta *out, enum pd_refusal *why, struct pd_err *err);
+/* Read table k's map (struct pmap) into p: once it is needed (a lookup
+ * that missed the cache of a table without an index on h), or ahead (the
+ * newest day at start: pd_store_warm). Under the store mutex. */
+int sq_pmap_read(struct part *p, int k, struct pd_err *err);
 
 /* ---- sqlite_commit.c ---- */
 void sq_submit(struct sq *s, struct job *j);
