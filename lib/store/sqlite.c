@@ -388,9 +388,11 @@ static void sq_warm(struct pd_store *base, size_t days)
 					room = sq_rcache_warm(pt);
 				/* the newest day is the one uploads go to: its symbol
 				 * maps read now, not under the first upload */
-				for (int k = 0; i == nd && k < NKINDS; k++)
-					if (!pt->fresh[k] && !pt->hidx[k] && !pt->pm[k].s && sq_pmap_read(pt, k, &err))
-						break;
+				if (i == nd)
+					for (int k = 0; k < NKINDS; k++)
+						if (!pt->fresh[k] && !pt->hidx[k] && !pt->pm[k].s &&
+						    sq_pmap_read(pt, k, &err))
+							break;
 				sq_part_done(pt);
 			}
 		}

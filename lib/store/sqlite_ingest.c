@@ -183,44 +183,37 @@ static int stored(struct ing *g, int k, uint64_t probe, const uint8_t *c, size_t
 		  bool *same)
 {
 	struct part *p = g->pt;
+	int64_t seq = 0; /* the map's */
 	int rc;
 	*os = 0;
 	*same = false;
 	sq_part_read(p);
-	sqlite3_stmt *f = p->find[k]; /* seq, c by h */
 	if (!p->hidx[k]) {
 		if (!p->pm[k].s && (rc = sq_pmap_read(p, k, g->err)))
 			return rc;
 		const struct pmap *m = &p->pm[k];
-		int64_t seq = 0;
-		for (size_t i = (size_t)probe & m->mask; m->s[i].seq; i = (i + 1) & m->mask)
-			if (m->s[i].probe == probe) {
+		for (size_t i = (size_t)probe & m->mask; m->s[i].seq && !seq; i = (i + 1) & m->mask)
+			if (m->s[i].probe == probe)
 				seq = m->s[i].seq;
-				break;
-			}
 		if (!seq)
 			return 0;
-		f = p->get[k]; /* c by seq */
-		sqlite3_reset(f);
-		sqlite3_bind_int64(f, 1, seq);
-		*os = seq;
-	} else {
-		sqlite3_reset(f);
-		sqlite3_bind_int64(f, 1, (int64_t)probe);
 	}
-	int r = sqlite3_step(f), col = p->hidx[k];
+	/* by the map's seq (get: c), else by h (find: seq, c) */
+	sqlite3_stmt *f = seq ? p->get[k] : p->find[k];
+	sqlite3_reset(f);
+	sqlite3_bind_int64(f, 1, seq ? seq : (int64_t)probe);
+	int r = sqlite3_step(f), col = seq ? 0 : 1;
 	if (r == SQLITE_ROW) {
 		const void *oc = sqlite3_column_blob(f, col);
 		size_t on = (size_t)sqlite3_column_bytes(f, col);
 		*same = on >= key && key <= n && (key == 0 || memcmp(oc, c, key) == 0) && (key != n || on == n);
-		if (p->hidx[k])
-			*os = sqlite3_column_int64(f, 0);
+		*os = seq ? seq : sqlite3_column_int64(f, 0);
 	}
 	sqlite3_reset(f);
-	if (r == SQLITE_ROW || (r == SQLITE_DONE && p->hidx[k]))
+	if (r == SQLITE_ROW || (r == SQLITE_DONE && !seq))
 		return 0;
-	if (r == SQLITE_DONE) /* the map's row is gone */
-		return sq_damaged(p, g->err, "%s: row %lld is missing", sq_ktable[k], (long long)*os);
+	if (r == SQLITE_DONE) /* the map names a row that is not there */
+		return sq_damaged(p, g->err, "%s: row %lld is missing", sq_ktable[k], (long long)seq);
 	return sq_err(g->err, p->db, "symbol lookup");
 }
 

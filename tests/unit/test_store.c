@@ -1834,6 +1834,22 @@ static const int64_t *golden_vals(const void *ctx, size_t i)
 	return r[0] + i * (size_t)r[1][0] + 2;
 }
 
+/* rows (nr of 2 + nv) encoded again by pd_enc_rows with o (NULL:
+ * version 1) onto out */
+static void golden_encode(ZSTD_CCtx *z, const int64_t *rows, size_t nr, uint32_t nv, const struct pd_blkopt *o,
+			  struct pd_buf *out)
+{
+	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
+	for (size_t i = 0; i < nr; i++)
+		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
+	const int64_t *ctx[2] = {rows, &w};
+	struct pd_err err;
+	if (pd_enc_rows(z, nr, nv, stk, ls, golden_vals, ctx, o, out, &err))
+		fail_msg("encode: %s", err.msg);
+	free(stk);
+	free(ls);
+}
+
 /* The version 1 payload (codec.h) of a stored block: its rows decoded
  * (bases resolved) and encoded again the old way, bit for bit what the
  * store wrote before version 2. A version 3 block's header payload is
@@ -1870,15 +1886,9 @@ static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid,
 			fail_msg("%s: %s", xid, err.msg);
 		assert_int_equal(pd_buf_append(hdr, hp, hn), 0);
 	}
-	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
-	for (size_t i = 0; i < nr; i++)
-		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
-	const int64_t *ctx[2] = {rows, &w};
 	out->len = 0;
-	assert_int_equal(pd_enc_rows(z, nr, nv, stk, ls, golden_vals, ctx, NULL, out, &err), 0);
+	golden_encode(z, rows, nr, nv, NULL, out);
 	pd_rawcache_put(&rc, pd_block_raw_hash(raw, rn), raw, rn);
-	free(stk);
-	free(ls);
 	free(rows);
 	ZSTD_freeDCtx(d);
 	ZSTD_freeCCtx(z);
@@ -1992,15 +2002,11 @@ static void row_to_v2(const char *id, enum v2how how)
 	assert_int_equal(pd_blob_begin(&hb), 0);
 	assert_int_equal(pd_buf_append(&hb, hp, hn), 0);
 	pd_blob_seal(&hb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_HEADER));
-	int64_t *stk = malloc((nr + 1) * sizeof *stk), *ls = malloc((nr + 1) * sizeof *ls), w = 2 + nv;
-	for (size_t i = 0; i < nr; i++)
-		stk[i] = rows[i * (size_t)w], ls[i] = rows[i * (size_t)w + 1];
-	const int64_t *ctx[2] = {rows, &w};
 	if (how == V2_BOTH) /* keep the version 3 block */
 		assert_int_equal(pd_buf_append(&bb, sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0)), 0);
 	else {
 		assert_int_equal(pd_blob_begin(&bb), 0);
-		assert_int_equal(pd_enc_rows(z, nr, nv, stk, ls, golden_vals, ctx, &(struct pd_blkopt){0}, &bb, &err), 0);
+		golden_encode(z, rows, nr, nv, &(struct pd_blkopt){0}, &bb);
 		assert_int_equal(bb.ptr[PD_BLOB_FRAME], PD_BLOCK_V2);
 		pd_blob_seal(&bb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK));
 	}
@@ -2013,7 +2019,7 @@ static void row_to_v2(const char *id, enum v2how how)
 	assert_int_equal(sqlite3_step(up), SQLITE_DONE);
 	sqlite3_finalize(up);
 	sqlite3_close(db);
-	free(stk), free(ls), free(rows), free(raw);
+	free(rows), free(raw);
 	pd_buf_free(&hb), pd_buf_free(&bb);
 	ZSTD_freeDCtx(d);
 	ZSTD_freeCCtx(z);
