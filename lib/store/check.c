@@ -7,6 +7,7 @@
  * per damaged thing through a callback; the caller prints and counts.
  */
 #include "codec.h"
+#include "prepare.h"
 #include "../util/pdsqlite.h"
 
 #include <dirent.h>
@@ -225,19 +226,57 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "rollups: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	st = NULL;
-	/* symbols: every row readable */
-	static const char *const tables[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
-	for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+	/* symbol packs (schema 4 on; codec.h): each through its checksum and
+	 * decoder, a kind's from group 0 on without a gap */
+	static const char *const tables[PD_SYM_NKINDS] = {"strings", "functions", "mappings", "locations", "stacks",
+							  "labelsets"};
+	int64_t packed[PD_SYM_NKINDS] = {0}; /* the last seq packed */
+	if (sqlite3_prepare_v2(db, "SELECT kg >> 40, kg & 1099511627775, c FROM packs ORDER BY kg", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t k = sqlite3_column_int64(st, 0), first = sqlite3_column_int64(st, 1);
+			if (k < 0 || k >= PD_SYM_NKINDS || k == PD_SYM_MAP || first < 1) {
+				say(c, "packs: a pack of kind %lld from #%lld", (long long)k, (long long)first);
+				continue;
+			}
+			struct pd_pack pk;
+			struct pd_err e;
+			if (pd_pack_dec(c->dctx, (int)k, first, sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
+					&pk, &e)) {
+				say(c, "%s: the pack from #%lld: %s", tables[k], (long long)first, e.msg);
+				packed[k] = -1; /* its end unknown: the next one is not held against it */
+				continue;
+			}
+			if (packed[k] >= 0 && first != packed[k] + 1)
+				say(c, "%s: no pack holds #%lld to #%lld", tables[k], (long long)packed[k] + 1,
+				    (long long)first - 1);
+			packed[k] = first + pk.n - 1;
+			for (uint32_t i = 0; i < pk.n; i++)
+				c->out->symbols += pk.n1[i] != 0;
+			pd_pack_free(&pk);
+		}
+		if (r != SQLITE_DONE)
+			say(c, "packs: %s", sqlite3_errmsg(db));
+	} /* else a file of schema 3 or older: no packs */
+	sqlite3_finalize(st);
+	st = NULL;
+	/* symbols: every row readable, none of a packed group */
+	for (size_t i = 0; i < PD_SYM_NKINDS; i++) {
 		char sql[96];
 		snprintf(sql, sizeof sql, "SELECT seq, length(c) FROM %s", tables[i]);
 		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 			say(c, "%s: %s", tables[i], sqlite3_errmsg(db));
 			continue;
 		}
-		while ((r = sqlite3_step(st)) == SQLITE_ROW)
+		int64_t twice = 0;
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 			c->out->symbols++;
+			twice += sqlite3_column_int64(st, 0) <= packed[i];
+		}
 		if (r != SQLITE_DONE)
 			say(c, "%s: %s", tables[i], sqlite3_errmsg(db));
+		if (twice)
+			say(c, "%s: %lld rows of seqs that are packed", tables[i], (long long)twice);
 		sqlite3_finalize(st);
 		st = NULL;
 	}

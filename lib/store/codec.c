@@ -847,3 +847,116 @@ int pd_enc_block(ZSTD_CCtx *z, const struct pd_profile *p, const int64_t *stk, c
 {
 	return pd_enc_rows(z, p->nsamples, p->nsample_types, stk, lset, sample_vals, p, o, out, err);
 }
+
+/* ---- symbol packs ------------------------------------------------------- */
+
+/* zstd's level for packs: see docs/benchmarks.md, "Symbol packs" */
+#define PACK_LEVEL 3
+
+uint64_t pd_pack_seed(int kind, int64_t first)
+{
+	uint8_t k[9] = {(uint8_t)kind};
+	memcpy(k + 1, &first, 8);
+	return pd_blob_seed(k, sizeof k, PD_BLOB_PACK);
+}
+
+int pd_pack_enc(ZSTD_CCtx *z, int kind, int64_t first, uint32_t n, const uint8_t *const *c, const uint32_t *n1,
+		struct pd_buf *out, struct pd_err *err)
+{
+	if (n < 1 || n > PD_PACK_MAX)
+		return pd_errf(err, PD_EINVAL, "store: a symbol pack of %u symbols", n);
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += n1[i] ? n1[i] - 1 : 0;
+	if (total > PD_STORE_MAX_BLOCK)
+		return pd_errf(err, PD_ELIMIT, "store: a symbol pack over %u bytes", PD_STORE_MAX_BLOCK);
+	struct pd_buf raw = PD_BUF_INIT(0);
+	if (pd_buf_reserve(&raw, 10 * ((size_t)n + 1) + total))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	uint8_t *e = raw.ptr;
+	PD_PV(e, n);
+	for (uint32_t i = 0; i < n; i++)
+		PD_PV(e, n1[i]);
+	for (uint32_t i = 0; i < n; i++)
+		if (n1[i] > 1) {
+			memcpy(e, c[i], n1[i] - 1);
+			e += n1[i] - 1;
+		}
+	raw.len = (size_t)(e - raw.ptr);
+	size_t start = out->len, bound = ZSTD_compressBound(raw.len);
+	int rc = 0;
+	if (pd_blob_begin(out) || pd_buf_reserve(out, 1 + bound)) {
+		rc = pd_errf(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	out->ptr[out->len++] = PD_PACK_V1;
+	size_t zn = ZSTD_compressCCtx(z, out->ptr + out->len, bound, raw.ptr, raw.len, PACK_LEVEL);
+	if (ZSTD_isError(zn)) {
+		rc = pd_errf(err, PD_EIO, "store: zstd: %s", ZSTD_getErrorName(zn));
+		goto out;
+	}
+	out->len += zn;
+	pd_blob_seal(out, start, pd_pack_seed(kind, first));
+out:
+	if (rc)
+		out->len = start;
+	pd_buf_free(&raw);
+	return rc;
+}
+
+void pd_pack_free(struct pd_pack *p)
+{
+	free(p->raw);
+	free(p->off);
+	memset(p, 0, sizeof *p);
+}
+
+int pd_pack_dec(ZSTD_DCtx *dctx, int kind, int64_t first, const void *b, size_t n, struct pd_pack *out,
+		struct pd_err *err)
+{
+	memset(out, 0, sizeof *out);
+	const uint8_t *p;
+	size_t pn;
+	bool checked;
+	int rc = pd_blob_open(b, n, pd_pack_seed(kind, first), &p, &pn, &checked, err);
+	if (rc)
+		return rc;
+	if (!checked || pn < 1 || p[0] != PD_PACK_V1)
+		return pd_errf(err, PD_EIO, "corrupt symbol pack (%s)", !checked ? "no frame" : "version");
+	uint8_t *raw = NULL;
+	size_t rn = 0;
+	if ((rc = unz(dctx, p + 1, pn - 1, &raw, &rn)))
+		return rc == PD_ENOMEM ? pd_errf(err, rc, "out of memory") : pd_errf(err, PD_EIO, "corrupt symbol pack (zstd)");
+	struct pd_rd r = {raw, raw + rn, false};
+	uint64_t cnt = pd_rd_v(&r);
+	const char *why = NULL;
+	if (r.bad || cnt < 1 || cnt > PD_PACK_MAX || cnt > rn)
+		why = "count";
+	else if (!(out->off = malloc(2 * cnt * sizeof *out->off)))
+		rc = PD_ENOMEM;
+	if (!why && !rc) {
+		out->n1 = out->off + cnt;
+		for (uint64_t i = 0; i < cnt; i++) {
+			uint64_t v = pd_rd_v(&r);
+			r.bad = r.bad || v > rn + 1;
+			out->n1[i] = r.bad ? 0 : (uint32_t)v;
+		}
+		size_t at = (size_t)(r.p - raw);
+		for (uint64_t i = 0; i < cnt && !r.bad; i++) {
+			size_t len = out->n1[i] ? out->n1[i] - 1 : 0;
+			r.bad = len > rn - at;
+			out->off[i] = (uint32_t)at;
+			at += r.bad ? 0 : len;
+		}
+		why = r.bad ? "lengths" : at != rn ? "trailing bytes" : NULL;
+	}
+	if (why || rc) {
+		free(raw);
+		pd_pack_free(out);
+		return rc ? pd_errf(err, rc, "out of memory") : pd_errf(err, PD_EIO, "corrupt symbol pack (%s)", why);
+	}
+	out->first = first;
+	out->n = (uint32_t)cnt;
+	out->raw = raw;
+	return 0;
+}

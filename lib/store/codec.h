@@ -35,7 +35,7 @@
 #define PD_BLOB_MAGIC 0xFE              /* framing, version 1 */
 #define PD_BLOB_FRAME 9                 /* magic + 8 bytes of checksum */
 
-enum pd_blob_role { PD_BLOB_HEADER = 1, PD_BLOB_BLOCK = 2, PD_BLOB_FNS = 3 };
+enum pd_blob_role { PD_BLOB_HEADER = 1, PD_BLOB_BLOCK = 2, PD_BLOB_FNS = 3, PD_BLOB_PACK = 4 };
 
 /* ---- varints, zig-zag ---- */
 static inline uint64_t pd_zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
@@ -121,9 +121,10 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * frame 9): measured, pd_row_decode. */
 #define PD_BLOCK_V3 0x03
 /* The embedded store's day files say in user_version what they may hold:
- * 1 rollups, 2 sample blocks of version 2, 3 of version 3 (which an older
- * profd cannot read: it refuses the file, naming the schema). */
-#define PD_DAYFILE_SCHEMA 3
+ * 1 rollups, 2 sample blocks of version 2, 3 of version 3, 4 symbol packs
+ * (below; which an older profd cannot read: it refuses the file, naming
+ * the schema). */
+#define PD_DAYFILE_SCHEMA 4
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */
@@ -219,6 +220,38 @@ int pd_block_resolve(ZSTD_DCtx *dctx, struct pd_rawcache *c, const void *payload
 int pd_row_decode(ZSTD_DCtx *dctx, struct pd_rawcache *c, const uint8_t *hp, size_t hn, const uint8_t *bp,
 		  size_t bn, pd_block_fetch fetch, void *fctx, struct pd_shdr *h, int64_t **rows, size_t *nrows,
 		  uint32_t *nv, struct pd_err *err) PD_WUR;
+
+/* ---- symbol packs (day files of schema 4) ---- */
+/* The embedded store moves a kind's committed symbols (all but mappings)
+ * out of their table into packs: a pack holds the seqs first .. first +
+ * n - 1, n <= PD_PACK_MAX. Framed (role PD_BLOB_PACK, seed pd_pack_seed),
+ * its payload is
+ *     0x01  zstd of: n (varint), per seq a varint, its content's length
+ *           + 1 (0: no symbol has that seq, lost with a failed commit),
+ *           then the contents in seq order
+ * A row of its own cost a symbol its content plus ~18 bytes (the seq, h
+ * and SQLite's row); packed, neighbours compress against each other (a
+ * stack is its parent's locations and one more): measured in
+ * docs/benchmarks.md, "Symbol packs". */
+#define PD_PACK_MAX 4096
+#define PD_PACK_V1 0x01
+struct pd_pack {
+	int64_t first;     /* its first seq */
+	uint32_t n;        /* seqs first .. first + n - 1 */
+	uint32_t *off, *n1; /* seq first + i: n1[i] - 1 bytes at raw + off[i]; n1 0: none */
+	uint8_t *raw;      /* decompressed (malloc'd, off and n1 with it) */
+};
+uint64_t pd_pack_seed(int kind, int64_t first);
+/* Append the framed pack of kind's seqs first .. first + n - 1 to out:
+ * seq first + i's content c[i], n1[i] - 1 bytes (n1[i] 0: none). */
+int pd_pack_enc(ZSTD_CCtx *z, int kind, int64_t first, uint32_t n, const uint8_t *const *c, const uint32_t *n1,
+		struct pd_buf *out, struct pd_err *err) PD_WUR;
+/* A stored pack (framed) of kind from seq first, checked and decoded into
+ * out (pd_pack_free; left empty on error: PD_EIO "corrupt ..." or
+ * PD_ENOMEM). */
+int pd_pack_dec(ZSTD_DCtx *dctx, int kind, int64_t first, const void *b, size_t n, struct pd_pack *out,
+		struct pd_err *err) PD_WUR;
+void pd_pack_free(struct pd_pack *p);
 
 /* ---- fns blob ---- */
 /* Append the zstd'd function table of t to out. */

@@ -115,6 +115,91 @@ static void series_update(struct sq *s, struct part *pt, struct job *batch)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Packs (codec.h) aim at PACK_TARGET bytes: SQLite keeps a row of up to
+ * ~4 KB on a 4 KB page, so a row of 2-4 KB has a page of its own, half
+ * of it empty (packs of 256 stacks, ~2.2 KB, took 1.8 times their bytes:
+ * dbstat), while a longer row takes ~0.5 KB of a shared page and full
+ * overflow pages. A trial that comes out under PACK_MIN is not written:
+ * its rows wait for more. */
+#define PACK_TARGET 4600
+#define PACK_MIN 4100
+#define PACK_RAW_MAX ((size_t)1 << 20) /* a pack's contents at most (one symbol over it is alone) */
+#define PACK_BPS0 (8 * 16)             /* bytes a packed symbol takes, x16, until one is measured */
+
+/* Pack kind k of pt from pt->packed[k] + 1 on, up to upto (every seq to
+ * it is committed, being committed, or lost with a failed commit), while
+ * what is there is estimated to make a pack of PACK_TARGET bytes: the
+ * rows become a row of packs. *np: the last seq packed then. A SQLite
+ * error fails the transaction; out of memory only leaves the rows as
+ * they are, for the next commit. */
+static int pack_kind(struct sq *s, struct part *pt, int k, int64_t upto, int64_t *np)
+{
+	*np = pt->packed[k];
+	uint32_t bps = pt->pack_bps[k] ? pt->pack_bps[k] : PACK_BPS0;
+	if (!sq_packable(pt, k) || (upto - *np) * bps < PACK_TARGET * 16)
+		return SQLITE_OK;
+	ZSTD_CCtx *z = sq_cctx_get(s);
+	struct pd_buf rows = PD_BUF_INIT(0), out = PD_BUF_INIT(0);
+	size_t *off = malloc(PD_PACK_MAX * (sizeof *off + sizeof(uint32_t) + sizeof(const uint8_t *)));
+	uint32_t *n1 = off ? (uint32_t *)(off + PD_PACK_MAX) : NULL;
+	const uint8_t **c = off ? (const uint8_t **)(n1 + PD_PACK_MAX) : NULL;
+	struct pd_err e;
+	int r = SQLITE_OK;
+	while (z && off && r == SQLITE_OK && upto > *np && (upto - *np) * bps >= PACK_TARGET * 16) {
+		int64_t lo = *np + 1, hi = upto - lo >= PD_PACK_MAX ? lo + PD_PACK_MAX - 1 : upto;
+		sqlite3_stmt *st = pt->pack_rows[k];
+		memset(n1, 0, PD_PACK_MAX * sizeof *n1);
+		rows.len = 0;
+		sqlite3_bind_int64(st, 1, lo);
+		sqlite3_bind_int64(st, 2, hi);
+		bool oom = false;
+		while (!oom && rows.len < PACK_RAW_MAX && (r = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t seq = sqlite3_column_int64(st, 0);
+			size_t n = (size_t)sqlite3_column_bytes(st, 1);
+			const void *b = sqlite3_column_blob(st, 1);
+			if (seq < lo || seq > hi || n >= UINT32_MAX)
+				continue;
+			off[seq - lo] = rows.len;
+			n1[seq - lo] = (uint32_t)n + 1;
+			oom = pd_buf_append(&rows, n ? b : "", n) != 0;
+			if (rows.len >= PACK_RAW_MAX)
+				hi = seq; /* the rest goes into the next pack */
+		}
+		sqlite3_reset(st);
+		if (oom || (r != SQLITE_DONE && r != SQLITE_ROW))
+			break;
+		r = SQLITE_OK;
+		uint32_t n = (uint32_t)(hi - lo + 1);
+		for (uint32_t i = 0; i < n; i++)
+			c[i] = n1[i] ? rows.ptr + off[i] : NULL;
+		out.len = 0;
+		if (pd_pack_enc(z, k, lo, n, c, n1, &out, &e))
+			break;
+		bps = (uint32_t)(out.len * 16 / n) + 1;
+		if (out.len < PACK_MIN && hi == upto)
+			break; /* the estimate was high: wait for more */
+		st = pt->pack_ins;
+		sqlite3_bind_int64(st, 1, k);
+		sqlite3_bind_int64(st, 2, lo);
+		sqlite3_bind_blob(st, 3, out.ptr, (int)out.len, SQLITE_STATIC);
+		if ((r = wstep(st)))
+			break;
+		st = pt->pack_del[k];
+		sqlite3_bind_int64(st, 1, lo);
+		sqlite3_bind_int64(st, 2, hi);
+		if ((r = wstep(st)))
+			break;
+		*np = hi;
+	}
+	pt->pack_bps[k] = bps;
+	free(off);
+	pd_buf_free(&rows);
+	pd_buf_free(&out);
+	if (z)
+		sq_cctx_put(s, z);
+	return r;
+}
+
 /* Commit the jobs of batch that are for partition pt: one transaction
  * with every pending symbol of pt, each job in a savepoint. */
 static void commit_part(struct sq *s, struct part *pt, struct job *batch)
@@ -122,6 +207,9 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 	pthread_mutex_lock(&s->mu);
 	struct pendq q = pt->pend; /* ours now: symbols resolved from here on are for the next commit */
 	memset(&pt->pend, 0, sizeof pt->pend);
+	int64_t upto[NKINDS], np[NKINDS];
+	for (int k = 0; k < NKINDS; k++)
+		upto[k] = pt->next[k] - 1;
 	uint64_t gen = pt->gen;
 	size_t live = 0;
 	for (struct job *j = batch; j; j = j->next) {
@@ -176,6 +264,10 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 			goto fail;
 		}
 	}
+	what = "pack symbols";
+	for (int k = 0; k < NKINDS; k++)
+		if (pack_kind(s, pt, k, upto[k], &np[k]))
+			goto fail;
 	/* the hours whose profiles changed: their rollups are stale now */
 	what = "hour generation";
 	for (struct job *j = batch; j; j = j->next) {
@@ -191,6 +283,10 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 	what = "commit";
 	if (wstep(pt->commit))
 		goto fail;
+	pthread_mutex_lock(&s->mu);
+	for (int k = 0; k < NKINDS; k++)
+		pt->packed[k] = np[k];
+	pthread_mutex_unlock(&s->mu);
 	sq_pendq_free(&q);
 	series_update(s, pt, batch);
 	bool full = false;

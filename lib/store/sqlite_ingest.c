@@ -121,6 +121,7 @@ struct ing {
 	/* seqs, 0 = not resolved yet; per sample: stack, label set (0 = none) */
 	int64_t *ss, *fs, *ms, *ls, *stk, *lset;
 	struct pd_buf tmp; /* content being encoded */
+	struct pd_buf cmp; /* a stored symbol's content, compared with tmp's */
 };
 
 static int nomem(struct ing *g) { return pd_errf(g->err, PD_ENOMEM, "out of memory"); }
@@ -134,12 +135,43 @@ static inline uint8_t *tmp_room(struct ing *g, size_t n)
 	return pd_buf_reserve(&g->tmp, n + 1) ? NULL : g->tmp.ptr;
 }
 
-/* The map of a table without an index on h: every row's (h, seq). Under
- * the store mutex. */
+/* Put (probe, seq) in map t of cap slots (a power of 2, more than the
+ * seqs below next): false if seq is outside them (damage). */
+static bool pmap_put(struct pslot *t, size_t cap, int64_t next, uint64_t probe, int64_t seq)
+{
+	if (seq <= 0 || seq >= next)
+		return false;
+	size_t i = (size_t)probe & (cap - 1);
+	while (t[i].seq)
+		i = (i + 1) & (cap - 1);
+	t[i] = (struct pslot){probe, seq};
+	return true;
+}
+
+struct pmap_fill {
+	struct pslot *t;
+	size_t cap;
+	int64_t next;
+	int k;
+};
+
+static int pmap_pack(void *ctx, const struct pd_pack *pk)
+{
+	struct pmap_fill *f = ctx;
+	for (uint32_t i = 0; i < pk->n; i++)
+		if (pk->n1[i])
+			pmap_put(f->t, f->cap, f->next, sq_ckey(f->k, pk->raw + pk->off[i], pk->n1[i] - 1), pk->first + i);
+	return 0;
+}
+
+/* The map of a table without an index on h: every symbol's (h, seq), or
+ * (sq_ckey of its content, seq) for a kind that is packed (sq_packable),
+ * its packs included. Under the store mutex. */
 int sq_pmap_read(struct part *p, int k, struct pd_err *err)
 {
+	bool ck = sq_packable(p, k);
 	char sql[64];
-	snprintf(sql, sizeof sql, "SELECT h, seq FROM %s", sq_ktable[k]);
+	snprintf(sql, sizeof sql, ck ? "SELECT c, seq FROM %s" : "SELECT h, seq FROM %s", sq_ktable[k]);
 	size_t cap = 1024;
 	while (cap * 3 < (size_t)p->next[k] * 4)
 		cap *= 2;
@@ -154,14 +186,10 @@ int sq_pmap_read(struct part *p, int k, struct pd_err *err)
 	}
 	int r;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t probe = (uint64_t)sqlite3_column_int64(st, 0);
-		int64_t seq = sqlite3_column_int64(st, 1);
-		size_t i = (size_t)probe & (cap - 1), m = 0;
-		while (t[i].seq && m++ < cap) /* seqs < next: the table cannot fill it */
-			i = (i + 1) & (cap - 1);
-		if (seq <= 0 || seq >= p->next[k] || t[i].seq)
+		uint64_t probe = ck ? sq_ckey(k, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0))
+				    : (uint64_t)sqlite3_column_int64(st, 0);
+		if (!pmap_put(t, cap, p->next[k], probe, sqlite3_column_int64(st, 1)))
 			break;
-		t[i] = (struct pslot){probe, seq};
 	}
 	sqlite3_finalize(st);
 	if (r != SQLITE_DONE) {
@@ -171,14 +199,23 @@ int sq_pmap_read(struct part *p, int k, struct pd_err *err)
 		return sq_corrupt(p->db) ? sq_damaged(p, err, "%s: %s", sq_ktable[k], sqlite3_errmsg(p->db))
 					 : sq_err(err, p->db, "symbol table");
 	}
+	/* then the packs of the same snapshot: together they hold every
+	 * symbol committed, whatever p->packed[k] says meanwhile */
+	struct pmap_fill f = {t, cap, p->next[k], k};
+	int rc = ck ? sq_packs_each(p, k, pmap_pack, &f, err) : 0;
+	if (rc) {
+		free(t);
+		return rc;
+	}
 	p->pm[k] = (struct pmap){t, cap - 1};
 	return 0;
 }
 
 /* The stored symbol of kind k whose h is probe, if any (*os, else 0), and
  * whether it is the one with content c[0..n) (key: sym_new). Through h's
- * index where the table has one, else through the partition's map. Under
- * the store mutex. */
+ * index where the table has one, else through the partition's map: by h,
+ * or by the content's key for a kind that is packed (which finds the
+ * symbol with this content or none: *same then). Under the store mutex. */
 static int stored(struct ing *g, int k, uint64_t probe, const uint8_t *c, size_t n, size_t key, int64_t *os,
 		  bool *same)
 {
@@ -192,6 +229,21 @@ static int stored(struct ing *g, int k, uint64_t probe, const uint8_t *c, size_t
 		if (!p->pm[k].s && (rc = sq_pmap_read(p, k, g->err)))
 			return rc;
 		const struct pmap *m = &p->pm[k];
+		if (sq_packable(p, k)) {
+			uint64_t ck = sq_ckey(k, c, n);
+			for (size_t i = (size_t)ck & m->mask; m->s[i].seq; i = (i + 1) & m->mask) {
+				if (m->s[i].probe != ck)
+					continue;
+				if ((rc = sq_sym_get(p, k, m->s[i].seq, &g->cmp, g->err)))
+					return rc;
+				if (g->cmp.len == n && (n == 0 || memcmp(g->cmp.ptr, c, n) == 0)) {
+					*os = m->s[i].seq;
+					*same = true;
+					return 0;
+				}
+			}
+			return 0;
+		}
 		for (size_t i = (size_t)probe & m->mask; m->s[i].seq && !seq; i = (i + 1) & m->mask)
 			if (m->s[i].probe == probe)
 				seq = m->s[i].seq;
@@ -574,7 +626,7 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 	pd_buf_free(&hdr);
 	pd_buf_free(&braw);
 	pd_blob_seal(&j.blk, 0, pd_blob_seed(j.id, PD_STORE_ID_LEN, PD_BLOB_BLOCK));
-	free(seqs), pd_buf_free(&g.tmp);
+	free(seqs), pd_buf_free(&g.tmp), pd_buf_free(&g.cmp);
 	seqs = NULL;
 	pd_prepared_drop_profile(&pp); /* not needed while waiting for the commit */
 	snprintf(j.typ, sizeof j.typ, "%s", pp.type);
@@ -590,6 +642,7 @@ out:
 		*why = PD_REFUSE_BUSY;
 	free(seqs);
 	pd_buf_free(&g.tmp);
+	pd_buf_free(&g.cmp);
 	pd_buf_free(&j.hdr);
 	pd_buf_free(&j.blk);
 	pd_buf_free(&j.raw);

@@ -133,6 +133,16 @@ struct part {
 	bool fresh[NKINDS];   /* every row of the table is in the cache: a miss is a new symbol */
 	bool hidx[NKINDS];    /* the table has an index on h (schema 2 and before), else pm */
 	struct pmap pm[NKINDS];
+	/* symbol packs (codec.h; schema 4 on): seqs 1 .. packed[k] of kind k
+	 * are in packs, not rows (for a reader whose snapshot is older or
+	 * newer than packed[k], either place is looked in); tables with an
+	 * index on h and mappings are never packed. Set by the committer after
+	 * its commit, under the store mutex. */
+	int64_t packed[NKINDS];
+	uint32_t pack_bps[NKINDS]; /* the committer's: bytes a symbol took in its last pack, x16 */
+	sqlite3_stmt *pack_get, *pack_scan; /* db: the pack of (k, seq); every pack of k */
+	sqlite3_stmt *pack_ins, *pack_rows[NKINDS], *pack_del[NKINDS]; /* wdb: the committer's */
+	struct pd_pack grp[NKINDS]; /* the pack of k last decoded (n 0: none); under the store mutex */
 	struct pendq pend;
 	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
 	bool rtx;     /* db inside a read transaction (see sq_part_read) */
@@ -246,6 +256,13 @@ struct quar {
 };
 
 
+/* Whether kind k of partition p goes into packs: its table has no index
+ * on h and its identity is its whole content (a mapping's is a prefix).
+ * Its map (struct pmap) is then keyed by sq_ckey of the content, not by
+ * h, which packs do not keep. */
+static inline bool sq_packable(const struct part *p, int k) { return k != K_MAP && !p->hidx[k]; }
+static inline uint64_t sq_ckey(int k, const void *c, size_t n) { return pd_hash(c, n, 0x7061636bu + (uint64_t)k); }
+
 /* ---- sqlite_part.c ---- */
 int sq_err(struct pd_err *err, sqlite3 *db, const char *what);
 bool sq_corrupt(sqlite3 *db);
@@ -291,6 +308,21 @@ void sq_submit(struct sq *s, struct job *j);
 /* ---- sqlite_read.c ---- */
 /* The partition's symbols as mat.h's source. */
 struct pd_symsrc sq_symsrc(struct part *pt);
+/* Symbol seq of kind k's content into buf (the read cache, packs, rows).
+ * Under the store mutex, in a read transaction of p. */
+int sq_sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err);
+/* The pack that holds seq of kind k decoded into p->grp[k], unless it is
+ * there: 1, or 0 if the snapshot has none, or an error. Same conditions. */
+int sq_pack_load(struct part *p, int k, int64_t seq, struct pd_err *err);
+/* The pack of kind k with the greatest first seq <= seq decoded into
+ * p->grp[k]: 1, or 0 if there is none, or an error. Same conditions. */
+int sq_pack_floor(struct part *p, int k, int64_t seq, struct pd_err *err);
+/* fn(ctx, pack) for every pack of kind k the snapshot has, in order, until
+ * it returns other than 0 (returned), or an error. Same conditions. */
+int sq_packs_each(struct part *p, int k, int (*fn)(void *ctx, const struct pd_pack *pk), void *ctx,
+		  struct pd_err *err);
+/* A pack's key (column kg of packs): kind k's pack from seq first. */
+#define SQ_PACK_KEY(k, first) ((int64_t)(k) * 1099511627776 + (first))
 
 /* ---- sqlite_query.c ---- */
 int sq_days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n, struct pd_err *err);

@@ -76,10 +76,84 @@ static void rcache_put(struct part *p, int k, int64_t seq, const uint8_t *d, siz
 	s->rc_bytes += rcache_size(c) - before;
 }
 
+/* Decode stored pack of kind k from seq first into p->grp[k]. */
+static int pack_take(struct part *p, int k, int64_t first, const void *b, size_t n, struct pd_err *err)
+{
+	pd_pack_free(&p->grp[k]);
+	int rc = pd_pack_dec(p->s->dctx, k, first, b, n, &p->grp[k], err);
+	if (rc == PD_EIO) {
+		char what[sizeof err->msg];
+		snprintf(what, sizeof what, "%s", err->msg);
+		return sq_damaged(p, err, "%s: the pack from #%lld: %s", sq_ktable[k], (long long)first, what);
+	}
+	return rc;
+}
+
+int sq_pack_floor(struct part *p, int k, int64_t seq, struct pd_err *err)
+{
+	sqlite3_stmt *st = p->pack_get;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, k);
+	sqlite3_bind_int64(st, 2, seq);
+	int r = sqlite3_step(st), rc = 0;
+	if (r == SQLITE_ROW)
+		rc = pack_take(p, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+			       (size_t)sqlite3_column_bytes(st, 1), err);
+	else if (r != SQLITE_DONE)
+		rc = sq_qerr(p, p->db, "packs", err);
+	sqlite3_reset(st);
+	return rc ? rc : r == SQLITE_ROW;
+}
+
+static bool pack_has(const struct pd_pack *pk, int64_t seq) { return pk->n && seq >= pk->first && seq - pk->first < pk->n; }
+
+int sq_pack_load(struct part *p, int k, int64_t seq, struct pd_err *err)
+{
+	if (pack_has(&p->grp[k], seq))
+		return 1;
+	int rc = sq_pack_floor(p, k, seq, err);
+	return rc <= 0 ? rc : pack_has(&p->grp[k], seq);
+}
+
+int sq_packs_each(struct part *p, int k, int (*fn)(void *ctx, const struct pd_pack *pk), void *ctx,
+		  struct pd_err *err)
+{
+	sqlite3_stmt *st = p->pack_scan;
+	int r, rc = 0;
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, k);
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW)
+		if (!(rc = pack_take(p, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+				     (size_t)sqlite3_column_bytes(st, 1), err)))
+			rc = fn(ctx, &p->grp[k]);
+	if (!rc && r != SQLITE_DONE)
+		rc = sq_qerr(p, p->db, "packs", err);
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* Keep every symbol of a pack (the budget allowing: else 1, stop). */
+static int warm_pack(void *ctx, const struct pd_pack *pk)
+{
+	struct part *p = ctx;
+	int k = (int)(pk - p->grp);
+	for (uint32_t i = 0; i < pk->n; i++) {
+		size_t n = pk->n1[i] ? pk->n1[i] - 1 : 0;
+		if (p->s->rc_bytes + n + 64 > p->s->rc_max)
+			return 1;
+		if (pk->n1[i])
+			rcache_put(p, k, pk->first + i, pk->raw + pk->off[i], n);
+	}
+	return 0;
+}
+
 bool sq_rcache_warm(struct part *p)
 {
 	sq_part_read(p);
 	for (int k = 0; k < NKINDS; k++) {
+		struct pd_err e;
+		if (p->packed[k] && sq_packs_each(p, k, warm_pack, p, &e) == 1)
+			return false; /* else done, or damage: said when it is read */
 		sqlite3_stmt *sc = p->scan[k];
 		sqlite3_reset(sc);
 		p->scan_at[k] = 0;
@@ -97,7 +171,26 @@ bool sq_rcache_warm(struct part *p)
 	return true;
 }
 
-static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+#define NOT_THERE 1 /* sym_packed, sym_row: no such symbol where they look */
+
+/* Symbol seq from its pack: 0, NOT_THERE, or an error. */
+static int sym_packed(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+{
+	int rc = sq_pack_load(p, k, seq, err);
+	if (rc <= 0)
+		return rc < 0 ? rc : NOT_THERE;
+	const struct pd_pack *pk = &p->grp[k];
+	size_t i = (size_t)(seq - pk->first);
+	if (!pk->n1[i])
+		return NOT_THERE;
+	buf->len = 0;
+	if (pd_buf_append(buf, pk->raw + pk->off[i], pk->n1[i] - 1))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Symbol seq from its row: 0, NOT_THERE, or an error. */
+static int sym_row(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
 {
 	sqlite3_stmt *sc = p->scan[k];
 	int64_t at = p->scan_at[k];
@@ -121,16 +214,29 @@ static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, stru
 	int r = sqlite3_step(g);
 	if (r != SQLITE_ROW) {
 		sqlite3_reset(g);
-		if (r != SQLITE_DONE && !sq_corrupt(p->db))
-			return sq_err(err, p->db, "symbol");
-		return sq_damaged(p, err, "%s #%lld missing", sq_ktable[k], (long long)seq);
+		if (r != SQLITE_DONE)
+			return sq_qerr(p, p->db, "symbol", err);
+		return NOT_THERE;
 	}
 	int rc = sym_from(g, 0, buf, err);
 	sqlite3_reset(g);
 	return rc;
 }
 
-static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+/* From its pack or its row: where packed[k] says first, then the other
+ * (for a read transaction older or newer than the commit that packed it). */
+static int sym_read(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
+{
+	bool packed = seq <= p->packed[k];
+	int rc = packed ? sym_packed(p, k, seq, buf, err) : sym_row(p, k, seq, buf, err);
+	if (rc == NOT_THERE && sq_packable(p, k))
+		rc = packed ? sym_row(p, k, seq, buf, err) : sym_packed(p, k, seq, buf, err);
+	if (rc == NOT_THERE)
+		return sq_damaged(p, err, "%s #%lld missing", sq_ktable[k], (long long)seq);
+	return rc;
+}
+
+int sq_sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struct pd_err *err)
 {
 	const struct rcache *c = &p->rc[k];
 	if (seq > 0 && (size_t)seq < c->cap && c->v[seq].n1) {
@@ -149,7 +255,7 @@ static int sym_get(struct part *p, int k, int64_t seq, struct pd_buf *buf, struc
 
 static int src_get(void *ctx, int kind, int64_t seq, struct pd_buf *out, struct pd_err *err)
 {
-	return sym_get(ctx, kind, seq, out, err);
+	return sq_sym_get(ctx, kind, seq, out, err);
 }
 
 static int src_damaged(void *ctx, struct pd_err *err, const char *msg) { return sq_damaged(ctx, err, "%s", msg); }

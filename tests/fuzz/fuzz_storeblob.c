@@ -1,11 +1,14 @@
 /*
  * fuzz_storeblob.c — libFuzzer driver for the store's own decoders
  * (lib/store/codec.c): the checksum frame, the header blob, the sample
- * block, the rollup function table — what a damaged day file feeds them.
+ * block, the rollup function table, the symbol pack — what a damaged day
+ * file feeds them.
  *
- * Input: byte 0 picks the decoder (% 4: header, sample block, function
- * table, a framed blob of any of them: frame checked with seed 0, then
- * byte 1 picks the decoder of the payload); the rest is the stored bytes.
+ * Input: byte 0 picks the decoder (% 5: header, sample block, function
+ * table, a framed blob of any of the first three: frame checked with seed
+ * 0, then byte 1 picks the decoder of the payload; a symbol pack's
+ * payload, framed here with its seed so that its decoder is reached);
+ * the rest is the stored bytes.
  * Properties beyond "no crash, no leak, no UB":
  *   - a decoded header re-encodes (pd_enc_header) to bytes that decode to
  *     the same header;
@@ -15,6 +18,8 @@
  *     version 3 block's header decodes or is refused like a header blob;
  *     a block that names a base is given itself as its only candidate (a
  *     cycle) and must be refused;
+ *   - a decoded symbol pack has 1..PD_PACK_MAX symbols within its bytes,
+ *     and encodes (pd_pack_enc) to a pack that decodes to the same;
  *   - every failure is PD_EIO (corrupt) or PD_ENOMEM with a message, or,
  *     for the function table, PD_EINCOMPAT is impossible (one table into
  *     an empty accumulator).
@@ -190,11 +195,59 @@ static void decode(int which, const uint8_t *p, size_t n)
 	}
 }
 
+/* A symbol pack's payload p[0..n): framed as the store frames pack
+ * (kind 4, first seq 1), decoded, re-encoded, decoded again. */
+static void pack(const uint8_t *p, size_t n)
+{
+	static ZSTD_DCtx *dctx;
+	static ZSTD_CCtx *z;
+	if ((!dctx && !(dctx = ZSTD_createDCtx())) || (!z && !(z = ZSTD_createCCtx())))
+		return;
+	struct pd_buf b = PD_BUF_INIT(0), e = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	struct pd_pack pk, again;
+	if (pd_blob_begin(&b) || pd_buf_append(&b, p, n))
+		goto out;
+	pd_blob_seal(&b, 0, pd_pack_seed(4, 1));
+	int rc = pd_pack_dec(dctx, 4, 1, b.ptr, b.len, &pk, &err);
+	if (rc) {
+		check_err(rc, &err);
+		goto out;
+	}
+	if (pk.n < 1 || pk.n > PD_PACK_MAX || pk.first != 1)
+		abort();
+	const uint8_t **c = malloc(pk.n * sizeof *c);
+	volatile uint64_t sum = 0; /* every content read */
+	for (uint32_t i = 0; c && i < pk.n; i++) {
+		c[i] = pk.n1[i] ? pk.raw + pk.off[i] : NULL;
+		for (uint32_t j = 0; pk.n1[i] && j < pk.n1[i] - 1; j++)
+			sum += c[i][j];
+	}
+	if (c && pd_pack_enc(z, 4, 1, pk.n, c, pk.n1, &e, &err) == 0) {
+		if (pd_pack_dec(dctx, 4, 1, e.ptr, e.len, &again, &err) || again.n != pk.n ||
+		    memcmp(again.n1, pk.n1, pk.n * sizeof *pk.n1))
+			abort();
+		for (uint32_t i = 0; i < pk.n; i++)
+			if (pk.n1[i] > 1 && memcmp(again.raw + again.off[i], c[i], pk.n1[i] - 1))
+				abort();
+		pd_pack_free(&again);
+	}
+	free(c);
+	pd_pack_free(&pk);
+out:
+	pd_buf_free(&b);
+	pd_buf_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > (1u << 20))
 		return 0;
-	int which = data[0] % 4;
+	int which = data[0] % 5;
+	if (which == 4) {
+		pack(data + 1, size - 1);
+		return 0;
+	}
 	if (which < 3) {
 		decode(which, data + 1, size - 1);
 		return 0;

@@ -2187,6 +2187,209 @@ static void test_symbols_unindexed(void **state)
 	}
 }
 
+/* A CPU profile with many symbols at time t: nfn functions (one location
+ * each), 2,000 stacks of 2-12 frames drawn from them; seeds that share
+ * salt share most of them (successive scrapes of one program). Returns
+ * gzip'd bytes. */
+static struct pd_buf make_wide(int64_t t, int seed, int salt)
+{
+	enum { NFN = 700, NSTK = 2000 };
+	struct pb p;
+	pb_init(&p);
+	pb_heap_or_cpu_header(&p, false);
+	pb_mapping(&p, 1, 0x400000, 0x800000, 0, "/bin/wide", "w1d");
+	for (uint64_t f = 0; f < NFN; f++) {
+		char name[64];
+		snprintf(name, sizeof name, "example.com/svc/pkg%d.(*T).method%d_%d", (int)f % 13, (int)f, salt);
+		pb_function(&p, f + 1, name, "wide.go", (int64_t)f);
+		pb_location1(&p, f + 1, 1, 0x400000 + 0x40 * (f + 1), f + 1, (int64_t)f * 3 + 1);
+	}
+	for (int i = 0; i < NSTK; i++) {
+		/* stack i: the same for every seed but for the last tenth, the seed's own */
+		rs = 777 + (uint64_t)(i < NSTK * 9 / 10 ? i : i * 1000 + seed);
+		uint64_t locs[12];
+		size_t n = 2 + rnd() % 11;
+		for (size_t j = 0; j < n; j++)
+			locs[j] = 1 + rnd() % NFN;
+		int64_t vals[2] = {1 + i % 7, 10000000 * (1 + i % 7)};
+		pb_sample(&p, locs, n, vals, 2, NULL, 0);
+	}
+	tb_int(&p.b, PF_TIME_NANOS, t);
+	tb_int(&p.b, PF_DURATION_NANOS, 10000000000LL);
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
+	pd_profile_free(q);
+	pb_free(&p);
+	return out;
+}
+
+static void ingest_wide(struct pd_store *st, int64_t t, int seed, int salt, char *id)
+{
+	struct pd_buf b = make_wide(t, seed, salt);
+	struct pd_ingest in = {.service = "wide", .type = "cpu"};
+	struct pd_profile_meta m;
+	struct pd_err err;
+	if (pd_store_ingest(st, &in, b.ptr, b.len, &m, &err))
+		fail_msg("ingest: %s", err.msg);
+	snprintf(id, PD_STORE_ID_LEN + 1, "%s", m.id);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+}
+
+/* The symbols of day t's file, rows and packs (decoded): their number,
+ * how many are packed (*packed), and none stored twice by content. */
+static int64_t day_symbols_packed(int64_t t, int64_t *packed)
+{
+	char path[512];
+	day_file_path(t, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	sqlite3_stmt *st;
+	int64_t n = 0, all = 0;
+	*packed = 0;
+	/* by kind: every content (a duplicate would be a symbol stored twice) */
+	static const char *const tab[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
+	for (int k = 0; k < 6; k++) {
+		size_t cap = 1024, cnt = 0;
+		struct pd_buf *seen = calloc(cap, sizeof *seen);
+		char sql[96];
+		snprintf(sql, sizeof sql, "SELECT c FROM %s", tab[k]);
+		assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (cnt == cap)
+				seen = realloc(seen, (cap *= 2) * sizeof *seen);
+			seen[cnt] = (struct pd_buf)PD_BUF_INIT(0);
+			assert_int_equal(pd_buf_append(&seen[cnt++], sqlite3_column_blob(st, 0),
+						       (size_t)sqlite3_column_bytes(st, 0)), 0);
+		}
+		sqlite3_finalize(st);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1,
+						    &st, NULL), SQLITE_OK);
+		sqlite3_bind_int64(st, 1, k);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct pd_pack pk;
+			struct pd_err err;
+			if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+					(size_t)sqlite3_column_bytes(st, 1), &pk, &err))
+				fail_msg("pack: %s", err.msg);
+			for (uint32_t i = 0; i < pk.n; i++) {
+				if (!pk.n1[i])
+					continue;
+				if (cnt == cap)
+					seen = realloc(seen, (cap *= 2) * sizeof *seen);
+				seen[cnt] = (struct pd_buf)PD_BUF_INIT(0);
+				assert_int_equal(pd_buf_append(&seen[cnt++], pk.raw + pk.off[i], pk.n1[i] - 1), 0);
+				(*packed)++;
+			}
+			pd_pack_free(&pk);
+		}
+		sqlite3_finalize(st);
+		for (size_t i = 0; i < cnt; i++)
+			for (size_t j = i + 1; j < cnt && k != 2; j++)
+				assert_false(seen[i].len == seen[j].len && memcmp(seen[i].ptr, seen[j].ptr, seen[i].len) == 0);
+		for (size_t i = 0; i < cnt; i++)
+			pd_buf_free(&seen[i]);
+		free(seen);
+		n += (int64_t)cnt;
+	}
+	all = n;
+	ZSTD_freeDCtx(d);
+	sqlite3_close(db);
+	return all;
+}
+
+/* Symbols go into packs (schema 4) once enough of a kind are committed:
+ * profiles read back the same from packs and rows, after a reopen too; a
+ * reopened day's writer finds packed symbols by content (profiles stored
+ * again add nothing, a new one adds what a store that had them all in one
+ * run adds), warmed or not; `store check` counts packed symbols and finds
+ * a damaged pack, and a read of it is an error that quarantines the day. */
+static void test_symbol_packs(void **state)
+{
+	(void)state;
+	const int64_t H = 3600000000000LL;
+	int64_t day_damaged = 0;
+	char damaged_id[PD_STORE_ID_LEN + 1];
+	for (int warm = 0; warm < 2; warm++) {
+		int64_t ref = T0 + 10 * warm * DAY, day = ref + 3 * DAY;
+		struct pd_store *st = open_store();
+		char ids[4][PD_STORE_ID_LEN + 1], tmp[PD_STORE_ID_LEN + 1];
+		for (int i = 0; i < 4; i++) /* the reference: all four in one run */
+			ingest_wide(st, ref + H * (i + 1), i, i / 2, tmp);
+		for (int i = 0; i < 3; i++)
+			ingest_wide(st, day + H * (i + 1), i, i / 2, ids[i]);
+		pd_store_close(st);
+		int64_t packed, nref = day_symbols_packed(ref, &packed), n3 = day_symbols_packed(day, &packed);
+		assert_true(packed > 2000);  /* most of them */
+		assert_true(nref > n3);
+		/* read back from packs: what went in */
+		st = open_store();
+		if (warm)
+			pd_store_warm(st, 4);
+		for (int i = 0; i < 3; i++) {
+			struct pd_buf b = make_wide(day + H * (i + 1), i, i / 2);
+			struct pd_profile *orig, *got;
+			struct pd_err err;
+			assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
+			if (pd_store_get(st, ids[i], &got, &err))
+				fail_msg("get: %s", err.msg);
+			char *co = canon(orig), *cg = canon(got);
+			assert_string_equal(co, cg);
+			free(co), free(cg);
+			pd_profile_free(orig), pd_profile_free(got);
+			pd_buf_free(&b);
+		}
+		for (int i = 0; i < 3; i++) /* the same profiles again: nothing new */
+			ingest_wide(st, day + H * (i + 4), i, i / 2, tmp);
+		pd_store_close(st);
+		int64_t p2;
+		assert_int_equal(day_symbols_packed(day, &p2), n3);
+		assert_true(p2 >= packed);
+		st = open_store(); /* and one more: what the reference added for it */
+		if (warm)
+			pd_store_warm(st, 4);
+		ingest_wide(st, day + H * 8, 3, 1, ids[3]);
+		pd_store_close(st);
+		assert_int_equal(day_symbols_packed(day, &p2), nref);
+		/* store check: clean, every symbol counted */
+		struct pd_store_check ck;
+		struct pd_err err;
+		size_t nrep = 0;
+		assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
+		assert_int_equal(nrep, 0);
+		assert_true(ck.symbols >= (size_t)(nref + n3));
+		day_damaged = day;
+		snprintf(damaged_id, sizeof damaged_id, "%s", ids[0]);
+	}
+	/* a byte flipped in a pack: check says so, a read is an error */
+	char path[512];
+	day_file_path(day_damaged, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "UPDATE packs SET c = substr(c, 1, 40) || x'00' || substr(c, 42)"
+				      " WHERE kg = (SELECT min(kg) FROM packs WHERE kg >> 40 = 4)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	struct pd_store_check ck;
+	struct pd_err err;
+	size_t nrep = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+	assert_int_equal(nrep, 1);
+	assert_non_null(strstr(last_what, "stacks: the pack from #1: "));
+	struct pd_store *st = open_store();
+	struct pd_profile *got = NULL;
+	assert_int_equal(pd_store_get(st, damaged_id, &got, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "the pack from #1"));
+	assert_non_null(strstr(err.msg, "quarantined"));
+	pd_store_close(st);
+}
+
 static int refuse_reserve(void *ctx, size_t bytes)
 {
 	(void)ctx;
@@ -2429,6 +2632,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_and_legacy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_header_in_block, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbols_unindexed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symbol_packs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
