@@ -338,7 +338,7 @@ static inline void tu_minimal(struct tb *b)
 
 /* ---- profile builder with strings by value ------------------------------------- */
 
-#define PB_MAX_STRINGS 256
+#define PB_MAX_STRINGS 1024
 
 struct pb {
 	struct tb b;
