@@ -491,6 +491,16 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	if (rc)
 		goto fail;
 	char *msg = NULL;
+	/* a new file gives freed pages back at each commit: packing a kind's
+	 * rows frees pages that later rows reuse only in part (7 of the 131
+	 * pages of 1,000 real CPU scrapes were free). Set before the first
+	 * table, and only then: on a file made before, the pragma writes its
+	 * header (a quarantined file would change under its quarantine). */
+	if (!existed && sqlite3_exec(p->wdb, "PRAGMA auto_vacuum=FULL", NULL, NULL, &msg) != SQLITE_OK) {
+		rc = pd_errf(err, PD_EIO, "store: %s: auto_vacuum: %s", path, msg ? msg : "?");
+		sqlite3_free(msg);
+		goto fail;
+	}
 	if (sqlite3_exec(p->wdb, schema, NULL, NULL, &msg) != SQLITE_OK) {
 		if (existed && sq_corrupt(p->wdb)) {
 			quarantine(s, day, msg ? msg : "not a database");

@@ -2340,6 +2340,13 @@ static void test_symbol_packs(void **state)
 		int64_t packed, nref = day_symbols_packed(ref, &packed), n3 = day_symbols_packed(day, &packed);
 		assert_true(packed > 2000);  /* most of them */
 		assert_true(nref > n3);
+		/* the pages the packed rows left are given back (auto_vacuum) */
+		char path[512];
+		day_file_path(day, path, sizeof path);
+		sqlite3 *db;
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(day_int(db, "PRAGMA freelist_count"), 0);
+		sqlite3_close(db);
 		/* read back from packs: what went in */
 		st = open_store();
 		if (warm)
