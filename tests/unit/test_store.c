@@ -25,6 +25,21 @@
 static uint64_t rs = 88172645463325252ULL;
 static uint64_t rnd(void) { return tu_xorshift(&rs); }
 
+/* The profile built in p, at time t for 10 s, as gzip bytes (p freed). */
+static struct pd_buf pb_gz_at(struct pb *p, int64_t t)
+{
+	tb_int(&p->b, PF_TIME_NANOS, t);
+	tb_int(&p->b, PF_DURATION_NANOS, 10000000000LL);
+	pb_finish(p);
+	struct pd_profile *q = pb_decode(p);
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
+	pd_profile_free(q);
+	pb_free(p);
+	return out;
+}
+
 /* A CPU profile (or, heap=true, a heap-shaped one) at time t: a few
  * functions and stacks, some samples labelled. Returns gzip bytes. */
 static struct pd_buf make_profile(int64_t t, bool heap, int seed)
@@ -51,16 +66,7 @@ static struct pd_buf make_profile(int64_t t, bool heap, int seed)
 		struct pb_label lb = {"handler", hv[rnd() % 2], 0, NULL};
 		pb_sample(&p, locs, n, vals, 2, &lb, rnd() % 2);
 	}
-	tb_int(&p.b, PF_TIME_NANOS, t);
-	tb_int(&p.b, PF_DURATION_NANOS, 10000000000LL);
-	pb_finish(&p);
-	struct pd_profile *q = pb_decode(&p);
-	struct pd_buf out = PD_BUF_INIT(0);
-	struct pd_err err;
-	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
-	pd_profile_free(q);
-	pb_free(&p);
-	return out;
+	return pb_gz_at(&p, t);
 }
 
 static int strcmp_ptr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -2219,16 +2225,8 @@ static struct pd_buf make_wide(int64_t t, int seed, int salt)
 		int64_t vals[2] = {1 + i % 7, 10000000 * (1 + i % 7)};
 		pb_sample(&p, locs, n, vals, 2, NULL, 0);
 	}
-	tb_int(&p.b, PF_TIME_NANOS, t);
-	tb_int(&p.b, PF_DURATION_NANOS, 10000000000LL);
-	pb_finish(&p);
-	struct pd_profile *q = pb_decode(&p);
+	struct pd_buf out = pb_gz_at(&p, t);
 	free(name);
-	struct pd_buf out = PD_BUF_INIT(0);
-	struct pd_err err;
-	assert_int_equal(pd_pprof_encode(q, 6, &out, &err), 0);
-	pd_profile_free(q);
-	pb_free(&p);
 	return out;
 }
 
@@ -2281,10 +2279,12 @@ static int64_t day_symbols_packed(int64_t t, int64_t *packed)
 						       (size_t)sqlite3_column_bytes(st, 0)), 0);
 		}
 		sqlite3_finalize(st);
-		assert_int_equal(sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1,
-						    &st, NULL), SQLITE_OK);
+		/* no packs table: a file of schema 3 */
+		if (sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1, &st, NULL) !=
+		    SQLITE_OK)
+			st = NULL;
 		sqlite3_bind_int64(st, 1, k);
-		while (sqlite3_step(st) == SQLITE_ROW) {
+		while (st && sqlite3_step(st) == SQLITE_ROW) {
 			struct pd_pack pk;
 			struct pd_err err;
 			if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
@@ -2496,6 +2496,100 @@ static void test_packs_concurrent(void **state)
 		free(s.canon[i]);
 		pd_buf_free(&b[i]);
 	}
+}
+
+/* Day t's file as schema 3 left it: every packed symbol back in a row of
+ * its table (h: its position, unique), no packs table, user_version 3. */
+static void unpack_day(int64_t t)
+{
+	char path[512];
+	day_file_path(t, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	static const char *const tab[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
+	sqlite3_stmt *st, *ins;
+	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	for (int k = 0; k < 6; k++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "INSERT INTO %s(seq, h, c) VALUES(?, ?, ?)", tab[k]);
+		assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &ins, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1,
+						    &st, NULL), SQLITE_OK);
+		sqlite3_bind_int64(st, 1, k);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct pd_pack pk;
+			struct pd_err err;
+			if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+					(size_t)sqlite3_column_bytes(st, 1), &pk, &err))
+				fail_msg("pack: %s", err.msg);
+			for (uint32_t i = 0; i < pk.n; i++) {
+				if (!pk.n1[i])
+					continue;
+				sqlite3_bind_int64(ins, 1, pk.first + i);
+				sqlite3_bind_int64(ins, 2, -(pk.first + i)); /* not the writer's h: no longer used */
+				sqlite3_bind_blob(ins, 3, pk.n1[i] > 1 ? (const void *)(pk.raw + pk.off[i]) : "",
+						  (int)pk.n1[i] - 1, SQLITE_TRANSIENT);
+				assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
+				sqlite3_reset(ins);
+			}
+			pd_pack_free(&pk);
+		}
+		sqlite3_finalize(st);
+		sqlite3_finalize(ins);
+	}
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE packs; PRAGMA user_version = 3; COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	ZSTD_freeDCtx(d);
+	sqlite3_close(db);
+}
+
+/* A day file of schema 3 (symbols in rows, no packs) is raised on open:
+ * profiles stored again find their symbols in its rows (by content, its
+ * h no longer used), the next commit moves its rows into packs, and
+ * every profile reads back the same. */
+static void test_packs_upgrade(void **state)
+{
+	(void)state;
+	const int64_t H = 3600000000000LL;
+	char ids[4][PD_STORE_ID_LEN + 1], tmp[PD_STORE_ID_LEN + 1];
+	struct pd_store *st = open_store();
+	for (int i = 0; i < 3; i++)
+		ingest_wide(st, T0 + H * (i + 1), i, 20 + i, ids[i]);
+	pd_store_close(st);
+	int64_t packed, all = day_symbols_packed(T0, &packed);
+	assert_true(packed > 0);
+	unpack_day(T0);
+	assert_int_equal(day_symbols_packed(T0, &packed), all);
+	assert_int_equal(packed, 0);
+	st = open_store();
+	for (int i = 0; i < 3; i++) /* nothing new */
+		ingest_wide(st, T0 + H * (i + 4), i, 20 + i, tmp);
+	ingest_wide(st, T0 + H * 8, 3, 23, ids[3]); /* new: the commit packs */
+	pd_store_close(st);
+	int64_t all2 = day_symbols_packed(T0, &packed);
+	assert_true(all2 > all);
+	assert_true(packed > all / 2);
+	st = open_store();
+	for (int i = 0; i < 4; i++) {
+		struct pd_buf b = make_wide(T0 + H * (i < 3 ? i + 1 : 8), i, 20 + i);
+		struct pd_profile *orig, *got;
+		struct pd_err err;
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
+		if (pd_store_get(st, ids[i], &got, &err))
+			fail_msg("get %d: %s", i, err.msg);
+		char *co = canon(orig), *cg = canon(got);
+		assert_string_equal(co, cg);
+		free(co), free(cg);
+		pd_profile_free(orig), pd_profile_free(got);
+		pd_buf_free(&b);
+	}
+	pd_store_close(st);
+	struct pd_store_check ck;
+	struct pd_err err;
+	size_t nrep = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
+	assert_int_equal(nrep, 0);
 }
 
 #include "../../lib/store/sqlite_int.h"
@@ -2807,6 +2901,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_symbol_packs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_snapshots, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_packs_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
