@@ -166,10 +166,12 @@ static void check_file(struct chk *c, const char *path)
 	st = NULL;
 	/* a file of a newer profd holds blobs this one cannot read: said (it is
 	 * not vouched for), and not read as damage */
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-	    sqlite3_column_int(st, 0) > PD_DAYFILE_SCHEMA) {
-		say(c, "written by a newer profd (schema %d, this one knows up to %d): its rows are not checked",
-		    sqlite3_column_int(st, 0), PD_DAYFILE_SCHEMA);
+	int version = 0;
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	if (version > PD_DAYFILE_SCHEMA) {
+		say(c, "written by a newer profd (schema %d, this one knows up to %d): its rows are not checked", version,
+		    PD_DAYFILE_SCHEMA);
 		goto out;
 	}
 	sqlite3_finalize(st);
@@ -257,7 +259,8 @@ static void check_file(struct chk *c, const char *path)
 		}
 		if (r != SQLITE_DONE)
 			say(c, "packs: %s", sqlite3_errmsg(db));
-	} /* else a file of schema 3 or older: no packs */
+	} else if (version >= 4) /* before schema 4 there are none */
+		say(c, "packs: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	st = NULL;
 	/* symbols: every row readable, none of a packed group */

@@ -166,9 +166,11 @@ static int pack_kind(struct sq *s, struct part *pt, int k, int64_t upto, int64_t
 				hi = seq; /* the rest goes into the next pack */
 		}
 		sqlite3_reset(st);
-		if (oom || (r != SQLITE_DONE && r != SQLITE_ROW))
+		if (r != SQLITE_DONE && r != SQLITE_ROW)
 			break;
 		r = SQLITE_OK;
+		if (oom)
+			break;
 		uint32_t n = (uint32_t)(hi - lo + 1);
 		for (uint32_t i = 0; i < n; i++)
 			c[i] = n1[i] ? rows.ptr + off[i] : NULL;

@@ -136,14 +136,17 @@ static inline uint8_t *tmp_room(struct ing *g, size_t n)
 }
 
 /* Put (probe, seq) in map t of cap slots (a power of 2, more than the
- * seqs below next): false if seq is outside them (damage). */
+ * seqs below next): false if seq is outside them or the map is full (a
+ * seq both in a row and in a pack: damage). */
 static bool pmap_put(struct pslot *t, size_t cap, int64_t next, uint64_t probe, int64_t seq)
 {
 	if (seq <= 0 || seq >= next)
 		return false;
-	size_t i = (size_t)probe & (cap - 1);
-	while (t[i].seq)
+	size_t i = (size_t)probe & (cap - 1), m = 0;
+	while (t[i].seq && m++ < cap)
 		i = (i + 1) & (cap - 1);
+	if (t[i].seq)
+		return false;
 	t[i] = (struct pslot){probe, seq};
 	return true;
 }
@@ -159,8 +162,9 @@ static int pmap_pack(void *ctx, const struct pd_pack *pk)
 {
 	struct pmap_fill *f = ctx;
 	for (uint32_t i = 0; i < pk->n; i++)
-		if (pk->n1[i])
-			pmap_put(f->t, f->cap, f->next, sq_ckey(f->k, pk->raw + pk->off[i], pk->n1[i] - 1), pk->first + i);
+		if (pk->n1[i] &&
+		    !pmap_put(f->t, f->cap, f->next, sq_ckey(f->k, pk->raw + pk->off[i], pk->n1[i] - 1), pk->first + i))
+			return 1;
 	return 0;
 }
 
@@ -205,7 +209,7 @@ int sq_pmap_read(struct part *p, int k, struct pd_err *err)
 	int rc = ck ? sq_packs_each(p, k, pmap_pack, &f, err) : 0;
 	if (rc) {
 		free(t);
-		return rc;
+		return rc < 0 ? rc : sq_damaged(p, err, "%s: a packed symbol outside its seqs", sq_ktable[k]);
 	}
 	p->pm[k] = (struct pmap){t, cap - 1};
 	return 0;

@@ -153,7 +153,7 @@ bool sq_rcache_warm(struct part *p)
 	for (int k = 0; k < NKINDS; k++) {
 		struct pd_err e;
 		if (p->packed[k] && sq_packs_each(p, k, warm_pack, p, &e) == 1)
-			return false; /* else done, or damage: said when it is read */
+			return false; /* else done, or damage (pack_take quarantined the day) */
 		sqlite3_stmt *sc = p->scan[k];
 		sqlite3_reset(sc);
 		p->scan_at[k] = 0;

@@ -2562,6 +2562,16 @@ static void test_packs_upgrade(void **state)
 	unpack_day(T0);
 	assert_int_equal(day_symbols_packed(T0, &packed), all);
 	assert_int_equal(packed, 0);
+	{ /* a file of schema 4 without its packs table is damage to check */
+		struct pd_store_check ck;
+		struct pd_err err;
+		size_t nrep = 0;
+		day_sql(T0, "PRAGMA user_version = 4");
+		assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+		assert_int_equal(nrep, 1);
+		assert_non_null(strstr(last_what, "packs: no such table"));
+		day_sql(T0, "PRAGMA user_version = 3");
+	}
 	st = open_store();
 	for (int i = 0; i < 3; i++) /* nothing new */
 		ingest_wide(st, T0 + H * (i + 4), i, 20 + i, tmp);
