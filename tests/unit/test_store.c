@@ -2230,6 +2230,20 @@ static struct pd_buf make_wide(int64_t t, int seed, int salt)
 	return out;
 }
 
+/* Profile id of st reads back as the gzip'd pprof b says (canon). */
+static void assert_reads_back(struct pd_store *st, const char *id, const struct pd_buf *b)
+{
+	struct pd_profile *orig, *got;
+	struct pd_err err;
+	assert_int_equal(pd_pprof_decode(b->ptr, b->len, NULL, &orig, &err), 0);
+	if (pd_store_get(st, id, &got, &err))
+		fail_msg("get %s: %s", id, err.msg);
+	char *co = canon(orig), *cg = canon(got);
+	assert_string_equal(co, cg);
+	free(co), free(cg);
+	pd_profile_free(orig), pd_profile_free(got);
+}
+
 static void ingest_wide(struct pd_store *st, int64_t t, int seed, int salt, char *id)
 {
 	struct pd_buf b = make_wide(t, seed, salt);
@@ -2241,6 +2255,57 @@ static void ingest_wide(struct pd_store *st, int64_t t, int seed, int salt, char
 	snprintf(id, PD_STORE_ID_LEN + 1, "%s", m.id);
 	pd_meta_clear(&m);
 	pd_buf_free(&b);
+}
+
+/* fn(ctx, seq, content) for every symbol in the packs of kind k of db
+ * (none if it has no packs table: schema 3). */
+static void each_packed(sqlite3 *db, int k, void (*fn)(void *ctx, int64_t seq, const uint8_t *c, size_t n), void *ctx)
+{
+	static ZSTD_DCtx *d;
+	if (!d)
+		d = ZSTD_createDCtx();
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, k);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct pd_pack pk;
+		struct pd_err err;
+		if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+				(size_t)sqlite3_column_bytes(st, 1), &pk, &err))
+			fail_msg("pack: %s", err.msg);
+		for (uint32_t i = 0; i < pk.n; i++)
+			if (pk.n1[i])
+				fn(ctx, pk.first + i, pk.raw + pk.off[i], pk.n1[i] - 1);
+		pd_pack_free(&pk);
+	}
+	sqlite3_finalize(st);
+}
+
+struct seen {
+	struct pd_buf *v;
+	size_t n, cap;
+	int64_t packed;
+};
+
+static void seen_add(struct seen *s, const void *c, size_t n)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->v = realloc(s->v, s->cap * sizeof *s->v);
+		assert_non_null(s->v);
+	}
+	s->v[s->n] = (struct pd_buf)PD_BUF_INIT(0);
+	assert_int_equal(pd_buf_append(&s->v[s->n++], n ? c : "", n), 0);
+}
+
+static void seen_packed(void *ctx, int64_t seq, const uint8_t *c, size_t n)
+{
+	(void)seq;
+	struct seen *s = ctx;
+	seen_add(s, c, n);
+	s->packed++;
 }
 
 static int buf_cmp(const void *a, const void *b)
@@ -2259,59 +2324,29 @@ static int64_t day_symbols_packed(int64_t t, int64_t *packed)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	sqlite3_stmt *st;
-	int64_t n = 0, all = 0;
+	int64_t all = 0;
 	*packed = 0;
 	/* by kind: every content (a duplicate would be a symbol stored twice) */
 	static const char *const tab[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
 	for (int k = 0; k < 6; k++) {
-		size_t cap = 1024, cnt = 0;
-		struct pd_buf *seen = calloc(cap, sizeof *seen);
+		struct seen s = {0};
 		char sql[96];
+		sqlite3_stmt *st;
 		snprintf(sql, sizeof sql, "SELECT c FROM %s", tab[k]);
 		assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			if (cnt == cap)
-				seen = realloc(seen, (cap *= 2) * sizeof *seen);
-			seen[cnt] = (struct pd_buf)PD_BUF_INIT(0);
-			assert_int_equal(pd_buf_append(&seen[cnt++], sqlite3_column_blob(st, 0),
-						       (size_t)sqlite3_column_bytes(st, 0)), 0);
-		}
+		while (sqlite3_step(st) == SQLITE_ROW)
+			seen_add(&s, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
 		sqlite3_finalize(st);
-		/* no packs table: a file of schema 3 */
-		if (sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1, &st, NULL) !=
-		    SQLITE_OK)
-			st = NULL;
-		sqlite3_bind_int64(st, 1, k);
-		while (st && sqlite3_step(st) == SQLITE_ROW) {
-			struct pd_pack pk;
-			struct pd_err err;
-			if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
-					(size_t)sqlite3_column_bytes(st, 1), &pk, &err))
-				fail_msg("pack: %s", err.msg);
-			for (uint32_t i = 0; i < pk.n; i++) {
-				if (!pk.n1[i])
-					continue;
-				if (cnt == cap)
-					seen = realloc(seen, (cap *= 2) * sizeof *seen);
-				seen[cnt] = (struct pd_buf)PD_BUF_INIT(0);
-				assert_int_equal(pd_buf_append(&seen[cnt++], pk.raw + pk.off[i], pk.n1[i] - 1), 0);
-				(*packed)++;
-			}
-			pd_pack_free(&pk);
-		}
-		sqlite3_finalize(st);
-		qsort(seen, cnt, sizeof *seen, buf_cmp);
-		for (size_t i = 1; i < cnt && k != 2; i++) /* a mapping's identity is a prefix: not checked */
-			assert_int_not_equal(buf_cmp(&seen[i - 1], &seen[i]), 0);
-		for (size_t i = 0; i < cnt; i++)
-			pd_buf_free(&seen[i]);
-		free(seen);
-		n += (int64_t)cnt;
+		each_packed(db, k, seen_packed, &s);
+		qsort(s.v, s.n, sizeof *s.v, buf_cmp);
+		for (size_t i = 1; i < s.n && k != 2; i++) /* a mapping's identity is a prefix: not checked */
+			assert_int_not_equal(buf_cmp(&s.v[i - 1], &s.v[i]), 0);
+		for (size_t i = 0; i < s.n; i++)
+			pd_buf_free(&s.v[i]);
+		free(s.v);
+		all += (int64_t)s.n;
+		*packed += s.packed;
 	}
-	all = n;
-	ZSTD_freeDCtx(d);
 	sqlite3_close(db);
 	return all;
 }
@@ -2353,15 +2388,7 @@ static void test_symbol_packs(void **state)
 			pd_store_warm(st, 4);
 		for (int i = 0; i < 3; i++) {
 			struct pd_buf b = make_wide(day + H * (i + 1), i, i / 2);
-			struct pd_profile *orig, *got;
-			struct pd_err err;
-			assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
-			if (pd_store_get(st, ids[i], &got, &err))
-				fail_msg("get: %s", err.msg);
-			char *co = canon(orig), *cg = canon(got);
-			assert_string_equal(co, cg);
-			free(co), free(cg);
-			pd_profile_free(orig), pd_profile_free(got);
+			assert_reads_back(st, ids[i], &b);
 			pd_buf_free(&b);
 		}
 		for (int i = 0; i < 3; i++) /* the same profiles again: nothing new */
@@ -2387,16 +2414,8 @@ static void test_symbol_packs(void **state)
 		snprintf(damaged_id, sizeof damaged_id, "%s", ids[0]);
 	}
 	/* a byte flipped in a pack: check says so, a read is an error */
-	char path[512];
-	day_file_path(day_damaged, path, sizeof path);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-				      "UPDATE packs SET c = substr(c, 1, 40) || x'00' || substr(c, 42)"
-				      " WHERE kg = (SELECT min(kg) FROM packs WHERE kg >> 40 = 4)",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+	day_sql(day_damaged, "UPDATE packs SET c = substr(c, 1, 40) || x'00' || substr(c, 42)"
+			     " WHERE kg = (SELECT min(kg) FROM packs WHERE kg >> 40 = 4)");
 	struct pd_store_check ck;
 	struct pd_err err;
 	size_t nrep = 0;
@@ -2498,49 +2517,36 @@ static void test_packs_concurrent(void **state)
 	}
 }
 
+static void unpack_one(void *ctx, int64_t seq, const uint8_t *c, size_t n)
+{
+	sqlite3_stmt *ins = ctx;
+	sqlite3_bind_int64(ins, 1, seq);
+	sqlite3_bind_int64(ins, 2, -seq); /* not the writer's h: no longer used */
+	sqlite3_bind_blob(ins, 3, n ? (const void *)c : "", (int)n, SQLITE_TRANSIENT);
+	assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
+	sqlite3_reset(ins);
+}
+
 /* Day t's file as schema 3 left it: every packed symbol back in a row of
- * its table (h: its position, unique), no packs table, user_version 3. */
+ * its table (h: minus its seq, unique), no packs table, user_version 3. */
 static void unpack_day(int64_t t)
 {
 	char path[512];
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	ZSTD_DCtx *d = ZSTD_createDCtx();
 	static const char *const tab[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
-	sqlite3_stmt *st, *ins;
 	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
 	for (int k = 0; k < 6; k++) {
 		char sql[128];
+		sqlite3_stmt *ins;
 		snprintf(sql, sizeof sql, "INSERT INTO %s(seq, h, c) VALUES(?, ?, ?)", tab[k]);
 		assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &ins, NULL), SQLITE_OK);
-		assert_int_equal(sqlite3_prepare_v2(db, "SELECT kg & 1099511627775, c FROM packs WHERE kg >> 40 = ?", -1,
-						    &st, NULL), SQLITE_OK);
-		sqlite3_bind_int64(st, 1, k);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct pd_pack pk;
-			struct pd_err err;
-			if (pd_pack_dec(d, k, sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
-					(size_t)sqlite3_column_bytes(st, 1), &pk, &err))
-				fail_msg("pack: %s", err.msg);
-			for (uint32_t i = 0; i < pk.n; i++) {
-				if (!pk.n1[i])
-					continue;
-				sqlite3_bind_int64(ins, 1, pk.first + i);
-				sqlite3_bind_int64(ins, 2, -(pk.first + i)); /* not the writer's h: no longer used */
-				sqlite3_bind_blob(ins, 3, pk.n1[i] > 1 ? (const void *)(pk.raw + pk.off[i]) : "",
-						  (int)pk.n1[i] - 1, SQLITE_TRANSIENT);
-				assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
-				sqlite3_reset(ins);
-			}
-			pd_pack_free(&pk);
-		}
-		sqlite3_finalize(st);
+		each_packed(db, k, unpack_one, ins);
 		sqlite3_finalize(ins);
 	}
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE packs; PRAGMA user_version = 3; COMMIT", NULL, NULL, NULL),
 			 SQLITE_OK);
-	ZSTD_freeDCtx(d);
 	sqlite3_close(db);
 }
 
@@ -2583,15 +2589,7 @@ static void test_packs_upgrade(void **state)
 	st = open_store();
 	for (int i = 0; i < 4; i++) {
 		struct pd_buf b = make_wide(T0 + H * (i < 3 ? i + 1 : 8), i, 20 + i);
-		struct pd_profile *orig, *got;
-		struct pd_err err;
-		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig, &err), 0);
-		if (pd_store_get(st, ids[i], &got, &err))
-			fail_msg("get %d: %s", i, err.msg);
-		char *co = canon(orig), *cg = canon(got);
-		assert_string_equal(co, cg);
-		free(co), free(cg);
-		pd_profile_free(orig), pd_profile_free(got);
+		assert_reads_back(st, ids[i], &b);
 		pd_buf_free(&b);
 	}
 	pd_store_close(st);
