@@ -2601,6 +2601,79 @@ static void test_packs_upgrade(void **state)
 }
 
 #include "../../lib/store/sqlite_int.h"
+/* kill -9 while symbols are being packed: every profile acknowledged
+ * before reads back the same, the day file checks clean, and the next
+ * round writes on where the last one died. A child ingests profiles of
+ * new functions (every commit packs) and reports each id once stored;
+ * the parent kills it after a few, mid-ingest. */
+static void test_packs_crash(void **state)
+{
+	(void)state;
+	const int64_t M = 60000000000LL;
+	enum { ROUNDS = 3, MAXN = 64 };
+	int next = 0; /* profile numbers go on over the rounds */
+	for (int round = 0; round < ROUNDS; round++) {
+		int fd[2];
+		assert_int_equal(pipe(fd), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fd[0]);
+			struct pd_store *cs;
+			struct pd_err err;
+			if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
+				_exit(2);
+			for (int i = next; i < next + MAXN; i++) {
+				struct pd_buf b = make_wide(T0 + M * i, i, 500 + i);
+				struct pd_ingest in = {.service = "crash", .type = "cpu"};
+				struct pd_profile_meta m;
+				if (pd_store_ingest(cs, &in, b.ptr, b.len, &m, &err))
+					_exit(3);
+				char line[64];
+				int n = snprintf(line, sizeof line, "%d %s\n", i, m.id);
+				if (write(fd[1], line, (size_t)n) != n)
+					_exit(4);
+				pd_meta_clear(&m);
+				pd_buf_free(&b);
+			}
+			pause(); /* wait for the kill */
+		}
+		close(fd[1]);
+		FILE *f = fdopen(fd[0], "r");
+		assert_non_null(f);
+		int num[MAXN], got = 0, want = 3 + 2 * round;
+		char ids[MAXN][PD_STORE_ID_LEN + 1];
+		while (got < want && fscanf(f, "%d %20s", &num[got], ids[got]) == 2)
+			got++;
+		usleep((useconds_t)(3000 * (round + 1))); /* into the next ingest */
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+		while (got < MAXN && fscanf(f, "%d %20s", &num[got], ids[got]) == 2) /* acknowledged meanwhile */
+			got++;
+		fclose(f);
+		assert_true(WIFSIGNALED(status));
+		assert_true(got >= want);
+		struct pd_store *st = open_store();
+		for (int j = 0; j < got; j++) {
+			struct pd_buf b = make_wide(T0 + M * num[j], num[j], 500 + num[j]);
+			assert_reads_back(st, ids[j], &b);
+			pd_buf_free(&b);
+		}
+		pd_store_close(st);
+		struct pd_store_check ck;
+		struct pd_err err;
+		size_t nrep = 0;
+		assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+		if (nrep)
+			fail_msg("round %d: store check: %s", round, last_what);
+		next = num[got - 1] + 1;
+	}
+	int64_t packed;
+	day_symbols_packed(T0, &packed);
+	assert_true(packed > 0);
+}
+
 
 /* Set what day d's open partition believes is packed: every kind's to
  * to(p, k). Returns nothing; the store holds the partition open. */
@@ -2910,6 +2983,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packs_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_snapshots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_upgrade, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_packs_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
