@@ -2338,7 +2338,8 @@ static int64_t day_symbols_packed(int64_t t, int64_t *packed)
 			seen_add(&s, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
 		sqlite3_finalize(st);
 		each_packed(db, k, seen_packed, &s);
-		qsort(s.v, s.n, sizeof *s.v, buf_cmp);
+		if (s.n) /* qsort of a NULL base is undefined, even for none */
+			qsort(s.v, s.n, sizeof *s.v, buf_cmp);
 		for (size_t i = 1; i < s.n && k != 2; i++) /* a mapping's identity is a prefix: not checked */
 			assert_int_not_equal(buf_cmp(&s.v[i - 1], &s.v[i]), 0);
 		for (size_t i = 0; i < s.n; i++)
