@@ -229,7 +229,7 @@ static void check_file(struct chk *c, const char *path)
 	sqlite3_finalize(st);
 	st = NULL;
 	/* symbol packs (schema 4 on; codec.h): each through its checksum and
-	 * decoder, a kind's from group 0 on without a gap */
+	 * decoder, a kind's from seq 1 on without a gap */
 	static const char *const tables[PD_SYM_NKINDS] = {"strings", "functions", "mappings", "locations", "stacks",
 							  "labelsets"};
 	int64_t packed[PD_SYM_NKINDS] = {0}; /* the last seq packed */
@@ -263,7 +263,7 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "packs: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	st = NULL;
-	/* symbols: every row readable, none of a packed group */
+	/* symbols: every row readable, none of a seq that is packed */
 	for (size_t i = 0; i < PD_SYM_NKINDS; i++) {
 		char sql[96];
 		snprintf(sql, sizeof sql, "SELECT seq, length(c) FROM %s", tables[i]);

@@ -321,8 +321,9 @@ int sq_pack_floor(struct part *p, int k, int64_t seq, struct pd_err *err);
  * it returns other than 0 (returned), or an error. Same conditions. */
 int sq_packs_each(struct part *p, int k, int (*fn)(void *ctx, const struct pd_pack *pk), void *ctx,
 		  struct pd_err *err);
-/* A pack's key (column kg of packs): kind k's pack from seq first. */
-#define SQ_PACK_KEY(k, first) ((int64_t)(k) * 1099511627776 + (first))
+/* The largest seq a pack's key holds (column kg of packs: kind * 2^40 +
+ * its first seq). */
+#define SQ_PACK_SEQ_MAX (((int64_t)1 << 40) - 1)
 
 /* ---- sqlite_query.c ---- */
 int sq_days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n, struct pd_err *err);

@@ -266,11 +266,11 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS locations(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS stacks(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS labelsets(seq INTEGER PRIMARY KEY, h INTEGER NOT NULL, c BLOB NOT NULL);"
-	/* symbol packs (codec.h; schema 4): kg = k * 2^32 + g holds kind k's
-	 * (enum pd_sym_kind) seqs g * 256 + 1 .. (g + 1) * 256, taken out of
-	 * their table. A rowid table: in a WITHOUT ROWID one, a row over ~1 KB
-	 * spills into overflow pages, and packs of ~2 KB took 2.2 times
-	 * their bytes (measured, dbstat) */
+	/* symbol packs (codec.h; schema 4): kg = k * 2^40 + first holds kind
+	 * k's (enum pd_sym_kind) seqs from first on, taken out of their table
+	 * (sqlite_commit.c, pack_kind). A rowid table: in a WITHOUT ROWID one,
+	 * a row over ~1 KB spills into overflow pages, and packs of ~2 KB took
+	 * 2.2 times their bytes (measured, dbstat) */
 	"CREATE TABLE IF NOT EXISTS packs(kg INTEGER PRIMARY KEY, c BLOB NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
 	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
@@ -545,7 +545,7 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	if ((rc = open_db(path, false, &p->db, err)))
 		goto fail;
 	sqlite3_exec(p->db, "PRAGMA query_only=1", NULL, NULL, NULL);
-	/* packs: kg = SQ_PACK_KEY(k, first) */
+	/* packs: kg = k * 2^40 + first (the schema above) */
 	if ((rc = prep(p->db,
 		       "SELECT kg & 1099511627775, c FROM packs WHERE kg BETWEEN ?1 * 1099511627776 + 1"
 		       " AND ?1 * 1099511627776 + ?2 ORDER BY kg DESC LIMIT 1",
@@ -588,7 +588,7 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 			goto fail;
 		}
 		/* the packs go on from the last: the rows below it are packed */
-		if ((rc = sq_pack_floor(p, k, SQ_PACK_KEY(1, 0) - 1, err)) < 0)
+		if ((rc = sq_pack_floor(p, k, SQ_PACK_SEQ_MAX, err)) < 0)
 			goto fail;
 		p->packed[k] = rc ? p->grp[k].first + p->grp[k].n - 1 : 0;
 		rc = 0;

@@ -2038,7 +2038,7 @@ static void row_to_v2(const char *id, enum v2how how)
 /* Profiles are written with their header in the sample block (codec.h:
  * version 3), the header column empty, and read back as sent; a row as a
  * store of schema 2 wrote it (header column, version 2 block) still reads
- * and checks clean in a day file of schema 2, which is then schema 3; a
+ * and checks clean in a day file of schema 2, raised on open; a
  * header in both places, or in neither, is damage, said. */
 static void test_header_in_block(void **state)
 {
