@@ -183,7 +183,8 @@ static void check_file(struct chk *c, const char *path)
 			       -1, &c->base_get, NULL) != SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "SELECT xid, block FROM profiles WHERE pk = ?1", -1, &c->base_get, NULL) != SQLITE_OK)
 		c->base_get = NULL; /* reported below */
-	if (sqlite3_prepare_v2(db, "SELECT xid, header, block FROM profiles ORDER BY pk", -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT xid, header, block, created FROM profiles ORDER BY pk", -1, &st, NULL) !=
+	    SQLITE_OK) {
 		say(c, "profiles: %s", sqlite3_errmsg(db));
 		goto out;
 	}
@@ -195,6 +196,11 @@ static void check_file(struct chk *c, const char *path)
 		row_blobs(c, row, sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
 			  pd_blob_seed(xid ? xid : "", xn, PD_BLOB_HEADER), sqlite3_column_blob(st, 2),
 			  (size_t)sqlite3_column_bytes(st, 2), pd_blob_seed(xid ? xid : "", xn, PD_BLOB_BLOCK));
+		/* a profile is found by its id's second (schema 5: no xid index) */
+		int64_t created = sqlite3_column_int64(st, 3), t = pd_xid_time(xid);
+		if (t < 0 || created / 1000000000 != t / 1000000000)
+			say(c, "%s: its id does not hold its time (created %lld): it cannot be found by its id", row,
+			    (long long)created);
 		c->out->profiles++;
 	}
 	if (r != SQLITE_DONE)

@@ -123,8 +123,9 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
 /* The embedded store's day files say in user_version what they may hold:
  * 1 rollups, 2 sample blocks of version 2, 3 of version 3, 4 symbol packs
  * (below; which an older profd cannot read: it refuses the file, naming
- * the schema). */
-#define PD_DAYFILE_SCHEMA 4
+ * the schema), 5 profiles without an index on their xid (an older profd
+ * would scan the table for an id). */
+#define PD_DAYFILE_SCHEMA 5
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */

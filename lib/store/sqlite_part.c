@@ -272,7 +272,12 @@ static const char schema[] =
 	 * a row over ~1 KB spills into overflow pages, and packs of ~2 KB took
 	 * 2.2 times their bytes (measured, dbstat) */
 	"CREATE TABLE IF NOT EXISTS packs(kg INTEGER PRIMARY KEY, c BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
+	/* xid: unique by how it is made (xid.c), not indexed: a profile is
+	 * found by its service and time (the xid's second; get_prof), so a
+	 * profile costs one index entry where it cost two (~37 bytes each,
+	 * measured with dbstat). Files before schema 5 keep xid UNIQUE, an
+	 * index their lookups still use. */
+	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
 	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
 	" nsamples INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS profiles_svc ON profiles(service, created);"
@@ -319,6 +324,7 @@ static void part_read_end(struct part *p)
 			sqlite3_reset(p->scan[k]);
 			p->scan_at[k] = 0;
 		}
+	sq_svc_forget(p);
 	if (p->rtx) {
 		sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
 		p->rtx = false;
@@ -412,10 +418,12 @@ void sq_part_close(struct part *p)
 			      p->get_labels,  p->begin,       p->commit,       p->rollback,  p->savepoint,
 			      p->release,     p->rollback_to, p->gen_get,      p->range_get, p->rollups_get,
 			      p->rollups_fget, p->stale_get,  p->gen_bump,     p->gen_wget,  p->ins_rollup,
-			      p->keep_base,   p->base_get,    p->pack_get,     p->pack_scan, p->pack_ins};
+			      p->keep_base,   p->base_get,    p->pack_get,     p->pack_scan, p->pack_ins,
+			      p->svc_first,   p->svc_next};
 	for (size_t i = 0; i < sizeof st / sizeof *st; i++)
 		sqlite3_finalize(st[i]);
 	sq_pendq_free(&p->pend);
+	free(p->svc_last);
 	sqlite3_close(p->db);
 	sqlite3_close(p->wdb); /* the last connection: checkpoints and removes the WAL */
 	free(p);
@@ -616,13 +624,36 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		if ((rc = prep(p->wdb, sql, &p->pack_del[k], err)))
 			goto fail;
 	}
+	{ /* an index led by xid: the UNIQUE of files before schema 5 */
+		sqlite3_stmt *mx;
+		if ((rc = prep(p->db,
+			       "SELECT count(*) FROM pragma_index_list('profiles') l, pragma_index_info(l.name) i"
+			       " WHERE i.name = 'xid' AND i.seqno = 0",
+			       &mx, err)))
+			goto fail;
+		int r = sqlite3_step(mx);
+		p->xidx = r == SQLITE_ROW && sqlite3_column_int64(mx, 0) > 0;
+		sqlite3_finalize(mx);
+		if (r != SQLITE_ROW) {
+			rc = sq_err(err, p->db, "schema");
+			goto fail;
+		}
+	}
 	if ((rc = prep(p->wdb,
 		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples)"
 		       " VALUES(?, ?, ?, ?, ?, ?, ?)",
 		       &p->ins_prof, err)) ||
 	    (rc = prep(p->wdb, "INSERT INTO profile_labels(pk, k, v) VALUES(?, ?, ?)", &p->ins_label, err)) ||
-	    (rc = prep(p->db, "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?",
+	    /* ?1 an xid, ?2..?3 its second, ?4 a service: one seek into
+	     * profiles_svc (sq_locate); files before schema 5 by their xid
+	     * index */
+	    (rc = prep(p->db,
+		       p->xidx ? "SELECT pk, service, type, created, header, block, nsamples FROM profiles WHERE xid = ?1"
+			       : "SELECT pk, service, type, created, header, block, nsamples FROM profiles"
+				 " WHERE service = ?4 AND created BETWEEN ?2 AND ?3 AND xid = ?1",
 		       &p->get_prof, err)) ||
+	    (rc = prep(p->db, "SELECT min(service) FROM profiles", &p->svc_first, err)) ||
+	    (rc = prep(p->db, "SELECT min(service) FROM profiles WHERE service > ?", &p->svc_next, err)) ||
 	    (rc = prep(p->wdb, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
 	    (rc = prep(p->wdb,
 		       "INSERT INTO bases(pk, xid, block) SELECT pk, xid, block FROM profiles"

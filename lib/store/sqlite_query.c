@@ -236,7 +236,50 @@ out:
 	return rc;
 }
 
-/* The partition and row of profile id; PD_ENOTFOUND if none. */
+void sq_svc_forget(struct part *p)
+{
+	for (size_t i = 0; i < p->nsvc; i++)
+		free(p->svc[i]);
+	free(p->svc);
+	if (p->svc_next)
+		sqlite3_clear_bindings(p->svc_next); /* bound to a name freed here */
+	p->svc = NULL;
+	p->nsvc = 0;
+	p->svc_ok = false;
+}
+
+/* The day's services into p->svc, one seek into profiles_svc each (in
+ * the read transaction: the list holds until it ends). */
+static int svc_list(struct part *p, struct pd_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *st = p->svc_first;
+	for (;;) {
+		int r = sqlite3_step(st);
+		const char *v = r == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+		char *dup = v ? strdup(v) : NULL;
+		sqlite3_reset(st);
+		if (r != SQLITE_ROW)
+			return sq_qerr(p, p->db, "profile services", err);
+		if (!v)
+			break;
+		if (!dup || pd_grow((void **)&p->svc, &cap, p->nsvc + 1, sizeof *p->svc)) {
+			free(dup);
+			sq_svc_forget(p);
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		p->svc[p->nsvc++] = dup;
+		st = p->svc_next;
+		sqlite3_bind_text(st, 1, dup, -1, SQLITE_STATIC);
+	}
+	p->svc_ok = true;
+	return 0;
+}
+
+/* The partition and row of profile id; PD_ENOTFOUND if none. Without an
+ * index on xid (schema 5) the row is looked for under each service of the
+ * day at the id's second, the service of the last one found first: ids
+ * asked for together are mostly one series'. */
 int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err)
 {
 	int64_t t = pd_xid_time(id);
@@ -248,17 +291,46 @@ int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err
 	if (!*pt)
 		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	sq_part_read(*pt);
-	sqlite3_stmt *g = (*pt)->get_prof;
+	struct part *p = *pt;
+	sqlite3_stmt *g = p->get_prof;
 	sqlite3_reset(g);
 	sqlite3_bind_text(g, 1, id, -1, SQLITE_TRANSIENT);
-	int r = sqlite3_step(g);
-	if (r != SQLITE_ROW) {
+	if (p->xidx) {
+		int r = sqlite3_step(g);
+		if (r == SQLITE_ROW)
+			return 0; /* the row stays on get_prof until reset */
 		sqlite3_reset(g);
 		if (r != SQLITE_DONE)
-			return sq_qerr(*pt, (*pt)->db, "profile", err);
+			return sq_qerr(p, p->db, "profile", err);
 		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	}
-	return 0; /* the row stays on get_prof until reset */
+	sqlite3_bind_int64(g, 2, t); /* the id's second (pd_xid_new truncates) */
+	sqlite3_bind_int64(g, 3, t + 999999999);
+	/* the service of the last one found, then every other */
+	for (size_t i = 0; i <= p->nsvc; i++) {
+		const char *sv = i == 0 ? p->svc_last : p->svc[i - 1];
+		if (!sv || (i > 0 && p->svc_last && !strcmp(sv, p->svc_last)))
+			goto next;
+		sqlite3_bind_text(g, 4, sv, -1, SQLITE_STATIC);
+		int r = sqlite3_step(g);
+		if (r == SQLITE_ROW) {
+			if (i > 0) {
+				char *d = strdup(sv);
+				if (d) {
+					free(p->svc_last);
+					p->svc_last = d;
+				}
+			}
+			return 0; /* the row stays on get_prof until reset */
+		}
+		sqlite3_reset(g);
+		if (r != SQLITE_DONE)
+			return sq_qerr(p, p->db, "profile", err);
+	next:
+		if (i == 0 && !p->svc_ok && (rc = svc_list(p, err)))
+			return rc;
+	}
+	return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 }
 
 /* The payload of column col of st, a blob of row `row` checked against

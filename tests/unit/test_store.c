@@ -2601,6 +2601,113 @@ static void test_packs_upgrade(void **state)
 	assert_int_equal(nrep, 0);
 }
 
+static int64_t value_sum(const struct pd_profile *p)
+{
+	int64_t v = 0;
+	for (size_t i = 0; i < p->nsamples; i++)
+		v += p->samples[i].values[0];
+	return v;
+}
+
+/* Every id found, one by one in scrambled order and all in one merge;
+ * `gone` (if any) removed. */
+static void ids_found(struct pd_store *st, char (*ids)[PD_STORE_ID_LEN + 1], const int64_t *t, int n, int gone)
+{
+	struct pd_err err;
+	const char *all[64];
+	int64_t want = 0;
+	int na = 0;
+	for (int k = 0; k < n; k++) {
+		int i = (k * 7) % n;
+		struct pd_profile *p = NULL;
+		if (i == gone) {
+			assert_int_equal(pd_store_get(st, ids[i], &p, &err), PD_ENOTFOUND);
+			continue;
+		}
+		if (pd_store_get(st, ids[i], &p, &err))
+			fail_msg("get %s: %s", ids[i], err.msg);
+		assert_int_equal(p->time_nanos, t[i]);
+		want += value_sum(p);
+		all[na++] = ids[i];
+		pd_profile_free(p);
+	}
+	struct pd_profile *m = NULL;
+	if (pd_store_merge(st, all, (size_t)na, &m, &err))
+		fail_msg("merge: %s", err.msg);
+	assert_int_equal(value_sum(m), want);
+	pd_profile_free(m);
+}
+
+/* Schema 5: no index on xid. A profile is found by its id under the
+ * service of the last one found, then under each of the day's services
+ * (several profiles a second, of several services, asked for in any
+ * order); an id of the right second but of no profile, or removed, is not
+ * found; a file before schema 5 finds them by its xid index; store check
+ * names a row whose time is not its id's. */
+static void test_id_lookup(void **state)
+{
+	(void)state;
+	enum { N = 24 };
+	const char *svcs[] = {"auth", "billing", "cart", "search"};
+	char ids[N][PD_STORE_ID_LEN + 1];
+	int64_t t[N];
+	struct pd_profile_meta m;
+	struct pd_err err;
+	struct pd_store *st = open_store();
+	for (int i = 0; i < N; i++) {
+		t[i] = T0 + (int64_t)(i / 3) * 1000000000 + (i % 3) * 1000; /* three a second */
+		assert_int_equal(ingest_at(st, svcs[i % 4], t[i], i, &m, &err), 0);
+		memcpy(ids[i], m.id, sizeof ids[i]);
+	}
+	ids_found(st, ids, t, N, -1);
+	char other[PD_STORE_ID_LEN + 1];
+	memcpy(other, ids[4], sizeof other);
+	other[PD_STORE_ID_LEN - 2] = other[PD_STORE_ID_LEN - 2] == '0' ? '1' : '0'; /* its counter */
+	struct pd_profile *p = NULL;
+	assert_int_equal(pd_xid_time(other), pd_xid_time(ids[4]));
+	assert_int_equal(pd_store_get(st, other, &p, &err), PD_ENOTFOUND);
+	assert_int_equal(pd_store_remove(st, ids[5], &err), 0);
+	ids_found(st, ids, t, N, 5);
+	pd_store_close(st);
+	char path[512];
+	day_file_path(T0, path, sizeof path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM pragma_index_list('profiles')"), 1);
+	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
+	sqlite3_close(db);
+
+	/* the same day as a file of schema 4: xid UNIQUE */
+	day_sql(T0, "BEGIN; CREATE TABLE p4(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
+		    " type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
+		    " nsamples INTEGER NOT NULL); INSERT INTO p4 SELECT * FROM profiles; DROP TABLE profiles;"
+		    " ALTER TABLE p4 RENAME TO profiles; CREATE INDEX profiles_svc ON profiles(service, created);"
+		    " PRAGMA user_version = 4; COMMIT;");
+	st = open_store();
+	ids_found(st, ids, t, N, 5);
+	assert_int_equal(ingest_at(st, "zeta", t[0] + 7, 99, &m, &err), 0); /* written on, found */
+	assert_int_equal(pd_store_get(st, m.id, &p, &err), 0);
+	assert_int_equal(p->time_nanos, t[0] + 7);
+	pd_profile_free(p);
+	pd_store_close(st);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM pragma_index_list('profiles') l, pragma_index_info(l.name) i"
+				     " WHERE i.name = 'xid'"),
+			 1);
+	sqlite3_close(db);
+	struct pd_store_check ck;
+	size_t nrep = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
+	assert_int_equal(nrep, 0);
+	/* a row whose time is not its id's could not be found: check says so */
+	char sql[256];
+	snprintf(sql, sizeof sql, "UPDATE profiles SET created = created + 2000000000 WHERE xid = '%s'", ids[7]);
+	day_sql(T0, sql);
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+	assert_int_equal(nrep, 1);
+	assert_non_null(strstr(last_what, "cannot be found by its id"));
+}
+
 #include "../../lib/store/sqlite_int.h"
 /* kill -9 while symbols are being packed: every profile acknowledged
  * before reads back the same, the day file checks clean, and the next
@@ -2993,6 +3100,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_block_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_file_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_id_lookup, setup, teardown),
 		cmocka_unit_test(test_prepare_core),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
