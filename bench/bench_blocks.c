@@ -443,6 +443,7 @@ int main(int argc, char **argv)
 	struct pd_buf *blk = calloc((size_t)nf, sizeof *blk), *raws = calloc((size_t)nf, sizeof *raws);
 	uint8_t **mb = calloc((size_t)nf, sizeof *mb);
 	size_t *mn = calloc((size_t)nf, sizeof *mn), sbytes = 0, mbytes = 0, nrows = 0;
+	double enc_s = 0;
 	struct pd_err err;
 	/* encode both ways, each block against the previous (a fresh start
 	 * every PD_CHAIN_WRITE, as the store) */
@@ -458,7 +459,10 @@ int main(int argc, char **argv)
 			base = (struct pd_blkbase){f, pd_block_raw_hash(raws[f - 1].ptr, raws[f - 1].len),
 						   raws[f - 1].ptr, raws[f - 1].len};
 		struct pd_blkopt o = {based ? &base : NULL, &raws[f]};
-		if (pd_enc_rows(z, n, se.nv, stk, ls, row_vals, NULL, &o, &blk[f], &err)) {
+		double e0 = now();
+		int erc = pd_enc_rows(z, n, se.nv, stk, ls, row_vals, NULL, &o, &blk[f], &err);
+		enc_s += now() - e0;
+		if (erc) {
 			fprintf(stderr, "bench_blocks: %s\n", err.msg);
 			return 1;
 		}
@@ -513,7 +517,8 @@ int main(int argc, char **argv)
 			best_m = t2 - t1;
 	}
 	printf("blocks %d rows %zu (%.1f a block)\n", nf, nrows, (double)nrows / nf);
-	printf("stored bytes_per_block %.1f decode_series_ms %.2f\n", (double)sbytes / nf, best_s * 1e3);
+	printf("stored bytes_per_block %.1f decode_series_ms %.2f encode_series_ms %.2f\n", (double)sbytes / nf,
+	       best_s * 1e3, enc_s * 1e3);
 	printf("model bytes_per_block %.1f decode_series_ms %.2f (%.2fx the bytes, %.2fx the decode time)\n",
 	       (double)mbytes / nf, best_m * 1e3, (double)mbytes / (double)sbytes, best_m / best_s);
 	return 0;

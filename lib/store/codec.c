@@ -11,7 +11,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#ifndef ZSTD_LEVEL
 #define ZSTD_LEVEL 3
+#endif
 
 /* ---- framing ------------------------------------------------------------ */
 
