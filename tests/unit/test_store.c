@@ -2434,7 +2434,9 @@ static void test_symbol_packs(void **state)
 /* Reads while symbols are being packed: a reader's snapshot may be older
  * or newer than the commit that packed what it reads (sqlite_read.c
  * looks in both places). Profiles of new functions each (every commit
- * packs), read back over and over by a second thread while they come. */
+ * packs), read back over and over by a second thread while they come,
+ * under services that appear meanwhile (schema 5: an id is looked for
+ * under the day's services as a read sees them). */
 #define PK_N 16
 struct pk_shared {
 	struct pd_store *st;
@@ -2455,7 +2457,8 @@ static void *pk_reader(void *arg)
 			sched_yield();
 			continue;
 		}
-		int j = (int)(i++ % (unsigned)n);
+		int j = i & 1 ? n - 1 : (int)(i % (unsigned)n); /* the newest (maybe of a new service) every other time */
+		i++;
 		struct pd_profile *got;
 		struct pd_err err;
 		if (pd_store_get(s->st, s->ids[j], &got, &err)) {
@@ -2494,7 +2497,9 @@ static void test_packs_concurrent(void **state)
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, pk_reader, &s), 0);
 	for (int i = 0; i < PK_N; i++) {
-		struct pd_ingest in = {.service = "wide", .type = "cpu"};
+		char svc[16]; /* services come and go between ids (sq_locate lists them per read) */
+		snprintf(svc, sizeof svc, "wide-%d", i * 7 % 5);
+		struct pd_ingest in = {.service = svc, .type = "cpu"};
 		struct pd_profile_meta m;
 		struct pd_err err;
 		if (pd_store_ingest(s.st, &in, b[i].ptr, b[i].len, &m, &err))
