@@ -146,14 +146,17 @@ struct part {
 	struct pendq pend;
 	uint64_t gen; /* bumped when pending symbols are lost (a failed commit) */
 	bool rtx;     /* db inside a read transaction (see sq_part_read) */
+	uint64_t rtx_no; /* read transactions begun */
 	/* finding a profile by its id (sq_locate): files before schema 5 have
 	 * an index on xid (xidx); in the others it is looked for under the
 	 * service of the last one found (svc_last), then under each of the
-	 * day's services (listed once per read transaction: svc_ok) */
+	 * day's services as listed in read transaction svc_at (svc_ok), listed
+	 * again if that was an earlier one and the id was not found */
 	bool xidx, svc_ok;
 	sqlite3_stmt *svc_first, *svc_next;
 	char **svc, *svc_last;
 	size_t nsvc;
+	uint64_t svc_at;
 	atomic_int refs; /* queued jobs: retention does not drop the partition */
 	/* the open-partition LRU (under the store mutex) */
 	struct sq *s;
@@ -338,7 +341,7 @@ int sq_days_in(struct sq *s, int64_t from, int64_t to, int64_t **out, size_t *n,
 int sq_part_q(struct sq *s, int64_t day, struct part **pt, struct pd_store_skipped *sk, struct pd_err *err);
 int sq_part_skip(struct part *pt, int rc, struct pd_store_skipped *sk);
 int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err);
-void sq_svc_forget(struct part *p); /* the services sq_locate listed: at the read transaction's end */
+void sq_svc_forget(struct part *p); /* the services sq_locate listed */
 int sq_blob_col(struct part *pt, sqlite3_stmt *st, int col, uint64_t seed, const char *row, const char *what,
 		const uint8_t **p, size_t *n, struct pd_err *err);
 int sq_dec_row(struct sq *s, struct part *pt, sqlite3_stmt *st, int hcol, int bcol, const char *row,

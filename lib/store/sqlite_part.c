@@ -313,8 +313,10 @@ static const char migrate_v1[] =
  * every operation that reads calls it before releasing the store mutex. */
 void sq_part_read(struct part *p)
 {
-	if (!p->rtx && sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+	if (!p->rtx && sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) {
 		p->rtx = true;
+		p->rtx_no++;
+	}
 }
 
 static void part_read_end(struct part *p)
@@ -324,7 +326,6 @@ static void part_read_end(struct part *p)
 			sqlite3_reset(p->scan[k]);
 			p->scan_at[k] = 0;
 		}
-	sq_svc_forget(p);
 	if (p->rtx) {
 		sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL);
 		p->rtx = false;
@@ -414,6 +415,7 @@ void sq_part_close(struct part *p)
 		free(p->pm[k].s);
 		sq_rcache_free(p->s, &p->rc[k]);
 	}
+	sq_svc_forget(p); /* before svc_next is finalized: it clears its bindings */
 	sqlite3_stmt *st[] = {p->ins_prof,    p->ins_label,   p->get_prof,     p->del_prof,  p->del_labels,
 			      p->get_labels,  p->begin,       p->commit,       p->rollback,  p->savepoint,
 			      p->release,     p->rollback_to, p->gen_get,      p->range_get, p->rollups_get,

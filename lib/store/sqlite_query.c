@@ -248,11 +248,12 @@ void sq_svc_forget(struct part *p)
 	p->svc_ok = false;
 }
 
-/* The day's services into p->svc, one seek into profiles_svc each (in
- * the read transaction: the list holds until it ends). */
+/* The day's services into p->svc, one seek into profiles_svc each. */
 static int svc_list(struct part *p, struct pd_err *err)
 {
 	size_t cap = 0;
+	sq_svc_forget(p);
+	p->svc_at = p->rtx_no;
 	sqlite3_stmt *st = p->svc_first;
 	for (;;) {
 		int r = sqlite3_step(st);
@@ -279,7 +280,9 @@ static int svc_list(struct part *p, struct pd_err *err)
 /* The partition and row of profile id; PD_ENOTFOUND if none. Without an
  * index on xid (schema 5) the row is looked for under each service of the
  * day at the id's second, the service of the last one found first: ids
- * asked for together are mostly one series'. */
+ * asked for together are mostly one series'. The services are listed once
+ * and kept (services are only added while a day is written: a list of an
+ * earlier read transaction is made again only when an id is not found). */
 int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err)
 {
 	int64_t t = pd_xid_time(id);
@@ -304,6 +307,7 @@ int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err
 			return sq_qerr(p, p->db, "profile", err);
 		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	}
+	bool listed = false; /* the list made in this call */
 	sqlite3_bind_int64(g, 2, t); /* the id's second (pd_xid_new truncates) */
 	sqlite3_bind_int64(g, 3, t + 999999999);
 	/* the service of the last one found, then every other */
@@ -327,8 +331,19 @@ int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err
 		if (r != SQLITE_DONE)
 			return sq_qerr(p, p->db, "profile", err);
 	next:
-		if (i == 0 && !p->svc_ok && (rc = svc_list(p, err)))
-			return rc;
+		if (i == 0 && !p->svc_ok) {
+			if ((rc = svc_list(p, err)))
+				return rc;
+			listed = true;
+		}
+		if (i == p->nsvc && !listed && (p->svc_at != p->rtx_no || !p->rtx)) {
+			/* not found under a list of an earlier read: new
+			 * services may have come since */
+			if ((rc = svc_list(p, err)))
+				return rc;
+			listed = true;
+			i = 0; /* then the loop's i++: the list from its start */
+		}
 	}
 	return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 }
