@@ -2673,6 +2673,12 @@ static void test_id_lookup(void **state)
 	assert_int_equal(pd_store_get(st, other, &p, &err), PD_ENOTFOUND);
 	assert_int_equal(pd_store_remove(st, ids[5], &err), 0);
 	ids_found(st, ids, t, N, 5);
+	/* a service new since the day's services were listed */
+	assert_int_equal(ingest_at(st, "newcomer", t[2] + 5, 77, &m, &err), 0);
+	assert_int_equal(pd_store_get(st, m.id, &p, &err), 0);
+	assert_int_equal(p->time_nanos, t[2] + 5);
+	pd_profile_free(p);
+	ids_found(st, ids, t, N, 5);
 	pd_store_close(st);
 	char path[512];
 	day_file_path(T0, path, sizeof path);
