@@ -1342,6 +1342,17 @@ static void last_report(void *ctx, const char *file, const char *what)
 	snprintf(last_what, sizeof last_what, "%s", what);
 }
 
+/* What store check reports over tmpdir's day files: their number, the
+ * last one in last_what. */
+static size_t check_reports(void)
+{
+	struct pd_store_check ck;
+	struct pd_err err;
+	size_t n = 0;
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &n, &ck, &err), 0);
+	return n;
+}
+
 /* With PD_WRITE_SEEDS=DIR: the blobs of the day file of T0 as seeds of
  * tests/fuzz/fuzz_storeblob.c (byte 0 = decoder, then the payload; framed
  * blobs as they are stored, byte 0 = 3, byte 1 = decoder, seed 0 frames
@@ -2417,14 +2428,11 @@ static void test_symbol_packs(void **state)
 	/* a byte flipped in a pack: check says so, a read is an error */
 	day_sql(day_damaged, "UPDATE packs SET c = substr(c, 1, 40) || x'00' || substr(c, 42)"
 			     " WHERE kg = (SELECT min(kg) FROM packs WHERE kg >> 40 = 4)");
-	struct pd_store_check ck;
-	struct pd_err err;
-	size_t nrep = 0;
-	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
-	assert_int_equal(nrep, 1);
+	assert_int_equal(check_reports(), 1);
 	assert_non_null(strstr(last_what, "stacks: the pack from #1: "));
 	struct pd_store *st = open_store();
 	struct pd_profile *got = NULL;
+	struct pd_err err;
 	assert_int_equal(pd_store_get(st, damaged_id, &got, &err), PD_EIO);
 	assert_non_null(strstr(err.msg, "the pack from #1"));
 	assert_non_null(strstr(err.msg, "quarantined"));
@@ -2575,12 +2583,8 @@ static void test_packs_upgrade(void **state)
 	assert_int_equal(day_symbols_packed(T0, &packed), all);
 	assert_int_equal(packed, 0);
 	{ /* a file of schema 4 without its packs table is damage to check */
-		struct pd_store_check ck;
-		struct pd_err err;
-		size_t nrep = 0;
 		day_sql(T0, "PRAGMA user_version = 4");
-		assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
-		assert_int_equal(nrep, 1);
+		assert_int_equal(check_reports(), 1);
 		assert_non_null(strstr(last_what, "packs: no such table"));
 		day_sql(T0, "PRAGMA user_version = 3");
 	}
@@ -2599,11 +2603,7 @@ static void test_packs_upgrade(void **state)
 		pd_buf_free(&b);
 	}
 	pd_store_close(st);
-	struct pd_store_check ck;
-	struct pd_err err;
-	size_t nrep = 0;
-	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
-	assert_int_equal(nrep, 0);
+	assert_int_equal(check_reports(), 0);
 }
 
 static int64_t value_sum(const struct pd_profile *p)
@@ -2706,16 +2706,12 @@ static void test_id_lookup(void **state)
 				     " WHERE i.name = 'xid'"),
 			 1);
 	sqlite3_close(db);
-	struct pd_store_check ck;
-	size_t nrep = 0;
-	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
-	assert_int_equal(nrep, 0);
+	assert_int_equal(check_reports(), 0);
 	/* a row whose time is not its id's could not be found: check says so */
 	char sql[256];
 	snprintf(sql, sizeof sql, "UPDATE profiles SET created = created + 2000000000 WHERE xid = '%s'", ids[7]);
 	day_sql(T0, sql);
-	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
-	assert_int_equal(nrep, 1);
+	assert_int_equal(check_reports(), 1);
 	assert_non_null(strstr(last_what, "cannot be found by its id"));
 }
 
@@ -2780,11 +2776,7 @@ static void test_packs_crash(void **state)
 			pd_buf_free(&b);
 		}
 		pd_store_close(st);
-		struct pd_store_check ck;
-		struct pd_err err;
-		size_t nrep = 0;
-		assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
-		if (nrep)
+		if (check_reports())
 			fail_msg("round %d: store check: %s", round, last_what);
 		next = num[got - 1] + 1;
 	}
