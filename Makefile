@@ -154,6 +154,10 @@ $(BUILD)/bench_fleet: bench/bench_fleet.c $(BUILD)/libprofd.a
 $(BUILD)/bench_blocks: bench/bench_blocks.c $(BUILD)/libprofd.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
 
+# What an upload costs a server that does nothing with it (bench/serve.sh).
+$(BUILD)/ingest_floor: bench/ingest_floor.c
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(shell $(PKG_CONFIG) --cflags libmicrohttpd sqlite3) $< -o $@ $(LDFLAGS) $(shell $(PKG_CONFIG) --libs libmicrohttpd sqlite3) -lpthread
+
 $(BUILD)/gen: bench/gen/main.go
 	@mkdir -p $(BUILD)/gohome
 	GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $@ ./bench/gen
@@ -173,7 +177,7 @@ bench:
 	@tools/deps.sh
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_blocks $(BUILD)/bench_fleet $(BUILD)/loadgen $(BUILD)/targets
+bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_blocks $(BUILD)/bench_fleet $(BUILD)/ingest_floor $(BUILD)/loadgen $(BUILD)/targets
 	BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60

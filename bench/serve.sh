@@ -8,7 +8,8 @@
 #       profiles of both shapes (bench/gen -kind small, large; deepsmall,
 #       deep: stacks up to 64 deep, many distinct leaf functions). Every answer must be 200 (loadgen exits 1 otherwise).
 #       Wall time from first request to last answer (loadgen), server CPU
-#       time (utime+stime from /proc/PID/stat) and peak RSS (VmHWM). Then
+#       time (its threads' run time, /proc/PID/task/*/schedstat) and peak
+#       RSS (VmHWM). Then
 #       the same with the data dir on tmpfs (/dev/shm, if present), where
 #       fsync is free: what the server's CPU alone allows. Then both inputs
 #       again with --tokens and --tls-cert/--tls-key on (RSA-2048 certificate
@@ -65,13 +66,14 @@ export HOME=$PWD/$BUILD/gohome PPROF_TMPDIR=$PWD/$BUILD/gohome/pprof
 mkdir -p "$HOME" "$DATA"
 PPROF=$(go env GOROOT)/pkg/tool/$(go env GOOS)_$(go env GOARCH)/pprof
 [ -x "$PPROF" ] || { echo "bench: go's pprof tool not found at $PPROF" >&2; exit 1; }
-for b in profd loadgen gen goapp; do
+for b in profd loadgen gen goapp ingest_floor bench_codec; do
 	[ -x "$BUILD/$b" ] || { echo "bench: $BUILD/$b missing (make $BUILD/$b)" >&2; exit 1; }
 done
 TICK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d "$PWD/$BUILD/bench-serve.XXXXXX")
 cp "$BUILD/profd" "$WORK/profd"
+cp "$BUILD/ingest_floor" "$WORK/ingest_floor"
 SHM= # tmpfs scratch for the tmpfs ingest rows, if /dev/shm is there
 if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
 	SHM=$(mktemp -d /dev/shm/profd-bench.XXXXXX)
@@ -166,12 +168,17 @@ sec_serve_args() { [ "$SECURE" = 1 ] && echo --tokens "$SEC/tokens" --tls-cert "
 sec_loadgen_args() { [ "$SECURE" = 1 ] && echo -token-file "$SEC/token" -cacert "$SEC/ca.pem"; true; }
 sec_curl_args() { [ "$SECURE" = 1 ] && echo --cacert "$SEC/ca.pem" -H "@$SEC/auth-header"; true; }
 
+FLOOR= # http or sqlite: start_server starts bench/ingest_floor -m FLOOR instead of profd
+
 # start_server DATADIR CPULIST ("" = unpinned): sets SPID and SPORT
 start_server() {
 	local log=$WORK/server.log
 	: >"$log"
 	# shellcheck disable=SC2046 # word splitting of the args on purpose (no spaces in them)
-	if [ -n "$2" ]; then
+	if [ -n "$FLOOR" ]; then
+		mkdir -p "$1"
+		taskset -c "$2" "$WORK/ingest_floor" -m "$FLOOR" -d "$1" 2>"$log" &
+	elif [ -n "$2" ]; then
 		taskset -c "$2" "$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" $(sec_serve_args) 2>"$log" &
 	else
 		"$PROFD" serve -q --retention 0 --addr 127.0.0.1:0 --data-dir "$1" $(sec_serve_args) 2>"$log" &
@@ -197,7 +204,25 @@ stop_server() { # SIGTERM, wait, must exit 0
 	[ "$rc" = 0 ] || { echo "bench: profd serve exited $rc: $(tail -3 "$WORK/server.log")" >&2; exit 1; }
 }
 
-cpu_s() { awk -v t="$TICK" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$SPID/stat"; }
+# cpu_now: the server's CPU seconds so far into CPU_NOW, as the run time of
+# its threads from schedstat (nanoseconds: /proc/PID/stat counts 10 ms
+# ticks, too coarse for the floor's 20 ms), and as ticks into CPU_TICKS;
+# its thread list into CPU_TASKS. profd serve's and ingest_floor's threads
+# live as long as the process; cpu_used falls back to the ticks if the
+# list changed (an exited thread's time is gone from schedstat).
+cpu_now() {
+	CPU_TASKS=$(ls "/proc/$SPID/task" | tr '\n' ' ')
+	CPU_NOW=$(cat /proc/"$SPID"/task/*/schedstat | awk '{ s += $1 } END { printf "%.4f", s / 1e9 }')
+	CPU_TICKS=$(awk -v t="$TICK" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$SPID/stat")
+}
+cpu_used() { # tasks0 now0 ticks0 (from cpu_now before): the CPU seconds since
+	cpu_now
+	if [ "$1" = "$CPU_TASKS" ]; then
+		awk -v a="$2" -v b="$CPU_NOW" 'BEGIN { printf "%.4f", b - a }'
+	else
+		awk -v a="$3" -v b="$CPU_TICKS" 'BEGIN { printf "%.3f", b - a }'
+	fi
+}
 vm_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$SPID/status"; }
 
 perf_start() { # output file
@@ -255,18 +280,19 @@ ingest_set() { # label perfname datadir files...
 		rm -rf "$dd"
 		start_server "$dd" 0
 		[ "$PERF" = 1 ] && [ "$r" = "$ROUNDS" ] && perf_start "$PWD/$BUILD/perf-ingest-$pname.data"
-		local c0 line c1 hwm
-		c0=$(cpu_s)
+		local line c hwm tasks0 now0 ticks0
+		cpu_now
+		tasks0=$CPU_TASKS now0=$CPU_NOW ticks0=$CPU_TICKS
 		# shellcheck disable=SC2046
 		line=$(taskset -c 1 "$LOADGEN" post -c "$CONNS" -url "$(scheme)://127.0.0.1:$SPORT" $(sec_loadgen_args) -service bench -type cpu "$@")
-		c1=$(cpu_s)
+		c=$(cpu_used "$tasks0" "$now0" "$ticks0")
 		hwm=$(vm_kb VmHWM)
 		[ -n "$PERFPID" ] && perf_stop
 		stop_server
 		# seconds bytes cpu hwm
-		echo "$line" | awk -v c0="$c0" -v c1="$c1" -v h="$hwm" '{
+		echo "$line" | awk -v c="$c" -v h="$hwm" '{
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-			print v["seconds"], v["bytes"], c1 - c0, h }' >>"$t"
+			print v["seconds"], v["bytes"], c, h }' >>"$t"
 	done
 	local w b c h
 	w=$(col 1 "$t")
@@ -274,11 +300,12 @@ ingest_set() { # label perfname datadir files...
 	c=$(col 3 "$t")
 	h=$(col 4 "$t")
 	INGEST_RATE[$pname]=$(awk -v w="$w" -v b="$b" 'BEGIN { print b / 1e6 / w }')
+	INGEST_CPU[$pname]=$c INGEST_BYTES[$pname]=$b
 	awk -v l="$label" -v n=$# -v w="$w" -v b="$b" -v c="$c" -v h="$h" 'BEGIN {
 		printf "| %s | %d | %.1f MB | %.3f s | %.0f | %.1f | %.3f s | %.1f | %.0f %% | %.1f MB |\n",
 			l, n, b / 1e6, w, n / w, b / 1e6 / w, c, b / 1e6 / c, 100 * c / w, h / 1024 }' | out
 }
-declare -A INGEST_RATE=() # perfname -> median MB/s (gz) of its row
+declare -A INGEST_RATE=() INGEST_CPU=() INGEST_BYTES=() # perfname -> medians of its row: MB/s (gz), server CPU s, bytes
 ingest_set "(a) small CPU" small "$WORK/d" "$DATA"/small/*.pb.gz
 ingest_set "(b) large CPU" large "$WORK/d" "$DATA"/large/*.pb.gz
 ingest_set "(d) deep shape, small" deepsmall "$WORK/d" "$DATA"/deepsmall/*.pb.gz
@@ -296,6 +323,34 @@ if [ -n "$SHM" ]; then
 	ingest_set "(e) deep shape, large, tmpfs" deep-tmpfs "$SHM/d" "$DATA"/deep/*.pb.gz
 fi
 echo "Target: >= 40 MB/s of gzip'd pprof per core (column MB/s (gz); the server has one core)." | out
+# The floor: bench/ingest_floor, set up as profd serve (libmicrohttpd's epoll
+# pool), answering the same uploads while doing nothing with them, or only
+# inserting each body as a row of a SQLite file (WAL, synchronous=FULL, group
+# commit as profd's store): what HTTP and a durable write cost on this machine.
+# Plus the least reading a profile costs (bench_codec: gunzip + decode, one
+# core). Their sum bounds the rate of any server that reads what it stores.
+{
+	echo
+	echo "The floor on this machine, same method: a server that only answers (HTTP), or only stores each body as a SQLite row, durably"
+	echo
+	echo "| input | files | gzip'd input | wall | profiles/s | MB/s (gz) | server CPU | MB/s per server CPU-s | server core busy | server peak RSS |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+} | out
+FLOOR=http
+ingest_set "(a) small CPU: HTTP only" floor-http-small "$WORK/f" "$DATA"/small/*.pb.gz
+ingest_set "(b) large CPU: HTTP only" floor-http-large "$WORK/f" "$DATA"/large/*.pb.gz
+FLOOR=sqlite
+ingest_set "(a) small CPU: HTTP + a SQLite row, durable" floor-sqlite-small "$WORK/f" "$DATA"/small/*.pb.gz
+ingest_set "(b) large CPU: HTTP + a SQLite row, durable" floor-sqlite-large "$WORK/f" "$DATA"/large/*.pb.gz
+FLOOR=
+echo | out
+for set in small large; do
+	# shellcheck disable=SC2086
+	read_s=$("$BUILD/bench_codec" -r "$ROUNDS" "$DATA/$set"/*.pb.gz | awk '$1 == "gunzip_median_s" { g = $2 } $1 == "decode_median_s" { d = $2 } END { print g + d }')
+	awk -v set="$set" -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" 'BEGIN {
+		printf "%s: server CPU profd %.3f s; floor %.3f s (HTTP + SQLite row) + %.3f s (reading: gunzip + decode, one core) = %.3f s, at most %.1f MB/s per CPU-s for a server that reads and stores every profile here; profd spends %.3f s more (%.0f %% of its CPU).\n",
+			set, p, f, r, f + r, b / 1e6 / (f + r), p - f - r, 100 * (p - f - r) / p }' | out
+done
 awk -v s="${INGEST_RATE[small]}" -v ss="${INGEST_RATE[small-sec]}" -v l="${INGEST_RATE[large]}" -v ls="${INGEST_RATE[large-sec]}" 'BEGIN {
 	printf "Tokens + TLS cost %.1f %% of ingest throughput (small) and %.1f %% (large), MB/s (gz) medians of the same run. Target: <= 15 %%.\n",
 		100 * (1 - ss / s), 100 * (1 - ls / l) }' | out
