@@ -342,9 +342,11 @@ ingest_set "(b) large CPU: HTTP only" floor-http-large "$WORK/f" "$DATA"/large/*
 FLOOR=sqlite
 ingest_set "(a) small CPU: HTTP + a SQLite row, durable" floor-sqlite-small "$WORK/f" "$DATA"/small/*.pb.gz
 ingest_set "(b) large CPU: HTTP + a SQLite row, durable" floor-sqlite-large "$WORK/f" "$DATA"/large/*.pb.gz
+ingest_set "(d) deep shape, small: HTTP + a SQLite row, durable" floor-sqlite-deepsmall "$WORK/f" "$DATA"/deepsmall/*.pb.gz
+ingest_set "(e) deep shape, large: HTTP + a SQLite row, durable" floor-sqlite-deep "$WORK/f" "$DATA"/deep/*.pb.gz
 FLOOR=
 echo | out
-for set in small large; do
+for set in small large deepsmall deep; do
 	# shellcheck disable=SC2086
 	read_s=$("$BUILD/bench_codec" -r "$ROUNDS" "$DATA/$set"/*.pb.gz | awk '$1 == "gunzip_median_s" { g = $2 } $1 == "decode_median_s" { d = $2 } END { print g + d }')
 	awk -v set="$set" -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" 'BEGIN {
