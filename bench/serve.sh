@@ -14,7 +14,11 @@
 #       fsync is free: what the server's CPU alone allows. Then both inputs
 #       again with --tokens and --tls-cert/--tls-key on (RSA-2048 certificate
 #       made here by openssl, TLS 1.2+ as negotiated by Go's client, a Bearer
-#       token on every request): the cost of auth + TLS, same run.
+#       token on every request): the cost of auth + TLS, same run. Then the
+#       floor: bench/ingest_floor in profd's place, answering the same uploads
+#       and doing nothing else, or only writing each body as a durable SQLite
+#       row; with gunzip + decode of the same files (bench_codec), the least
+#       any server that reads and stores them spends here.
 #   (b) merge of the 200 large profiles (of each shape) through the API
 #       (GET /api/0/profiles/merge?...&from=0&to=now, downloaded by curl) vs
 #       the pprof tool behind `go tool pprof -proto` on the same 200 files
@@ -347,7 +351,6 @@ ingest_set "(e) deep shape, large: HTTP + a SQLite row, durable" floor-sqlite-de
 FLOOR=
 echo | out
 for set in small large deepsmall deep; do
-	# shellcheck disable=SC2086
 	read_s=$("$BUILD/bench_codec" -r "$ROUNDS" "$DATA/$set"/*.pb.gz | awk '$1 == "gunzip_median_s" { g = $2 } $1 == "decode_median_s" { d = $2 } END { print g + d }')
 	awk -v set="$set" -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" 'BEGIN {
 		printf "%s: server CPU profd %.3f s; floor %.3f s (HTTP + SQLite row) + %.3f s (reading: gunzip + decode, one core) = %.3f s, at most %.1f MB/s per CPU-s for a server that reads and stores every profile here; profd spends %.3f s more (%.0f %% of its CPU).\n",
