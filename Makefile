@@ -6,6 +6,7 @@
 #   make SANITIZE=1 test the same under ASan+UBSan
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
+#   make fuzz-corpus     merge what they found that adds coverage into tests/fuzz/corpus
 #   make demo            deps, build, capture a real Go service, show results
 #   make dist            the release archive (runs on any x86-64 Linux)
 #   make dist-arm64      the same for arm64, cross-built (tools/deps.sh release first)
@@ -58,7 +59,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run demo demo-run clean goapp install uninstall krew
+.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -185,7 +186,10 @@ bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_b
 # and linked into every driver; the drivers then run one per core at a time.
 FUZZ_SECONDS ?= 30
 FUZZ_DIR   := build-fuzz
-FUZZ_FLAGS := -g -O1 $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS)
+# -fno-sanitize-recover: undefined behaviour is a crash, which stops the run
+# and keeps its input (recoverable, it was only printed to the log and the
+# run passed: a signed overflow summing hostile values went unseen so)
+FUZZ_FLAGS := -g -O1 $(CPPFLAGS) -DPD_ARENA_MALLOC $(PKG_CFLAGS) -fno-sanitize-recover=undefined
 FUZZ_OBJ   := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/%.c=%)
 NPROC      := $(shell nproc 2>/dev/null || echo 1)
@@ -212,6 +216,14 @@ $(FUZZ_DIR)/%.run: $(FUZZ_DIR)/%
 	     -artifact_prefix=$(FUZZ_DIR)/$*- $(FUZZ_DIR)/corpus-$* tests/fuzz/corpus/$(*:fuzz_%=%) >$(FUZZ_DIR)/$*.log 2>&1; then \
 	  grep -E "^Done|stat::number_of_executed_units" $(FUZZ_DIR)/$*.log | tail -1 | sed "s/^/fuzz: $*: /"; \
 	else tail -40 $(FUZZ_DIR)/$*.log; echo "fuzz: $* FAILED (reproducer: $(FUZZ_DIR)/$*-*)"; exit 1; fi
+
+# Merge into the checked-in corpus (tests/fuzz/corpus, replayed by make test)
+# the inputs of build-fuzz's grown corpora that add coverage (libFuzzer -merge).
+fuzz-corpus: $(FUZZ_NAMES:%=$(FUZZ_DIR)/%)
+	@for f in $(FUZZ_NAMES); do n=$${f#fuzz_}; mkdir -p $(FUZZ_DIR)/corpus-$$f; \
+	  $(FUZZ_DIR)/$$f -merge=1 -max_len=65536 -rss_limit_mb=2048 tests/fuzz/corpus/$$n $(FUZZ_DIR)/corpus-$$f \
+	    >$(FUZZ_DIR)/$$f.merge.log 2>&1 || { tail -20 $(FUZZ_DIR)/$$f.merge.log; exit 1; }; \
+	  echo "fuzz-corpus: $$n: $$(ls tests/fuzz/corpus/$$n | wc -l) inputs"; done
 
 # The release archive for linux amd64 ($(BUILD)/dist/profd-VERSION-linux-amd64.tar.gz and its
 # .sha256): the binary with every library it loads and its loader, started by a static

@@ -67,11 +67,10 @@ struct pair {
 	const struct pd_fleet_cell *c;
 };
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 static int pair_cmp_impl(const struct pair *a, const struct pair *b, bool by_cum, const struct svc *sv)
 {
-	int64_t x = abs64(by_cum ? a->c->cum : a->c->flat), y = abs64(by_cum ? b->c->cum : b->c->flat);
+	int64_t x = pd_wabs(by_cum ? a->c->cum : a->c->flat), y = pd_wabs(by_cum ? b->c->cum : b->c->flat);
 	if (x != y)
 		return x > y ? -1 : 1;
 	int c = pd_str_cmp(a->fn->name, b->fn->name);
@@ -159,7 +158,7 @@ static json_t *rows_json(int by, bool by_cum, size_t n, const struct pd_fleet_to
 		for (size_t i = 0; !bad && i < nsv; i++) {
 			size_t j = i;
 			for (; j > 0; j--) {
-				int64_t a = abs64(ft->totals[ord[j - 1]]), b = abs64(ft->totals[i]);
+				int64_t a = pd_wabs(ft->totals[ord[j - 1]]), b = pd_wabs(ft->totals[i]);
 				if (a > b || (a == b && strcmp(sv[ord[j - 1]].name, sv[i].name) <= 0))
 					break;
 				ord[j] = ord[j - 1];

@@ -198,7 +198,7 @@ int pd_kube_workload_selector_parse(const void *json, size_t len, char **out, st
 				     nm, i, o, opc <= 2 ? "needs" : "takes no");
 			goto out;
 		}
-		reqs[nreq++] = (struct req){json_string_value(key), opc, vals + nvals, nv};
+		reqs[nreq++] = (struct req){json_string_value(key), opc, nv ? vals + nvals : NULL, nv};
 		for (size_t j = 0; j < nv; j++) {
 			json_t *x = json_array_get(vs, j);
 			if (!json_is_string(x) || !label_chars_ok(json_string_value(x), json_string_length(x), false)) {
@@ -214,7 +214,8 @@ int pd_kube_workload_selector_parse(const void *json, size_t len, char **out, st
 		goto out;
 	}
 	for (size_t r = 0; r < nreq; r++)
-		qsort(reqs[r].values, reqs[r].nvalues, sizeof *reqs[r].values, cmp_str);
+		if (reqs[r].nvalues)
+			qsort(reqs[r].values, reqs[r].nvalues, sizeof *reqs[r].values, cmp_str);
 	qsort(reqs, nreq, sizeof *reqs, cmp_req);
 	for (size_t r = 0; r < nreq && !rc; r++) {
 		const struct req *q = &reqs[r];

@@ -36,7 +36,7 @@ static inline void pd_agg_add_row(struct pd_agg *a, uint32_t row, const int64_t 
 {
 	int64_t *dst = a->vals + (size_t)row * a->nvalues;
 	for (uint32_t i = 0; i < a->nvalues; i++)
-		dst[i] += values[i];
+		dst[i] = pd_wadd(dst[i], values[i]);
 }
 static inline const int64_t *pd_agg_values(const struct pd_agg *a, size_t row)
 {

@@ -33,9 +33,9 @@ bool pd_pprof_counter_reset(const struct pd_profile *cur, const struct pd_profil
 			continue;
 		int64_t a = 0, b = 0;
 		for (size_t i = 0; i < cur->nsamples; i++)
-			a += cur->samples[i].values[t];
+			a = pd_wadd(a, cur->samples[i].values[t]);
 		for (size_t i = 0; i < prev->nsamples; i++)
-			b += prev->samples[i].values[t];
+			b = pd_wadd(b, prev->samples[i].values[t]);
 		if (a < b)
 			return true;
 	}

@@ -769,7 +769,7 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 	/* header */
 	if (p->time_nanos && (m->time_nanos == 0 || p->time_nanos < m->time_nanos))
 		m->time_nanos = p->time_nanos;
-	m->duration_nanos += p->duration_nanos;
+	m->duration_nanos = pd_wadd(m->duration_nanos, p->duration_nanos);
 	if (m->period == 0 || m->period < p->period)
 		m->period = p->period;
 	for (uint32_t i = 0; i < p->ncomments; i++) {
@@ -920,7 +920,7 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 			const struct stackent *se = &m->stacks.v[c->hint];
 			/* every line of it: deep stacks (64 locations = 4 lines)
 			 * are compared in full at the last stage */
-			const char *sp = (const char *)(m->stack_pool.v + se->off);
+			const char *sp = se->n ? (const char *)(m->stack_pool.v + se->off) : NULL;
 			for (size_t o = 0; o < (size_t)se->n * sizeof(uint32_t); o += 64)
 				__builtin_prefetch(sp + o);
 			if (se->row0 != PD_NONE && c->lset == 0)

@@ -93,31 +93,30 @@ static struct node *node_get(struct nodes *ns, struct pd_str s)
 	return n;
 }
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 static int cmp_flat(const void *x, const void *y)
 {
 	const struct pd_top_row *a = x, *b = y;
-	if (abs64(a->flat) != abs64(b->flat))
-		return abs64(a->flat) > abs64(b->flat) ? -1 : 1;
+	if (pd_wabs(a->flat) != pd_wabs(b->flat))
+		return pd_wabs(a->flat) > pd_wabs(b->flat) ? -1 : 1;
 	int c = pd_str_cmp(a->name, b->name);
 	if (c)
 		return c;
-	if (abs64(a->cum) != abs64(b->cum))
-		return abs64(a->cum) > abs64(b->cum) ? -1 : 1;
+	if (pd_wabs(a->cum) != pd_wabs(b->cum))
+		return pd_wabs(a->cum) > pd_wabs(b->cum) ? -1 : 1;
 	return 0;
 }
 
 static int cmp_cum(const void *x, const void *y)
 {
 	const struct pd_top_row *a = x, *b = y;
-	if (abs64(a->cum) != abs64(b->cum))
-		return abs64(a->cum) > abs64(b->cum) ? -1 : 1;
+	if (pd_wabs(a->cum) != pd_wabs(b->cum))
+		return pd_wabs(a->cum) > pd_wabs(b->cum) ? -1 : 1;
 	int c = pd_str_cmp(a->name, b->name);
 	if (c)
 		return c;
-	if (abs64(a->flat) != abs64(b->flat))
-		return abs64(a->flat) > abs64(b->flat) ? -1 : 1;
+	if (pd_wabs(a->flat) != pd_wabs(b->flat))
+		return pd_wabs(a->flat) > pd_wabs(b->flat) ? -1 : 1;
 	return 0;
 }
 
@@ -153,7 +152,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];
 		int64_t v = s->values[si];
-		out->total += v;
+		out->total = pd_wadd(out->total, v);
 		if (v == 0)
 			continue;
 		uint32_t parent = UINT32_MAX;
@@ -166,10 +165,10 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 				uint32_t ni = (uint32_t)(n - ns.v);
 				if (n->stamp != i + 1) {
 					n->stamp = i + 1;
-					n->cum += v;
+					n->cum = pd_wadd(n->cum, v);
 				}
 				if (k == 0 && j == 0)
-					n->flat += v;
+					n->flat = pd_wadd(n->flat, v);
 				if (parent != UINT32_MAX && parent != ni) {
 					bool inl = j != nframes(l) - 1;
 					struct edgekey ek = {ev, parent, ni};
@@ -290,7 +289,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 		uint64_t h = pd_hash(line.ptr, line.len, 3);
 		uint32_t idx = pd_hidx_find(&fs.idx, h, fold_eq, &fs);
 		if (idx != UINT32_MAX) {
-			fs.v[idx].v += v;
+			fs.v[idx].v = pd_wadd(fs.v[idx].v, v);
 			continue;
 		}
 		if (pd_grow((void **)&fs.v, &fs.cap, fs.n + 1, sizeof *fs.v))

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* ---- the diff profile -------------------------------------------------------------- */
 
@@ -233,10 +232,10 @@ int pd_diff_top(const struct pd_profile *d, uint32_t si, bool by_cum, struct pd_
 	for (size_t i = 0; i < d->nsamples; i++) {
 		const struct pd_sample *s = &d->samples[i];
 		int64_t v = s->values[si];
-		abs_all += abs64(v);
+		abs_all = pd_wadd(abs_all, pd_wabs(v));
 		if (pd_diff_is_base(&mk, s)) {
 			bs[bp.nsamples++] = *s;
-			abs_base += abs64(v);
+			abs_base = pd_wadd(abs_base, pd_wabs(v));
 		} else {
 			ts[tp.nsamples++] = *s;
 		}
@@ -352,10 +351,10 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 		bool isb = pd_diff_is_base(&mk, s);
 		int64_t *val = isb ? out->base : out->target, *self = isb ? out->base_self : out->target_self;
 		if (isb)
-			v = -v; /* the base's own value */
+			v = pd_wneg(v); /* the base's own value */
 		uint32_t cur = 0, depth = 0;
 		bool in_other = false;
-		val[0] += v;
+		val[0] = pd_wadd(val[0], v);
 		for (uint32_t k = s->nlocs; k-- > 0 && depth < PD_FLAME_MAX_DEPTH && !in_other;) {
 			const struct pd_location *l = &d->locations[s->locs[k]];
 			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
@@ -364,18 +363,18 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 				if (c == UINT32_MAX) {
 					c = other_of[cur];
 					PD_ASSERT(c != PD_NONE);
-					val[c] += v;
-					self[c] += v;
+					val[c] = pd_wadd(val[c], v);
+					self[c] = pd_wadd(self[c], v);
 					in_other = true;
 					break;
 				}
-				val[c] += v;
+				val[c] = pd_wadd(val[c], v);
 				cur = c;
 				depth++;
 			}
 		}
 		if (!in_other)
-			self[cur] += v;
+			self[cur] = pd_wadd(self[cur], v);
 	}
 	rc = 0;
 out:

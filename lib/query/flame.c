@@ -52,12 +52,11 @@ static uint32_t child(struct tree *t, uint32_t parent, struct pd_str name)
 	return (uint32_t)t->n++;
 }
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* Heap order: larger |value| first, then earlier node. */
 static bool before(const struct fnode *v, uint32_t a, uint32_t b)
 {
-	int64_t x = abs64(v[a].value), y = abs64(v[b].value);
+	int64_t x = pd_wabs(v[a].value), y = pd_wabs(v[b].value);
 	return x != y ? x > y : a < b;
 }
 
@@ -99,8 +98,8 @@ static int kid_cmp(const void *a, const void *b, void *base)
 	const struct pd_flame_node *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
 	if (x->other != y->other)
 		return x->other ? 1 : -1; /* "other" last */
-	if (abs64(x->value) != abs64(y->value))
-		return abs64(x->value) > abs64(y->value) ? -1 : 1;
+	if (pd_wabs(x->value) != pd_wabs(y->value))
+		return pd_wabs(x->value) > pd_wabs(y->value) ? -1 : 1;
 	int c = pd_str_cmp(x->name, y->name);
 	return c ? c : (*(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1);
 }
@@ -136,7 +135,7 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 		if (v == 0)
 			continue;
 		uint32_t cur = 0, depth = 0;
-		t.v[0].value += v;
+		t.v[0].value = pd_wadd(t.v[0].value, v);
 		for (uint32_t k = s->nlocs; k-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
@@ -144,12 +143,12 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 				uint32_t c = child(&t, cur, nm);
 				if (c == UINT32_MAX)
 					goto out;
-				t.v[c].value += v;
+				t.v[c].value = pd_wadd(t.v[c].value, v);
 				cur = c;
 				depth++;
 			}
 		}
-		t.v[cur].self += v;
+		t.v[cur].self = pd_wadd(t.v[cur].self, v);
 	}
 	out->frames = t.n;
 	/* children lists (CSR), in creation order */

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* ---- step math --------------------------------------------------------------------- */
 
@@ -120,7 +119,7 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];
 		int64_t v = s->values[si];
-		*total += v;
+		*total = pd_wadd(*total, v);
 		if (v == 0)
 			continue;
 		bool any = false;
@@ -146,18 +145,18 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 				if (!e->match)
 					continue;
 				if (k == 0 && j == 0) {
-					e->flat += v;
-					gflat += v;
+					e->flat = pd_wadd(e->flat, v);
+					gflat = pd_wadd(gflat, v);
 				}
 				if (e->stamp != i + 1) {
 					e->stamp = i + 1;
-					e->cum += v;
+					e->cum = pd_wadd(e->cum, v);
 				}
 				any = true;
 			}
 		}
 		if (any)
-			gcum += v;
+			gcum = pd_wadd(gcum, v);
 	}
 	rc = 0;
 	if (!by_function)
@@ -371,7 +370,7 @@ static int ser_add(struct comp *c, uint32_t si, int64_t v, double w)
 		s->pts[s->n++] = (struct spoint){c->cur_step, 0, 0};
 	}
 	if (w == 1)
-		s->pts[s->n - 1].value += v;
+		s->pts[s->n - 1].value = pd_wadd(s->pts[s->n - 1].value, v);
 	else
 		s->pts[s->n - 1].dv += w * (double)v;
 	return 0;
@@ -664,7 +663,7 @@ static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_er
 	int rc = PD_ENOMEM;
 	for (size_t i = 0; i < c->ns; i++)
 		for (size_t k = 0; k < c->s[i].n; k++)
-			c->s[i].sum += abs64(pt_value(&c->s[i].pts[k]));
+			c->s[i].sum = pd_wadd(c->s[i].sum, pd_wabs(pt_value(&c->s[i].pts[k])));
 	rank = malloc((c->ns ? c->ns : 1) * sizeof *rank);
 	if (!rank)
 		goto oom;

@@ -131,10 +131,10 @@ static int acc_row(struct pd_fleet_acc *a, uint32_t group, const struct pd_top_r
 	f->in_inline = f->in_inline || row->inlined != PD_TOP_NOT_INLINED;
 	f->in_call = f->in_call || row->called;
 	if (weight == 1) {
-		f->iflat += flat;
-		f->icum += cum;
-		e->iflat += flat;
-		e->icum += cum;
+		f->iflat = pd_wadd(f->iflat, flat);
+		f->icum = pd_wadd(f->icum, cum);
+		e->iflat = pd_wadd(e->iflat, flat);
+		e->icum = pd_wadd(e->icum, cum);
 	} else {
 		f->dflat += weight * (double)flat;
 		f->dcum += weight * (double)cum;
@@ -153,7 +153,7 @@ int pd_fleet_acc_add(struct pd_fleet_acc *a, uint32_t group, const struct pd_pro
 	if (rc)
 		return rc;
 	if (weight == 1)
-		a->itot[group] += t.total;
+		a->itot[group] = pd_wadd(a->itot[group], t.total);
 	else
 		a->dtot[group] += weight * (double)t.total;
 	for (size_t r = 0; r < t.n && !rc; r++)
@@ -164,13 +164,12 @@ int pd_fleet_acc_add(struct pd_fleet_acc *a, uint32_t group, const struct pd_pro
 	return 0;
 }
 
-static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-static int64_t round_sum(int64_t i, double d) { return i + (int64_t)llround(d); }
+static int64_t round_sum(int64_t i, double d) { return pd_wadd(i, (int64_t)llround(d)); }
 
 /* pprof -top order (by_cum: -top -cum). */
 static int rank(int64_t flat_a, int64_t cum_a, int64_t flat_b, int64_t cum_b, bool by_cum)
 {
-	int64_t a1 = abs64(by_cum ? cum_a : flat_a), b1 = abs64(by_cum ? cum_b : flat_b);
+	int64_t a1 = pd_wabs(by_cum ? cum_a : flat_a), b1 = pd_wabs(by_cum ? cum_b : flat_b);
 	if (a1 != b1)
 		return a1 > b1 ? -1 : 1;
 	return 0;
@@ -219,7 +218,7 @@ int pd_fleet_acc_finish(struct pd_fleet_acc *a, bool by_cum, struct pd_fleet_top
 	double dtot = 0;
 	for (size_t g = 0; g < a->ngroups; g++) {
 		out->totals[g] = round_sum(a->itot[g], a->dtot[g]);
-		itot += a->itot[g];
+		itot = pd_wadd(itot, a->itot[g]);
 		dtot += a->dtot[g];
 	}
 	out->total = round_sum(itot, dtot);

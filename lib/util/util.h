@@ -103,6 +103,13 @@ int pd_buf_read_file(struct pd_buf *b, const char *path, struct pd_err *err) PD_
 /* Write a buffer to a file atomically (temp, fsync, rename); "-" = stdout. */
 int pd_write_file(const char *path, const void *p, size_t n, struct pd_err *err) PD_WUR;
 
+/* a + b and -a wrapping around as Go's int64 arithmetic does (pprof sums
+ * sample values so; a hostile profile's values may overflow): the same
+ * result as go tool pprof, and no undefined behaviour. */
+static inline int64_t pd_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t pd_wneg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+static inline int64_t pd_wabs(int64_t a) { return a < 0 ? pd_wneg(a) : a; } /* as pprof's abs64 */
+
 /* ---- hashing ----------------------------------------------------------- */
 uint64_t pd_hash(const void *p, size_t n, uint64_t seed);
 static inline uint64_t pd_hash_u64(uint64_t x)

@@ -1046,6 +1046,40 @@ static void expect_row(const struct pd_top *t, size_t i, const char *name, int64
 			 t->rows[i].flat, t->rows[i].cum, name, flat, cum);
 }
 
+/* Sums wrap around as Go's int64 does: go tool pprof merges two samples of
+ * INT64_MAX on one stack into -2 (checked with Go 1.19's pprof), and so
+ * does profd, without undefined behaviour (SANITIZE=1 aborts on a signed
+ * overflow; fuzzing found this one in the merge and in top). */
+static void test_values_wrap_as_go(void **state)
+{
+	(void)state;
+	struct pd_profile *ps[2] = {sp1("a;main", INT64_MAX, NULL, 0), sp1("a;main", INT64_MAX, NULL, 0)};
+	struct pd_profile *m = merge_free(ps, 2);
+	assert_string_equal(describe(m), "a;main -2 -2\n");
+	struct pd_top t;
+	struct pd_err err;
+	assert_int_equal(pd_top_compute(m, 0, false, &t, &err), 0);
+	assert_int_equal(t.total, -2);
+	pd_top_free(&t);
+	pd_profile_free(m);
+	/* two samples of one profile that overflow only in top's sums */
+	struct sp s;
+	sp_init(&s, 10000000);
+	sp_sample(&s, "a;main", INT64_MAX, INT64_MIN, NULL, 0);
+	sp_sample(&s, "b;main", INT64_MAX, INT64_MIN, NULL, 0);
+	struct pd_profile *p = sp_decode(&s);
+	assert_int_equal(pd_top_compute(p, 0, false, &t, &err), 0);
+	assert_int_equal(t.total, -2);
+	expect_row(&t, 0, "a", INT64_MAX, INT64_MAX);
+	expect_row(&t, 1, "b", INT64_MAX, INT64_MAX);
+	expect_row(&t, 2, "main", 0, -2);
+	pd_top_free(&t);
+	assert_int_equal(pd_top_compute(p, 1, false, &t, &err), 0);
+	assert_int_equal(t.total, 0);
+	pd_top_free(&t);
+	pd_profile_free(p);
+}
+
 static void test_top_flat_cum(void **state)
 {
 	(void)state;
@@ -1506,6 +1540,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_stack_and_labels_summed),
+		cmocka_unit_test(test_values_wrap_as_go),
 		cmocka_unit_test(test_different_labels_kept_apart),
 		cmocka_unit_test(test_label_order_canonical),
 		cmocka_unit_test(test_zero_samples_skipped),
