@@ -60,7 +60,7 @@ int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, 
 		neg.samples[i] = prev->samples[i];
 		neg.samples[i].values = vals + i * nv;
 		for (size_t j = 0; j < nv; j++)
-			neg.samples[i].values[j] = -prev->samples[i].values[j];
+			neg.samples[i].values[j] = pd_wneg(prev->samples[i].values[j]);
 	}
 	if ((rc = pd_merger_add(m, cur, err)) || (rc = pd_merger_add(m, &neg, err)) ||
 	    (rc = pd_merger_finish(m, out, err)))

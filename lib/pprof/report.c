@@ -566,7 +566,7 @@ int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct
 	size_t show = nrows == 0 || nrows > t->n ? t->n : nrows;
 	int64_t shown = 0;
 	for (size_t i = 0; i < show; i++)
-		shown += t->rows[i].flat;
+		shown = pd_wadd(shown, t->rows[i].flat);
 	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
 	pd_top_unit(t, show, unit, u, sizeof u);
 	const char *pct = pd_fmt_percent(c1, sizeof c1, shown, t->total);
@@ -580,7 +580,7 @@ int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct
 	int64_t sum = 0;
 	for (size_t i = 0; i < show && !rc; i++) {
 		const struct pd_top_row *r = &t->rows[i];
-		sum += r->flat;
+		sum = pd_wadd(sum, r->flat);
 		static const char *const inl[] = {"", " (inline)", " (partial-inline)"};
 		rc = pd_buf_appendf(out, "%10s %s %s %10s %s  %.*s%s\n", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
 			     pd_fmt_percent(c1, sizeof c1, r->flat, t->total),

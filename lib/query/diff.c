@@ -34,7 +34,7 @@ static int scale(const struct pd_profile *p, const double *r, bool negate_only, 
 		bool keep = false;
 		for (size_t j = 0; j < nv; j++) {
 			if (negate_only) {
-				v[j] = -s->values[j];
+				v[j] = pd_wneg(s->values[j]);
 				keep = keep || v[j] != 0;
 			} else if (r[j] != 1) {
 				v[j] = (int64_t)llround((double)s->values[j] * r[j]);
@@ -246,7 +246,7 @@ int pd_diff_top(const struct pd_profile *d, uint32_t si, bool by_cum, struct pd_
 	rc = PD_ENOMEM;
 	if (index_rows(&bt, &bh) || index_rows(&tt, &th))
 		goto out;
-	out->base_total = -bt.total;
+	out->base_total = pd_wneg(bt.total);
 	out->target_total = tt.total;
 	out->total = abs_base > 0 ? abs_base : abs_all;
 	out->top.total = out->total;
@@ -261,8 +261,8 @@ int pd_diff_top(const struct pd_profile *d, uint32_t si, bool by_cum, struct pd_
 		if (r->flat == 0 && r->cum == 0)
 			continue;
 		const struct pd_top_row *b = find_row(&bt, &bh, r->name), *t = find_row(&tt, &th, r->name);
-		out->rows[k] = (struct pd_diff_row){r->name,	    r->flat,	      r->cum,	  b ? -b->flat : 0,
-						    b ? -b->cum : 0, t ? t->flat : 0, t ? t->cum : 0, r->inlined};
+		out->rows[k] = (struct pd_diff_row){r->name,	    r->flat,	      r->cum,	  b ? pd_wneg(b->flat) : 0,
+						    b ? pd_wneg(b->cum) : 0, t ? t->flat : 0, t ? t->cum : 0, r->inlined};
 		out->top.rows[k++] = *r;
 	}
 	out->n = out->top.n = k;

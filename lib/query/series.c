@@ -924,8 +924,8 @@ static int fnt_part(struct comp *c, const struct pd_fn_totals *t, bool *ok, stru
 			return pd_errf(err, PD_ENOMEM, "series: out of memory");
 		if (m) {
 			nmatch++;
-			gflat += t->flat[i * nv + si];
-			gcum += t->cum[i * nv + si]; /* exact while nmatch <= 1 */
+			gflat = pd_wadd(gflat, t->flat[i * nv + si]);
+			gcum = pd_wadd(gcum, t->cum[i * nv + si]); /* exact while nmatch <= 1 */
 		}
 	}
 	if (nmatch > 1)

@@ -261,9 +261,9 @@ int pd_fnt_add(struct pd_fnt_acc *a, struct pd_str name, const int64_t *flat, co
 	}
 	for (uint32_t j = 0; j < t->nv; j++) {
 		if (flat)
-			t->flat[(size_t)i * t->nv + j] += flat[j];
+			t->flat[(size_t)i * t->nv + j] = pd_wadd(t->flat[(size_t)i * t->nv + j], flat[j]);
 		if (cum)
-			t->cum[(size_t)i * t->nv + j] += cum[j];
+			t->cum[(size_t)i * t->nv + j] = pd_wadd(t->cum[(size_t)i * t->nv + j], cum[j]);
 	}
 	return 0;
 }
