@@ -750,6 +750,59 @@ static int64_t top_of(const struct pd_top *t, const char *fn, bool cum)
 	return 0;
 }
 
+/* A profile whose every sample has the value v (both sample types). */
+static struct pd_profile *const_profile(int64_t v)
+{
+	char names[TU_APP_NFN][64];
+	struct pb p;
+	pb_init(&p);
+	pb_heap_or_cpu_header(&p, false);
+	tu_app_functions(&p, "w", names);
+	for (uint64_t l = 3; l <= 4; l++) {
+		uint64_t locs[2] = {l, 1};
+		int64_t vals[2] = {v, v};
+		pb_sample(&p, locs, 2, vals, 2, NULL, 0);
+	}
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	pb_free(&p);
+	return q;
+}
+
+/* A base of INT64_MIN values is negated as Go negates them (-INT64_MIN
+ * wraps to itself; undefined behaviour in C, so SANITIZE=1 aborts on a
+ * plain minus), and the diff's sums wrap the same way. */
+static void test_diff_extreme_values(void **state)
+{
+	(void)state;
+	struct pd_profile *base = const_profile(INT64_MIN), *target = const_profile(INT64_MAX);
+	struct pd_profile *d;
+	struct pd_err err;
+	assert_int_equal(pd_diff_profile(base, target, false, &d, &err), 0);
+	struct pd_diff_top dt;
+	assert_int_equal(pd_diff_top(d, 1, false, &dt, &err), 0);
+	assert_int_equal(dt.base_total, 0);   /* 2 x INT64_MIN wraps to 0 */
+	assert_int_equal(dt.target_total, -2); /* 2 x INT64_MAX wraps to -2 */
+	bool seen = false;
+	for (size_t i = 0; i < dt.n; i++)
+		if (pd_str_eq(dt.rows[i].name, "w.f0")) {
+			seen = true;
+			assert_int_equal(dt.rows[i].base_flat, INT64_MIN);
+			assert_int_equal(dt.rows[i].target_flat, INT64_MAX);
+			assert_int_equal(dt.rows[i].flat, -1); /* INT64_MAX - INT64_MIN, wrapped */
+		}
+	assert_true(seen);
+	pd_diff_top_free(&dt);
+	struct pd_diff_flame df;
+	assert_int_equal(pd_diff_flame(d, 1, 6, &df, &err), 0);
+	assert_int_equal(df.base[0], 0);
+	assert_int_equal(df.target[0], -2);
+	pd_diff_flame_free(&df);
+	pd_profile_free(d);
+	pd_profile_free(base);
+	pd_profile_free(target);
+}
+
 static void test_diff(void **state)
 {
 	(void)state;
@@ -847,6 +900,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_series_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_window, setup, teardown),
 		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_diff_extreme_values),
 	};
 	return cmocka_run_group_tests_name("series", tests, NULL, NULL);
 }
