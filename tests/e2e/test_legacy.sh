@@ -115,8 +115,10 @@ lm "merge testdata cpu (2 legacy CPU files + a protobuf)" "$D/cppbench.cpu" "$D/
 lm "merge testdata heap (legacy + protobuf of it)" "$D/cppbench.heap" "$T/conv-profile_testdata_cppbench.heap.pb.gz"
 lm "merge testdata contention (C++ legacy, 2 files)" "$D/cppbench.contention" "$PPROF/internal/driver/testdata/cppbench.small.contention"
 
-# the fuzz seeds (hand-written Go formats, a maps section with $attr, glog and
-# brief lines, refusals): profd accepts exactly what Go accepts, and agrees
+# the fuzz corpus (hand-written seeds of Go's formats, a maps section with $attr,
+# glog and brief lines, refusals; and what fuzzing found that adds coverage):
+# profd accepts exactly what Go accepts, and agrees. The inputs on which the two
+# still disagree are kept apart, in tests/fuzz/legacy-divergent (see its README).
 for f in "$ROOT"/tests/fuzz/corpus/legacy/*; do
 	n=${f##*/}
 	if "$ORACLE" check "$f" >/dev/null 2>&1; then
