@@ -259,11 +259,12 @@ int pd_fnt_add(struct pd_fnt_acc *a, struct pd_str name, const int64_t *flat, co
 		memset(t->cum + (size_t)i * t->nv, 0, t->nv * sizeof *t->cum);
 		t->n++;
 	}
+	int64_t *tf = t->flat + (size_t)i * t->nv, *tc = t->cum + (size_t)i * t->nv;
 	for (uint32_t j = 0; j < t->nv; j++) {
 		if (flat)
-			t->flat[(size_t)i * t->nv + j] = pd_wadd(t->flat[(size_t)i * t->nv + j], flat[j]);
+			tf[j] = pd_wadd(tf[j], flat[j]);
 		if (cum)
-			t->cum[(size_t)i * t->nv + j] = pd_wadd(t->cum[(size_t)i * t->nv + j], cum[j]);
+			tc[j] = pd_wadd(tc[j], cum[j]);
 	}
 	return 0;
 }
