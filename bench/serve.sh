@@ -470,7 +470,7 @@ post_files() { # type files... -> "files bytes", every answer 200
 	# one scrape at a time, as from a scraper; each block is stored against
 	# the series' previous one (8 uploads of one series at once each find
 	# an older base: heap blocks measured ~2x larger)
-	line=$("$LOADGEN" post -c 1 -url "http://127.0.0.1:$SPORT" -service goapp -type "$typ" "$@")
+	line=$("$LOADGEN" post -c 1 -url "http://127.0.0.1:$SPORT" -service goapp -type "$typ" ${PLABELS:+-labels "$PLABELS"} "$@")
 	[[ $line =~ files=([0-9]+)\ bytes=([0-9]+) ]] || { echo "bench: loadgen said: $line" >&2; exit 1; }
 	echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
 }
@@ -520,6 +520,10 @@ for typ in cpu $STYPES; do
 done
 store_row "cpu, deep shape (1,000 generated)" "$WORK/s-cpu-deep" "cpu $(files_of cpu-deep)"
 store_row "cpu, 1,000 real scrapes of 1 s" "$WORK/s-cpu-real" "cpu $(files_of cpu-real)"
+# what `profd scrape` sends from a pod found through Kubernetes: its place
+# and its own labels, the same on every scrape of the series
+PLABELS="namespace=ops,pod=goapp-7d9f8b6c5d-x2x4z,container=goapp,node=gke-prod-pool-1-3f2a9c1e-k7m2,app=goapp,pod-template-hash=7d9f8b6c5d" \
+	store_row "cpu, the real scrapes with 6 kube labels" "$WORK/s-cpu-real-l" "cpu $(files_of cpu-real)"
 store_row "all six, one data dir" "$WORK/s-all" "${all[@]}"
 echo "Target (issue 18): on disk <= 1/10 of the gzip'd input (input / disk >= 10x), per type and for the mixed dir." | out
 fi

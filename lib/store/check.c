@@ -207,6 +207,42 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "profiles: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	st = NULL;
+	/* label sets (schema 6): each decodes, each profile's is there. A
+	 * file before schema 6 that no profd opened since has none. */
+	if (sqlite3_prepare_v2(db, "SELECT seq, c FROM label_sets", -1, &st, NULL) == SQLITE_OK) {
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			struct pd_kv *kv;
+			size_t n;
+			struct pd_err e;
+			if (pd_lset_dec(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), &kv, &n, &e))
+				say(c, "label set #%lld: %s", (long long)sqlite3_column_int64(st, 0), e.msg);
+			for (size_t i = 0; i < n; i++) {
+				free(kv[i].key);
+				free(kv[i].value);
+			}
+			free(kv);
+		}
+		if (r != SQLITE_DONE)
+			say(c, "label_sets: %s", sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		st = NULL;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT xid, lset FROM profiles p WHERE lset != 0 AND NOT EXISTS"
+				       " (SELECT 1 FROM label_sets s WHERE s.seq = p.lset)",
+				       -1, &st, NULL) != SQLITE_OK) {
+			say(c, "profiles: %s", sqlite3_errmsg(db));
+			goto out;
+		}
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *xid = (const char *)sqlite3_column_text(st, 0);
+			say(c, "profile %s: its label set #%lld is missing", xid ? xid : "?",
+			    (long long)sqlite3_column_int64(st, 1));
+		}
+		if (r != SQLITE_DONE)
+			say(c, "profiles: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	/* rollups (a marker or an empty hour has empty blobs) */
 	if (sqlite3_prepare_v2(db, "SELECT service, type, hour, profiles, header, block, fns FROM rollups", -1, &st,
 			       NULL) != SQLITE_OK) {

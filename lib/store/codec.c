@@ -962,3 +962,118 @@ int pd_pack_dec(ZSTD_DCtx *dctx, int kind, int64_t first, const void *b, size_t 
 	out->raw = raw;
 	return 0;
 }
+
+/* ---- profile label sets ------------------------------------------------- */
+
+struct lset_ord {
+	const struct pd_kv *kv;
+	size_t i; /* given order: ties keep it (a stable sort) */
+};
+
+static int cmp_lset_ord(const void *a, const void *b)
+{
+	const struct lset_ord *x = a, *y = b;
+	int c = strcmp(x->kv->key, y->kv->key);
+	return c ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+static uint64_t lset_seed(void) { return pd_blob_seed("", 0, PD_BLOB_LSET); }
+
+int pd_lset_enc(const struct pd_kv *kv, size_t n, struct pd_buf *out, struct pd_err *err)
+{
+	if (n < 1 || n > PD_LSET_MAX)
+		return pd_errf(err, PD_EINVAL, "a label set of %zu labels (1 to %d)", n, PD_LSET_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (!kv[i].key || !kv[i].value)
+			return pd_errf(err, PD_EINVAL, "insert label %s: no value", kv[i].key ? kv[i].key : "(null)");
+	struct lset_ord *o = malloc(n * sizeof *o);
+	if (!o)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct lset_ord){&kv[i], i};
+	qsort(o, n, sizeof *o, cmp_lset_ord);
+	size_t start = out->len;
+	int rc = pd_blob_begin(out) ? PD_ENOMEM : 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		const char *s[2] = {o[i].kv->key, o[i].kv->value};
+		for (int j = 0; j < 2 && !rc; j++) {
+			size_t len = strlen(s[j]);
+			uint8_t v[10], *e = pd_put_varint(v, len);
+			if (pd_buf_append(out, v, (size_t)(e - v)) || pd_buf_append(out, s[j], len))
+				rc = PD_ENOMEM;
+		}
+	}
+	free(o);
+	if (rc) {
+		out->len = start;
+		return pd_errf(err, rc, "out of memory");
+	}
+	pd_blob_seal(out, start, lset_seed());
+	return 0;
+}
+
+static void lset_free(struct pd_kv *kv, size_t n)
+{
+	for (size_t i = 0; kv && i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+int pd_lset_dec(const void *b, size_t n, struct pd_kv **out, size_t *nout, struct pd_err *err)
+{
+	*out = NULL;
+	*nout = 0;
+	const uint8_t *p;
+	size_t pn;
+	bool checked;
+	if (pd_blob_open(b, n, lset_seed(), &p, &pn, &checked, err))
+		return PD_EIO;
+	if (!checked) /* every set was written framed */
+		return pd_errf(err, PD_EIO, "corrupt label set (no checksum frame)");
+	struct pd_rd r = {p, p + pn, false};
+	struct pd_kv *kv = NULL;
+	size_t nkv = 0, cap = 0;
+	const char *why = NULL;
+	struct pd_str s[2], last = {"", 0};
+	while (!why && r.p < r.end) {
+		for (int j = 0; j < 2; j++) {
+			s[j] = pd_rd_s(&r);
+			if (!r.bad && memchr(s[j].ptr, 0, s[j].len))
+				why = "a NUL in a key or value";
+		}
+		if (r.bad) {
+			why = "lengths";
+			break;
+		}
+		/* in key order, as the encoder writes it: bytewise, shorter first */
+		int c = nkv ? memcmp(last.ptr, s[0].ptr, last.len < s[0].len ? last.len : s[0].len) : 0;
+		if (nkv && (c > 0 || (c == 0 && last.len > s[0].len)))
+			why = "keys out of order";
+		else if (nkv == PD_LSET_MAX)
+			why = "too many labels";
+		if (why)
+			break;
+		if (pd_grow((void **)&kv, &cap, nkv + 1, sizeof *kv) || !(kv[nkv].key = strndup(s[0].ptr, s[0].len))) {
+			lset_free(kv, nkv);
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		if (!(kv[nkv].value = strndup(s[1].ptr, s[1].len))) {
+			free(kv[nkv].key);
+			lset_free(kv, nkv);
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		nkv++;
+		last = s[0];
+	}
+	if (!why && nkv == 0)
+		why = "empty";
+	if (why) {
+		lset_free(kv, nkv);
+		return pd_errf(err, PD_EIO, "corrupt label set (%s)", why);
+	}
+	*out = kv;
+	*nout = nkv;
+	return 0;
+}

@@ -35,7 +35,7 @@
 #define PD_BLOB_MAGIC 0xFE              /* framing, version 1 */
 #define PD_BLOB_FRAME 9                 /* magic + 8 bytes of checksum */
 
-enum pd_blob_role { PD_BLOB_HEADER = 1, PD_BLOB_BLOCK = 2, PD_BLOB_FNS = 3, PD_BLOB_PACK = 4 };
+enum pd_blob_role { PD_BLOB_HEADER = 1, PD_BLOB_BLOCK = 2, PD_BLOB_FNS = 3, PD_BLOB_PACK = 4, PD_BLOB_LSET = 5 };
 
 /* ---- varints, zig-zag ---- */
 static inline uint64_t pd_zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
@@ -124,8 +124,10 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * 1 rollups, 2 sample blocks of version 2, 3 of version 3, 4 symbol packs
  * (below; which an older profd cannot read: it refuses the file, naming
  * the schema), 5 profiles without an index on their xid (an older profd
- * would scan the table for an id). */
-#define PD_DAYFILE_SCHEMA 5
+ * would scan the table for an id), 6 a profile's labels as one row per
+ * distinct set (label_sets, below) instead of one row per label and
+ * profile (an older profd would list them without their labels). */
+#define PD_DAYFILE_SCHEMA 6
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */
@@ -253,6 +255,26 @@ int pd_pack_enc(ZSTD_CCtx *z, int kind, int64_t first, uint32_t n, const uint8_t
 int pd_pack_dec(ZSTD_DCtx *dctx, int kind, int64_t first, const void *b, size_t n, struct pd_pack *out,
 		struct pd_err *err) PD_WUR;
 void pd_pack_free(struct pd_pack *p);
+
+/* ---- profile label sets (day files of schema 6) ---- */
+/* A scraper's series carries the same labels (namespace, pod, container,
+ * node, the pod's own) on every profile: stored once per distinct set, a
+ * row of label_sets(seq, c) that profiles name by seq. c is framed (role
+ * PD_BLOB_LSET, one seed for all: c is also the row's unique key, so it is
+ * a function of the labels alone); its payload is, per label in key order
+ * (bytewise; equal keys in the order given, as the list API shows them),
+ *     varint len, key, varint len, value
+ * Per profile and label a row of (pk, k, v) and two indexes took ~80
+ * bytes: 6 labels were 479 bytes a profile, more than its sample block
+ * (docs/benchmarks.md, "Profile labels"). */
+#define PD_LSET_MAX 1024 /* labels in one set (the API takes 64) */
+/* Append the framed set of labels kv[0..n) to out (n >= 1). */
+int pd_lset_enc(const struct pd_kv *kv, size_t n, struct pd_buf *out, struct pd_err *err) PD_WUR;
+/* A stored set (framed), checked and decoded: *out malloc'd, every key and
+ * value strdup'd (free each, then the array); NULL and 0 on error (PD_EIO
+ * "corrupt label set ...", or PD_ENOMEM). A key or value holding a NUL is
+ * corrupt: the API does not take them. */
+int pd_lset_dec(const void *b, size_t n, struct pd_kv **out, size_t *nout, struct pd_err *err) PD_WUR;
 
 /* ---- fns blob ---- */
 /* Append the zstd'd function table of t to out. */

@@ -50,6 +50,47 @@ static int rollup_apply(struct part *pt, struct job *j)
 	return 0;
 }
 
+/* The seq of the label set of in's labels in pt (label_sets), added
+ * with its set_labels rows if new; 0 if in has none. */
+static int job_lset(struct part *pt, struct job *j, int64_t *seq)
+{
+	*seq = 0;
+	if (!j->in->nlabels)
+		return 0;
+	struct pd_buf c = PD_BUF_INIT(0);
+	int rc = pd_lset_enc(j->in->labels, j->in->nlabels, &c, j->err);
+	if (rc)
+		return rc;
+	sqlite3_stmt *st = pt->lset_ins;
+	sqlite3_bind_blob(st, 1, c.ptr, (int)c.len, SQLITE_STATIC);
+	if (wstep(st)) {
+		rc = sq_err(j->err, pt->wdb, "insert label set");
+	} else if (sqlite3_changes(pt->wdb) == 1) { /* new: its labels become matchable */
+		*seq = sqlite3_last_insert_rowid(pt->wdb);
+		for (size_t i = 0; i < j->in->nlabels && !rc; i++) {
+			st = pt->lset_kv;
+			sqlite3_bind_text(st, 1, j->in->labels[i].key, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, j->in->labels[i].value, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, *seq);
+			if (wstep(st))
+				rc = sq_err(j->err, pt->wdb, "insert label");
+		}
+	} else {
+		st = pt->lset_find;
+		sqlite3_bind_blob(st, 1, c.ptr, (int)c.len, SQLITE_STATIC);
+		int r = sqlite3_step(st);
+		*seq = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+		sqlite3_reset(st);
+		if (r != SQLITE_ROW)
+			rc = r == SQLITE_DONE ? pd_errf(j->err, PD_EIO, "store: a label set was not found after its insert")
+					      : sq_err(j->err, pt->wdb, "find label set");
+	}
+	sqlite3_clear_bindings(pt->lset_ins);
+	sqlite3_clear_bindings(pt->lset_find);
+	pd_buf_free(&c);
+	return rc;
+}
+
 /* One job's rows, inside the batch's transaction. */
 static int job_apply(struct part *pt, struct job *j)
 {
@@ -59,12 +100,17 @@ static int job_apply(struct part *pt, struct job *j)
 	if (!j->in) {
 		/* its block may be the base of others (codec.h: chains): kept */
 		sqlite3_bind_int64(pt->keep_base, 1, j->pk);
-		sqlite3_bind_int64(pt->del_labels, 1, j->pk);
 		sqlite3_bind_int64(pt->del_prof, 1, j->pk);
-		if (wstep(pt->keep_base) || wstep(pt->del_labels) || wstep(pt->del_prof))
+		if (pt->del_labels) /* a file before schema 6 */
+			sqlite3_bind_int64(pt->del_labels, 1, j->pk);
+		if (wstep(pt->keep_base) || (pt->del_labels && wstep(pt->del_labels)) || wstep(pt->del_prof))
 			return sq_err(j->err, pt->wdb, "delete");
 		return 0;
 	}
+	int64_t lset;
+	int rc = job_lset(pt, j, &lset);
+	if (rc)
+		return rc;
 	st = pt->ins_prof;
 	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);
@@ -73,19 +119,12 @@ static int job_apply(struct part *pt, struct job *j)
 	sqlite3_bind_blob(st, 5, j->hdr.ptr ? (const void *)j->hdr.ptr : "", (int)j->hdr.len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 6, j->blk.ptr ? (const void *)j->blk.ptr : "", (int)j->blk.len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, j->nsamples);
+	sqlite3_bind_int64(st, 8, lset);
 	int r = wstep(st);
 	sqlite3_clear_bindings(st);
 	if (r)
 		return sq_err(j->err, pt->wdb, "insert profile");
-	int64_t pk = j->pk = sqlite3_last_insert_rowid(pt->wdb);
-	for (size_t i = 0; i < j->in->nlabels; i++) {
-		st = pt->ins_label;
-		sqlite3_bind_int64(st, 1, pk);
-		sqlite3_bind_text(st, 2, j->in->labels[i].key, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, j->in->labels[i].value, -1, SQLITE_STATIC);
-		if (wstep(st))
-			return sq_err(j->err, pt->wdb, "insert label");
-	}
+	j->pk = sqlite3_last_insert_rowid(pt->wdb);
 	return 0;
 }
 

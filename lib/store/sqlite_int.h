@@ -111,7 +111,11 @@ struct part {
 	int64_t day; /* days since the epoch */
 	/* reads and ingest lookups (under the store mutex) */
 	sqlite3 *db;
-	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels;
+	sqlite3_stmt *find[NKINDS], *get[NKINDS], *get_prof, *get_labels, *get_lset;
+	/* files before schema 6 hold one row per profile and label in
+	 * profile_labels (read and deleted still; new profiles name a
+	 * label_sets row) */
+	bool plabels;
 	/* symbols read in (mostly) ascending seqs: a cursor walks the table's
 	 * leaves instead of a seek from the root per symbol (sqlite_read.c);
 	 * scan_at[k] = the seq it is on, 0 = not positioned */
@@ -119,7 +123,8 @@ struct part {
 	int64_t scan_at[NKINDS];
 	/* writes (the committer only) */
 	sqlite3 *wdb;
-	sqlite3_stmt *ins[NKINDS], *ins_prof, *ins_label, *del_prof, *del_labels, *keep_base;
+	sqlite3_stmt *ins[NKINDS], *ins_prof, *del_prof, *del_labels, *keep_base;
+	sqlite3_stmt *lset_ins, *lset_find, *lset_kv; /* label_sets, set_labels */
 	sqlite3_stmt *base_get; /* db: the blocks that may be row pk's (codec.h: chains) */
 	sqlite3_stmt *begin, *commit, *rollback, *savepoint, *release, *rollback_to;
 	/* rollups: reads (db), writes (wdb, the committer) */

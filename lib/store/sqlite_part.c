@@ -279,11 +279,18 @@ static const char schema[] =
 	 * index their lookups still use. */
 	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
 	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
-	" nsamples INTEGER NOT NULL);"
+	" nsamples INTEGER NOT NULL, lset INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS profiles_svc ON profiles(service, created);"
-	"CREATE TABLE IF NOT EXISTS profile_labels(pk INTEGER NOT NULL, k TEXT NOT NULL, v TEXT NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS profile_labels_pk ON profile_labels(pk);"
-	"CREATE INDEX IF NOT EXISTS profile_labels_kv ON profile_labels(k, v, pk);"
+	/* a profile's labels (schema 6): lset names its set, 0 = none. A set
+	 * is stored once (c: codec.h, pd_lset_enc; unique), and each of its
+	 * labels once more as a key of set_labels, which label matchers seek
+	 * (EXISTS ... k = ? AND v = ? AND s = lset). Sets are not deleted
+	 * with their profiles: a day holds about as many as it has series.
+	 * Files before schema 6 keep profile_labels (pk, k, v) for the
+	 * profiles they had (sq_part_open adds lset to their profiles). */
+	"CREATE TABLE IF NOT EXISTS label_sets(seq INTEGER PRIMARY KEY, c BLOB NOT NULL UNIQUE);"
+	"CREATE TABLE IF NOT EXISTS set_labels(k TEXT NOT NULL, v TEXT NOT NULL, s INTEGER NOT NULL,"
+	" PRIMARY KEY(k, v, s)) WITHOUT ROWID;"
 	/* rollups (see the top of the file); hour = floor(created / 1 h) */
 	"CREATE TABLE IF NOT EXISTS hour_gen(service TEXT NOT NULL, type TEXT NOT NULL, hour INTEGER NOT NULL,"
 	" gen INTEGER NOT NULL, PRIMARY KEY(service, type, hour)) WITHOUT ROWID;"
@@ -416,7 +423,8 @@ void sq_part_close(struct part *p)
 		sq_rcache_free(p->s, &p->rc[k]);
 	}
 	sq_svc_forget(p); /* before svc_next is finalized: it clears its bindings */
-	sqlite3_stmt *st[] = {p->ins_prof,    p->ins_label,   p->get_prof,     p->del_prof,  p->del_labels,
+	sqlite3_stmt *st[] = {p->ins_prof,    p->lset_ins,    p->lset_find,    p->lset_kv,   p->get_lset,
+			      p->get_prof,    p->del_prof,    p->del_labels,
 			      p->get_labels,  p->begin,       p->commit,       p->rollback,  p->savepoint,
 			      p->release,     p->rollback_to, p->gen_get,      p->range_get, p->rollups_get,
 			      p->rollups_fget, p->stale_get,  p->gen_bump,     p->gen_wget,  p->ins_rollup,
@@ -446,6 +454,37 @@ static int open_db(const char *path, bool create, sqlite3 **db, struct pd_err *e
 		return sq_err(err, *db, path);
 	sqlite3_busy_timeout(*db, 5000);
 	return 0;
+}
+
+/* count(*) of sql on db: *n, or an error (0) */
+static int count_of(sqlite3 *db, const char *sql, int64_t *n, struct pd_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = prep(db, sql, &st, err);
+	if (rc)
+		return rc;
+	int r = sqlite3_step(st);
+	*n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW ? 0 : sq_err(err, db, "schema");
+}
+
+/* A file before schema 6: its profiles get lset (0: their labels are in
+ * profile_labels), so that new ones name label sets. Checked, not
+ * assumed: a crash may have come between this and user_version. */
+static int upgrade_v6(struct part *p, const char *path, struct pd_err *err)
+{
+	int64_t n;
+	int rc = count_of(p->wdb, "SELECT count(*) FROM pragma_table_info('profiles') WHERE name = 'lset'", &n, err);
+	if (rc || n)
+		return rc;
+	char *msg = NULL;
+	if (sqlite3_exec(p->wdb, "ALTER TABLE profiles ADD COLUMN lset INTEGER NOT NULL DEFAULT 0", NULL, NULL, &msg) !=
+	    SQLITE_OK) {
+		rc = pd_errf(err, PD_EIO, "store: %s: upgrading for label sets: %s", path, msg ? msg : "?");
+		sqlite3_free(msg);
+	}
+	return rc;
 }
 
 /* The partition of day `day`; created if `create`, else NULL if absent. */
@@ -545,6 +584,8 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		sqlite3_exec(p->wdb, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
+	if (version < 6 && (rc = upgrade_v6(p, path, err)))
+		goto fail;
 	char setv[48];
 	snprintf(setv, sizeof setv, "PRAGMA user_version = %d", PD_DAYFILE_SCHEMA);
 	if (version < PD_DAYFILE_SCHEMA && sqlite3_exec(p->wdb, setv, NULL, NULL, &msg) != SQLITE_OK) {
@@ -641,11 +682,21 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 			goto fail;
 		}
 	}
+	{ /* profile_labels: a file before schema 6 */
+		int64_t n;
+		if ((rc = count_of(p->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'profile_labels'",
+				   &n, err)))
+			goto fail;
+		p->plabels = n > 0;
+	}
 	if ((rc = prep(p->wdb,
-		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples)"
-		       " VALUES(?, ?, ?, ?, ?, ?, ?)",
+		       "INSERT INTO profiles(xid, service, type, created, header, block, nsamples, lset)"
+		       " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
 		       &p->ins_prof, err)) ||
-	    (rc = prep(p->wdb, "INSERT INTO profile_labels(pk, k, v) VALUES(?, ?, ?)", &p->ins_label, err)) ||
+	    (rc = prep(p->wdb, "INSERT OR IGNORE INTO label_sets(c) VALUES(?)", &p->lset_ins, err)) ||
+	    (rc = prep(p->wdb, "SELECT seq FROM label_sets WHERE c = ?", &p->lset_find, err)) ||
+	    (rc = prep(p->wdb, "INSERT OR IGNORE INTO set_labels(k, v, s) VALUES(?, ?, ?)", &p->lset_kv, err)) ||
+	    (rc = prep(p->db, "SELECT c FROM label_sets WHERE seq = ?", &p->get_lset, err)) ||
 	    /* ?1 an xid, ?2..?3 its second, ?4 a service: one seek into
 	     * profiles_svc (sq_locate); files before schema 5 by their xid
 	     * index */
@@ -664,8 +715,9 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	    (rc = prep(p->db,
 		       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases WHERE pk = ?1",
 		       &p->base_get, err)) ||
-	    (rc = prep(p->wdb, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err)) ||
-	    (rc = prep(p->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err)) ||
+	    (p->plabels && (rc = prep(p->wdb, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err))) ||
+	    (p->plabels &&
+	     (rc = prep(p->db, "SELECT k, v FROM profile_labels WHERE pk = ? ORDER BY k, rowid", &p->get_labels, err))) ||
 	    (rc = prep(p->wdb, "BEGIN IMMEDIATE", &p->begin, err)) || (rc = prep(p->wdb, "COMMIT", &p->commit, err)) ||
 	    (rc = prep(p->wdb, "ROLLBACK", &p->rollback, err)) ||
 	    (rc = prep(p->wdb, "SAVEPOINT job", &p->savepoint, err)) ||

@@ -95,29 +95,84 @@ void pd_meta_clear(struct pd_profile_meta *m)
 	m->nlabels = 0;
 }
 
-static int load_labels(struct part *pt, int64_t pk, struct pd_profile_meta *m)
+/* m's labels: its set's (schema 6: lset > 0), else its rows of
+ * profile_labels (a profile of a file before schema 6). A set that does
+ * not decode is damage: the day is quarantined. */
+static int load_labels(struct part *pt, int64_t pk, int64_t lset, struct pd_profile_meta *m, struct pd_err *err)
 {
-	sqlite3_stmt *st = pt->get_labels;
+	sqlite3_stmt *st = lset ? pt->get_lset : pt->get_labels;
+	if (!st)
+		return 0; /* no labels: a file of schema 6 */
 	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 1, pk);
+	sqlite3_bind_int64(st, 1, lset ? lset : pk);
+	int r, rc = 0;
+	if (lset) {
+		if ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			struct pd_err e;
+			if (pd_lset_dec(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &m->labels,
+					&m->nlabels, &e))
+				rc = e.code == PD_ENOMEM ? pd_errf(err, PD_ENOMEM, "out of memory")
+							 : sq_damaged(pt, err, "profile %s: label set #%lld: %s", m->id,
+								      (long long)lset, e.msg);
+		} else {
+			rc = r == SQLITE_DONE ? sq_damaged(pt, err, "profile %s: its label set #%lld is missing", m->id,
+							   (long long)lset)
+					      : sq_qerr(pt, pt->db, "labels", err);
+		}
+		sqlite3_reset(st);
+		return rc;
+	}
 	size_t cap = 0;
-	int rc = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (pd_grow((void **)&m->labels, &cap, m->nlabels + 1, sizeof *m->labels)) {
-			rc = PD_ENOMEM;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0), *v = (const char *)sqlite3_column_text(st, 1);
+		if (pd_grow((void **)&m->labels, &cap, m->nlabels + 1, sizeof *m->labels) ||
+		    !(m->labels[m->nlabels].key = strdup(k ? k : ""))) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
 			break;
 		}
-		m->labels[m->nlabels].key = strdup((const char *)sqlite3_column_text(st, 0));
-		m->labels[m->nlabels].value = strdup((const char *)sqlite3_column_text(st, 1));
+		if (!(m->labels[m->nlabels].value = strdup(v ? v : ""))) {
+			free(m->labels[m->nlabels].key);
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			break;
+		}
 		m->nlabels++;
 	}
+	if (!rc && r != SQLITE_DONE)
+		rc = sq_qerr(pt, pt->db, "labels", err);
 	sqlite3_reset(st);
 	return rc;
 }
 
+/* The listing's statement: profiles of a service in a time range (of a
+ * type), every label matcher k = v true of the profile's set (and, in a
+ * file before schema 6, of its rows of profile_labels). Label i's key and
+ * value are ?(5 + 2i) and ?(6 + 2i). */
+static int find_sql(const struct pd_store_query *q, bool plabels, struct pd_buf *sql)
+{
+	const char *base = "SELECT p.pk, p.xid, p.service, p.type, p.created, length(p.block) + length(p.header), p.lset"
+			   " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
+			   " AND (?4 IS NULL OR p.type = ?4)";
+	int rc = pd_buf_append(sql, base, strlen(base));
+	for (size_t i = 0; i < q->nlabels && !rc; i++) {
+		int k = 5 + 2 * (int)i, v = k + 1;
+		char c[400];
+		int n = plabels ? snprintf(c, sizeof c,
+					   " AND (EXISTS (SELECT 1 FROM set_labels l WHERE l.k = ?%d AND l.v = ?%d"
+					   " AND l.s = p.lset) OR EXISTS (SELECT 1 FROM profile_labels l"
+					   " WHERE l.pk = p.pk AND l.k = ?%d AND l.v = ?%d))",
+					   k, v, k, v)
+				: snprintf(c, sizeof c,
+					   " AND EXISTS (SELECT 1 FROM set_labels l WHERE l.k = ?%d AND l.v = ?%d"
+					   " AND l.s = p.lset)",
+					   k, v);
+		rc = pd_buf_append(sql, c, (size_t)n);
+	}
+	return rc || pd_buf_append(sql, "", 1) ? PD_ENOMEM : 0;
+}
+
 struct hit {
 	int64_t day;
-	int64_t pk, created;
+	int64_t pk, created, lset;
 	char xid[PD_STORE_ID_LEN + 1];
 	char service[128], type[16];
 	size_t bytes;
@@ -144,29 +199,23 @@ int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn
 	size_t nd;
 	struct hit *hits = NULL;
 	size_t nh = 0, ch = 0;
-	struct pd_buf sql = PD_BUF_INIT(0);
+	struct pd_buf sql[2] = {PD_BUF_INIT(0), PD_BUF_INIT(0)}; /* [plabels] */
 	int rc = sq_days_in(s, q->from_ns, q->to_ns, &days, &nd, err);
 	if (rc)
 		goto out;
-	const char *base_sql = "SELECT p.pk, p.xid, p.service, p.type, p.created, length(p.block) + length(p.header)"
-			       " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
-			       " AND (?4 IS NULL OR p.type = ?4)";
-	if (pd_buf_append(&sql, base_sql, strlen(base_sql)))
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < q->nlabels && !rc; i++) {
-		const char *c = " AND EXISTS (SELECT 1 FROM profile_labels l WHERE l.pk = p.pk AND l.k = ? AND l.v = ?)";
-		if (pd_buf_append(&sql, c, strlen(c)))
-			rc = pd_errf(err, PD_ENOMEM, "out of memory");
-	}
-	if (!rc && pd_buf_append(&sql, "", 1))
-		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nd && !rc; i++) {
 		struct part *pt;
 		if ((rc = sq_part_q(s, days[i], &pt, skipped, err)) || !pt)
 			continue;
+		struct pd_buf *b = &sql[pt->plabels];
+		if (!b->len && find_sql(q, pt->plabels, b)) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			sq_part_done(pt);
+			break;
+		}
 		sqlite3_stmt *st;
 		sq_part_read(pt);
-		if (sqlite3_prepare_v2(pt->db, (const char *)sql.ptr, -1, &st, NULL) != SQLITE_OK) {
+		if (sqlite3_prepare_v2(pt->db, (const char *)b->ptr, -1, &st, NULL) != SQLITE_OK) {
 			rc = sq_part_skip(pt, sq_qerr(pt, pt->db, "query", err), skipped);
 			sq_part_done(pt);
 			continue;
@@ -195,6 +244,7 @@ int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn
 			snprintf(h->type, sizeof h->type, "%s", (const char *)sqlite3_column_text(st, 3));
 			h->created = sqlite3_column_int64(st, 4);
 			h->bytes = (size_t)sqlite3_column_int64(st, 5);
+			h->lset = sqlite3_column_int64(st, 6);
 		}
 		if (!rc && r != SQLITE_DONE) {
 			rc = sq_part_skip(pt, sq_qerr(pt, pt->db, "query", err), skipped);
@@ -222,15 +272,23 @@ int sq_find(struct pd_store *base, const struct pd_store_query *q, pd_meta_fn fn
 		memcpy(m.type, hits[i].type, sizeof m.type);
 		m.created_ns = hits[i].created;
 		m.stored_bytes = hits[i].bytes;
-		if (load_labels(pt, hits[i].pk, &m))
-			rc = pd_errf(err, PD_EIO, "store: reading labels");
+		if ((rc = load_labels(pt, hits[i].pk, hits[i].lset, &m, err)) && pt->bad) {
+			rc = sq_part_skip(pt, rc, skipped); /* damaged: the day's other profiles are not listed */
+			pd_meta_clear(&m);
+			sq_part_done(pt);
+			pt = NULL;
+			for (int64_t day = hits[i].day; i + 1 < nh && hits[i + 1].day == day;)
+				i++;
+			continue;
+		}
 		if (!rc)
 			rc = fn(ctx, &m);
 		pd_meta_clear(&m);
 	}
 out:
 	sq_store_unlock(s);
-	pd_buf_free(&sql);
+	pd_buf_free(&sql[0]);
+	pd_buf_free(&sql[1]);
 	free(days);
 	free(hits);
 	return rc;

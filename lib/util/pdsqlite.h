@@ -18,6 +18,7 @@
 	X(sqlite3_bind_int64) \
 	X(sqlite3_bind_text) \
 	X(sqlite3_busy_timeout) \
+	X(sqlite3_changes) \
 	X(sqlite3_clear_bindings) \
 	X(sqlite3_close) \
 	X(sqlite3_column_blob) \
@@ -54,6 +55,7 @@ PD_DL_DECLARE(sqlite, PD_SQLITE_FNS)
 #define sqlite3_bind_int64 (pd_sqlite()->sqlite3_bind_int64)
 #define sqlite3_bind_text (pd_sqlite()->sqlite3_bind_text)
 #define sqlite3_busy_timeout (pd_sqlite()->sqlite3_busy_timeout)
+#define sqlite3_changes (pd_sqlite()->sqlite3_changes)
 #define sqlite3_clear_bindings (pd_sqlite()->sqlite3_clear_bindings)
 #define sqlite3_close (pd_sqlite()->sqlite3_close)
 #define sqlite3_column_blob (pd_sqlite()->sqlite3_column_blob)

@@ -6,7 +6,8 @@
  *
  * Input: byte 0 picks the decoder (% 5: header, sample block, function
  * table, a framed blob of any of the first three: frame checked with seed
- * 0, then byte 1 picks the decoder of the payload; a symbol pack's
+ * 0, then byte 1 picks the decoder of the payload (% 4; 3: a profile
+ * label set's payload, framed here with its seed); a symbol pack's
  * payload, framed here with its seed so that its decoder is reached);
  * the rest is the stored bytes.
  * Properties beyond "no crash, no leak, no UB":
@@ -20,6 +21,8 @@
  *     cycle) and must be refused;
  *   - a decoded symbol pack has 1..PD_PACK_MAX symbols within its bytes,
  *     and encodes (pd_pack_enc) to a pack that decodes to the same;
+ *   - a decoded label set has 1..PD_LSET_MAX labels and encodes to a set
+ *     that decodes to the same labels in the same order;
  *   - every failure is PD_EIO (corrupt) or PD_ENOMEM with a message, or,
  *     for the function table, PD_EINCOMPAT is impossible (one table into
  *     an empty accumulator).
@@ -239,6 +242,48 @@ out:
 	pd_buf_free(&e);
 }
 
+/* A profile label set's payload p[0..n): framed as the store frames one,
+ * decoded; what decodes encodes (pd_lset_enc) to a set that decodes to
+ * the same labels (the bytes may differ: a varint may be overlong). */
+static void lset(const uint8_t *p, size_t n)
+{
+	struct pd_buf b = PD_BUF_INIT(0), e = PD_BUF_INIT(0);
+	struct pd_err err = {0};
+	if (pd_blob_begin(&b) || pd_buf_append(&b, p, n))
+		goto out;
+	pd_blob_seal(&b, 0, pd_blob_seed("", 0, PD_BLOB_LSET));
+	struct pd_kv *kv;
+	size_t nkv;
+	int rc = pd_lset_dec(b.ptr, b.len, &kv, &nkv, &err);
+	if (rc) {
+		check_err(rc, &err);
+		goto out;
+	}
+	if (nkv < 1 || nkv > PD_LSET_MAX)
+		abort();
+	if (pd_lset_enc(kv, nkv, &e, &err) == 0) {
+		struct pd_kv *again;
+		size_t na;
+		if (pd_lset_dec(e.ptr, e.len, &again, &na, &err) || na != nkv)
+			abort();
+		for (size_t i = 0; i < nkv; i++) {
+			if (strcmp(again[i].key, kv[i].key) || strcmp(again[i].value, kv[i].value))
+				abort();
+			free(again[i].key);
+			free(again[i].value);
+		}
+		free(again);
+	}
+	for (size_t i = 0; i < nkv; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+out:
+	pd_buf_free(&b);
+	pd_buf_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > (1u << 20))
@@ -254,6 +299,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 2)
 		return 0;
+	if (data[1] % 4 == 3) {
+		lset(data + 2, size - 2);
+		return 0;
+	}
 	const uint8_t *p;
 	size_t n;
 	bool checked;
@@ -263,6 +312,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	decode(data[1] % 3, p, n);
+	decode(data[1] % 4, p, n);
 	return 0;
 }
