@@ -653,7 +653,11 @@ static void brief_rest(const char *s, size_t n, size_t q, struct mcap *c)
 /* `\s*(?:0x)?([[:xdigit:]]+)[\s-]?\s*(?:0x)?([[:xdigit:]]+):?` then the
  * rest. Backtracking: the first hex run may give its last digit to the
  * second (when nothing follows it); every shorter split ends in the same
- * state, so two attempts are exact. */
+ * state, so two attempts are exact. When the digit given is a 0 followed by
+ * x and a hex digit ("fcdc20x7efb"), the second (?:0x)? takes "0x" first:
+ * the second number is the run after the x. Without the 0x the second
+ * number would end before that x, which only the brief form accepts, and
+ * the brief form accepts the 0x split first. */
 static bool match_maps(const char *s, size_t n, bool proc, struct mcap *c)
 {
 	memset(c, 0, sizeof *c);
@@ -682,6 +686,10 @@ static bool match_maps(const char *s, size_t n, bool proc, struct mcap *c)
 				break;
 			bs = e1 - 1;
 			be = e1;
+			if (s[bs] == '0' && e1 + 1 < n && s[e1] == 'x' && is_xdigit(s[e1 + 1])) {
+				bs = e1 + 1;
+				be = run(s, n, bs, is_xdigit);
+			}
 			c->start = s + a, c->nstart = e1 - 1 - a;
 		}
 		c->end = s + bs, c->nend = be - bs;

@@ -287,6 +287,35 @@ static void test_hostile(void **state)
 	free(big);
 }
 
+/* procMapsRE/briefMapsRE's `(?:0x)?` before the limit: when the start's
+ * digits run into "0x" ("fcdc20x7efb..."), Go's backtracking gives the 0 to
+ * that 0x, and the limit is the number after it (not 0). */
+static void test_maps_0x_split(void **state)
+{
+	(void)state;
+	struct pd_profile *p = PARSE("heap profile: 1: 64 [1: 64] @ heapprofile\n1: 64 [1: 64] @ 0x401001 0xfcdc3\n"
+				     "--- Memory map: ---\n"
+				     "4000000x4100000 r-xp 00000000 fc:01 123 /bin/app\n"
+				     "fcdc20x7efb05b6d14e: start_thread\n");
+	assert_int_equal(p->nmappings, 2);
+	assert_int_equal(p->mappings[0].start, 0x400000);
+	assert_int_equal(p->mappings[0].limit, 0x4100000);
+	assert_string_equal(tu_str(p, p->mappings[0].filename), "/bin/app");
+	assert_int_equal(p->mappings[1].start, 0xfcdc2);
+	assert_int_equal(p->mappings[1].limit, 0x7efb05b6d14e);
+	assert_string_equal(tu_str(p, p->mappings[1].filename), "start_thread");
+	assert_int_equal(p->locations[0].mapping, 0);
+	assert_int_equal(p->locations[1].mapping, 1);
+	pd_profile_free(p);
+	/* a split mapping "1"-"bccc97" continues "2432"-"1" (adjacent): one mapping */
+	p = PARSE("heap profile: 1: 64 [1: 64] @ heapprofile\n1: 64 [1: 64] @ 0x3001\n--- Memory map: ---\n"
+		  "2432 1 @\n10xbccc97\n");
+	assert_int_equal(p->nmappings, 1);
+	assert_int_equal(p->mappings[0].start, 0x2432);
+	assert_int_equal(p->mappings[0].limit, 0xbccc97);
+	pd_profile_free(p);
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -335,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_go_heap),	       cmocka_unit_test(test_go_contention), cmocka_unit_test(test_go_count),
 		cmocka_unit_test(test_binary_cpu),     cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_stream_and_merge),
+		cmocka_unit_test(test_maps_0x_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
