@@ -284,34 +284,46 @@ static int digit_val(char c)
 	return 99;
 }
 
-/* strings.TrimSpace for ASCII space and U+0085, U+00A0. */
-static bool go_space_at_end(const char *s, size_t n, size_t *w)
+/* The width of the white space (unicode.IsSpace) that s starts with, or 0:
+ * ASCII \t \n \v \f \r and space, U+0085, U+00A0, and the White_Space
+ * characters beyond Latin-1: U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000. Only complete encodings count, as Go's decoder's. */
+static size_t space_width(const char *c, size_t n)
 {
-	unsigned char c = (unsigned char)s[n - 1];
-	if (c == ' ' || (c >= '\t' && c <= '\r')) {
-		*w = 1;
-		return true;
-	}
-	if (n >= 2 && (unsigned char)s[n - 2] == 0xc2 && (c == 0x85 || c == 0xa0)) {
-		*w = 2;
-		return true;
-	}
-	return false;
+	const unsigned char *s = (const unsigned char *)c;
+	if (n >= 1 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r')))
+		return 1;
+	if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0))
+		return 2;
+	if (n < 3)
+		return 0;
+	if ((s[0] == 0xe1 && s[1] == 0x9a && s[2] == 0x80) || (s[0] == 0xe2 && s[1] == 0x81 && s[2] == 0x9f) ||
+	    (s[0] == 0xe3 && s[1] == 0x80 && s[2] == 0x80))
+		return 3;
+	if (s[0] == 0xe2 && s[1] == 0x80 &&
+	    ((s[2] >= 0x80 && s[2] <= 0x8a) || s[2] == 0xa8 || s[2] == 0xa9 || s[2] == 0xaf))
+		return 3;
+	return 0;
 }
+
+/* The width of the white space that the n bytes at s end with, or 0. A
+ * complete encoding at the end is the rune Go's DecodeLastRune reads there:
+ * continuation bytes cannot start one. */
+static size_t space_width_end(const char *s, size_t n)
+{
+	for (size_t w = 1; w <= 3 && w <= n; w++)
+		if (space_width(s + n - w, w) == w)
+			return w;
+	return 0;
+}
+
+/* strings.TrimSpace */
 static struct pd_str trim(const char *s, size_t n)
 {
 	size_t w;
-	for (;;) {
-		if (n && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
-			s++, n--;
-		} else if (n >= 2 && (unsigned char)s[0] == 0xc2 &&
-			   ((unsigned char)s[1] == 0x85 || (unsigned char)s[1] == 0xa0)) {
-			s += 2, n -= 2;
-		} else {
-			break;
-		}
-	}
-	while (n && go_space_at_end(s, n, &w))
+	while ((w = space_width(s, n)))
+		s += w, n -= w;
+	while ((w = space_width_end(s, n)))
 		n -= w;
 	struct pd_str r = {s, (uint32_t)n};
 	return r;

@@ -316,6 +316,28 @@ static void test_maps_0x_split(void **state)
 	pd_profile_free(p);
 }
 
+/* strings.TrimSpace trims every Unicode white space: lines of U+3000 are
+ * blank, U+2003 before # makes a comment, NBSP or U+205F around a value or
+ * after the addresses is not part of them. */
+static void test_unicode_space(void **state)
+{
+	(void)state;
+	struct pd_profile *p = PARSE("heap profile: 1: 64 [1: 64] @ heapprofile\n\u3000\n\u2003# x\n"
+				     "1: 64 [1: 64] @ 0x10\u205f\n");
+	assert_int_equal(p->nsamples, 1);
+	assert_int_equal(p->samples[0].values[1], 64);
+	pd_profile_free(p);
+	p = PARSE("--- mutex:\ncycles/second =\u3000100\u00a0\n\u1680\u2028\n1 2 @ 0x10\n");
+	assert_int_equal(p->nsamples, 1);
+	assert_int_equal(p->samples[0].values[1], 10000000); /* 1 cycle at 100 Hz */
+	pd_profile_free(p);
+	/* U+200B is not white space (and a cut U+3000 is not one) */
+	const char *t = "--- mutex:\ncycles/second = 100\n\u200b\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "line 3: not a contention sample");
+	t = "--- mutex:\ncycles/second = 100\n\xe3\x80\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "line 3: not a contention sample");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -365,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_binary_cpu),     cmocka_unit_test(test_hostile),	     cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_stream_and_merge),
 		cmocka_unit_test(test_maps_0x_split),
+		cmocka_unit_test(test_unicode_space),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
