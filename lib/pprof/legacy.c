@@ -50,6 +50,7 @@ struct lmap {
 struct lb {
 	struct pd_pprof_limits lim;
 	struct pd_err *err;
+	struct pd_err why; /* why an input a parser began to read is unrecognized after all */
 	const char *what; /* "heap profile" ... for messages */
 	struct pd_profile *p;
 	size_t mem, reserved;
@@ -1554,6 +1555,20 @@ static bool contention_re(const char *s, size_t n, struct pd_str *v1, struct pd_
 	return false;
 }
 
+/* parseContentionSample's errUnrecognized: a line that is not a sample
+ * makes the whole input unrecognized, and profile.Parse tries its next
+ * parser (Java's, which reads `--- contentionz 1 ---` files too). Why is
+ * kept in b->why, for when no parser reads the input. */
+static int not_a_sample(struct lb *b, struct pd_str l)
+{
+	struct pd_err *err = b->err;
+	b->err = &b->why;
+	lerr(b, PD_EINVAL, "not a contention sample (want \"N N @ 0x...\"): %.*s", (int)(l.len > 100 ? 100 : l.len),
+	     l.ptr);
+	b->err = err;
+	return PD_LEGACY_UNRECOGNIZED;
+}
+
 static int parse_contention(struct lb *b, struct scan *sc)
 {
 	int rc;
@@ -1613,8 +1628,7 @@ static int parse_contention(struct lb *b, struct scan *sc)
 			struct pd_str s1, s2, addrs;
 			int64_t v1, v2;
 			if (!contention_re(l.ptr, l.len, &s1, &s2, &addrs))
-				return lerr(b, PD_EINVAL, "not a contention sample (want \"N N @ 0x...\"): %.*s",
-					    (int)(l.len > 100 ? 100 : l.len), l.ptr);
+				return not_a_sample(b, l);
 			if (!go_parse_int(s1.ptr, s1.len, 10, &v1) || !go_parse_int(s2.ptr, s2.len, 10, &v2))
 				return lerr(b, PD_EINVAL, "malformed sample: %.*s: value out of range",
 					    (int)(l.len > 100 ? 100 : l.len), l.ptr);
@@ -1916,6 +1930,7 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 	/* profile.parseLegacy's order: CPU, heap, count, thread, contention (Java: no) */
 	static const text_parser parsers[] = {parse_heap, parse_count, parse_thread, parse_contention};
 	struct lb b;
+	struct pd_err why = {0}; /* why a parser that began to read the input let go of it */
 	int rc;
 	*out = NULL;
 	if (len == 0)
@@ -1949,8 +1964,11 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 		b.what = "legacy profile";
 		struct scan sc = {(const char *)buf, len, 0, {"", 0}, 0};
 		rc = parsers[i](&b, &sc);
-		if (rc == PD_LEGACY_UNRECOGNIZED)
+		if (rc == PD_LEGACY_UNRECOGNIZED) {
+			if (b.why.code)
+				why = b.why;
 			continue;
+		}
 		if (!rc)
 			rc = finish(&b, parsers[i] == parse_thread, out);
 		goto out;
@@ -1964,6 +1982,11 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 				     (int)f.len, f.ptr);
 	}
 out:
+	/* Go says only "unrecognized": say where a parser stopped */
+	if (rc == PD_LEGACY_UNRECOGNIZED && why.code) {
+		*err = why;
+		rc = why.code;
+	}
 	lb_free(&b);
 	return rc;
 }

@@ -338,6 +338,24 @@ static void test_unicode_space(void **state)
 	parse_fails(t, strlen(t), NULL, PD_EINVAL, "line 3: not a contention sample");
 }
 
+/* A line that is not a contention sample makes a contention profile
+ * unrecognized (parseContentionSample's errUnrecognized), so Go's next
+ * parser reads it: `--- contentionz 1 ---` is then a Java profile, which
+ * profd does not read. */
+static void test_contention_falls_to_java(void **state)
+{
+	(void)state;
+	/* Go: an empty Java contention profile */
+	const char *t = "--- contentionz 1 ---\nxyz\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
+	/* Go: refused by its Java parser too (cycles/second is no Java attribute) */
+	t = "--- contentionz 1 ---\ncycles/second = 100\n1 2 @ 0x10\n\n  102  40]   243\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
+	/* any other header: nothing else reads it; the line is named */
+	t = "--- contentionz 2 ---\n1 2 @ 0x10\nxyz\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "contention profile, line 3: not a contention sample");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -388,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_stream_and_merge),
 		cmocka_unit_test(test_maps_0x_split),
 		cmocka_unit_test(test_unicode_space),
+		cmocka_unit_test(test_contention_falls_to_java),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
