@@ -1780,6 +1780,64 @@ static uint64_t word(struct words *w)
 	return v;
 }
 
+/* Skip k words (Go's reads past the end give 0 and a nil slice). */
+static void skip_words(struct words *w, uint64_t k)
+{
+	if (k > w->n / (size_t)w->size) {
+		w->nil = true;
+		w->n = 0;
+		return;
+	}
+	w->p += k * (size_t)w->size;
+	w->n -= k * (size_t)w->size;
+}
+
+/* parseCPUSamples: sample records (count, depth, that many addresses; the
+ * callers' -1) up to the end-of-data marker 0 1 0 or the end; with build
+ * unset, only their framing is read (as Java's are). A record longer than
+ * the bytes left is Go's errUnrecognized: profile.Parse goes on to its text
+ * parsers, which may find their header in the binary's first "line". Why is
+ * kept in b->why, for when none of them reads the input. */
+static int cpu_samples(struct lb *b, struct words *w, size_t len, bool build)
+{
+	int rc;
+	while (w->n > 0) {
+		size_t at = len - w->n;
+		uint64_t count = word(w), nstk = word(w);
+		if (w->nil || nstk > w->n / 4) {
+			pd_errf(&b->why, PD_EINVAL,
+				"%s, offset %zu: truncated sample record (stack of %llu words, %zu bytes "
+				"left)",
+				b->what, at, (unsigned long long)nstk, w->n);
+			return PD_LEGACY_UNRECOGNIZED;
+		}
+		b->nstk = 0;
+		/* the end-of-data marker 0 1 0 */
+		if (count == 0 && nstk == 1) {
+			struct words t = *w;
+			if (word(&t) == 0) {
+				*w = t;
+				break;
+			}
+		}
+		if (!build) {
+			skip_words(w, nstk);
+			continue;
+		}
+		for (uint64_t i = 0; i < nstk; i++) {
+			uint64_t a = word(w);
+			if (i > 0)
+				a--;
+			if ((rc = push_addr(b, a)))
+				return rc;
+		}
+		int64_t v[2] = {(int64_t)count, wmul((int64_t)count, b->period)};
+		if ((rc = add_sample(b, v, false, 0)))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_cpu(struct lb *b, const uint8_t *buf, size_t len)
 {
 	static const struct {
@@ -1796,8 +1854,10 @@ static int parse_cpu(struct lb *b, const uint8_t *buf, size_t len)
 		if (!w.nil && h[0] == 0 && h[1] == 3 && h[2] == 0 && h[3] > 0 && h[4] == 0)
 			break;
 		if (!w.nil && h[0] == 0 && h[1] == 3 && h[2] == 1 && h[3] > 0 && h[4] == 0) {
+			/* Go reads its samples first: framing errors are as for C++ */
 			b->what = "legacy Java CPU profile";
-			return lerr(b, PD_EINVAL, "Java CPU profiles are not supported");
+			int rc = cpu_samples(b, &w, len, false);
+			return rc ? rc : lerr(b, PD_EINVAL, "Java CPU profiles are not supported");
 		}
 	}
 	if (f == 4)
@@ -1811,35 +1871,8 @@ static int parse_cpu(struct lb *b, const uint8_t *buf, size_t len)
 	b->stype[0][0] = S("samples"), b->stype[0][1] = S("count");
 	b->stype[1][0] = S("cpu"), b->stype[1][1] = S("nanoseconds");
 	b->drop = cpu_drop;
-	/* parseCPUSamples */
-	while (w.n > 0) {
-		size_t at = len - w.n;
-		uint64_t count = word(&w), nstk = word(&w);
-		if (w.nil || nstk > w.n / 4) /* Go: errUnrecognized, nothing else reads it */
-			return pd_errf(b->err, PD_EINVAL,
-				       "legacy CPU profile, offset %zu: truncated sample record (stack of %llu words, %zu "
-				       "bytes left)",
-				       at, (unsigned long long)nstk, w.n);
-		b->nstk = 0;
-		/* the end-of-data marker 0 1 0 */
-		if (count == 0 && nstk == 1) {
-			struct words t = w;
-			if (word(&t) == 0) {
-				w = t;
-				break;
-			}
-		}
-		for (uint64_t i = 0; i < nstk; i++) {
-			uint64_t a = word(&w);
-			if (i > 0)
-				a--;
-			if ((rc = push_addr(b, a)))
-				return rc;
-		}
-		int64_t v[2] = {(int64_t)count, wmul((int64_t)count, b->period)};
-		if ((rc = add_sample(b, v, false, 0)))
-			return rc;
-	}
+	if ((rc = cpu_samples(b, &w, len, true)))
+		return rc;
 	/* strip up to two frames most samples share in second position */
 	size_t margin = b->ns / 32;
 	for (int iter = 0; iter < 2; iter++) {
@@ -1943,6 +1976,7 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 			rc = finish(&b, true, out);
 		goto out;
 	}
+	why = b.why;
 	size_t ll = long_line((const char *)buf, len);
 	if (ll) {
 		/* Go's scanner refuses the input; say so if it starts like a profile */

@@ -219,6 +219,29 @@ static void test_binary_cpu(void **state)
 	tb_free(&b);
 }
 
+/* A CPU record longer than the bytes left is Go's errUnrecognized, so its
+ * text parsers read the input next: here a heap header in the first "line"
+ * (the binary header's bytes), for a C++ header and a Java one. */
+static void test_cpu_falls_to_text(void **state)
+{
+	(void)state;
+	const char *heap = "heap profile: 1: 64 [1: 64] @ heapprofile\n1: 64 [1: 64] @ 0x10\n";
+	for (uint64_t java = 0; java < 2; java++) {
+		struct tb b;
+		tb_init(&b);
+		uint64_t w[] = {0, 3, java, 100, 0};
+		for (size_t i = 0; i < 5; i++)
+			put_word(&b, w[i], 8, false);
+		tb_raw(&b, heap, strlen(heap));
+		struct pd_profile *p = parse_ok((const char *)b.p, b.len);
+		assert_string_equal(pd_profile_go_type(p), "heap");
+		assert_int_equal(p->nsamples, 1);
+		assert_int_equal(p->samples[0].values[1], 64);
+		pd_profile_free(p);
+		tb_free(&b);
+	}
+}
+
 static void test_hostile(void **state)
 {
 	(void)state;
@@ -407,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_maps_0x_split),
 		cmocka_unit_test(test_unicode_space),
 		cmocka_unit_test(test_contention_falls_to_java),
+		cmocka_unit_test(test_cpu_falls_to_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
