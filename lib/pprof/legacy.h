@@ -9,7 +9,8 @@
  * threadz (`--- threadz N ---` / `--- Thread ...`), and the legacy binary
  * CPU format (32/64-bit, little/big endian, header words 0 3 0 period 0),
  * each with its /proc/self/maps section. Not supported: Java profiles
- * (`--- heapz 1 ---`, `--- contentionz 1 ---` with format=java, Java CPU).
+ * (`--- heapz 1 ---`; `--- contentionz 1 ---` that the C++ contention parser
+ * gives up on, which Go hands to its Java parser; Java CPU).
  *
  * The result is what profile.Parse produces: same sample and period types,
  * periods, values, labels, mappings (massageMappings + remapMappingIDs)
