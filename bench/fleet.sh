@@ -113,21 +113,21 @@ if [ ! -f "$FLEET/.done-v1" ]; then
 	touch "$FLEET/.done-v1"
 fi
 STORE=$DATA/fleet-store
-if [ ! -f "$STORE/.done-v5" ]; then
+if [ ! -f "$STORE/.done-v6" ]; then
 	echo "bench: loading the fleet into a data dir, once" >&2
 	rm -rf "$STORE"
 	start load "$STORE" -q --rollup-interval 0
 	"$BUILD/loadgen" post -c 8 -url "http://127.0.0.1:$PORT_load" -fleet "$FLEET" -type cpu \
 		-rollouts auth=8,billing=12,cart=16 >"$DATA/fleet-load.txt"
 	stop load
-	touch "$STORE/.done-v5"
+	touch "$STORE/.done-v6"
 fi
 nfiles=$(find "$FLEET" -name '*.pb.gz' | wc -l)
 gz_bytes=$(find "$FLEET" -name '*.pb.gz' -printf '%s\n' | awk '{s += $1} END {print s}')
 
 cp -r "$STORE" "$WORK/raw"
 cp -r "$STORE" "$WORK/rollups"
-rm -f "$WORK/raw/.done-v5" "$WORK/rollups/.done-v5"
+rm -f "$WORK/raw/.done-v6" "$WORK/rollups/.done-v6"
 raw_bytes=$(du -sb "$WORK/raw" | cut -f1)
 
 # ---- rollups, built by the server ------------------------------------------------------
