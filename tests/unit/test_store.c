@@ -3071,8 +3071,10 @@ static char *listed(struct pd_store *st, const char *svc, const struct pd_kv *l,
 	char *out = (char *)b.ptr;
 	for (size_t i = 0; i < nids; i++) {
 		char *at;
+		char tag[16];
+		snprintf(tag, sizeof tag, "#%-3u", (unsigned)i % 1000);
 		while ((at = strstr(out, ids[i] + 16)))
-			snprintf(at, 5, "#%-3zu", i), at[4] = ' ';
+			memcpy(at, tag, 4);
 	}
 	return out;
 }
