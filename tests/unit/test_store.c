@@ -3079,6 +3079,13 @@ static char *listed(struct pd_store *st, const char *svc, const struct pd_kv *l,
 	return out;
 }
 
+#define assert_listed(st, svc, l, nl, ids, nids, want)                                                                 \
+	do {                                                                                                           \
+		char *got_ = listed(st, svc, l, nl, ids, nids);                                                        \
+		assert_string_equal(got_, want);                                                                       \
+		free(got_);                                                                                            \
+	} while (0)
+
 /* Schema 6: a profile's labels are one row of label_sets per distinct set
  * (the order given does not make another set), listed in key order (equal
  * keys as given) and matched as before; a file of schema 5, whose
@@ -3089,8 +3096,8 @@ static void test_label_sets(void **state)
 {
 	(void)state;
 	const struct pd_kv a[] = {{"pod", "p-1"}, {"namespace", "ops"}, {"app", "web"}},
-			   a2[] = {{"app", "web"}, {"namespace", "ops"}, {"pod", "p-1"}},
-			   b[] = {{"pod", "p-2"}, {"namespace", "ops"}, {"app", "web"}, {"z", "2"}, {"z", "1"}};
+	                   a2[] = {{"app", "web"}, {"namespace", "ops"}, {"pod", "p-1"}},
+	                   b[] = {{"pod", "p-2"}, {"namespace", "ops"}, {"app", "web"}, {"z", "2"}, {"z", "1"}};
 	char ids[8][PD_STORE_ID_LEN + 1];
 	struct pd_store *st = open_store();
 	for (int i = 0; i < 6; i++) {
@@ -3105,22 +3112,15 @@ static void test_label_sets(void **state)
 		pd_buf_free(&pb);
 	}
 	const char *all = "#0   app=web,namespace=ops,pod=p-1;#1   app=web,namespace=ops,pod=p-1;"
-			  "#2   app=web,namespace=ops,pod=p-2,z=2,z=1;#3   app=web,namespace=ops,pod=p-1;"
-			  "#4   app=web,namespace=ops,pod=p-1;#5   ;";
-	char *got = listed(st, "ls", NULL, 0, ids, 6);
-	assert_string_equal(got, all);
-	free(got);
+	                  "#2   app=web,namespace=ops,pod=p-2,z=2,z=1;#3   app=web,namespace=ops,pod=p-1;"
+	                  "#4   app=web,namespace=ops,pod=p-1;#5   ;";
+	assert_listed(st, "ls", NULL, 0, ids, 6, all);
 	const struct pd_kv q1[] = {{"pod", "p-1"}}, q2[] = {{"namespace", "ops"}, {"z", "1"}}, q3[] = {{"z", "3"}};
-	got = listed(st, "ls", q1, 1, ids, 6);
-	assert_string_equal(got, "#0   app=web,namespace=ops,pod=p-1;#1   app=web,namespace=ops,pod=p-1;"
-				 "#3   app=web,namespace=ops,pod=p-1;#4   app=web,namespace=ops,pod=p-1;");
-	free(got);
-	got = listed(st, "ls", q2, 2, ids, 6);
-	assert_string_equal(got, "#2   app=web,namespace=ops,pod=p-2,z=2,z=1;");
-	free(got);
-	got = listed(st, "ls", q3, 1, ids, 6);
-	assert_string_equal(got, "");
-	free(got);
+	assert_listed(st, "ls", q1, 1, ids, 6,
+	              "#0   app=web,namespace=ops,pod=p-1;#1   app=web,namespace=ops,pod=p-1;"
+	              "#3   app=web,namespace=ops,pod=p-1;#4   app=web,namespace=ops,pod=p-1;");
+	assert_listed(st, "ls", q2, 2, ids, 6, "#2   app=web,namespace=ops,pod=p-2,z=2,z=1;");
+	assert_listed(st, "ls", q3, 1, ids, 6, "");
 	pd_store_close(st);
 	char path[512];
 	day_file_path(T0, path, sizeof path);
@@ -3134,29 +3134,27 @@ static void test_label_sets(void **state)
 
 	/* the same day as a file of schema 5: labels in profile_labels */
 	day_sql(T0, "BEGIN; CREATE TABLE profile_labels(pk INTEGER NOT NULL, k TEXT NOT NULL, v TEXT NOT NULL);"
-		    " CREATE INDEX profile_labels_pk ON profile_labels(pk);"
-		    " CREATE INDEX profile_labels_kv ON profile_labels(k, v, pk);"
-		    " CREATE TABLE p5(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
-		    " type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
-		    " nsamples INTEGER NOT NULL); INSERT INTO p5 SELECT pk, xid, service, type, created, header, block,"
-		    " nsamples FROM profiles; DROP TABLE profiles; ALTER TABLE p5 RENAME TO profiles;"
-		    " CREATE INDEX profiles_svc ON profiles(service, created); DROP TABLE label_sets;"
-		    " DROP TABLE set_labels; PRAGMA user_version = 5; COMMIT;");
+	            " CREATE INDEX profile_labels_pk ON profile_labels(pk);"
+	            " CREATE INDEX profile_labels_kv ON profile_labels(k, v, pk);"
+	            " CREATE TABLE p5(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
+	            " type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
+	            " nsamples INTEGER NOT NULL); INSERT INTO p5 SELECT pk, xid, service, type, created, header, block,"
+	            " nsamples FROM profiles; DROP TABLE profiles; ALTER TABLE p5 RENAME TO profiles;"
+	            " CREATE INDEX profiles_svc ON profiles(service, created); DROP TABLE label_sets;"
+	            " DROP TABLE set_labels; PRAGMA user_version = 5; COMMIT;");
 	/* rows as schema 5 wrote them: in the order given */
 	for (int i = 0; i < 5; i++) {
 		const struct pd_kv *l = i % 3 == 0 ? a : i % 3 == 1 ? a2 : b;
 		for (int k = 0; k < (i % 3 == 2 ? 5 : 3); k++) {
 			char sql[256];
 			snprintf(sql, sizeof sql,
-				 "INSERT INTO profile_labels SELECT pk, '%s', '%s' FROM profiles WHERE xid = '%s'", l[k].key,
-				 l[k].value, ids[i]);
+			         "INSERT INTO profile_labels SELECT pk, '%s', '%s' FROM profiles WHERE xid = '%s'",
+			         l[k].key, l[k].value, ids[i]);
 			day_sql(T0, sql);
 		}
 	}
 	st = open_store();
-	got = listed(st, "ls", NULL, 0, ids, 6);
-	assert_string_equal(got, all);
-	free(got);
+	assert_listed(st, "ls", NULL, 0, ids, 6, all);
 	for (int i = 6; i < 8; i++) { /* new profiles of the old sets, and one more set */
 		struct pd_buf pb = make_profile(T0 + i * 1000000000LL, false, 1);
 		struct pd_profile_meta m;
@@ -3168,18 +3166,16 @@ static void test_label_sets(void **state)
 	}
 	struct pd_err err;
 	assert_int_equal(pd_store_remove(st, ids[0], &err), 0);
-	got = listed(st, "ls", q1, 1, ids, 8);
-	assert_string_equal(got, "#1   app=web,namespace=ops,pod=p-1;#3   app=web,namespace=ops,pod=p-1;"
-				 "#4   app=web,namespace=ops,pod=p-1;#6   app=web,namespace=ops,pod=p-1;");
-	free(got);
+	assert_listed(st, "ls", q1, 1, ids, 8,
+	              "#1   app=web,namespace=ops,pod=p-1;#3   app=web,namespace=ops,pod=p-1;"
+	              "#4   app=web,namespace=ops,pod=p-1;#6   app=web,namespace=ops,pod=p-1;");
 	const struct pd_kv q4[] = {{"pod", "p-3"}};
-	got = listed(st, "ls", q4, 1, ids, 8);
-	assert_string_equal(got, "#7   pod=p-3;");
-	free(got);
+	assert_listed(st, "ls", q4, 1, ids, 8, "#7   pod=p-3;");
 	pd_store_close(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
-	assert_int_equal(day_int(db, "SELECT count(*) FROM profile_labels WHERE pk NOT IN (SELECT pk FROM profiles)"), 0);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM profile_labels WHERE pk NOT IN (SELECT pk FROM profiles)"),
+	                 0);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM label_sets"), 2);
 	sqlite3_close(db);
 	assert_int_equal(check_reports(), 0);
