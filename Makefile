@@ -225,7 +225,7 @@ fuzz-corpus: $(FUZZ_NAMES:%=$(FUZZ_DIR)/%)
 	    >$(FUZZ_DIR)/$$f.merge.log 2>&1 || { tail -20 $(FUZZ_DIR)/$$f.merge.log; exit 1; }; \
 	  echo "fuzz-corpus: $$n: $$(ls tests/fuzz/corpus/$$n | wc -l) inputs"; done
 	@# kept apart until profd parses them as Go does (their README)
-	@for f in tests/fuzz/legacy-divergent/*; do rm -f tests/fuzz/corpus/legacy/$${f##*/}; done
+	@for f in tests/fuzz/legacy-divergent/*; do [ "$${f##*/}" = README.md ] || rm -f tests/fuzz/corpus/legacy/$${f##*/}; done
 
 # The release archive for linux amd64 ($(BUILD)/dist/profd-VERSION-linux-amd64.tar.gz and its
 # .sha256): the binary with every library it loads and its loader, started by a static

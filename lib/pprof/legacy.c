@@ -1,6 +1,7 @@
 /*
  * legacy.c — the legacy profile formats of github.com/google/pprof/profile
- * (legacy_profile.go) into the pprof model; see legacy.h for the formats.
+ * (legacy_profile.go, legacy_java_profile.go) into the pprof model; see
+ * legacy.h for the formats.
  *
  * Each parser reproduces profile.Parse's result, not just its spirit: the
  * regular expressions of the Go parser are matched by hand here with the
@@ -9,9 +10,12 @@
  * where Go uses it: octal, 0x, underscores), values are scaled with the
  * same float64 steps, and mappings go through massageMappings and
  * remapMappingIDs' heuristics in the same order. Locations carry addresses
- * only: the `#` symbol lines of Go's text profiles are comments to Go.
+ * only: the `#` symbol lines of Go's text profiles are comments to Go. Java
+ * profiles carry symbols instead, and no addresses: that is what Go makes
+ * of them too.
  *
- * Safety: every line is bounded (64 KiB, as Go's bufio.Scanner), matchers
+ * Safety: every line is bounded (64 KiB, as Go's bufio.Scanner; Java's
+ * parser has no such limit, but the input is bounded), matchers
  * are linear in the line, every count is capped by pd_pprof_limits, and
  * every byte allocated is charged against max_memory (and the caller's
  * reserve callback) before it is allocated. Mapping lookup is a binary
@@ -81,6 +85,16 @@ struct lb {
 	uint64_t attr_work;
 	char *expand;
 	size_t expand_cap;
+	/* Java (parseJavaLocations): functions by name, each location's line */
+	bool java;
+	struct lfunc {
+		uint32_t name, file; /* string indexes */
+	} *fn;
+	size_t nfn, fn_cap;
+	uint32_t *fn_of_str; /* function of a name, by its string index, or PD_NONE */
+	size_t nfos, fos_cap;
+	uint32_t *loc_fn; /* by location (b->addrs index): its line's function, or PD_NONE */
+	int64_t *loc_line;
 };
 
 static struct pd_str S(const char *c)
@@ -102,6 +116,23 @@ static int lerr(struct lb *b, int code, const char *fmt, ...)
 	if (b->line)
 		return pd_errf(b->err, code, "%s, line %zu: %s", b->what, b->line, msg);
 	return pd_errf(b->err, code, "%s: %s", b->what, msg);
+}
+
+/* Go's errUnrecognized from a parser that began to read the input: the
+ * next parser tries it. Why is kept in b->why, for when none reads it. */
+static int unrecognized(struct lb *b, const char *fmt, ...) PD_PRINTF(2, 3);
+static int unrecognized(struct lb *b, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	struct pd_err *err = b->err;
+	b->err = &b->why;
+	lerr(b, PD_EINVAL, "%s", msg);
+	b->err = err;
+	return PD_LEGACY_UNRECOGNIZED;
 }
 
 /* Charge n bytes against the memory cap and the caller's budget, before
@@ -531,11 +562,16 @@ struct scan {
 	size_t n, pos;
 	struct pd_str t; /* current token; "" after the end */
 	size_t line;
+	size_t stop;  /* a line too long for Go's scanner (0: none): the scan ends before it */
+	bool toolong; /* ... and it did: where Go's scanner fails (s.Err()) */
 };
 
 static bool sc_next(struct scan *s)
 {
-	if (s->pos >= s->n) {
+	if (s->pos >= s->n || (s->stop && s->line + 1 == s->stop)) {
+		if (s->pos < s->n)
+			s->toolong = true;
+		s->pos = s->n;
 		s->t = S("");
 		return false;
 	}
@@ -1052,15 +1088,18 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 	int rc;
 	struct pd_profile *p = b->p;
 	/* remapLocationIDs: locations in order of first use; unused ones go */
-	uint32_t *remap = NULL, *lmaps = NULL;
+	uint32_t *remap = NULL, *lmaps = NULL, *lold = NULL, *fnew = NULL;
 	uint64_t *naddr = NULL;
-	size_t nl = 0;
-	if ((rc = charge(b, b->naddrs * (sizeof *remap + sizeof *naddr + sizeof *lmaps))))
+	size_t nl = 0, nf = 0;
+	if ((rc = charge(b, b->naddrs * (sizeof *remap + sizeof *naddr + sizeof *lmaps + sizeof *lold) +
+				    b->nfn * sizeof *fnew)))
 		return rc;
 	remap = malloc((b->naddrs + 1) * sizeof *remap);
 	naddr = malloc((b->naddrs + 1) * sizeof *naddr);
 	lmaps = malloc((b->naddrs + 1) * sizeof *lmaps);
-	if (!remap || !naddr || !lmaps) {
+	lold = malloc((b->naddrs + 1) * sizeof *lold);
+	fnew = malloc((b->nfn + 1) * sizeof *fnew);
+	if (!remap || !naddr || !lmaps || !lold || !fnew) {
 		rc = pd_errf(b->err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1071,10 +1110,24 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 			uint32_t *l = &b->s[i].locs[j];
 			if (remap[*l] == PD_NONE) {
 				remap[*l] = (uint32_t)nl;
+				lold[nl] = *l;
 				naddr[nl++] = b->addrs[*l];
 			}
 			*l = remap[*l];
 		}
+	/* Java: a location with a symbol has address 0 by remapMappingIDs (no
+	 * mapping), the others the fake one; p.Aggregate then clears them all.
+	 * remapFunctionIDs: functions in order of first use by a location. */
+	for (size_t i = 0; i < b->nfn; i++)
+		fnew[i] = PD_NONE;
+	for (size_t i = 0; b->loc_fn && i < nl; i++) {
+		uint32_t f = b->loc_fn[lold[i]];
+		if (f == PD_NONE)
+			continue;
+		naddr[i] = 0;
+		if (fnew[f] == PD_NONE)
+			fnew[f] = (uint32_t)nf++;
+	}
 	massage_mappings(b);
 	if ((rc = assign_mappings(b, naddr, nl, lmaps)))
 		goto out;
@@ -1104,7 +1157,7 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 	p->samples = p->sample_types ? aalloc(b, (b->ns + 1) * sizeof *p->samples, &rc) : NULL;
 	p->locations = p->samples ? aalloc(b, (nl + 1) * sizeof *p->locations, &rc) : NULL;
 	p->mappings = p->locations ? aalloc(b, (b->nm + 1) * sizeof *p->mappings, &rc) : NULL;
-	p->functions = p->mappings ? aalloc(b, sizeof *p->functions, &rc) : NULL;
+	p->functions = p->mappings ? aalloc(b, (nf + 1) * sizeof *p->functions, &rc) : NULL;
 	p->comments = p->functions ? aalloc(b, sizeof *p->comments, &rc) : NULL;
 	if (!p->comments)
 		goto out;
@@ -1132,12 +1185,31 @@ static int finish(struct lb *b, bool cleanup, struct pd_profile **out)
 		m->build_id = mfile[2 * i + 1];
 	}
 	p->nmappings = (uint32_t)b->nm;
+	for (size_t i = 0; i < b->nfn; i++) {
+		if (fnew[i] == PD_NONE)
+			continue;
+		struct pd_function *f = &p->functions[fnew[i]];
+		memset(f, 0, sizeof *f);
+		f->id = fnew[i] + 1;
+		f->name = f->system_name = b->fn[i].name;
+		f->filename = b->fn[i].file;
+	}
+	p->nfunctions = (uint32_t)nf;
 	for (size_t i = 0; i < nl; i++) {
 		struct pd_location *l = &p->locations[i];
 		memset(l, 0, sizeof *l);
 		l->id = i + 1;
-		l->address = naddr[i];
+		l->address = b->java ? 0 : naddr[i];
 		l->mapping = lmaps[i];
+		uint32_t f = b->loc_fn ? b->loc_fn[lold[i]] : PD_NONE;
+		if (f == PD_NONE)
+			continue;
+		if (!(l->lines = aalloc(b, sizeof *l->lines, &rc)))
+			goto out;
+		l->lines[0].function = fnew[f];
+		l->lines[0].line = b->loc_line[lold[i]];
+		l->lines[0].column = 0;
+		l->nlines = 1;
 	}
 	p->nlocations = (uint32_t)nl;
 	for (size_t i = 0; i < b->ns; i++) {
@@ -1172,8 +1244,33 @@ out:
 	free(remap);
 	free(naddr);
 	free(lmaps);
+	free(lold);
+	free(fnew);
 	return rc;
 }
+
+/* ---- the frames pprof drops (addLegacyFrameInfo: by the sample types) ----------- */
+
+static const char *const alloc_drop =
+	"calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|pvalloc|valloc|realloc|"
+	"tcmalloc::.*|tc_calloc|tc_cfree|tc_malloc|tc_free|tc_memalign|tc_posix_memalign|tc_pvalloc|"
+	"tc_valloc|tc_realloc|tc_new|tc_delete|tc_newarray|tc_deletearray|tc_new_nothrow|"
+	"tc_newarray_nothrow|malloc_zone_malloc|malloc_zone_calloc|malloc_zone_valloc|"
+	"malloc_zone_realloc|malloc_zone_memalign|malloc_zone_free|runtime\\..*|BaseArena::.*|"
+	"(::)?do_malloc_no_errno|(::)?do_malloc_pages|(::)?do_malloc|DoSampledAllocation|"
+	"MallocedMemBlock::MallocedMemBlock|_M_allocate|__builtin_(vec_)?delete|__builtin_(vec_)?new|"
+	"__gnu_cxx::new_allocator::allocate|__libc_malloc|__malloc_alloc_template::allocate|allocate|"
+	"cpp_alloc|operator new(\\[\\])?|simple_alloc::allocate";
+static const char *const alloc_keep = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
+static const char *const lock_drop =
+	"RecordLockProfileData|(base::)?RecordLockProfileData.*|(base::)?SubmitMutexProfileData.*|"
+	"(base::)?SubmitSpinLockProfileData.*|(base::Mutex::)?AwaitCommon.*|(base::Mutex::)?Unlock.*|"
+	"(base::Mutex::)?UnlockSlow.*|(base::Mutex::)?ReaderUnlock.*|(base::MutexLock::)?~MutexLock.*|"
+	"(Mutex::)?AwaitCommon.*|(Mutex::)?Unlock.*|(Mutex::)?UnlockSlow.*|(Mutex::)?ReaderUnlock.*|"
+	"(MutexLock::)?~MutexLock.*|(SpinLock::)?Unlock.*|(SpinLock::)?SlowUnlock.*|"
+	"(SpinLockHolder::)?~SpinLockHolder.*";
+static const char *const cpu_drop = "ProfileData::Add|ProfileData::prof_handler|CpuProfiler::prof_handler|"
+				    "__pthread_sighandler|__restore";
 
 /* ---- heap (parseHeap) ---------------------------------------------------------- */
 
@@ -1435,25 +1532,14 @@ static int parse_heap(struct lb *b, struct scan *sc)
 			return rc;
 	}
 	b->line = 0;
-	b->drop = "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|pvalloc|valloc|realloc|"
-		  "tcmalloc::.*|tc_calloc|tc_cfree|tc_malloc|tc_free|tc_memalign|tc_posix_memalign|tc_pvalloc|"
-		  "tc_valloc|tc_realloc|tc_new|tc_delete|tc_newarray|tc_deletearray|tc_new_nothrow|"
-		  "tc_newarray_nothrow|malloc_zone_malloc|malloc_zone_calloc|malloc_zone_valloc|"
-		  "malloc_zone_realloc|malloc_zone_memalign|malloc_zone_free|runtime\\..*|BaseArena::.*|"
-		  "(::)?do_malloc_no_errno|(::)?do_malloc_pages|(::)?do_malloc|DoSampledAllocation|"
-		  "MallocedMemBlock::MallocedMemBlock|_M_allocate|__builtin_(vec_)?delete|__builtin_(vec_)?new|"
-		  "__gnu_cxx::new_allocator::allocate|__libc_malloc|__malloc_alloc_template::allocate|allocate|"
-		  "cpp_alloc|operator new(\\[\\])?|simple_alloc::allocate";
-	b->keep = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
+	b->drop = alloc_drop;
+	b->keep = alloc_keep;
 	if ((rc = additional_sections(b, sc)))
 		return rc;
 	return 0;
 }
 
 /* ---- goroutine / threadcreate (parseGoCount) ------------------------------------ */
-
-static const char *const cpu_drop = "ProfileData::Add|ProfileData::prof_handler|CpuProfiler::prof_handler|"
-				    "__pthread_sighandler|__restore";
 
 static int parse_count(struct lb *b, struct scan *sc)
 {
@@ -1557,16 +1643,11 @@ static bool contention_re(const char *s, size_t n, struct pd_str *v1, struct pd_
 
 /* parseContentionSample's errUnrecognized: a line that is not a sample
  * makes the whole input unrecognized, and profile.Parse tries its next
- * parser (Java's, which reads `--- contentionz 1 ---` files too). Why is
- * kept in b->why, for when no parser reads the input. */
+ * parser (Java's, which reads `--- contentionz 1 ---` files too). */
 static int not_a_sample(struct lb *b, struct pd_str l)
 {
-	struct pd_err *err = b->err;
-	b->err = &b->why;
-	lerr(b, PD_EINVAL, "not a contention sample (want \"N N @ 0x...\"): %.*s", (int)(l.len > 100 ? 100 : l.len),
-	     l.ptr);
-	b->err = err;
-	return PD_LEGACY_UNRECOGNIZED;
+	return unrecognized(b, "not a contention sample (want \"N N @ 0x...\"): %.*s",
+			    (int)(l.len > 100 ? 100 : l.len), l.ptr);
 }
 
 static int parse_contention(struct lb *b, struct scan *sc)
@@ -1613,12 +1694,7 @@ static int parse_contention(struct lb *b, struct scan *sc)
 		else
 			b->duration = wmul(wmul(x, 1000), 1000);
 	}
-	b->drop = "RecordLockProfileData|(base::)?RecordLockProfileData.*|(base::)?SubmitMutexProfileData.*|"
-		  "(base::)?SubmitSpinLockProfileData.*|(base::Mutex::)?AwaitCommon.*|(base::Mutex::)?Unlock.*|"
-		  "(base::Mutex::)?UnlockSlow.*|(base::Mutex::)?ReaderUnlock.*|(base::MutexLock::)?~MutexLock.*|"
-		  "(Mutex::)?AwaitCommon.*|(Mutex::)?Unlock.*|(Mutex::)?UnlockSlow.*|(Mutex::)?ReaderUnlock.*|"
-		  "(MutexLock::)?~MutexLock.*|(SpinLock::)?Unlock.*|(SpinLock::)?SlowUnlock.*|"
-		  "(SpinLockHolder::)?~SpinLockHolder.*";
+	b->drop = lock_drop;
 	for (;;) {
 		b->line = sc->line;
 		struct pd_str l = trim(sc->t.ptr, sc->t.len);
@@ -1753,6 +1829,336 @@ static int parse_thread(struct lb *b, struct scan *sc)
 	return additional_sections(b, sc);
 }
 
+/* ---- Java heapz and contentionz (parseJavaProfile) ------------------------------------ */
+
+/* The location of address a, or PD_NONE. */
+static uint32_t find_addr(const struct lb *b, uint64_t a)
+{
+	struct addreq_ctx c = {b->addrs, a};
+	return pd_hidx_find(&b->lh, pd_hash_u64(a), addr_eq, &c);
+}
+
+static bool attr_char(char c) /* [\w ] */
+{
+	char l = (char)(c | 0x20);
+	return c == ' ' || c == '_' || is_digit(c) || (l >= 'a' && l <= 'z');
+}
+
+/* attributeRx `([\w ]+)=([\w ]+)`, unanchored: the first '=' with a [\w ]
+ * byte on each side (an earlier '=' cannot start a later run); the groups
+ * are the whole runs of [\w ] around it, trimmed as Go trims them. */
+static bool java_attr(struct pd_str l, struct pd_str *k, struct pd_str *v)
+{
+	for (size_t j = 1; j + 1 < l.len; j++) {
+		if (l.ptr[j] != '=' || !attr_char(l.ptr[j - 1]) || !attr_char(l.ptr[j + 1]))
+			continue;
+		size_t i = j;
+		while (i > 0 && attr_char(l.ptr[i - 1]))
+			i--;
+		size_t e = run(l.ptr, l.len, j + 1, attr_char);
+		*k = trim(l.ptr + i, j - i);
+		*v = trim(l.ptr + j + 1, e - j - 1);
+		return true;
+	}
+	return false;
+}
+
+/* parseJavaHeader's attributes: format (java), resolution (the unit of the
+ * second sample type), and for contentionz sampling period and ms since
+ * reset; any other is Go's errUnrecognized. */
+static int java_attribute(struct lb *b, bool heap, struct pd_str l, struct pd_str k, struct pd_str v)
+{
+	int64_t x;
+	if (str_is(k, "format")) {
+		if (!str_is(v, "java"))
+			return unrecognized(b, "format \"%.*s\": not a Java profile", (int)(v.len > 60 ? 60 : v.len),
+					    v.ptr);
+		return 0;
+	}
+	if (str_is(k, "resolution")) {
+		b->nvals = 2;
+		b->stype[0][0] = S(heap ? "inuse_objects" : "contentions"), b->stype[0][1] = S("count");
+		b->stype[1][0] = S(heap ? "inuse_space" : "delay"), b->stype[1][1] = v;
+		return 0;
+	}
+	bool period = str_is(k, "sampling period");
+	if (heap || !(period || str_is(k, "ms since reset")))
+		return unrecognized(b, "\"%.*s\" is not an attribute of a Java %s profile (%s)",
+				    (int)(k.len > 60 ? 60 : k.len), k.ptr, heap ? "heapz" : "contentionz",
+				    heap ? "format, resolution" : "format, resolution, sampling period, ms since reset");
+	if (period)
+		b->ptype[0] = S("contentions"), b->ptype[1] = S("count");
+	if (!go_parse_int(v.ptr, v.len, 0, &x))
+		return lerr(b, PD_EINVAL, "failed to parse attribute %.*s: not an int64",
+			    (int)(l.len > 100 ? 100 : l.len), l.ptr);
+	if (period)
+		b->period = x;
+	else
+		b->duration = wmul(wmul(x, 1000), 1000);
+	return 0;
+}
+
+/* javaSampleRx ` *(\d+) +(\d+) +@ +([ x0-9a-f]*)`, unanchored. Each number
+ * is a whole run of digits (a space must follow it), so a start that fails
+ * fails for every start inside its run: the next try is the next run. */
+static bool java_sample_re(const char *s, size_t n, struct pd_str *v1, struct pd_str *v2, struct pd_str *addrs)
+{
+	for (size_t i = 0; i < n;) {
+		if (!is_digit(s[i])) {
+			i++;
+			continue;
+		}
+		size_t e1 = run(s, n, i, is_digit), d2 = e1;
+		while (d2 < n && s[d2] == ' ')
+			d2++;
+		if (d2 > e1 && d2 < n && is_digit(s[d2])) {
+			size_t e2 = run(s, n, d2, is_digit), at = e2;
+			while (at < n && s[at] == ' ')
+				at++;
+			if (at > e2 && at < n && s[at] == '@') {
+				size_t as = at + 1;
+				while (as < n && s[as] == ' ')
+					as++;
+				if (as > at + 1) {
+					size_t e = as;
+					while (e < n && (s[e] == ' ' || s[e] == 'x' || is_lxdigit(s[e])))
+						e++;
+					v1->ptr = s + i, v1->len = (uint32_t)(e1 - i);
+					v2->ptr = s + d2, v2->len = (uint32_t)(e2 - d2);
+					addrs->ptr = s + as, addrs->len = (uint32_t)(e - as);
+					return true;
+				}
+			}
+		}
+		i = e1;
+	}
+	return false;
+}
+
+/* One sample line: its addresses as they are (no -1), then its values
+ * (base 0: a leading 0 is octal), which the file has as "bytes count" or
+ * "delay count" and the profile count first. */
+static int java_sample(struct lb *b, bool heap, struct pd_str l, struct pd_str c1, struct pd_str c2,
+		       struct pd_str as)
+{
+	int rc, show = (int)(l.len > 100 ? 100 : l.len);
+	b->nhex = 0;
+	if ((rc = collect_hex(b, as.ptr, as.len)))
+		return rc;
+	for (size_t i = 0; i < b->nhex; i++)
+		if ((rc = push_addr(b, b->hex[i])))
+			return rc;
+	b->nhex = 0;
+	int64_t v[2], bytes = 0;
+	if (!go_parse_int(c2.ptr, c2.len, 0, &v[0]) || !go_parse_int(c1.ptr, c1.len, 0, &v[1]))
+		return lerr(b, PD_EINVAL,
+			    "parsing sample %.*s: a value that is not an int64 (a leading 0 makes it octal)", show,
+			    l.ptr);
+	if (heap) {
+		if (v[0] == 0)
+			return lerr(b, PD_EINVAL, "parsing sample %.*s: second value must be non-zero", show, l.ptr);
+		bytes = wdiv(v[1], v[0]);
+		scale_heap(&v[0], &v[1], 524288); /* javaHeapzSamplingRate */
+	} else if (b->period != 0) {
+		v[0] = wmul(v[0], b->period);
+		v[1] = wmul(v[1], b->period);
+	}
+	return add_sample(b, v, heap, bytes);
+}
+
+/* filepath.Base */
+static struct pd_str path_base(struct pd_str p)
+{
+	if (!p.len)
+		return S(".");
+	while (p.len && p.ptr[p.len - 1] == '/')
+		p.len--;
+	if (!p.len)
+		return S("/");
+	uint32_t i = p.len;
+	while (i && p.ptr[i - 1] != '/')
+		i--;
+	struct pd_str r = {p.ptr + i, p.len - i};
+	return r;
+}
+
+/* The function, file and line of a symbol's text r. Both regular
+ * expressions end in `\)$` and begin with a greedy (.*) before `\s+\(`: the
+ * last '(' after a white space byte that lets the rest match, and the (.*)
+ * keeps all but that one byte of white space ("f  (A.java:1)" is "f ").
+ * javaLocationFileLineRx `^(.*)\s+\((.+):(-?[[:digit:]]+)\)$`: the number
+ * follows the last ':', and (.+) needs a byte before it. Else
+ * javaLocationPathRx `^(.*)\s+\((.*)\)$`: the file is the path's base name.
+ * Else "generated stub/JIT" anywhere is STUB, and anything else is the
+ * function ("GC", "VM"). */
+static void java_symbol(struct pd_str r, struct pd_str *fn, struct pd_str *file, int64_t *line)
+{
+	const char *s = r.ptr;
+	size_t n = r.len;
+	*fn = r;
+	*file = S("");
+	*line = 0;
+	if (n >= 2 && s[n - 1] == ')') {
+		size_t c = n - 1;
+		while (c > 0 && s[c - 1] != ':')
+			c--;
+		if (c > 0) { /* s[c - 1] is the last ':', the number is s[c .. n-1) */
+			size_t d = c < n - 1 && s[c] == '-' ? c + 1 : c;
+			bool num = d < n - 1 && run(s, n - 1, d, is_digit) == n - 1;
+			for (size_t q = c >= 4 ? c - 3 : 0; num && q >= 1; q--) {
+				if (s[q] != '(' || !re_space(s[q - 1]))
+					continue;
+				fn->len = (uint32_t)(q - 1);
+				file->ptr = s + q + 1, file->len = (uint32_t)(c - 1 - q - 1);
+				if (!go_parse_int(s + c, n - 1 - c, 10, line) || *line < 0)
+					*line = 0;
+				return;
+			}
+		}
+		for (size_t q = n - 2; q >= 1; q--) {
+			if (s[q] != '(' || !re_space(s[q - 1]))
+				continue;
+			fn->len = (uint32_t)(q - 1);
+			struct pd_str path = {s + q + 1, (uint32_t)(n - 1 - q - 1)};
+			*file = path_base(path);
+			return;
+		}
+	}
+	if (find(s, n, "generated stub/JIT"))
+		*fn = S("STUB");
+}
+
+/* The function named name (made with file on first sight: a name keeps the
+ * file it was first seen with). */
+static int java_function(struct lb *b, struct pd_str name, struct pd_str file, uint32_t *f)
+{
+	int rc;
+	uint32_t ni, fi;
+	if ((rc = str_add(b, name, true, &ni)) ||
+	    (rc = grow(b, (void **)&b->fn_of_str, &b->fos_cap, b->nstr, sizeof *b->fn_of_str)))
+		return rc;
+	while (b->nfos < b->nstr)
+		b->fn_of_str[b->nfos++] = PD_NONE;
+	if (b->fn_of_str[ni] != PD_NONE) {
+		*f = b->fn_of_str[ni];
+		return 0;
+	}
+	if (b->nfn + 1 > b->lim.max_functions)
+		return lerr(b, PD_ELIMIT, "profile has more than %zu functions (limit)", b->lim.max_functions);
+	if ((rc = str_add(b, file, true, &fi)) ||
+	    (rc = grow(b, (void **)&b->fn, &b->fn_cap, b->nfn + 1, sizeof *b->fn)) ||
+	    (rc = charge(b, sizeof(struct pd_function) + b->lim.extra_per_symbol)))
+		return rc;
+	b->fn[b->nfn].name = ni;
+	b->fn[b->nfn].file = fi;
+	b->fn_of_str[ni] = (uint32_t)b->nfn;
+	*f = (uint32_t)b->nfn++;
+	return 0;
+}
+
+/* parseJavaLocations: every line (the last one too, with or without its
+ * newline) `0xADDR text` names the function, file and line of ADDR's
+ * location, if a sample has one; a later line for it wins. Lines are of
+ * any length (Go reads them with bytes.Buffer, not a Scanner). ln: the
+ * number of t's first line, for messages. */
+static int java_symbols(struct lb *b, const char *t, size_t n, size_t ln)
+{
+	int rc;
+	if (b->naddrs) {
+		if ((rc = charge(b, b->naddrs * (sizeof *b->loc_fn + sizeof *b->loc_line))))
+			return rc;
+		b->loc_fn = malloc(b->naddrs * sizeof *b->loc_fn);
+		b->loc_line = malloc(b->naddrs * sizeof *b->loc_line);
+		if (!b->loc_fn || !b->loc_line)
+			return pd_errf(b->err, PD_ENOMEM, "out of memory");
+		for (size_t i = 0; i < b->naddrs; i++)
+			b->loc_fn[i] = PD_NONE, b->loc_line[i] = 0;
+	}
+	for (size_t pos = 0; pos < n; ln++) {
+		const char *p = t + pos, *nl = memchr(p, '\n', n - pos);
+		size_t len = nl ? (size_t)(nl - p) : n - pos;
+		pos += len + (nl ? 1 : 0);
+		b->line = ln;
+		/* javaLocationRx `^\s*0x([[:xdigit:]]+)\s+(.*)\s*$` on the trimmed
+		 * line: the digits are a whole run, (.*) all after the white space */
+		struct pd_str l = trim(p, len);
+		if (l.len < 3 || l.ptr[0] != '0' || l.ptr[1] != 'x' || !is_xdigit(l.ptr[2]))
+			continue;
+		size_t e = run(l.ptr, l.len, 2, is_xdigit);
+		if (e >= l.len || !re_space(l.ptr[e]))
+			continue;
+		size_t rs = spaces(l.ptr, l.len, e);
+		struct pd_str r = {l.ptr + rs, (uint32_t)(l.len - rs)}, fn, file;
+		uint64_t a;
+		if (!go_parse_uint(l.ptr + 2, e - 2, 16, &a))
+			return lerr(b, PD_EINVAL, "parsing symbol 0x%.*s%s: more than 64 bits",
+				    (int)(e - 2 > 40 ? 40 : e - 2), l.ptr + 2, e - 2 > 40 ? "..." : "");
+		uint32_t v = find_addr(b, a), f = PD_NONE;
+		if (v == PD_NONE)
+			continue; /* no sample has it */
+		int64_t line;
+		java_symbol(r, &fn, &file, &line);
+		if ((rc = java_function(b, fn, file, &f)))
+			return rc;
+		b->loc_fn[v] = f;
+		b->loc_line[v] = line;
+	}
+	b->line = 0;
+	return 0;
+}
+
+/* The heapz or contentionz header, its attributes, its samples, then its
+ * symbols. Attribute and sample lines are only those that end in a
+ * newline (Go's bytes.IndexByte loops); the first line that is neither
+ * begins the symbols. */
+static int parse_java(struct lb *b, struct scan *sc)
+{
+	int rc;
+	const char *s = sc->b, *nl = memchr(s, '\n', sc->n);
+	size_t n = sc->n;
+	if (!nl)
+		return PD_LEGACY_UNRECOGNIZED;
+	struct pd_str h = trim(s, (size_t)(nl - s));
+	bool heap = str_is(h, "--- heapz 1 ---");
+	if (!heap && !str_is(h, "--- contentionz 1 ---"))
+		return PD_LEGACY_UNRECOGNIZED;
+	b->what = heap ? "Java heap profile" : "Java contention profile";
+	b->go_type = heap ? "heap" : NULL;
+	b->java = true;
+	b->ptype[0] = b->ptype[1] = S(""); /* Go's &ValueType{} unless sampling period says */
+	size_t pos = (size_t)(nl - s) + 1, ln = 2;
+	for (; (nl = memchr(s + pos, '\n', n - pos)); pos = (size_t)(nl - s) + 1, ln++) {
+		b->line = ln;
+		struct pd_str l = trim(s + pos, (size_t)(nl - s) - pos), k, v;
+		if (!l.len)
+			continue;
+		if (!java_attr(l, &k, &v))
+			break;
+		if ((rc = java_attribute(b, heap, l, k, v)))
+			return rc;
+	}
+	for (; (nl = memchr(s + pos, '\n', n - pos)); pos = (size_t)(nl - s) + 1, ln++) {
+		b->line = ln;
+		struct pd_str l = trim(s + pos, (size_t)(nl - s) - pos), c1, c2, as;
+		if (!l.len)
+			continue;
+		if (!java_sample_re(l.ptr, l.len, &c1, &c2, &as))
+			break;
+		if ((rc = java_sample(b, heap, l, c1, c2, as)))
+			return rc;
+	}
+	if ((rc = java_symbols(b, s + pos, n - pos, ln)))
+		return rc;
+	/* p.Aggregate's CheckValid */
+	if (b->ns && !b->nvals)
+		return lerr(b, PD_EINVAL, "samples but no sample types (no resolution attribute): profile.Parse "
+					  "refuses it too (\"missing sample type information\")");
+	/* addLegacyFrameInfo: heapz's or contentionz's sample types, or none */
+	b->drop = !b->nvals ? cpu_drop : heap ? alloc_drop : lock_drop;
+	b->keep = b->nvals && heap ? alloc_keep : NULL;
+	return 0;
+}
+
 /* ---- legacy binary CPU (parseCPU) ----------------------------------------------- */
 
 struct words {
@@ -1780,25 +2186,13 @@ static uint64_t word(struct words *w)
 	return v;
 }
 
-/* Skip k words (Go's reads past the end give 0 and a nil slice). */
-static void skip_words(struct words *w, uint64_t k)
-{
-	if (k > w->n / (size_t)w->size) {
-		w->nil = true;
-		w->n = 0;
-		return;
-	}
-	w->p += k * (size_t)w->size;
-	w->n -= k * (size_t)w->size;
-}
-
-/* parseCPUSamples: sample records (count, depth, that many addresses; the
- * callers' -1) up to the end-of-data marker 0 1 0 or the end; with build
- * unset, only their framing is read (as Java's are). A record longer than
- * the bytes left is Go's errUnrecognized: profile.Parse goes on to its text
- * parsers, which may find their header in the binary's first "line". Why is
- * kept in b->why, for when none of them reads the input. */
-static int cpu_samples(struct lb *b, struct words *w, size_t len, bool build)
+/* parseCPUSamples: sample records (count, depth, that many addresses; with
+ * adjust, the callers' -1, as for C++ but not Java) up to the end-of-data
+ * marker 0 1 0 or the end. A record longer than the bytes left is Go's
+ * errUnrecognized: profile.Parse goes on to its text parsers, which may find
+ * their header in the binary's first "line". Why is kept in b->why, for when
+ * none of them reads the input. */
+static int cpu_samples(struct lb *b, struct words *w, size_t len, bool adjust)
 {
 	int rc;
 	while (w->n > 0) {
@@ -1820,13 +2214,9 @@ static int cpu_samples(struct lb *b, struct words *w, size_t len, bool build)
 				break;
 			}
 		}
-		if (!build) {
-			skip_words(w, nstk);
-			continue;
-		}
 		for (uint64_t i = 0; i < nstk; i++) {
 			uint64_t a = word(w);
-			if (i > 0)
+			if (adjust && i > 0)
 				a--;
 			if ((rc = push_addr(b, a)))
 				return rc;
@@ -1835,6 +2225,30 @@ static int cpu_samples(struct lb *b, struct words *w, size_t len, bool build)
 		if ((rc = add_sample(b, v, false, 0)))
 			return rc;
 	}
+	return 0;
+}
+
+/* javaCPUProfile: the samples (addresses as they are), then the Java
+ * symbols of the text after them (parseJavaLocations); no memory map. */
+static int java_cpu(struct lb *b, struct words *w, const uint8_t *buf, size_t len, uint64_t period)
+{
+	int rc;
+	b->what = "legacy Java CPU profile";
+	b->go_type = "cpu";
+	b->java = true;
+	b->nvals = 2;
+	b->period = wmul((int64_t)period, 1000);
+	b->ptype[0] = S("cpu"), b->ptype[1] = S("nanoseconds");
+	b->stype[0][0] = S("samples"), b->stype[0][1] = S("count");
+	b->stype[1][0] = S("cpu"), b->stype[1][1] = S("nanoseconds");
+	b->drop = cpu_drop; /* addLegacyFrameInfo: samples/cpu is neither heapz nor contentionz */
+	if ((rc = cpu_samples(b, w, len, false)))
+		return rc;
+	size_t rest = w->nil ? 0 : w->n;
+	b->what = "legacy Java CPU profile's symbols";
+	if ((rc = java_symbols(b, (const char *)(buf + len - rest), rest, 1)))
+		return rc;
+	b->what = "legacy Java CPU profile";
 	return 0;
 }
 
@@ -1853,12 +2267,8 @@ static int parse_cpu(struct lb *b, const uint8_t *buf, size_t len)
 			h[k] = word(&w);
 		if (!w.nil && h[0] == 0 && h[1] == 3 && h[2] == 0 && h[3] > 0 && h[4] == 0)
 			break;
-		if (!w.nil && h[0] == 0 && h[1] == 3 && h[2] == 1 && h[3] > 0 && h[4] == 0) {
-			/* Go reads its samples first: framing errors are as for C++ */
-			b->what = "legacy Java CPU profile";
-			int rc = cpu_samples(b, &w, len, false);
-			return rc ? rc : lerr(b, PD_EINVAL, "Java CPU profiles are not supported");
-		}
+		if (!w.nil && h[0] == 0 && h[1] == 3 && h[2] == 1 && h[3] > 0 && h[4] == 0)
+			return java_cpu(b, &w, buf, len, h[3]);
 	}
 	if (f == 4)
 		return PD_LEGACY_UNRECOGNIZED;
@@ -1915,7 +2325,7 @@ static int parse_cpu(struct lb *b, const uint8_t *buf, size_t len)
 	if (ll)
 		return pd_errf(b->err, PD_EINVAL, "legacy CPU profile: memory map line %zu is longer than %d bytes", ll,
 			       LINE_MAX_BYTES);
-	struct scan sc = {text, rest, 0, {"", 0}, 0};
+	struct scan sc = {text, rest, 0, {"", 0}, 0, 0, false};
 	b->what = "legacy CPU profile memory map";
 	if ((rc = parse_maps(b, &sc)))
 		return rc;
@@ -1934,6 +2344,10 @@ static void lb_free(struct lb *b)
 	free(b->strs);
 	free(b->expand);
 	free(b->hex);
+	free(b->fn);
+	free(b->fn_of_str);
+	free(b->loc_fn);
+	free(b->loc_line);
 	pd_hidx_free(&b->lh);
 	pd_hidx_free(&b->sh);
 	pd_profile_free(b->p);
@@ -1956,12 +2370,23 @@ static int lb_init(struct lb *b, const struct pd_pprof_limits *lim, size_t held,
 
 typedef int (*text_parser)(struct lb *, struct scan *);
 
+/* Whether the first line is a Java heapz or contentionz header (and not
+ * the whole input), as parseJavaProfile reads it. */
+static bool java_header(const uint8_t *buf, size_t len)
+{
+	const char *s = (const char *)buf, *nl = memchr(s, '\n', len);
+	if (!nl)
+		return false;
+	struct pd_str h = trim(s, (size_t)(nl - s));
+	return str_is(h, "--- heapz 1 ---") || str_is(h, "--- contentionz 1 ---");
+}
+
 /* held: bytes the caller already holds (and reserved) for this input. */
 static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_limits *lim, size_t held,
 			struct pd_profile **out, struct pd_err *err)
 {
-	/* profile.parseLegacy's order: CPU, heap, count, thread, contention (Java: no) */
-	static const text_parser parsers[] = {parse_heap, parse_count, parse_thread, parse_contention};
+	/* profile.parseLegacy's order: CPU (C++ or Java), heap, count, thread, contention, Java */
+	static const text_parser parsers[] = {parse_heap, parse_count, parse_thread, parse_contention, parse_java};
 	struct lb b;
 	struct pd_err why = {0}; /* why a parser that began to read the input let go of it */
 	int rc;
@@ -1973,14 +2398,18 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 	b.what = "legacy profile";
 	if ((rc = parse_cpu(&b, buf, len)) != PD_LEGACY_UNRECOGNIZED) {
 		if (!rc)
-			rc = finish(&b, true, out);
+			rc = finish(&b, !b.java, out);
 		goto out;
 	}
 	why = b.why;
-	size_t ll = long_line((const char *)buf, len);
-	if (ll) {
+	size_t ll = long_line((const char *)buf, len), stop = 0;
+	if (ll > 1 && java_header(buf, len)) {
+		/* Go's Java parser reads lines of any length: the parsers before
+		 * it see the input up to the long line, where their scanner fails */
+		stop = ll;
+	} else if (ll) {
 		/* Go's scanner refuses the input; say so if it starts like a profile */
-		struct scan one = {(const char *)buf, len, 0, {"", 0}, 0};
+		struct scan one = {(const char *)buf, len, 0, {"", 0}, 0, 0, false};
 		bool v2, al;
 		int64_t per;
 		rc = PD_LEGACY_UNRECOGNIZED;
@@ -1996,25 +2425,21 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 		if ((rc = lb_init(&b, lim, held, err)))
 			goto out;
 		b.what = "legacy profile";
-		struct scan sc = {(const char *)buf, len, 0, {"", 0}, 0};
+		struct scan sc = {(const char *)buf, len, 0, {"", 0}, 0, stop, false};
 		rc = parsers[i](&b, &sc);
 		if (rc == PD_LEGACY_UNRECOGNIZED) {
 			if (b.why.code)
 				why = b.why;
 			continue;
 		}
+		if (!rc && sc.toolong)
+			rc = pd_errf(err, PD_EINVAL, "%s, line %zu: longer than %d bytes (Go's parser refuses it too)",
+				     b.what, ll, LINE_MAX_BYTES);
 		if (!rc)
 			rc = finish(&b, parsers[i] == parse_thread, out);
 		goto out;
 	}
 	rc = PD_LEGACY_UNRECOGNIZED;
-	struct scan one = {(const char *)buf, len, 0, {"", 0}, 0};
-	if (sc_next(&one)) {
-		struct pd_str f = trim(one.t.ptr, one.t.len);
-		if (str_is(f, "--- heapz 1 ---") || str_is(f, "--- contentionz 1 ---"))
-			rc = pd_errf(err, PD_EINVAL, "a Java legacy profile (\"%.*s\"): Java profiles are not supported",
-				     (int)f.len, f.ptr);
-	}
 out:
 	/* Go says only "unrecognized": say where a parser stopped */
 	if (rc == PD_LEGACY_UNRECOGNIZED && why.code) {

@@ -8,15 +8,19 @@
  * (`goroutine profile: total N`, `threadcreate profile: total N`), C++
  * threadz (`--- threadz N ---` / `--- Thread ...`), and the legacy binary
  * CPU format (32/64-bit, little/big endian, header words 0 3 0 period 0),
- * each with its /proc/self/maps section. Not supported: Java profiles
- * (`--- heapz 1 ---`; `--- contentionz 1 ---` that the C++ contention parser
- * gives up on, which Go hands to its Java parser; Java CPU).
+ * each with its /proc/self/maps section; and Java's (legacy_java_profile.go):
+ * heapz (`--- heapz 1 ---`), contentionz (`--- contentionz 1 ---` that the
+ * C++ contention parser gives up on) and the binary CPU format with header
+ * words 0 3 1 period 0, each with its symbol lines (`0x3 com.Foo.bar
+ * (Foo.java:12)`).
  *
  * The result is what profile.Parse produces: same sample and period types,
  * periods, values, labels, mappings (massageMappings + remapMappingIDs)
- * and locations (addresses only, ids by first use; Go's parser does not
- * read the `#` symbol lines). pd_pprof_decode falls back to this when the
- * input is not protobuf, so every reader of profiles accepts these.
+ * and locations (ids by first use). Go's formats give addresses only (Go's
+ * parser does not read their `#` symbol lines); Java's give functions,
+ * files and lines, and no addresses (p.Aggregate clears them).
+ * pd_pprof_decode falls back to this when the input is not protobuf, so
+ * every reader of profiles accepts these.
  */
 #ifndef PD_LEGACY_H
 #define PD_LEGACY_H

@@ -363,20 +363,281 @@ static void test_unicode_space(void **state)
 
 /* A line that is not a contention sample makes a contention profile
  * unrecognized (parseContentionSample's errUnrecognized), so Go's next
- * parser reads it: `--- contentionz 1 ---` is then a Java profile, which
- * profd does not read. */
+ * parser reads it: `--- contentionz 1 ---` is then a Java profile. */
 static void test_contention_falls_to_java(void **state)
 {
 	(void)state;
-	/* Go: an empty Java contention profile */
-	const char *t = "--- contentionz 1 ---\nxyz\n";
-	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
-	/* Go: refused by its Java parser too (cycles/second is no Java attribute) */
-	t = "--- contentionz 1 ---\ncycles/second = 100\n1 2 @ 0x10\n\n  102  40]   243\n";
-	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
+	/* Go: an empty Java contention profile, no sample types, the CPU
+	 * profiler's frames to drop (addLegacyFrameInfo's default) */
+	struct pd_profile *p = PARSE("--- contentionz 1 ---\nxyz\n");
+	assert_string_equal(p->legacy_format, "Java contention profile");
+	assert_int_equal(p->nsample_types, 0);
+	assert_int_equal(p->nsamples, 0);
+	assert_string_equal(tu_str(p, p->period_type.type), "");
+	assert_non_null(strstr(tu_str(p, p->drop_frames), "ProfileData::Add"));
+	pd_profile_free(p);
+	/* Go: refused by its Java parser too ("second", before the '=', is no
+	 * Java attribute) */
+	const char *t = "--- contentionz 1 ---\ncycles/second = 100\n1 2 @ 0x10\n\n  102  40]   243\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL,
+		    "Java contention profile, line 2: \"second\" is not an attribute of a Java contentionz profile");
 	/* any other header: nothing else reads it; the line is named */
 	t = "--- contentionz 2 ---\n1 2 @ 0x10\nxyz\n";
 	parse_fails(t, strlen(t), NULL, PD_EINVAL, "contention profile, line 3: not a contention sample");
+}
+
+/* The string of a location's function (its only line) and that line. */
+static const char *loc_fn(const struct pd_profile *p, uint32_t loc, const char **file, int64_t *line)
+{
+	const struct pd_location *l = &p->locations[loc];
+	assert_int_equal(l->nlines, 1);
+	const struct pd_function *f = &p->functions[l->lines[0].function];
+	assert_int_equal(f->name, f->system_name);
+	*file = tu_str(p, f->filename);
+	*line = l->lines[0].line;
+	return tu_str(p, f->name);
+}
+
+/* Java heapz: "bytes count @ addresses" with Go's 512 KiB sampling scale,
+ * a "bytes" label, addresses as they are (no -1), and symbol lines that
+ * name the function, file and line of each location; p.Aggregate clears
+ * the addresses, and only unsymbolized locations get the fake mapping. */
+static void test_java_heap(void **state)
+{
+	(void)state;
+	const char *file;
+	int64_t line;
+	struct pd_profile *p = PARSE("--- heapz 1 ---\n"
+				     "format = java\n"
+				     "resolution = bytes\n"
+				     "          7048     1 @ 0x00000003 0x00000004\n"
+				     "          4752     9 @ 0x00000004 0x00000005\n"
+				     "\n"
+				     " 0x0000003 com.example.A.alloc (A.java:12)\n"
+				     " 0x0000004 com.example.B.run (B.java:0)\n"
+				     " 0x0000009 com.example.Unused.f (U.java:1)\n");
+	assert_string_equal(p->legacy_format, "Java heap profile");
+	assert_int_equal(p->nsample_types, 2);
+	assert_type(p, 0, "inuse_objects", "count");
+	assert_type(p, 1, "inuse_space", "bytes");
+	assert_string_equal(tu_str(p, p->period_type.type), "");
+	assert_string_equal(tu_str(p, p->period_type.unit), "");
+	assert_int_equal(p->period, 0);
+	assert_int_equal(p->nsamples, 2);
+	const struct pd_sample *s = &p->samples[0];
+	assert_int_equal(s->values[0], scaled(1, 1, 7048, 524288));
+	assert_int_equal(s->values[1], scaled(7048, 1, 7048, 524288));
+	assert_int_equal(s->nlabels, 1);
+	assert_string_equal(tu_str(p, s->labels[0].key), "bytes");
+	assert_int_equal(s->labels[0].num, 7048);
+	assert_int_equal(p->samples[1].labels[0].num, 528); /* 4752 / 9 */
+	assert_int_equal(p->samples[1].values[0], scaled(9, 9, 4752, 524288));
+	/* 3 locations, 2 functions (the unused symbol makes none) */
+	assert_int_equal(p->nlocations, 3);
+	assert_int_equal(p->nfunctions, 2);
+	assert_string_equal(loc_fn(p, 0, &file, &line), "com.example.A.alloc");
+	assert_string_equal(file, "A.java");
+	assert_int_equal(line, 12);
+	assert_string_equal(loc_fn(p, 1, &file, &line), "com.example.B.run");
+	assert_int_equal(line, 0);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(p->locations[i].address, 0);
+	assert_int_equal(p->locations[0].mapping, PD_NONE);
+	assert_int_equal(p->locations[2].nlines, 0); /* 0x5 has no symbol */
+	assert_int_equal(p->nmappings, 1);
+	assert_int_equal(p->locations[2].mapping, 0);
+	assert_int_equal(p->mappings[0].limit, UINT64_MAX);
+	/* addLegacyFrameInfo: heapz sample types */
+	assert_non_null(strstr(tu_str(p, p->drop_frames), "tc_malloc"));
+	assert_string_equal(tu_str(p, p->keep_frames), "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*");
+	pd_profile_free(p);
+	/* no samples and no resolution: an empty profile without sample types */
+	p = PARSE("--- heapz 1 ---\nformat = java\n");
+	assert_int_equal(p->nsample_types, 0);
+	assert_int_equal(p->nsamples, 0);
+	pd_profile_free(p);
+}
+
+/* Java contentionz: "delay count @ addresses", both times the sampling
+ * period; numbers are base 0 (010 is 8), line numbers base 10 (03 is 3). */
+static void test_java_contention(void **state)
+{
+	(void)state;
+	const char *file;
+	int64_t line;
+	struct pd_profile *p = PARSE("--- contentionz 1 ---\n"
+				     "format = java\n"
+				     "resolution = microseconds\n"
+				     "sampling period = 100\n"
+				     "ms since reset = 6019923\n"
+				     "   14     2 @ 0x00000003 0x00000004\n"
+				     "  010     1 @ 0x00000003\n"
+				     "\n"
+				     " 0x0000003 com.example.Lock.acquire (Lock.java:03)\n"
+				     " 0x0000004 com.example.Main.main (Main.java:7)\n");
+	assert_string_equal(p->legacy_format, "Java contention profile");
+	assert_type(p, 0, "contentions", "count");
+	assert_type(p, 1, "delay", "microseconds");
+	assert_string_equal(tu_str(p, p->period_type.type), "contentions");
+	assert_string_equal(tu_str(p, p->period_type.unit), "count");
+	assert_int_equal(p->period, 100);
+	assert_int_equal(p->duration_nanos, (int64_t)6019923 * 1000000);
+	assert_int_equal(p->nsamples, 2);
+	assert_int_equal(p->samples[0].values[0], 200);
+	assert_int_equal(p->samples[0].values[1], 1400);
+	assert_int_equal(p->samples[1].values[0], 100);
+	assert_int_equal(p->samples[1].values[1], 800);
+	assert_int_equal(p->samples[0].nlabels, 0);
+	assert_string_equal(loc_fn(p, 0, &file, &line), "com.example.Lock.acquire");
+	assert_string_equal(file, "Lock.java");
+	assert_int_equal(line, 3);
+	assert_int_equal(p->nmappings, 0);
+	assert_non_null(strstr(tu_str(p, p->drop_frames), "RecordLockProfileData"));
+	assert_string_equal(pd_profile_kind(p), "block/mutex");
+	pd_profile_free(p);
+	/* a bad number is an error, not "unrecognized" */
+	const char *t = "--- contentionz 1 ---\nformat = java\nresolution = microseconds\n 09 1 @ 0x3\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java contention profile, line 4: parsing sample 09 1 @ 0x3");
+	t = "--- contentionz 1 ---\nsampling period = 1x\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "failed to parse attribute sampling period = 1x");
+}
+
+static void put_words(struct tb *b, const uint64_t *w, size_t n, int size, bool big)
+{
+	for (size_t i = 0; i < n; i++)
+		put_word(b, w[i], size, big);
+}
+
+/* The legacy binary CPU format with a Java header (third word 1): samples
+ * with their addresses as they are (no -1, no duplicate-leaf cleanup, no
+ * stripping of a shared second frame), then symbol lines, no memory map. */
+static void test_java_cpu(void **state)
+{
+	(void)state;
+	const char *file, *syms = " 0x10 com.example.Main.work (Main.java:5)\n"
+				  " 0x20 VM\n"
+				  " 0x30 <generated stub/JIT code>\n"
+				  " 0x21 com.example.Lib.call (/opt/lib/libfoo.so)\n";
+	int64_t line;
+	uint64_t w[] = {0, 3, 1, 10000, 0, /* Java, period 10000 us */
+			2, 2, 0x10, 0x20, 1, 2, 0x21, 0x20, 4, 1, 0x30, 0, 1, 0};
+	for (int f = 0; f < 2; f++) {
+		struct tb b;
+		tb_init(&b);
+		put_words(&b, w, sizeof w / sizeof *w, f ? 4 : 8, f == 1);
+		tb_raw(&b, syms, strlen(syms));
+		struct pd_profile *p = parse_ok((const char *)b.p, b.len);
+		assert_string_equal(p->legacy_format, "legacy Java CPU profile");
+		assert_type(p, 0, "samples", "count");
+		assert_type(p, 1, "cpu", "nanoseconds");
+		assert_string_equal(tu_str(p, p->period_type.type), "cpu");
+		assert_int_equal(p->period, 10000000);
+		assert_int_equal(p->nsamples, 3);
+		assert_int_equal(p->samples[0].values[0], 2);
+		assert_int_equal(p->samples[0].values[1], 20000000);
+		assert_int_equal(p->samples[0].nlocs, 2);
+		assert_int_equal(p->samples[1].nlocs, 2);
+		assert_int_equal(p->nlocations, 4);
+		assert_string_equal(loc_fn(p, 0, &file, &line), "com.example.Main.work");
+		assert_string_equal(file, "Main.java");
+		assert_int_equal(line, 5);
+		assert_string_equal(loc_fn(p, 1, &file, &line), "VM"); /* 0x20, not 0x1f */
+		assert_string_equal(file, "");
+		assert_string_equal(loc_fn(p, 2, &file, &line), "com.example.Lib.call");
+		assert_string_equal(file, "libfoo.so");
+		assert_string_equal(loc_fn(p, 3, &file, &line), "STUB");
+		assert_int_equal(p->nmappings, 0);
+		assert_string_equal(pd_profile_go_type(p), "cpu");
+		pd_profile_free(p);
+		tb_free(&b);
+	}
+}
+
+/* The symbol regular expressions' answers (checked against Go's), and
+ * what Go refuses. */
+static void test_java_symbols(void **state)
+{
+	(void)state;
+	const char *file;
+	int64_t line;
+	struct pd_profile *p = PARSE("--- heapz 1 ---\nresolution = bytes\n"
+				     "1 1 @ 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8\n"
+				     "0x1 f  (A.java:1)\n"        /* (.*) keeps all but one space */
+				     "0x2 g (a:b:12)\n"           /* the number after the last ':' */
+				     "0x3 h (x.java:-3)\n"        /* a line <= 0 is 0 */
+				     "0x4 i (/opt/dir/)\n"        /* filepath.Base */
+				     "0x5 j ()\n"                 /* filepath.Base("") */
+				     "0x6 f (B.java:2)\n"         /* "f", not "f " */
+				     "0x7 k (a:1) (b:x)\n"        /* the last "\s(" */
+				     "0x8 first (a.java:1)\n"
+				     "0x8 second (b.java:2)\n");  /* the last line for an address wins */
+	assert_string_equal(loc_fn(p, 0, &file, &line), "f ");
+	assert_string_equal(file, "A.java");
+	assert_string_equal(loc_fn(p, 1, &file, &line), "g");
+	assert_string_equal(file, "a:b");
+	assert_int_equal(line, 12);
+	assert_string_equal(loc_fn(p, 2, &file, &line), "h");
+	assert_int_equal(line, 0);
+	assert_string_equal(loc_fn(p, 3, &file, &line), "i");
+	assert_string_equal(file, "dir");
+	assert_string_equal(loc_fn(p, 4, &file, &line), "j");
+	assert_string_equal(file, ".");
+	assert_string_equal(loc_fn(p, 5, &file, &line), "f");
+	assert_string_equal(file, "B.java");
+	assert_int_equal(line, 2);
+	assert_string_equal(loc_fn(p, 6, &file, &line), "k (a:1)");
+	assert_string_equal(file, "b:x");
+	assert_string_equal(loc_fn(p, 7, &file, &line), "second");
+	/* "f ", g, h, i, j, f, k, second: "first" lost its only location */
+	assert_int_equal(p->nfunctions, 8);
+	pd_profile_free(p);
+	/* a function keeps the file it was first seen with */
+	p = PARSE("--- heapz 1 ---\nresolution = bytes\n1 1 @ 0x1 0x2\n0x1 f (B.java:2)\n0x2 f (C.java:3)\n");
+	assert_int_equal(p->nfunctions, 1);
+	assert_string_equal(loc_fn(p, 1, &file, &line), "f");
+	assert_string_equal(file, "B.java");
+	assert_int_equal(line, 3);
+	pd_profile_free(p);
+	/* refusals: a symbol address over 64 bits (used or not), a count of 0,
+	 * samples without sample types, an attribute neither format has */
+	const char *t = "--- heapz 1 ---\nresolution = bytes\n1 1 @ 0x1\n0x1ffffffffffffffff f\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java heap profile, line 4: parsing symbol 0x1ffffffffffffffff");
+	t = "--- heapz 1 ---\nresolution = bytes\n5 0 @ 0x1\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "line 3: parsing sample 5 0 @ 0x1: second value must be non-zero");
+	t = "--- heapz 1 ---\nformat = java\n1 1 @ 0x1\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "missing sample type information");
+	t = "--- heapz 1 ---\nsampling period = 100\n1 1 @ 0x1\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java heap profile, line 2: \"sampling period\" is not an attribute");
+	t = "--- heapz 1 ---\nformat = cpp\n";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "format \"cpp\": not a Java profile");
+	/* caps hold: functions */
+	struct pd_pprof_limits lim = {0};
+	lim.max_functions = 1;
+	t = "--- heapz 1 ---\nresolution = bytes\n1 1 @ 0x1 0x2\n0x1 f\n0x2 g\n";
+	parse_fails(t, strlen(t), &lim, PD_ELIMIT, "more than 1 functions");
+}
+
+/* Go's Java parser reads lines of any length; the C++ contention parser
+ * before it fails at one (bufio.Scanner) if it gets that far. */
+static void test_java_long_lines(void **state)
+{
+	(void)state;
+	size_t n = 70000;
+	char *big = malloc(n + 200);
+	assert_non_null(big);
+	size_t o = (size_t)sprintf(big, "--- heapz 1 ---\nresolution = bytes\n1 1 @ 0x1\n0x1 ");
+	memset(big + o, 'f', n);
+	o += n;
+	o += (size_t)sprintf(big + o, " (A.java:1)\n");
+	struct pd_profile *p = parse_ok(big, o);
+	assert_int_equal(p->nfunctions, 1);
+	assert_int_equal(p->strings[p->functions[0].name].len, n);
+	pd_profile_free(p);
+	o = (size_t)sprintf(big, "--- contentionz 1 ---\nsampling period = 100\n1 1 @ 0x1\n");
+	memset(big + o, 'x', n);
+	o += n;
+	parse_fails(big, o, NULL, PD_EINVAL, "contention profile, line 4: longer than 65535 bytes");
+	free(big);
 }
 
 static void test_refusals(void **state)
@@ -390,8 +651,10 @@ static void test_refusals(void **state)
 	parse_fails(t, strlen(t), NULL, PD_EINVAL, "goroutine dump (debug=2");
 	static const uint8_t bin[] = {0xff, 0xfe, 0x00, 0x01, 0x02};
 	parse_fails((const char *)bin, sizeof bin, NULL, PD_EINVAL, "5 bytes of binary data that is neither protobuf");
-	t = "--- heapz 1 ---\nformat = java\n";
-	parse_fails(t, strlen(t), NULL, PD_EINVAL, "Java profiles are not supported");
+	/* a Java header alone, without a newline: no parser takes it (Go's
+	 * SplitAfterN finds one part) */
+	t = "--- heapz 1 ---";
+	parse_fails(t, strlen(t), NULL, PD_EINVAL, "text that is not a profile (first line: \"--- heapz 1 ---");
 	/* protobuf keeps decoding, and a damaged one keeps its protobuf error */
 	struct tb b;
 	tb_init(&b);
@@ -431,6 +694,11 @@ int main(void)
 		cmocka_unit_test(test_unicode_space),
 		cmocka_unit_test(test_contention_falls_to_java),
 		cmocka_unit_test(test_cpu_falls_to_text),
+		cmocka_unit_test(test_java_heap),
+		cmocka_unit_test(test_java_contention),
+		cmocka_unit_test(test_java_cpu),
+		cmocka_unit_test(test_java_symbols),
+		cmocka_unit_test(test_java_long_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
