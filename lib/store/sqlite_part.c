@@ -287,7 +287,7 @@ static const char schema[] =
 	 * (EXISTS ... k = ? AND v = ? AND s = lset). Sets are not deleted
 	 * with their profiles: a day holds about as many as it has series.
 	 * Files before schema 6 keep profile_labels (pk, k, v) for the
-	 * profiles they had (sq_part_open adds lset to their profiles). */
+	 * profiles they had (sq_part_get adds lset to their profiles: upgrade_v6). */
 	"CREATE TABLE IF NOT EXISTS label_sets(seq INTEGER PRIMARY KEY, c BLOB NOT NULL UNIQUE);"
 	"CREATE TABLE IF NOT EXISTS set_labels(k TEXT NOT NULL, v TEXT NOT NULL, s INTEGER NOT NULL,"
 	" PRIMARY KEY(k, v, s)) WITHOUT ROWID;"
