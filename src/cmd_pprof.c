@@ -752,6 +752,11 @@ const struct cli_doc pprof_convert_doc = {
 	"encode it again to OUT (\"-\" = stdout): gzip by default, raw protobuf\n"
 	"with --raw. Ids, order and content are kept as they are (no merge, no\n"
 	"compaction), so this is also a strict validity check of IN.\n"
+	"\n"
+	"IN may also be in one of the legacy formats that go tool pprof reads\n"
+	"(Go's ?debug=1 text heap/allocs, block, mutex and goroutine profiles,\n"
+	"the legacy binary CPU format, Java's heapz, contentionz and CPU\n"
+	"profiles): OUT is then the protobuf that Go's profile.Parse makes of it.\n"
 	"\n",
 	{pprof_convert_flags, pprof_flags_help},
 	"\n"
@@ -899,7 +904,8 @@ static const struct pd_cmd subcommands[] = {
 static void pprof_usage(FILE *f)
 {
 	fprintf(f, "Usage: profd pprof <command> [options] FILE...\n\n"
-		   "Local tools on Go pprof files (gzip or raw profile.proto).\n\nCommands:\n");
+		   "Local tools on Go pprof files (gzip or raw profile.proto, or the legacy\n"
+		   "text and binary formats that go tool pprof reads).\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
 		fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
 	fprintf(f, "\nRun 'profd pprof <command> --help' for its options.\n");
