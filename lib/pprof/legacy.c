@@ -235,13 +235,18 @@ static bool addr_eq(void *ctx, uint32_t v)
 }
 
 /* Push the location of address a (created on first use) onto the stack. */
+/* The location of address a, or PD_NONE. */
+static uint32_t find_addr(const struct lb *b, uint64_t a)
+{
+	struct addreq_ctx c = {b->addrs, a};
+	return pd_hidx_find(&b->lh, pd_hash_u64(a), addr_eq, &c);
+}
+
 static int push_addr(struct lb *b, uint64_t a)
 {
 	int rc;
-	struct addreq_ctx c = {b->addrs, a};
-	uint64_t h = pd_hash_u64(a);
-	uint32_t v = pd_hidx_find(&b->lh, h, addr_eq, &c);
-	if (v == UINT32_MAX) {
+	uint32_t v = find_addr(b, a);
+	if (v == PD_NONE) {
 		if (b->naddrs + 1 > b->lim.max_locations)
 			return lerr(b, PD_ELIMIT, "profile has more than %zu locations (limit)", b->lim.max_locations);
 		if ((rc = grow(b, (void **)&b->addrs, &b->addrs_cap, b->naddrs + 1, sizeof *b->addrs)) ||
@@ -249,7 +254,7 @@ static int push_addr(struct lb *b, uint64_t a)
 			return rc;
 		v = (uint32_t)b->naddrs;
 		b->addrs[b->naddrs++] = a;
-		if (pd_hidx_insert(&b->lh, h, v))
+		if (pd_hidx_insert(&b->lh, pd_hash_u64(a), v))
 			return pd_errf(b->err, PD_ENOMEM, "out of memory");
 	}
 	if (b->nstk + 1 > b->lim.max_stack_depth)
@@ -1831,13 +1836,6 @@ static int parse_thread(struct lb *b, struct scan *sc)
 
 /* ---- Java heapz and contentionz (parseJavaProfile) ------------------------------------ */
 
-/* The location of address a, or PD_NONE. */
-static uint32_t find_addr(const struct lb *b, uint64_t a)
-{
-	struct addreq_ctx c = {b->addrs, a};
-	return pd_hidx_find(&b->lh, pd_hash_u64(a), addr_eq, &c);
-}
-
 static bool attr_char(char c) /* [\w ] */
 {
 	char l = (char)(c | 0x20);
@@ -2107,6 +2105,21 @@ static int java_symbols(struct lb *b, const char *t, size_t n, size_t ln)
 	return 0;
 }
 
+enum { JAVA_NONE, JAVA_HEAPZ, JAVA_CONTENTIONZ };
+
+/* Whether the first line is a Java heapz or contentionz header (and not
+ * the whole input), as parseJavaProfile reads it. */
+static int java_header(const char *s, size_t len)
+{
+	const char *nl = memchr(s, '\n', len);
+	if (!nl)
+		return JAVA_NONE;
+	struct pd_str h = trim(s, (size_t)(nl - s));
+	if (str_is(h, "--- heapz 1 ---"))
+		return JAVA_HEAPZ;
+	return str_is(h, "--- contentionz 1 ---") ? JAVA_CONTENTIONZ : JAVA_NONE;
+}
+
 /* The heapz or contentionz header, its attributes, its samples, then its
  * symbols. Attribute and sample lines are only those that end in a
  * newline (Go's bytes.IndexByte loops); the first line that is neither
@@ -2116,12 +2129,10 @@ static int parse_java(struct lb *b, struct scan *sc)
 	int rc;
 	const char *s = sc->b, *nl = memchr(s, '\n', sc->n);
 	size_t n = sc->n;
-	if (!nl)
+	int kind = java_header(s, n);
+	if (kind == JAVA_NONE)
 		return PD_LEGACY_UNRECOGNIZED;
-	struct pd_str h = trim(s, (size_t)(nl - s));
-	bool heap = str_is(h, "--- heapz 1 ---");
-	if (!heap && !str_is(h, "--- contentionz 1 ---"))
-		return PD_LEGACY_UNRECOGNIZED;
+	bool heap = kind == JAVA_HEAPZ;
 	b->what = heap ? "Java heap profile" : "Java contention profile";
 	b->go_type = heap ? "heap" : NULL;
 	b->java = true;
@@ -2370,16 +2381,6 @@ static int lb_init(struct lb *b, const struct pd_pprof_limits *lim, size_t held,
 
 typedef int (*text_parser)(struct lb *, struct scan *);
 
-/* Whether the first line is a Java heapz or contentionz header (and not
- * the whole input), as parseJavaProfile reads it. */
-static bool java_header(const uint8_t *buf, size_t len)
-{
-	const char *s = (const char *)buf, *nl = memchr(s, '\n', len);
-	if (!nl)
-		return false;
-	struct pd_str h = trim(s, (size_t)(nl - s));
-	return str_is(h, "--- heapz 1 ---") || str_is(h, "--- contentionz 1 ---");
-}
 
 /* held: bytes the caller already holds (and reserved) for this input. */
 static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_limits *lim, size_t held,
@@ -2403,7 +2404,7 @@ static int legacy_parse(const uint8_t *buf, size_t len, const struct pd_pprof_li
 	}
 	why = b.why;
 	size_t ll = long_line((const char *)buf, len), stop = 0;
-	if (ll > 1 && java_header(buf, len)) {
+	if (ll > 1 && java_header((const char *)buf, len) != JAVA_NONE) {
 		/* Go's Java parser reads lines of any length: the parsers before
 		 * it see the input up to the long line, where their scanner fails */
 		stop = ll;

@@ -216,11 +216,7 @@ static void check_file(struct chk *c, const char *path)
 			struct pd_err e;
 			if (pd_lset_dec(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), &kv, &n, &e))
 				say(c, "label set #%lld: %s", (long long)sqlite3_column_int64(st, 0), e.msg);
-			for (size_t i = 0; i < n; i++) {
-				free(kv[i].key);
-				free(kv[i].value);
-			}
-			free(kv);
+			pd_lset_free(kv, n);
 		}
 		if (r != SQLITE_DONE)
 			say(c, "label_sets: %s", sqlite3_errmsg(db));

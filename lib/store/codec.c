@@ -1012,7 +1012,7 @@ int pd_lset_enc(const struct pd_kv *kv, size_t n, struct pd_buf *out, struct pd_
 	return 0;
 }
 
-static void lset_free(struct pd_kv *kv, size_t n)
+void pd_lset_free(struct pd_kv *kv, size_t n)
 {
 	for (size_t i = 0; kv && i < n; i++) {
 		free(kv[i].key);
@@ -1056,12 +1056,12 @@ int pd_lset_dec(const void *b, size_t n, struct pd_kv **out, size_t *nout, struc
 		if (why)
 			break;
 		if (pd_grow((void **)&kv, &cap, nkv + 1, sizeof *kv) || !(kv[nkv].key = strndup(s[0].ptr, s[0].len))) {
-			lset_free(kv, nkv);
+			pd_lset_free(kv, nkv);
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 		}
 		if (!(kv[nkv].value = strndup(s[1].ptr, s[1].len))) {
 			free(kv[nkv].key);
-			lset_free(kv, nkv);
+			pd_lset_free(kv, nkv);
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 		}
 		nkv++;
@@ -1070,7 +1070,7 @@ int pd_lset_dec(const void *b, size_t n, struct pd_kv **out, size_t *nout, struc
 	if (!why && nkv == 0)
 		why = "empty";
 	if (why) {
-		lset_free(kv, nkv);
+		pd_lset_free(kv, nkv);
 		return pd_errf(err, PD_EIO, "corrupt label set (%s)", why);
 	}
 	*out = kv;

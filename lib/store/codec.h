@@ -275,6 +275,8 @@ int pd_lset_enc(const struct pd_kv *kv, size_t n, struct pd_buf *out, struct pd_
  * "corrupt label set ...", or PD_ENOMEM). A key or value holding a NUL is
  * corrupt: the API does not take them. */
 int pd_lset_dec(const void *b, size_t n, struct pd_kv **out, size_t *nout, struct pd_err *err) PD_WUR;
+/* Free what pd_lset_dec made (kv NULL: nothing). */
+void pd_lset_free(struct pd_kv *kv, size_t n);
 
 /* ---- fns blob ---- */
 /* Append the zstd'd function table of t to out. */

@@ -266,19 +266,12 @@ static void lset(const uint8_t *p, size_t n)
 		size_t na;
 		if (pd_lset_dec(e.ptr, e.len, &again, &na, &err) || na != nkv)
 			abort();
-		for (size_t i = 0; i < nkv; i++) {
+		for (size_t i = 0; i < nkv; i++)
 			if (strcmp(again[i].key, kv[i].key) || strcmp(again[i].value, kv[i].value))
 				abort();
-			free(again[i].key);
-			free(again[i].value);
-		}
-		free(again);
+		pd_lset_free(again, na);
 	}
-	for (size_t i = 0; i < nkv; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
+	pd_lset_free(kv, nkv);
 out:
 	pd_buf_free(&b);
 	pd_buf_free(&e);
