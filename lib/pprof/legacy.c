@@ -824,14 +824,15 @@ static int expand_attrs(struct lb *b, struct pd_str l, struct pd_str *out)
 		if (rc)
 			return rc;
 		if (v) {
-			memcpy(b->expand + o, v->ptr, v->len);
+			if (v->len) /* an empty value: nothing to copy, b->expand may still be NULL */
+				memcpy(b->expand + o, v->ptr, v->len);
 			i += klen;
 		} else {
 			b->expand[o] = l.ptr[i++];
 		}
 		o += add;
 	}
-	out->ptr = b->expand;
+	out->ptr = o ? b->expand : ""; /* all of it $attrs with empty values: b->expand may be NULL */
 	out->len = (uint32_t)o;
 	return 0;
 }
