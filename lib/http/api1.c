@@ -214,6 +214,9 @@ json_t *pd_api1_norm_json(const struct pd_norm_info *i)
 int pd_api1_nothing(const struct pd_api1_req *q, struct pd_err *err)
 {
 	char a[PD_API_TIME_BUFSZ], b[PD_API_TIME_BUFSZ];
+	if (q->from_ns > q->to_ns) /* from was moved to the retention window's start, past to */
+		return pd_errf(err, PD_ENOTFOUND, "no profiles match %s: \"to\" (%s) is older than the retention window",
+			       q->has_query ? q->query_text : "{}", pd_api_format_time(q->to_ns, b, sizeof b));
 	return pd_errf(err, PD_ENOTFOUND, "no profiles match %s in [%s, %s]", q->has_query ? q->query_text : "{}",
 		       pd_api_format_time(q->from_ns, a, sizeof a), pd_api_format_time(q->to_ns, b, sizeof b));
 }

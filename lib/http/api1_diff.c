@@ -28,6 +28,8 @@ static int base_range(const struct pd_api1_req *q, int64_t *from, int64_t *to, s
 	const char *f = pd_api1_param(q, "base_from"), *t = pd_api1_param(q, "base_to");
 	*from = q->from_ns;
 	*to = q->to_ns;
+	if (!f && !t) /* the target's range: checked, and moved past retention (then from > to: nothing) */
+		return 0;
 	int rc;
 	if (f && (rc = pd_api_parse_stored_time("base_from", f, q->now_ns, from, err)))
 		return rc;

@@ -274,6 +274,8 @@ static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, 
 {
 	struct pd_plan_budget budget = {q->cfg->max_profiles, 0};
 	int rc = 0;
+	if (q->from_ns > q->to_ns) /* the whole window is past retention (from was moved): nothing */
+		return 0;
 	for (size_t i = 0; !rc && i < nnames; i++) {
 		const char *name = names[i];
 		if (!pd_selector_match_service(&q->sel, name))

@@ -746,6 +746,12 @@ bad_get "list from=now-1x: unknown unit" 400 'bad request: bad \"from\" timestam
 bad_get "list from=1h (bare duration): 400 with a hint" 400 'now-1h' "$L&from=1h&to=now"
 bad_get "list from=now+1h (a '+' is a space in a URL): 400 with a hint" 400 'now%2B1h' "$L&from=now+1h&to=now"
 bad_get "list from in milliseconds: 400 out of range" 400 'milliseconds' "$L&from=1559216942000&to=now"
+# API v1 over a window wholly older than the retention window (from is moved to its start,
+# past to): nothing, not an error about a from/to the client never sent
+call GET "/api/1/top?query=cpu&from=100&to=1000"
+if [ "$CODE" = 200 ] && [ "$(jq -r .body.profiles "$T/b")" = 0 ]; then ok "API v1 top of a window older than retention: 200, 0 profiles"; else fail "API v1 top of a window older than retention: 200, 0 profiles" "status $CODE: $(head -c 300 "$T/b")"; fi
+bad_get "API v1 diff of a window older than retention: 404 saying so" 404 'is older than the retention window' \
+	"/api/1/diff?base=cpu&target=cpu&from=100&to=1000"
 bad_get "list labels=k=%zz: 400 invalid URL escape" 400 'invalid URL escape' "$L&$W&labels=k=%25zz"
 bad_get "list with a label value of 8193 bytes: 413" 413 '8192' "$L&$W&labels=k=$long"
 bad_get "list with 65 labels: 413" 413 '64' "$L&$W&labels=${many%,}"
