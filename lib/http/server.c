@@ -823,7 +823,10 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const c
 	bool post = !strcmp(method, "POST");
 
 	struct argcheck ac = {""};
-	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
+	if (r->nul_path)
+		snprintf(ac.msg, sizeof ac.msg, "bad request: the path contains a NUL byte (%%00)");
+	else
+		MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, check_arg, &ac);
 	if (ac.msg[0]) {
 		if (post)
 			atomic_fetch_add(&r->s->m.rejected[PD_REJ_BAD_REQUEST], 1);
@@ -1049,6 +1052,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	r->body.max = s->cfg.max_body;
 	r->uri = strndup(uri ? uri : "", 2048);
 	r->uri_len = uri ? strlen(uri) : 0;
+	/* MHD hands the path over decoded and NUL-terminated: a %00 would end it
+	 * early for every comparison (/api/0/services%00.png would be
+	 * /api/0/services, whatever a proxy in front made of it); dispatch refuses it */
+	const char *nul = uri ? strstr(uri, "%00") : NULL;
+	r->nul_path = nul && nul < uri + strcspn(uri, "?");
 	atomic_fetch_add(&s->m.in_flight, 1);
 	return r;
 }

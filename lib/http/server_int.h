@@ -50,6 +50,7 @@ struct req {
 	size_t peak;          /* most it held: a big one gives memory back to the system */
 	bool busy;            /* the body did not fit in the memory budget: 503 */
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
+	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
 	char who[64];         /* the name of the request's token, for the log */
 	struct pd_server *s;
 	/* the time range the answer covers: damaged days in it that the store

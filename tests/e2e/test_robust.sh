@@ -134,6 +134,13 @@ post "label value not UTF-8: 400" 400 "service=a&type=cpu&labels=k=%C3%28" "$C/c
 post "service in UTF-8 (café): stored" 200 "service=caf%C3%A9&type=cpu" "$C/cpu.pb.gz"
 get "... and listed" 200 "/api/0/services" 'café'
 get "query with %00: 400" 400 "/api/0/profiles?service=auth%00x&type=cpu&from=now-1h&to=now" 'NUL byte'
+# MHD decodes the path to a C string: %00 would end it early (a path no proxy rule names)
+get "path with %00 (/api/0/services%00.png): 400, not the route before it" 400 "/api/0/services%00.png" 'path contains a NUL byte'
+code=$(curl -s -o "$T/.body" -w '%{http_code}' --data-binary @"$C/cpu.pb.gz" "$SURL/api/0/profiles%00/x?service=nulpath&type=cpu")
+expect "POST /api/0/profiles%00/x: 400" 400 "$code"
+slashes=$(printf '%%2F%.0s' $(seq 800))
+get "path with %00 after 2 KB of %2F (past the logged URI): 400" 400 "/api/0/services$slashes%00" 'NUL byte'
+get "... nothing stored under the %00 path" 404 "/api/0/profiles?service=nulpath&from=now-1h&to=now%2B1m"
 post "created_at past 2106: 400" 400 "service=t&type=cpu&created_at=2106-02-07T06:28:16Z" "$C/cpu.pb.gz" \
 	'after 2106-02-07T06:28:15Z'
 post "created_at in 2262: 400" 400 "service=t&type=cpu&created_at=2262-04-11T00:00:00Z" "$C/cpu.pb.gz" 'after 2106'
