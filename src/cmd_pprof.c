@@ -474,7 +474,9 @@ static int pprof_top(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	/* The table is printed exactly as `go tool pprof -top` prints it: one
-	 * unit for all values, its percentages, and the inline markers. */
+	 * unit for all values, its percentages (of pprof's total), and the
+	 * inline markers. */
+	t.total = pd_report_total(p, si);
 	struct pd_buf text = PD_BUF_INIT(0);
 	rc = pd_top_text(&t, (size_t)n, p->strings[p->sample_types[si].unit], &text, &err);
 	if (!rc) {

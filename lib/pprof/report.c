@@ -217,6 +217,27 @@ out:
 	return 0;
 }
 
+static bool diff_base_sample(const struct pd_profile *p, const struct pd_sample *s)
+{
+	for (uint32_t j = 0; j < s->nlabels; j++)
+		if (s->labels[j].str && pd_str_eq(p->strings[s->labels[j].key], "pprof::base") &&
+		    pd_str_eq(p->strings[s->labels[j].str], "true"))
+			return true;
+	return false;
+}
+
+int64_t pd_report_total(const struct pd_profile *p, uint32_t si)
+{
+	int64_t all = 0, base = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		int64_t v = pd_wabs(p->samples[i].values[si]);
+		all = pd_wadd(all, v);
+		if (diff_base_sample(p, &p->samples[i]))
+			base = pd_wadd(base, v);
+	}
+	return base > 0 ? base : all;
+}
+
 void pd_top_free(struct pd_top *t)
 {
 	pd_arena_free(t->arena);

@@ -35,6 +35,11 @@ struct pd_top {
 int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out,
 		   struct pd_err *err) PD_WUR;
 void pd_top_free(struct pd_top *t);
+/* The total a pprof report's percentages are of (report.go's computeTotal):
+ * the sum of |v| over the samples, or over those labelled pprof::base=true
+ * (the base of a -diff_base profile) when theirs is positive. Not the sum
+ * of the values: a delta or diff profile has negative ones. */
+int64_t pd_report_total(const struct pd_profile *p, uint32_t si);
 
 /* Name of frame j (0 = innermost line) of location l. pprof style (top): a
  * frame without a function name is "[basename of the binary]" or

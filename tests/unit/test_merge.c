@@ -1080,6 +1080,57 @@ static void test_values_wrap_as_go(void **state)
 	pd_profile_free(p);
 }
 
+/* The total `go tool pprof -top` takes percentages of (report.go's
+ * computeTotal) is the sum of |v|, not of v: a delta profile (heap inuse
+ * after ?seconds=N, `profd pprof delta`) has negative values, and with
+ * samples labelled pprof::base=true (-diff_base) only theirs count. Go
+ * 1.19's pprof prints the first profile's rows as % of 100; profd printed
+ * them as % of 20 (300%, 200%). */
+static void test_report_total_as_go(void **state)
+{
+	(void)state;
+	struct sp s;
+	sp_init(&s, 10000000);
+	sp_sample(&s, "a;main", 60, 6, NULL, 0);
+	sp_sample(&s, "b;main", -40, -4, NULL, 0);
+	struct pd_profile *p = sp_decode(&s);
+	assert_int_equal(pd_report_total(p, 0), 100);
+	assert_int_equal(pd_report_total(p, 1), 10);
+	struct pd_top t;
+	struct pd_err err;
+	struct pd_buf out = PD_BUF_INIT(0);
+	assert_int_equal(pd_top_compute(p, 0, false, &t, &err), 0);
+	t.total = pd_report_total(p, 0);
+	assert_int_equal(pd_top_text(&t, 0, p->strings[p->sample_types[0].unit], &out, &err), 0);
+	assert_int_equal(pd_buf_append(&out, "", 1), 0);
+	/* the table of go tool pprof -top -sample_index=0 */
+	assert_string_equal((const char *)out.ptr, "Showing 3 of 3 functions, accounting for 20, 20.00% of 100 total\n"
+						   "      flat  flat%   sum%        cum   cum%\n"
+						   "        60 60.00% 60.00%         60 60.00%  a\n"
+						   "       -40 40.00% 20.00%        -40 40.00%  b\n"
+						   "         0     0% 20.00%         20 20.00%  main\n");
+	pd_buf_free(&out);
+	pd_top_free(&t);
+	pd_profile_free(p);
+	/* -diff_base: the base samples' total, when positive */
+	struct pb_label base = {"pprof::base", "true", 0, NULL}, other = {"pprof::base", "false", 0, NULL};
+	sp_init(&s, 10000000);
+	sp_sample(&s, "a;main", 7, 7, &base, 1);
+	sp_sample(&s, "b;main", -3, -3, &base, 1);
+	sp_sample(&s, "c;main", 100, 100, &other, 1);
+	sp_sample(&s, "d;main", 50, 50, NULL, 0);
+	p = sp_decode(&s);
+	assert_int_equal(pd_report_total(p, 0), 10);
+	pd_profile_free(p);
+	sp_init(&s, 10000000);
+	sp_sample(&s, "a;main", 0, 1, &base, 1);
+	sp_sample(&s, "d;main", -50, 50, NULL, 0);
+	p = sp_decode(&s);
+	assert_int_equal(pd_report_total(p, 0), 50); /* base total 0: all samples */
+	assert_int_equal(pd_report_total(p, 1), 1);
+	pd_profile_free(p);
+}
+
 static void test_top_flat_cum(void **state)
 {
 	(void)state;
@@ -1565,6 +1616,7 @@ int main(void)
 		cmocka_unit_test(test_folded_exact),
 		cmocka_unit_test(test_fmt_value_like_pprof),
 		cmocka_unit_test(test_fmt_value_units_like_pprof),
+		cmocka_unit_test(test_report_total_as_go),
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
 		cmocka_unit_test(test_add_encoded_equals_decode_add),
