@@ -643,6 +643,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 			const uint8_t *lp = f.data, *le = f.data + f.len;
 			struct field g;
 			struct pd_label lb = {0, 0, 0, 0};
+			struct field unit = {0};
 			while (lp < le) {
 				if ((rc = next_field(d, &lp, le, &g, "label")))
 					return rc;
@@ -655,11 +656,18 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 					lb.num = (int64_t)v;
 					break;
 				}
-				case 4: rc = str_index(d, &g, "label", "num_unit", &lb.num_unit); break;
+				case 4:
+					rc = want_wt(d, &g, WT_VARINT, "label", "num_unit");
+					unit = g;
+					break;
 				}
 				if (rc)
 					return rc;
 			}
+			/* As upstream: a string label's unit is never read (so never
+			 * range-checked); a numeric label's must be a string index. */
+			if (!lb.str && unit.v && (rc = str_index(d, &unit, "label", "num_unit", &lb.num_unit)))
+				return rc;
 			/* As upstream: a label with neither a string nor a number is dropped. */
 			if (!(lb.str || lb.num || lb.num_unit))
 				continue;

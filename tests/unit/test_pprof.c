@@ -1092,6 +1092,27 @@ static void test_label_rules(void **state)
 	pb_free(&p);
 }
 
+/* profile.Parse reads the unit of a numeric label only: a string label's
+ * num_unit, even out of range, is accepted (Go 1.19 parses such a profile;
+ * profd refused it) and ignored. A numeric label's is still checked (the
+ * inj_label_unit_big case of test_string_index_out_of_range). */
+static void inj_label_str_unit_big(struct tb *b) { label_sample(b, (struct tb_label){S_MAIN, S_MAIN, 7, S_NMIN}); }
+
+static void test_string_label_unit_not_read(void **state)
+{
+	(void)state;
+	struct tb b;
+	build_injected(&b, inj_label_str_unit_big);
+	struct pd_profile *d = tu_decode(&b);
+	const struct pd_sample *s = &d->samples[d->nsamples - 1];
+	assert_int_equal(s->nlabels, 1);
+	tu_assert_str(d, s->labels[0].key, "main");
+	tu_assert_str(d, s->labels[0].str, "main");
+	assert_int_equal(s->labels[0].num_unit, 0);
+	pd_profile_free(d);
+	tb_free(&b);
+}
+
 static void test_values_vs_sample_types(void **state)
 {
 	(void)state;
@@ -1849,6 +1870,7 @@ int main(void)
 		cmocka_unit_test(test_string_index_out_of_range),
 		cmocka_unit_test(test_string_table_rules),
 		cmocka_unit_test(test_label_rules),
+		cmocka_unit_test(test_string_label_unit_not_read),
 		cmocka_unit_test(test_values_vs_sample_types),
 		cmocka_unit_test(test_samples_without_sample_types_no_values),
 		cmocka_unit_test(test_concatenated_profiles),
