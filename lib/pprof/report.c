@@ -6,6 +6,7 @@
 #include "ptype.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,9 +480,7 @@ const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit
 /* pprof's measurement.Percentage. */
 const char *pd_fmt_percent(char *buf, size_t n, int64_t v, int64_t total)
 {
-	double r = total ? (double)v / (double)total * 100 : 0;
-	if (r < 0)
-		r = -r;
+	double r = total ? fabs((double)v / (double)total) * 100 : 0; /* fabs: never "-0%" */
 	if (r >= 99.95 && r <= 100.05)
 		snprintf(buf, n, "  100%%");
 	else if (r >= 1.0)
@@ -588,7 +587,7 @@ int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct
 	int64_t shown = 0;
 	for (size_t i = 0; i < show; i++)
 		shown = pd_wadd(shown, t->rows[i].flat);
-	char a[48], b[48], c1[16], c2[16], c3[16], u[32];
+	char a[48], b[48], c1[32], c2[32], c3[32], u[32]; /* a % of a wrapped total: up to 26 chars */
 	pd_top_unit(t, show, unit, u, sizeof u);
 	const char *pct = pd_fmt_percent(c1, sizeof c1, shown, t->total);
 	while (*pct == ' ')

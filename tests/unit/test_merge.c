@@ -1131,6 +1131,26 @@ static void test_report_total_as_go(void **state)
 	pd_profile_free(p);
 }
 
+/* measurement.Percentage takes |v/total|, so a zero over a negative
+ * (wrapped) total is "0%", never "-0%"; and a value over a small total
+ * is printed in full (Go 1.19: "307445734561825816576.00%"), not cut at
+ * 15 characters without its '%'. */
+static void test_percent_as_go(void **state)
+{
+	(void)state;
+	char buf[32];
+	assert_string_equal(pd_fmt_percent(buf, sizeof buf, 0, -5), "    0%");
+	assert_string_equal(pd_fmt_percent(buf, sizeof buf, 5, -10), "50.00%");
+	struct pd_top_row row = {{"main", 4}, INT64_MAX, INT64_MAX, PD_TOP_NOT_INLINED, false};
+	struct pd_top t = {&row, 1, 3, NULL};
+	struct pd_buf out = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_top_text(&t, 0, (struct pd_str){"count", 5}, &out, &err), 0);
+	assert_int_equal(pd_buf_append(&out, "", 1), 0);
+	assert_non_null(strstr((const char *)out.ptr, " 307445734561825816576.00% 307445734561825816576.00% "));
+	pd_buf_free(&out);
+}
+
 static void test_top_flat_cum(void **state)
 {
 	(void)state;
@@ -1617,6 +1637,7 @@ int main(void)
 		cmocka_unit_test(test_fmt_value_like_pprof),
 		cmocka_unit_test(test_fmt_value_units_like_pprof),
 		cmocka_unit_test(test_report_total_as_go),
+		cmocka_unit_test(test_percent_as_go),
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
 		cmocka_unit_test(test_add_encoded_equals_decode_add),
