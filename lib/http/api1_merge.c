@@ -90,6 +90,9 @@ static int merge_top(struct pd_api1_req *q, const struct pd_profile *p, uint32_t
 	struct pd_top t;
 	if ((rc = pd_top_compute(p, si, by_cum, &t, err)))
 		return rc;
+	/* pprof's 100 %: the sum of |v| (report.go's computeTotal), which is
+	 * the sum of the values unless some are negative (pushed deltas) */
+	t.total = pd_report_total(p, si);
 	struct pd_str type = p->nsample_types ? p->strings[p->sample_types[si].type] : p->strings[0];
 	struct pd_str unit = p->nsample_types ? p->strings[p->sample_types[si].unit] : p->strings[0];
 	json_t *rows = json_array();

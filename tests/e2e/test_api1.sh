@@ -370,6 +370,37 @@ if command -v promtool >/dev/null; then
 	check "/metrics passes promtool check metrics" promtool check metrics <"$T/metrics"
 fi
 
+# last (it adds a service and a type): a pushed delta profile (values 60 and -40): format=top's percentages are of
+# pprof's 100 % (the sum of |v|: 100), as go tool pprof -top prints them
+python3 - "$T/neg.pb" <<'PY'
+import sys
+def vi(v):
+    o = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        if v: o += bytes([b | 0x80])
+        else: return o + bytes([b])
+def f(n, p): return vi(n << 3 | 2) + vi(len(p)) + p
+neg = (1 << 64) - 40  # -40 as a varint
+b = f(1, b"\x08\x01\x10\x02")  # sample_type samples/count
+b += f(2, b"\x08\x01\x10" + vi(60)) + f(2, b"\x08\x02\x10" + vi(neg))
+for i in (1, 2):
+    b += f(4, b"\x08" + vi(i) + f(4, b"\x08" + vi(i) + b"\x10\x01"))  # location i: function i
+    b += f(5, b"\x08" + vi(i) + b"\x10" + vi(2 + i))  # function i: name string 2+i
+for s in [b"", b"samples", b"count", b"main.grew", b"main.shrank"]:
+    b += f(6, s)
+open(sys.argv[1], "wb").write(b)
+PY
+code=$(curl -sS -o "$T/b" -w '%{http_code}' --data-binary @"$T/neg.pb" "$BASE/api/0/profiles?service=negdelta&type=other")
+api merge 'query=other{service="negdelta"}' "${W[@]}" format=top normalize=false
+got=$(jq -r '[.body.total, (.body.rows[] | "\(.name)=\(.flat)/\(.flat_pct)")] | join(" ")' "$T/b" 2>/dev/null)
+want_pct=$(go tool pprof -top "$T/neg.pb" 2>/dev/null | awk '$NF ~ /^main\./ { printf "%s%s=%s", sep, $NF, $2; sep = " " }')
+if [ "$code" = 200 ] && [ "$got" = "100 main.grew=60/60 main.shrank=-40/-40" ] && [ "$want_pct" = "main.grew=60.00% main.shrank=40.00%" ]; then
+	ok "merge format=top of a delta with negative values: percentages of pprof's total ($want_pct)"
+else
+	fail "merge format=top, negative values" "post $code; got '$got'; go tool pprof -top: '$want_pct'"
+fi
+
 kill -TERM "$SPID"
 wait "$SPID"
 rc=$?
