@@ -383,6 +383,23 @@ int pd_write_file(const char *path, const void *p, size_t n, struct pd_err *err)
 			return pd_errf(err, PD_EIO, "stdout: %s", strerror(errno));
 		return 0;
 	}
+	/* an existing path that is not a regular file (/dev/null, a FIFO,
+	 * /dev/fd/N of a shell's >(...)) is written in place: renaming a temp
+	 * file over it would replace a device node with a regular file (as
+	 * root: /dev/null) or fail to create the temp file where it lives */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return pd_errf(err, PD_EIO, "%s: %s", path, strerror(errno));
+		if (write_all(fd, p, n)) {
+			int rc = pd_errf(err, PD_EIO, "%s: write: %s", path, strerror(errno));
+			close(fd);
+			return rc;
+		}
+		close(fd);
+		return 0;
+	}
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 32);
 	if (!tmp)

@@ -10,6 +10,7 @@
 #include "../../lib/util/pdyaml.h"
 #include "../../lib/util/pdzstd.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -569,6 +570,22 @@ static void test_files(void **state)
 	assert_contains(err.msg, "missing");
 	pd_buf_free(&f);
 	assert_int_equal(pd_write_file("/nonexistent-dir/x", "a", 1, &err), PD_EIO);
+	/* a path that is not a regular file (a FIFO here; /dev/null) is written
+	 * in place, not replaced by a regular file */
+	char fifo[300];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(pd_write_file(fifo, "pipe", 4, &err), 0);
+	char got[8] = {0};
+	assert_int_equal(read(rfd, got, sizeof got), 4);
+	assert_memory_equal(got, "pipe", 4);
+	close(rfd);
+	struct stat st;
+	assert_int_equal(stat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	unlink(fifo);
 	unlink(path);
 	rmdir(dir);
 	assert_true(pd_now() > 0);
