@@ -233,6 +233,18 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	}
 	while (plen && path[plen - 1] == '/')
 		plen--;
+	/* the service: printable, and short enough to be kept whole (never cut
+	 * short, never a control sequence in the table, /targets or `get services`) */
+	const char *sa = pd_kube_pod_annotation(p, "profefe.com/service");
+	size_t slen = sa ? strlen(sa) : 0;
+	bool sok = slen < 256;
+	for (size_t i = 0; sok && i < slen; i++)
+		sok = (unsigned char)sa[i] >= ' ' && sa[i] != 0x7f;
+	if (!sok) {
+		*skip = PD_KS_BAD_ANNOTATION;
+		whyf(why, whycap, "profefe.com/service (%zu bytes) has control characters or is over 255 bytes", slen);
+		return 0;
+	}
 
 	const char *ns = p->namespace ? p->namespace : "";
 	const char *pod = p->name ? p->name : "";

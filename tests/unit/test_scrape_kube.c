@@ -219,6 +219,21 @@ static void test_port_path_service(void **state)
 		assert_int_equal(judge(json, &o, &l, why, sizeof why), PD_KS_BAD_ANNOTATION);
 		assert_contains(why, "profefe.com/path");
 	}
+	/* a service that would corrupt the table or be cut short: reported, not used */
+	char longsvc[300];
+	memset(longsvc, 's', 256);
+	longsvc[256] = 0;
+	const char *const bad_services[] = {"evil\\nTARGET x", "a\\u001b[31mred", "del\\u007f", longsvc};
+	for (size_t i = 0; i < sizeof bad_services / sizeof *bad_services; i++) {
+		char json[900];
+		snprintf(json, sizeof json,
+		         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"annotations\":{\"profefe.com/"
+		         "enable\":\"true\","
+		         "\"profefe.com/service\":\"%s\"}}," RUNNING "}",
+		         bad_services[i]);
+		assert_int_equal(judge(json, &o, &l, why, sizeof why), PD_KS_BAD_ANNOTATION);
+		assert_contains(why, "profefe.com/service");
+	}
 	assert_int_equal(l.n, 0);
 	/* a CronJob's pod: the CronJob */
 	assert_int_equal(
