@@ -236,7 +236,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (outf && !strcmp(outf, "-") && isatty(STDOUT_FILENO)) {
 		rc = cli_usage_error("diff",
-		                     "refusing to write a binary profile to a terminal; use -o FILE or --print-url");
+		                     "refusing to write a binary profile to a terminal; use -O FILE or --print-url");
 		goto out;
 	}
 	if ((rc = client_ready(&c, true)))
@@ -293,6 +293,14 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (pd_client_json_body(&r, &body, &err)) {
 		cli_cmd_error("diff", "the collector's answer: %s", err.msg);
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	if (!json_is_object(body) || !json_is_array(json_object_get(body, "rows"))) {
+		/* a 200 of another shape is not an empty diff */
+		cli_cmd_error("diff", "the collector's answer is not an API v1 diff (no \"rows\"): is %s a profd "
+				      "collector? check --collector",
+			      c.collector);
 		rc = EXIT_INPUT;
 		goto out;
 	}

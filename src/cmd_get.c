@@ -202,6 +202,24 @@ static int list_profiles(struct client *c, const char *service, long limit, json
 		*list = NULL;
 		cli_cmd_error(c->cmd, "the collector's list of profiles is not a JSON array");
 		rc = EXIT_INPUT;
+	} else {
+		/* every entry a profile's metadata, never a blank row */
+		size_t i;
+		json_t *m;
+		json_array_foreach(*list, i, m)
+		{
+			if (!json_is_object(m) || !json_is_string(json_object_get(m, "id"))) {
+				cli_cmd_error(c->cmd, "the collector's list of profiles holds an entry that is not a "
+						      "profile (an object with an \"id\"): item %zu",
+					      i);
+				rc = EXIT_INPUT;
+				break;
+			}
+		}
+		if (rc) {
+			json_decref(*list);
+			*list = NULL;
+		}
 	}
 out:
 	pd_client_resp_free(&r);

@@ -296,6 +296,14 @@ static int top_api1(struct client *c, const struct top_opts *o)
 		goto out;
 	}
 	json_t *rows = json_object_get(body, "rows"), *svcs = json_object_get(body, "services");
+	if (!json_is_object(body) || !json_is_array(rows)) {
+		/* a 200 of another shape is not "no profiles" */
+		cli_cmd_error("top", "the collector's answer is not an API v1 top (no \"rows\"): is %s a profd "
+				     "collector? check --collector",
+			      c->collector);
+		rc = EXIT_INPUT;
+		goto out;
+	}
 	size_t n = json_array_size(rows), functions = (size_t)jint(body, "functions");
 	if (o->json) {
 		json_dumpf(body, stdout, JSON_INDENT(2));

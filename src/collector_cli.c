@@ -356,7 +356,17 @@ int client_services(struct client *c, char ***out, size_t *n)
 		rc = EXIT_INPUT;
 		goto out;
 	}
-	size_t k = json_is_array(body) ? json_array_size(body) : 0;
+	/* a 200 of another shape is not "no services" */
+	bool names = json_is_array(body);
+	for (size_t i = 0; names && i < json_array_size(body); i++)
+		names = json_is_string(json_array_get(body, i));
+	if (!names) {
+		json_decref(body);
+		cli_cmd_error(c->cmd, "listing the services: the collector's answer is not a JSON array of service names");
+		rc = EXIT_INPUT;
+		goto out;
+	}
+	size_t k = json_array_size(body);
 	char **v = calloc(k ? k : 1, sizeof *v);
 	if (!v) {
 		json_decref(body);

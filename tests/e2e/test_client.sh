@@ -643,6 +643,37 @@ one_line "--timeout: a collector that never answers: one line, exit 1" 1 \
 	get services --collector "http://127.0.0.1:$(cat "$T/hang.port")" --timeout 500ms
 kill "$OTHER_PID" "$HANG_PID" 2>/dev/null
 wait "$OTHER_PID" "$HANG_PID" 2>/dev/null
+# a server answering 200 with API v0's envelope around the wrong shape: an error
+# naming what is wrong, never an empty list or an empty table with exit 0
+python3 - "$T/shape.port" >/dev/null 2>&1 <<'EOF' &
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = b'{"code":200,"body":[1,{"a":1}]}' if self.path.startswith("/api/0/profiles?") else b'{"code":200,"body":{"a":1}}'
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.timeout = 30
+for _ in range(8): s.handle_request()
+EOF
+SHAPE_PID=$!
+for ((k = 0; k < 200; k++)); do [ -s "$T/shape.port" ] && break; sleep 0.05; done
+SHAPE=http://127.0.0.1:$(cat "$T/shape.port")
+one_line "a 200 of another shape: get services fails, exit 1" 1 \
+	"^profd get services: listing the services: the collector's answer is not a JSON array of service names$" \
+	get services --collector "$SHAPE"
+one_line "a 200 of another shape: get types fails, exit 1" 1 "not a JSON array of service names$" get types --collector "$SHAPE"
+one_line "a 200 of another shape: get profiles fails, exit 1" 1 "entry that is not a profile .*: item 0$" \
+	get profiles --service a --collector "$SHAPE"
+one_line "a 200 of another shape: top says so, not 'no profiles'" 1 "^profd top: the collector's answer is not an API v1 top" \
+	top --service a --collector "$SHAPE"
+one_line "a 200 of another shape: diff fails, exit 1" 1 "^profd diff: the collector's answer is not an API v1 diff" \
+	diff --base cpu --target cpu --collector "$SHAPE"
+if [ -s "$T/o" ]; then fail "a 200 of another shape: diff prints no table" "$(head -c 300 "$T/o")"; else ok "a 200 of another shape: diff prints no table"; fi
+kill "$SHAPE_PID" 2>/dev/null
+wait "$SHAPE_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
 go tool pprof -proto -focus=NoSuchFunctionAnywhere "$C/1/cpu.pb.gz" >"$T/empty.pb.gz" 2>/dev/null
 one_line "load refused by the collector (400): one line with the server's message, exit 1" 1 \
