@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "collector_cli.h"
 #include "../lib/http/params.h"
+#include "../lib/pprof/pprof.h"
 #include "../lib/pprof/report.h"
 
 #include <getopt.h>
@@ -281,6 +282,13 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	if (pprof) {
+		struct pd_profile *dp = NULL; /* checked as merge checks its answer: never a page saved as .pb.gz */
+		if (pd_pprof_decode(r.body.ptr, r.body.len, NULL, &dp, &err)) {
+			cli_cmd_error("diff", "the collector's answer is not a valid profile: %s", err.msg);
+			rc = EXIT_INPUT;
+			goto out;
+		}
+		pd_profile_free(dp);
 		if (pd_write_file(outf, r.body.ptr, r.body.len, &err)) {
 			cli_cmd_error("diff", "%s", err.msg);
 			rc = EXIT_INPUT;

@@ -672,6 +672,9 @@ one_line "a 200 of another shape: top says so, not 'no profiles'" 1 "^profd top:
 one_line "a 200 of another shape: diff fails, exit 1" 1 "^profd diff: the collector's answer is not an API v1 diff" \
 	diff --base cpu --target cpu --collector "$SHAPE"
 if [ -s "$T/o" ]; then fail "a 200 of another shape: diff prints no table" "$(head -c 300 "$T/o")"; else ok "a 200 of another shape: diff prints no table"; fi
+one_line "a 200 that is not a profile: diff -O fails, exit 1" 1 "^profd diff: the collector's answer is not a valid profile: not a profile: the body is JSON" \
+	diff --base cpu --target cpu --collector "$SHAPE" -O "$T/shape.pb.gz"
+if [ -e "$T/shape.pb.gz" ]; then fail "a 200 that is not a profile: diff -O writes no file" "$(head -c 100 "$T/shape.pb.gz")"; else ok "a 200 that is not a profile: diff -O writes no file"; fi
 kill "$SHAPE_PID" 2>/dev/null
 wait "$SHAPE_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
