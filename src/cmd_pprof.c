@@ -788,6 +788,8 @@ static int pprof_convert(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return cli_usage_error("pprof convert", "need exactly IN and OUT");
+	if (!strcmp(argv[optind + 1], "-") && isatty(1))
+		return cli_usage_error("pprof convert", "refusing to write a binary profile to a terminal; give OUT a file");
 	struct pd_err err = {0};
 	struct pd_profile *p;
 	if (pd_pprof_decode_file(argv[optind], NULL, &p, &err)) {
@@ -808,7 +810,7 @@ static int pprof_convert(int argc, char **argv)
 /* ---- delta ------------------------------------------------------------------------------ */
 
 static const struct cli_flag pprof_delta_flags[] = {
-	{"output", 'o', 'o', "OUT", "output file (default \"-\" = stdout), gzip'd profile.proto", 0},
+	{"output", 'o', 'o', "OUT", "output file (default \"-\" = stdout, refused if stdout is a\nterminal), gzip'd profile.proto", 0},
 	{"level", 0, 'l', "N", "gzip level 1-12 (default 6)", 0},
 	{NULL, 0, 0, NULL, NULL, 0},
 };
@@ -856,6 +858,8 @@ static int pprof_delta(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return cli_usage_error("pprof delta", "need exactly BASE and PROFILE");
+	if (!strcmp(outp, "-") && isatty(1))
+		return cli_usage_error("pprof delta", "refusing to write a binary profile to a terminal; use -o FILE");
 	struct pd_err err = {0};
 	struct pd_profile *base = NULL, *cur = NULL, *d = NULL;
 	struct pd_buf out = PD_BUF_INIT(0);

@@ -38,6 +38,24 @@ done
 "$PROFD" nosuch >/dev/null 2>"$T/e"
 expect "cli: an unknown command: exit 2 naming it" "2 profd: unknown command 'nosuch'" "$? $(head -1 "$T/e")"
 
+# binary output to a terminal is refused by every command that writes a
+# profile to stdout (merge and diff check before asking the collector: a dead
+# one here); under script(1), which gives stdout a tty
+if command -v script >/dev/null 2>&1; then
+	P=$ROOT/tests/fuzz/corpus/pprof/seed-threadcreate.pb.gz
+	bad=
+	for a in "merge --service a --type cpu --collector http://127.0.0.1:1" "merge --service a --type cpu -O - --collector http://127.0.0.1:1" \
+		"diff --base cpu --target cpu -o pprof --collector http://127.0.0.1:1" "pprof merge $P" "pprof delta $P $P" "pprof convert $P -"; do
+		script -qec "$PROFD $a; echo rc=\$?" /dev/null >"$T/tty" 2>&1 </dev/null
+		grep -q "refusing to write a binary profile to a terminal" "$T/tty" && grep -q "rc=2" "$T/tty" &&
+			! grep -q $'\x1f\x8b' "$T/tty" || bad+="$a: $(tr -cd '[:print:]\n' <"$T/tty" | head -c 200); "
+	done
+	[ -z "$bad" ] && ok "cli: a binary profile to a terminal is refused (merge, diff, pprof merge/delta/convert), exit 2" ||
+		fail "cli: binary to a terminal" "$bad"
+else
+	ok "cli: binary to a terminal # SKIP script(1) not installed"
+fi
+
 # ---- 2. help and version ----------------------------------------------------------------------
 bad=
 for c in serve scrape capture get merge load top diff regressions pprof store completion; do
