@@ -1374,7 +1374,7 @@ static void post_done(struct pd_scraper *s, struct xfer *x, CURLcode code, long 
 	const char *tn = pd_scrape_type_name(it->type);
 	int64_t now = pd_mono_ns();
 	s->posting--;
-	if (code == CURLE_OK && status == 200) {
+	if (code == CURLE_OK && status >= 200 && status < 300) { /* stored: a 201 or 204 sent again is a duplicate */
 		atomic_fetch_add(&s->posts_ok, 1);
 		if (s->collector_down)
 			slog(s, "info", "collector %s is back: delivering %zu queued profile(s)", s->collector, s->q.n);

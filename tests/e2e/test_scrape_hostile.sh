@@ -11,6 +11,8 @@
 #      text, a broken legacy profile, a 404, a 500): the table, the log,
 #      /targets and /metrics never show it, and say what each answer was
 #      (an HTML page, JSON, text; its size)
+#   5. a collector that answers 201 instead of 200: the profile is delivered,
+#      not sent again and again
 # Run: BUILD=build bash tests/e2e/test_scrape_hostile.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -129,6 +131,33 @@ msg secret-text goroutine "not a pprof profile (got text/plain): the body is tex
 msg secret-legacy heap "not a pprof profile (got text/plain): the body is text (77 bytes): contention profile, line 3: malformed (Go.s profile.Parse refuses it too; the line is not shown" "a legacy profile's bad line, by number"
 msg secret-404 heap "HTTP 404 from $H/secret-404/debug/pprof/heap, with text (44 bytes)" "an HTTP 404 with text of its size"
 msg secret-500 heap "HTTP 500 from $H/secret-500/debug/pprof/heap, with an HTML page (43 bytes)" "an HTTP 500 with an HTML page of its size"
+# ---- 5. a collector that answers 201 Created: delivered, never sent again ---------------------------
+python3 - "$T/c201.port" "$T/c201.count" >/dev/null 2>&1 <<'EOF' &
+import http.server, os, sys
+n = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global n
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        n += 1
+        open(sys.argv[2], "w").write(str(n))
+        b = b'{"code":201,"body":{"id":"x"}}'
+        self.send_response(201); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.serve_forever()
+EOF
+C201=$!
+for ((k = 0; k < 200; k++)); do [ -s "$T/c201.port" ] && break; sleep 0.05; done
+"$PROFD" scrape --once --collector "http://127.0.0.1:$(cat "$T/c201.port")" --flush-timeout 3s --types heap,goroutine \
+	--target "http://127.0.0.1:$PORT_app/debug/pprof" --service real >"$T/c201.out" 2>"$T/c201.err"
+rc=$?
+sleep 0.2
+expect "a collector answering 201: exit 0, each profile posted once" "0 2" "$rc $(cat "$T/c201.count" 2>/dev/null)"
+kill "$C201" 2>/dev/null
+wait "$C201" 2>/dev/null
 kill "$SPID"
 wait "$SPID" 2>/dev/null
-no_sanitizer "no sanitizer reports" "$SLOG" "$T/err" "$T/sec.err" "$T/sec2.err"
+no_sanitizer "no sanitizer reports" "$SLOG" "$T/err" "$T/sec.err" "$T/sec2.err" "$T/c201.err"
