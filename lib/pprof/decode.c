@@ -665,9 +665,14 @@ static int dec_sample(struct dec *d, const uint8_t *p, size_t n, struct pd_sampl
 					return rc;
 			}
 			/* As upstream: a string label's unit is never read (so never
-			 * range-checked); a numeric label's must be a string index. */
+			 * range-checked); a numeric label's must be a string index.
+			 * A string label's unit in range is kept as it always was
+			 * (the store's content ids of label sets include it; the
+			 * merge and the reports ignore it, as Go does). */
 			if (!lb.str && unit.v && (rc = str_index(d, &unit, "label", "num_unit", &lb.num_unit)))
 				return rc;
+			if (lb.str && unit.v < d->nstrings)
+				lb.num_unit = (uint32_t)unit.v;
 			/* As upstream: a label with neither a string nor a number is dropped. */
 			if (!(lb.str || lb.num || lb.num_unit))
 				continue;
