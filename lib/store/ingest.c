@@ -207,7 +207,17 @@ int pd_prepare(const struct pd_ingest *in, const uint8_t *data, size_t len, cons
 		return pd_errf(err, PD_EINVAL, "service must be 1..%zu bytes",
 			       sizeof ((struct pd_profile_meta *)0)->service - 1);
 	}
-		bool known = !in->type || pd_ptype_find(in->type) >= 0; /* NULL: inferred */
+	/* a service is a name that tables, logs and terminals print: no
+	 * control characters (a newline or an escape sequence would forge
+	 * rows of `profd get services` or recolour the terminal showing it) */
+	for (const char *c = in->service; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+			*why = PD_REFUSE_SERVICE;
+			return pd_errf(err, PD_EINVAL, "service must not contain control characters (byte 0x%02x at %zu)",
+				       (unsigned char)*c, (size_t)(c - in->service));
+		}
+	}
+	bool known = !in->type || pd_ptype_find(in->type) >= 0; /* NULL: inferred */
 	if (!known) {
 		*why = PD_REFUSE_UNKNOWN_TYPE;
 		return pd_errf(err, PD_EINVAL, "unknown profile type \"%s\"", in->type ? in->type : "");

@@ -2889,6 +2889,9 @@ static void test_refusal_reasons(void **state)
 		{"long service", "ssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss"
 				 "ssssssssssssssssssssssssssssssssssssssss",
 		 "cpu", cpu.ptr, cpu.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_SERVICE},
+		{"newline in service", "svc\nFORGED 1", "cpu", cpu.ptr, cpu.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_SERVICE},
+		{"escape in service", "svc\x1b[31m", "cpu", cpu.ptr, cpu.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_SERVICE},
+		{"DEL in service", "svc\x7f", "cpu", cpu.ptr, cpu.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_SERVICE},
 		{"unknown type", "svc", "bogus", cpu.ptr, cpu.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_UNKNOWN_TYPE},
 		{"garbage", "svc", "cpu", (const uint8_t *)"garbage!", 8, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_MALFORMED},
 		{"empty", "svc", "cpu", empty.b.p, empty.b.len, 0, 0, 0, false, PD_EINVAL, PD_REFUSE_EMPTY},
