@@ -129,6 +129,8 @@ get "fleet top of heap works" 200 "/api/1/top?query=heap&from=now-1h&to=now%2B1m
 post "service with %00: 400" 400 "service=a%00b&type=cpu" "$C/cpu.pb.gz" 'parameter \\"service\\" contains a NUL byte'
 post "label value with %00: 400" 400 "service=a&type=cpu&labels=k=v%2500x" "$C/cpu.pb.gz" ''
 post "labels with a raw NUL: 400" 400 "service=a&type=cpu&labels=k%00=v" "$C/cpu.pb.gz" 'NUL byte'
+post "service with a newline and an escape sequence: 400" 400 "service=a%0A%1B%5B31mb&type=cpu" "$C/cpu.pb.gz" 'control characters .byte 0x0a at 1.'
+post "service with a tab: 400" 400 "service=a%09b&type=cpu" "$C/cpu.pb.gz" 'control characters'
 post "service not UTF-8: 400" 400 "service=a%FFb&type=cpu" "$C/cpu.pb.gz" 'not valid UTF-8'
 post "label value not UTF-8: 400" 400 "service=a&type=cpu&labels=k=%C3%28" "$C/cpu.pb.gz" 'not valid UTF-8'
 post "service in UTF-8 (café): stored" 200 "service=caf%C3%A9&type=cpu" "$C/cpu.pb.gz"
