@@ -113,7 +113,8 @@ struct pd_merger {
 	/* per-source memo tables (index in source -> merged index) */
 	uint32_t *m_str, *m_func, *m_loc, *m_map;
 	int64_t *m_map_off;
-	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map;
+	uint64_t *m_fh; /* source function -> fn_hash, 0 = not computed yet */
+	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map, m_cap_fh;
 
 	/* the sample pipeline (see merger_sample) */
 	struct pending *pf;
@@ -274,12 +275,20 @@ static uint64_t fn_hash(const struct pd_profile *src, const struct pd_function *
 	return pd_hash(fl.ptr, fl.len, h);
 }
 
+/* fn_hash of source function i, once per source profile (never 0) */
+static uint64_t fn_hash_of(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+{
+	if (!m->m_fh[i])
+		m->m_fh[i] = fn_hash(src, &src->functions[i]) | 1;
+	return m->m_fh[i];
+}
+
 static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
 {
 	if (m->m_func[i] != PD_NONE)
 		return m->m_func[i];
 	const struct pd_function *s = &src->functions[i];
-	uint64_t h = fn_hash(src, s);
+	uint64_t h = fn_hash_of(m, src, i);
 	struct fnkey k = {m, src, s};
 	uint32_t v = pd_hidx_find(&m->funcs_idx, h, fn_eq, &k);
 	if (v == UINT32_MAX) {
@@ -302,11 +311,14 @@ static uint32_t map_function(struct pd_merger *m, const struct pd_profile *src, 
 
 /*
  * A location is keyed as in pprof by (address - mapping start, mapping,
- * is_folded, each line's (function, line, column)). The hash leaves the
- * functions out, and the comparison checks a line's function by content
- * against the source function (or by merged id once known): so a location
- * seen in an earlier profile is found without hashing its functions, and
- * finding it also maps the source functions of its lines for free.
+ * is_folded, each line's (function, line, column)). The hash takes each
+ * line's function by content (fn_hash, once per source function), and the
+ * comparison checks it against the source function (or by merged id once
+ * known): finding a location seen in an earlier profile also maps the
+ * source functions of its lines for free. Without the functions in the
+ * hash, locations that differ only by function (no address, as in
+ * profiles of interpreted code or a hostile upload of 60,000 of them) were
+ * one chain of the index: a diff of such a profile took ten minutes.
  */
 struct lockey {
 	struct pd_merger *m;
@@ -338,11 +350,13 @@ static bool loc_eq(void *ctx, uint32_t v)
 	return true;
 }
 
-static uint64_t loc_hash(const struct mloc *c, const struct pd_line *lines)
+static uint64_t loc_hash(struct pd_merger *m, const struct pd_profile *src, const struct mloc *c,
+			 const struct pd_line *lines)
 {
 	uint64_t h = pd_hash_u64(c->normaddr ^ ((uint64_t)c->mapping << 1 | c->is_folded));
 	for (uint32_t j = 0; j < c->nlines; j++)
-		h = pd_hash_u64(h ^ pd_hash_u64((uint64_t)lines[j].line ^ ((uint64_t)lines[j].column << 40)));
+		h = pd_hash_u64(h ^ pd_hash_u64((uint64_t)lines[j].line ^ ((uint64_t)lines[j].column << 40)) ^
+				fn_hash_of(m, src, lines[j].function));
 	return h;
 }
 
@@ -390,7 +404,7 @@ static __attribute__((noinline)) uint32_t map_location_new(struct pd_merger *m, 
 	struct mloc c;
 	if (loc_key(m, src, s, &c, false))
 		return PD_NONE;
-	uint64_t h = loc_hash(&c, s->lines);
+	uint64_t h = loc_hash(m, src, &c, s->lines);
 	uint32_t v = loc_find(m, src, s, &c, h);
 	if (v == UINT32_MAX) {
 		if (VEC_RESERVE(m->lines, s->nlines) || VEC_RESERVE(m->locs, 1))
@@ -444,7 +458,7 @@ static int premap_locations(struct pd_merger *m, const struct pd_profile *p)
 		if (r < 0)
 			return PD_ENOMEM;
 		/* hash 0: not looked up (its mapping is new: so is the location) */
-		pl[i].hash = r ? 0 : pd__hidx_fix(loc_hash(&pl[i].c, p->locations[i].lines));
+		pl[i].hash = r ? 0 : pd__hidx_fix(loc_hash(m, p, &pl[i].c, p->locations[i].lines));
 		pl[i].cand = PD_NONE;
 	}
 	for (size_t i = 0; i < n + PL_A; i++) {
@@ -634,6 +648,7 @@ void pd_merger_free(struct pd_merger *m)
 	free(m->m_loc);
 	free(m->m_map);
 	free(m->m_map_off);
+	free(m->m_fh);
 	for (int i = 0; m->pf && i < PF_DEPTH; i++) {
 		free(m->pf[i].stack.v);
 		free(m->pf[i].vals.v);
@@ -734,6 +749,15 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 	if (memo(&m->m_str, &m->m_cap_str, p->nstrings) || memo(&m->m_func, &m->m_cap_func, p->nfunctions) ||
 	    memo(&m->m_loc, &m->m_cap_loc, p->nlocations))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
+	if (p->nfunctions > m->m_cap_fh) {
+		free(m->m_fh);
+		m->m_fh = malloc(p->nfunctions * sizeof *m->m_fh);
+		m->m_cap_fh = m->m_fh ? p->nfunctions : 0;
+		if (!m->m_fh)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	if (p->nfunctions)
+		memset(m->m_fh, 0, p->nfunctions * sizeof *m->m_fh);
 	if (p->nmappings > m->m_cap_map) {
 		free(m->m_map_off);
 		m->m_map_off = malloc(p->nmappings * sizeof *m->m_map_off);

@@ -15,7 +15,10 @@
 #      index.html gets <base href="/profd/">, the API answers under the
 #      prefix and without it; a bad prefix is a usage error (exit 2);
 #   4. --web-dir: files read on every request (an edit shows at once);
-#      --no-ui: GET / is a 404; /metrics counts route="ui".
+#      --no-ui: GET / is a 404; /metrics counts route="ui";
+#   5. the API the page calls, with profiles an uploader made hostile
+#      (tests/e2e/hostile_prof.py): a diff of 40,000 locations that differ
+#      by function only answers at once.
 # Run: BUILD=build bash tests/e2e/test_web.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -144,4 +147,15 @@ for _ in 1 2 3; do curl -s -o /dev/null "$URL/"; done
 n=$(curl -s "$URL/metrics" | sed -n 's/^profd_http_requests_total{route="ui",code="200"} \([0-9]*\)$/\1/p')
 expect "web: /metrics counts the page's requests (route=\"ui\")" 3 "$n"
 : "$URL0"
+
+# ---- 5. the API the page calls, with profiles an uploader chose ------------------------------
+start hostile
+python3 "$ROOT/tests/e2e/hostile_prof.py" wide "$T/wide.pb.gz" 40000
+code=$(curl -s -o "$T/b" -w '%{http_code}' --data-binary @"$T/wide.pb.gz" "$URL/api/0/profiles?service=wide&type=cpu")
+expect "web: POST a profile of 40,000 functions at one address and line" 200 "$code"
+# the Diff view's request: the merger once chained all such locations in one
+# hash bucket (ten minutes of a worker's CPU for 60,000)
+q=$(printf 'cpu{service="wide"}' | python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read(), safe=""))')
+out=$(curl -s -o "$T/b" --max-time 10 -w '%{http_code}' "$URL/api/1/diff?base=$q&target=$q&format=top&n=10")
+expect "web: the diff of it answers at once (not quadratic in its locations)" 200 "$out"
 no_sanitizer "web: no sanitizer report" "$T"/serve-*.log
