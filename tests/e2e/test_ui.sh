@@ -16,7 +16,11 @@
 #   4. the same server with --tokens: the page asks for a read token, works
 #      with it, and shows the API's message without one or with a bad one;
 #   5. the same server with --web-prefix /profd: the page under /profd/ makes
-#      every request under /profd/.
+#      every request under /profd/;
+#   6. another store, of profiles whose service names, labels, function and
+#      file names are markup, script, quotes, U+2028, a newline, invalid
+#      UTF-8 (tests/e2e/hostile_prof.py): every view shows them as text,
+#      none runs, and the fleet's service buttons escape them.
 # Screenshots of every view go to ${UI_SHOTS:-$BUILD/ui-shots} (UI_DOCS=1 also
 # copies them into docs/ui/). Without chromium or npm: one skipped check.
 # Run: BUILD=build bash tests/e2e/test_ui.sh
@@ -57,7 +61,7 @@ trap "stop_serve; ${3:-}" EXIT
 # source tree's web/ when the binary's copy is stale or UI_WEB_DIR=1); sets BASE
 WEBARGS=()
 serve() {
-	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 "${WEBARGS[@]}" "$@" 2>>"$T/serve.log" &
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "${DATA:-$T/data}" --retention 0 "${WEBARGS[@]}" "$@" 2>>"$T/serve.log" &
 	SPID=$!
 	local port
 	port=$(serve_port "$T/serve.log" "$SPID")
@@ -172,6 +176,21 @@ stop_serve
 serve --web-prefix /profd
 ok "setup: profd serve --web-prefix /profd at $BASE"
 run_node prefix "$BASE"
+stop_serve
+
+# ---- 6. hostile strings --------------------------------------------------------------------
+X="<img src=x onerror=\"window.__xss=1;document.title='XSS'\">"
+python3 "$ROOT/tests/e2e/hostile_prof.py" names "$T/hostile.pb.gz" "$X" '</script><script>window.__xss=2</script>' \
+	'javascript:window.__xss=3' $'u\u2028v"\'w' "$(printf 'L%.0s' {1..5000})" $'bad\xff\xfeutf8'
+DATA=$T/hostile-data serve
+enc() { jq -rn --arg s "$1" '$s | @uri'; }
+postfail=
+for v in 1 2; do # a rollout (regressions) of a service named with markup
+	post "$T/hostile.pb.gz" "$(enc "$X")" cpu "$(enc "version=$v$X,env=javascript:window.__xss=4")" "${AT[v - 1]}" || postfail=1
+done
+post "$T/hostile.pb.gz" "$(enc $'nl\nsvc')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
+if [ -n "$postfail" ]; then fail "setup: POST hostile profiles" "see above"; else ok "setup: POST hostile profiles at $BASE"; fi
+run_node hostile "$BASE"
 stop_serve
 
 if [ "${UI_DOCS:-0}" = 1 ]; then

@@ -123,6 +123,7 @@ const exp = cfg.expect;
 
 if (cfg.phase === 'open') await openPhase();
 else if (cfg.phase === 'prefix') await prefixPhase();
+else if (cfg.phase === 'hostile') await hostilePhase();
 else await tokenPhase();
 await browser.close();
 process.exit(failures ? 1 : 0);
@@ -776,4 +777,65 @@ async function prefixPhase() {
     if (path !== '/profd/' || !new URL(page.url()).searchParams.get('id')) return page.url();
     return problems(page) || (outside().length ? 'outside /profd/: ' + outside().join(' ') : true);
   });
+}
+
+// Profiles whose service names, labels, function and file names are markup,
+// script, javascript: URLs, quotes, U+2028, a newline, invalid UTF-8 and a
+// 5,000-character name (test_ui.sh posts them): every view shows them as
+// text. Their payloads would set window.__xss or the title, or leave an
+// <img src=x> in the page; the CSP would block an inline handler, so the
+// element itself is looked for, and CSP violations are console errors.
+async function hostilePhase() {
+  const page = await open({ allow: (u, st) => st === 404 || / 404 /.test(u) }); // a selector of markup matches nothing: its error is shown
+  const pwned = () => page.evaluate(() => {
+    const bad = [];
+    if (window.__xss !== undefined) bad.push('window.__xss = ' + window.__xss);
+    if (!document.title.startsWith('profd')) bad.push('title ' + document.title.slice(0, 80));
+    const n = document.querySelectorAll('img[src="x"], script:not([src]), [onerror], a[href^="javascript:"]').length;
+    if (n) bad.push(n + ' injected elements');
+    return bad.length ? bad.join('; ') : null;
+  });
+  const settle = async (sel) => { await page.waitForSelector(sel); await page.waitForLoadState('networkidle').catch(() => {}); };
+  for (const v of Object.keys(VIEWS)) {
+    await check(`hostile: view ${v} shows hostile strings as text (no element, no script, no CSP violation)`, async () => {
+      await page.goto(`${BASE}/?view=${v}&query=cpu`);
+      await settle(VIEWS[v]);
+      return (await pwned()) || problems(page) || true;
+    });
+  }
+  await check('hostile: the top table shows each hostile function name verbatim', async () => {
+    const top = await apiGet('api/1/merge', { query: 'cpu', format: 'top', n: 100 });
+    await page.goto(`${BASE}/?view=table&query=cpu`);
+    await settle(VIEWS.table);
+    const shown = await page.$$eval('table[data-role="top"] tbody td[data-key="name"]', (tds) => tds.map((t) => t.textContent));
+    const missing = top.rows.filter((r) => !shown.includes(r.name)).map((r) => r.name.slice(0, 40));
+    return (top.rows.length >= 6 && !missing.length) || `${top.rows.length} rows, missing ${JSON.stringify(missing)}`;
+  });
+  const x = '<img src=x onerror="window.__xss=5;document.title=\'XSS\'">';
+  for (const [what, q] of [['sandwich', { sandwich: x }], ['search and focus', { search: x, focus: x }], ['fleet fn', { view: 'fleet', fn: x }],
+    ['diff base/target', { view: 'diff', base: `cpu{service=${JSON.stringify(x)}}`, target: 'cpu' }], ['selector', { query: `cpu{env=${JSON.stringify(x)}}` }]]) {
+    await check(`hostile: markup in the URL (${what}) is shown as text`, async () => {
+      await page.goto(`${BASE}/?` + new URLSearchParams({ query: 'cpu', ...q }));
+      await page.waitForLoadState('networkidle').catch(() => {});
+      await page.waitForTimeout(200);
+      return (await pwned()) || problems(page) || true;
+    });
+  }
+  await check('hostile: fleet: a service named with a newline opens its flame graph (the selector escapes it)', async () => {
+    const svcs = await apiGet('api/0/services');
+    const nl = svcs.find((v) => v.includes('\n'));
+    if (!nl) return 'no service with a newline: ' + JSON.stringify(svcs);
+    await page.goto(`${BASE}/?view=fleet&query=cpu`);
+    await settle(VIEWS.fleet);
+    const btns = await page.$$('.services button.svc');
+    let btn = null;
+    for (const b of btns) if ((await b.getAttribute('data-service')) === nl) btn = b;
+    if (!btn) return `no button for ${JSON.stringify(nl)}`;
+    await btn.click();
+    await waitCanvas(page, 'flame');
+    const q = new URL(page.url()).searchParams.get('query');
+    const err = await page.$('main .error');
+    return (q === 'cpu{service="nl\\nsvc"}' && !err && !(await pwned())) || `query ${q}, error ${err ? await err.textContent() : ''}`;
+  });
+  await check('hostile: no console error, CSP violation or failed request over the whole session', async () => problems(page) || true);
 }

@@ -1,7 +1,7 @@
 // views/fleet.js — the hottest functions across every service (/api/1/top),
 // each with its per-service breakdown; one function's cost over time
 // (/api/1/series?function=^name$) and the services that spend it.
-import { h, clear, fmtValue, fmtPct, parseSelector, reEscape, toUnix } from '../util.js';
+import { h, clear, fmtValue, fmtPct, parseSelector, withMatcher, reEscape, toUnix } from '../util.js';
 import * as api from '../api.js';
 import { Table } from '../table.js';
 import { Timeline } from '../timeline.js';
@@ -30,8 +30,7 @@ export async function fleetView(ctx) {
   const svc = h('div', { class: 'services' });
   for (const x of top.services) {
     svc.appendChild(h('button', { type: 'button', class: 'svc', 'data-service': x.service, title: 'open this service\'s flame graph', onclick: () => {
-      const q = parseSelector(s.query) || { type: '', matchers: [] };
-      ctx.navigate({ view: 'flame', query: `${q.type}{service="${x.service.replace(/["\\]/g, '\\$&')}"}` });
+      ctx.navigate({ view: 'flame', query: withMatcher(parseSelector(s.query)?.type || '', 'service', '=', x.service) });
     } }, h('strong', {}, x.service), ` ${fmtPct(x.pct)} · ${x.profiles} profiles` + (x.cores !== undefined ? ` · ${x.cores.toFixed(3)} cores` : '')));
   }
   main.appendChild(svc);
