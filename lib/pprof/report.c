@@ -298,9 +298,10 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 				struct pd_str nm = pd_frame_name(p, l, j, a, false);
 				if ((line.len && pd_buf_append(&line, ";", 1)) || pd_buf_append(&line, nm.ptr, nm.len))
 					goto out;
-				/* ';' separates frames and '\\n' lines: keep them out of names */
+				/* ';' separates frames and '\\n' lines: keep them out of names, and
+				 * NUL (the collector sends the text as a C string) */
 				for (size_t c = line.len - nm.len; c < line.len; c++)
-					if (line.ptr[c] == ';' || line.ptr[c] == '\n')
+					if (line.ptr[c] == ';' || line.ptr[c] == '\n' || line.ptr[c] == '\0')
 						line.ptr[c] = ':';
 			}
 		}

@@ -18,7 +18,8 @@
 #      --no-ui: GET / is a 404; /metrics counts route="ui";
 #   5. the API the page calls, with profiles an uploader made hostile
 #      (tests/e2e/hostile_prof.py): a diff of 40,000 locations that differ
-#      by function only answers at once.
+#      by function only answers at once; a NUL in a name does not cut a
+#      folded answer short.
 # Run: BUILD=build bash tests/e2e/test_web.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -158,4 +159,9 @@ expect "web: POST a profile of 40,000 functions at one address and line" 200 "$c
 q=$(printf 'cpu{service="wide"}' | python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read(), safe=""))')
 out=$(curl -s -o "$T/b" --max-time 10 -w '%{http_code}' "$URL/api/1/diff?base=$q&target=$q&format=top&n=10")
 expect "web: the diff of it answers at once (not quadratic in its locations)" 200 "$out"
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile_prof as h
+open(sys.argv[2], "wb").write(h.build([(["main", "a\0b"], 1), (["main", "zz"], 2)]))' "$ROOT/tests/e2e" "$T/nul.pb.gz"
+curl -s -o /dev/null --data-binary @"$T/nul.pb.gz" "$URL/api/0/profiles?service=nul&type=cpu"
+curl -s "$URL/api/1/merge?query=cpu%7Bservice%3D%22nul%22%7D&format=folded" >"$T/folded"
+expect "web: a NUL in a function name does not cut the folded answer short" "$(printf 'main;a:b 1\nmain;zz 2')" "$(cat "$T/folded")"
 no_sanitizer "web: no sanitizer report" "$T"/serve-*.log
