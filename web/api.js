@@ -1,7 +1,7 @@
 // api.js — every call to the collector. Relative URLs only (the page may be
 // served under a path prefix); the read token, when the collector asks for
 // one, is kept in sessionStorage and sent as "Authorization: Bearer".
-import { qs } from './util.js';
+import { qs, fileName } from './util.js';
 
 const KEY = 'profd-token';
 
@@ -98,7 +98,7 @@ export async function download(path, params, fallbackName) {
   const blob = await res.blob();
   const cd = res.headers.get('Content-Disposition') || '';
   const m = /filename="?([^";]+)"?/.exec(cd);
-  const name = (m ? m[1] : fallbackName || 'profile.pb.gz').replace(/[^A-Za-z0-9._+-]/g, '_');
+  const name = fileName(m ? m[1] : fallbackName || 'profile.pb.gz');
   const href = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = href;

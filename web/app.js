@@ -1,6 +1,6 @@
 // app.js — profd's web UI: state in the URL, the selection bar, the
 // timeline, the actions, dialogs and shortcuts; the views are in views/.
-import { h, clear, parseSelector, formatSelector, withMatcher, withType, OPS, TYPES, fmtValue, fmtTime, toUnix, absTime, shQuote, debounce } from './util.js';
+import { h, clear, parseSelector, formatSelector, withMatcher, withType, OPS, TYPES, fmtValue, fmtTime, toUnix, absTime, shQuote, fileName, debounce } from './util.js';
 import * as api from './api.js';
 import { Timeline } from './timeline.js';
 import { flameView, tableView } from './views/explore.js';
@@ -200,12 +200,12 @@ export function selOf(s) {
 }
 
 export function cliMerge(s) {
-  if (s.id) return `# profile ${s.id} as one pprof:\ncurl -sS -o ${shQuote(s.id.split(',')[0] + '.pb.gz')} ${shQuote(new URL(api.url('api/1/merge', { id: s.id }), document.baseURI).href)}`;
+  if (s.id) return `# profile ${s.id} as one pprof:\ncurl -sS -o ${shQuote(fileName(s.id.split(',')[0] + '.pb.gz'))} ${shQuote(new URL(api.url('api/1/merge', { id: s.id }), document.baseURI).href)}`;
   const x = simpleSelection(s.query);
   if (x && x.service !== null) {
     const a = ['merge', '--service', x.service, '--type', x.type, ...timeFlags(s)];
     if (x.labels.length) a.push('-l', x.labels.join(','));
-    a.push('-o', `${x.service}-${x.type}.pb.gz`);
+    a.push('-o', fileName(`${x.service}-${x.type}.pb.gz`));
     return cli(a);
   }
   const u = new URL(api.url('api/1/merge', absParams({ query: s.query, from: s.from, to: s.to })), document.baseURI).href;

@@ -250,6 +250,12 @@ export function shQuote(s) {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
 }
 
+// a file name made of NAME (a service, an id: anyone's strings) that stays in
+// the directory it is saved to: no '/', no shell or control characters
+export function fileName(name) {
+  return String(name).replace(/[^A-Za-z0-9._+-]/g, '_');
+}
+
 export function qs(params) {
   const u = new URLSearchParams();
   for (const k in params) {

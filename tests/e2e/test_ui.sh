@@ -189,6 +189,7 @@ for v in 1 2; do # a rollout (regressions) of a service named with markup
 	post "$T/hostile.pb.gz" "$(enc "$X")" cpu "$(enc "version=$v$X,env=javascript:window.__xss=4")" "${AT[v - 1]}" || postfail=1
 done
 post "$T/hostile.pb.gz" "$(enc $'nl\nsvc')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
+post "$T/hostile.pb.gz" "$(enc '../../x y/z')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
 if [ -n "$postfail" ]; then fail "setup: POST hostile profiles" "see above"; else ok "setup: POST hostile profiles at $BASE"; fi
 run_node hostile "$BASE"
 stop_serve

@@ -838,4 +838,15 @@ async function hostilePhase() {
     return (q === 'cpu{service="nl\\nsvc"}' && !err && !(await pwned())) || `query ${q}, error ${err ? await err.textContent() : ''}`;
   });
   await check('hostile: no console error, CSP violation or failed request over the whole session', async () => problems(page) || true);
+  // last: id=../../x is the collector's 400, shown
+  for (const [what, q] of [['a service named ../../x y/z', { query: 'cpu{service="../../x y/z"}' }], ['id=../../x', { id: '../../x' }]]) {
+    await check(`hostile: the copied CLI of ${what} saves to a file in the current directory`, async () => {
+      await page.goto(`${BASE}/?` + new URLSearchParams({ query: 'cpu', ...q }));
+      await page.waitForLoadState('networkidle').catch(() => {});
+      await page.click('[data-role="copy-cli"]');
+      const t = await page.$eval('#copied', (i) => i.value);
+      const o = /-o '?([^' ]+)'?/.exec(t);
+      return (o && !o[1].includes('/')) || t;
+    });
+  }
 }
