@@ -128,6 +128,10 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct req *r, int status
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (!MHD_get_response_header(resp, "Content-Security-Policy"))
 		MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'");
+	/* what the API answers is data a token may have been needed for: no cache
+	 * (a browser's, or an ingress's that keys on the URL alone) keeps it */
+	if (!MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ok;

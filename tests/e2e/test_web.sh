@@ -7,7 +7,8 @@
 #      inflated), with its Content-Type, the UI's CSP, nosniff, an ETag
 #      (If-None-Match: 304), HEAD without a body, 405 for POST; names that
 #      could leave the directory, hidden and unknown files are 404 JSON;
-#   2. --tokens: the page and its files need no token, the API still does;
+#   2. --tokens: the page and its files need no token, the API still does
+#      and its answers are Cache-Control: no-store;
 #      a page's fetch (Sec-Fetch-Mode: cors) is not offered Basic (the
 #      browser's own password dialog would cover the page's token form),
 #      other clients are;
@@ -105,8 +106,11 @@ codes=$(for u in / /ui/"${FILES[1]}"; do curl -s -o /dev/null -w '%{http_code} '
 expect "web: tokens on: the page and its files need no token" "200 200 " "$codes"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/1/types")
 expect "web: tokens on: the API still needs one" 401 "$code"
-code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" "$URL/api/1/types")
+code=$(curl -s -o /dev/null -D "$T/h" -w '%{http_code}' -H "Authorization: Bearer $TOK" "$URL/api/1/types")
 expect "web: tokens on: the API with the read token" 200 "$code"
+expect "web: tokens on: what it answers is kept by no cache" no-store "$(hdr "$T/h" Cache-Control)"
+curl -s -o /dev/null -D "$T/h" "$URL/"
+expect "web: the page is revalidated, not no-store" no-cache "$(hdr "$T/h" Cache-Control)"
 curl -s -o /dev/null -D "$T/h" -H 'Sec-Fetch-Mode: cors' "$URL/api/1/types"
 expect "web: a page's fetch is offered Bearer only (no browser password dialog)" 'Bearer realm="profd"' "$(hdr "$T/h" WWW-Authenticate)"
 curl -s -o /dev/null -D "$T/h" "$URL/api/1/types"
