@@ -168,4 +168,9 @@ open(sys.argv[2], "wb").write(h.build([(["main", "a\0b"], 1), (["main", "zz"], 2
 curl -s -o /dev/null --data-binary @"$T/nul.pb.gz" "$URL/api/0/profiles?service=nul&type=cpu"
 curl -s "$URL/api/1/merge?query=cpu%7Bservice%3D%22nul%22%7D&format=folded" >"$T/folded"
 expect "web: a NUL in a function name does not cut the folded answer short" "$(printf 'main;a:b 1\nmain;zz 2')" "$(cat "$T/folded")"
+# a range all before the retention (2001, the UI's absolute from/to) is empty,
+# as any range without profiles: the top of nothing, a diff's 404 saying why
+out=$(for u in "top?query=cpu&from=1000000000&to=1000003600" "diff?base=cpu&target=cpu&from=1000000000&to=1000003600&format=top"; do
+	curl -s -o "$T/b" -w '%{http_code} ' "$URL/api/1/$u"; grep -o '"error":"[^"]*' "$T/b"; done)
+expect "web: a range older than the retention is an empty range, not \"from\" after \"to\"" "200 404 \"error\":\"base: no profiles match cpu: \\" "$(echo $out)"
 no_sanitizer "web: no sanitizer report" "$T"/serve-*.log
