@@ -20,7 +20,8 @@
 #   6. another store, of profiles whose service names, labels, function and
 #      file names are markup, script, quotes, U+2028, a newline, invalid
 #      UTF-8 (tests/e2e/hostile_prof.py): every view shows them as text,
-#      none runs, and the fleet's service buttons escape them.
+#      none runs, and the fleet's service buttons escape them (a service
+#      named with a control character is refused at upload).
 # Screenshots of every view go to ${UI_SHOTS:-$BUILD/ui-shots} (UI_DOCS=1 also
 # copies them into docs/ui/). Without chromium or npm: one skipped check.
 # Run: BUILD=build bash tests/e2e/test_ui.sh
@@ -188,7 +189,14 @@ postfail=
 for v in 1 2; do # a rollout (regressions) of a service named with markup
 	post "$T/hostile.pb.gz" "$(enc "$X")" cpu "$(enc "version=$v$X,env=javascript:window.__xss=4")" "${AT[v - 1]}" || postfail=1
 done
-post "$T/hostile.pb.gz" "$(enc $'nl\nsvc')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
+# a service with a control character is refused by the store (8eadb6f); one
+# with a quote and a backslash is what the fleet's selector must escape
+if post "$T/hostile.pb.gz" "$(enc $'nl\nsvc')" cpu "$(enc 'version=1')" "${AT[1]}" >/dev/null; then
+	fail "setup: a service named with a newline is refused" "stored"
+else
+	ok "setup: a service named with a newline is refused ($(head -c 120 "$T/post.out"))"
+fi
+post "$T/hostile.pb.gz" "$(enc 'q"uo\te')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
 post "$T/hostile.pb.gz" "$(enc '../../x y/z')" cpu "$(enc 'version=1')" "${AT[1]}" || postfail=1
 if [ -n "$postfail" ]; then fail "setup: POST hostile profiles" "see above"; else ok "setup: POST hostile profiles at $BASE"; fi
 run_node hostile "$BASE"

@@ -821,10 +821,10 @@ async function hostilePhase() {
       return (await pwned()) || problems(page) || true;
     });
   }
-  await check('hostile: fleet: a service named with a newline opens its flame graph (the selector escapes it)', async () => {
+  await check('hostile: fleet: a service named with a quote and a backslash opens its flame graph (the selector escapes it)', async () => {
     const svcs = await apiGet('api/0/services');
-    const nl = svcs.find((v) => v.includes('\n'));
-    if (!nl) return 'no service with a newline: ' + JSON.stringify(svcs);
+    const nl = svcs.find((v) => v.includes('"') && v.includes('\\'));
+    if (!nl) return 'no service with a quote and a backslash: ' + JSON.stringify(svcs);
     await page.goto(`${BASE}/?view=fleet&query=cpu`);
     await settle(VIEWS.fleet);
     const btns = await page.$$('.services button.svc');
@@ -835,7 +835,7 @@ async function hostilePhase() {
     await waitCanvas(page, 'flame');
     const q = new URL(page.url()).searchParams.get('query');
     const err = await page.$('main .error');
-    return (q === 'cpu{service="nl\\nsvc"}' && !err && !(await pwned())) || `query ${q}, error ${err ? await err.textContent() : ''}`;
+    return (q === 'cpu{service="q\\"uo\\\\te"}' && !err && !(await pwned())) || `query ${q}, error ${err ? await err.textContent() : ''}`;
   });
   await check('hostile: no console error, CSP violation or failed request over the whole session', async () => problems(page) || true);
   // last: id=../../x is the collector's 400, shown
