@@ -168,7 +168,10 @@ int pd_tls_verify_client(void *session, char *why, size_t n)
 {
 	gnutls_session_t s = session;
 	unsigned status = 0;
-	int g = gnutls_certificate_verify_peers2(s, &status);
+	/* a certificate made for servers only (extended key usage without
+	 * clientAuth) is no client's: one without the extension is any purpose's */
+	gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
+	int g = gnutls_certificate_verify_peers(s, &purpose, 1, &status);
 	if (g == GNUTLS_E_NO_CERTIFICATE_FOUND || (g >= 0 && gnutls_certificate_get_peers(s, &(unsigned){0}) == NULL)) {
 		snprintf(why, n, "a client certificate is required (--tls-client-ca)");
 		return -1;

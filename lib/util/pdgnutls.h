@@ -15,7 +15,7 @@
 	X(gnutls_strerror) \
 	X(gnutls_free) \
 	X(gnutls_certificate_get_peers) \
-	X(gnutls_certificate_verify_peers2) \
+	X(gnutls_certificate_verify_peers) \
 	X(gnutls_certificate_verification_status_print) \
 	X(gnutls_x509_crt_init) \
 	X(gnutls_x509_crt_deinit) \
@@ -38,7 +38,7 @@ PD_DL_DECLARE(gnutls, PD_GNUTLS_FNS)
 #ifndef PD_GNUTLS_NO_MACROS
 #define gnutls_strerror (pd_gnutls()->gnutls_strerror)
 #define gnutls_certificate_get_peers (pd_gnutls()->gnutls_certificate_get_peers)
-#define gnutls_certificate_verify_peers2 (pd_gnutls()->gnutls_certificate_verify_peers2)
+#define gnutls_certificate_verify_peers (pd_gnutls()->gnutls_certificate_verify_peers)
 #define gnutls_certificate_verification_status_print (pd_gnutls()->gnutls_certificate_verification_status_print)
 #define gnutls_x509_crt_init (pd_gnutls()->gnutls_x509_crt_init)
 #define gnutls_x509_crt_deinit (pd_gnutls()->gnutls_x509_crt_deinit)

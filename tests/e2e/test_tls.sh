@@ -10,7 +10,7 @@
 #   4. SIGHUP re-reads the certificate (new handshakes get the new one); a
 #      broken pair is refused and the one in force kept
 #   5. --tls-client-ca: no client certificate 403, one from another CA 403,
-#      the right one 200
+#      one of the CA made for servers only (serverAuth) 403, the right one 200
 #   6. start: a key that is not the certificate's, missing files, flags alone
 # Run: BUILD=build bash tests/e2e/test_tls.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -25,10 +25,11 @@ umask 077
 ossl() { openssl "$@" >>"$K/openssl.log" 2>&1; }
 # ca NAME: a self-signed CA
 ca() { ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$K/$1.key" -out "$K/$1.pem" -days 3 -subj "/CN=$1"; }
-# leaf NAME CA SAN DAYS [CLIENT]: a certificate signed by CA
+# leaf NAME CA SAN DAYS [client|server]: a certificate signed by CA (with
+# that extended key usage)
 leaf() {
 	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$K/$1.key" -out "$K/$1.csr" -subj "/CN=$1"
-	{ [ -n "$3" ] && echo "subjectAltName=$3"; [ -n "${5:-}" ] && echo "extendedKeyUsage=clientAuth"; } >"$K/$1.ext"
+	{ [ -n "$3" ] && echo "subjectAltName=$3"; [ -n "${5:-}" ] && echo "extendedKeyUsage=${5}Auth"; } >"$K/$1.ext"
 	ossl x509 -req -in "$K/$1.csr" -CA "$K/$2.pem" -CAkey "$K/$2.key" -CAcreateserial -out "$K/$1.pem" -days "$4" -extfile "$K/$1.ext"
 }
 ca ca
@@ -39,6 +40,7 @@ leaf wronghost ca "DNS:other.example" 3
 leaf expired ca "DNS:localhost,IP:127.0.0.1" -1
 leaf client ca "" 3 client
 leaf strangerclient otherca "" 3 client
+leaf serveronly ca "DNS:other.example" 3 server
 if [ -s "$K/server.pem" ] && [ -s "$K/expired.pem" ] && [ -s "$K/client.pem" ]; then ok "setup: openssl made the CA and the certificates"; else fail "setup: openssl made the certificates" "$(tail -5 "$K/openssl.log")"; exit 0; fi
 
 start_server() { # NAME ARGS...: sets SPID PORT URL SLOG
@@ -136,6 +138,8 @@ code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" "$URL/api/0/serv
 if [ "$code" = 403 ] && grep -q 'client certificate is required' "$T/b"; then ok "--tls-client-ca: no client certificate: 403 saying so"; else fail "--tls-client-ca: no client certificate: 403" "code $code: $(head -c 200 "$T/b")"; fi
 code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/strangerclient.pem" --key "$K/strangerclient.key" "$URL/api/0/services")
 if [ "$code" = 403 ] || [ "$code" = 000 ]; then ok "--tls-client-ca: a certificate of another CA is refused ($code)"; else fail "--tls-client-ca: a certificate of another CA is refused" "code $code: $(head -c 200 "$T/b")"; fi
+code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/serveronly.pem" --key "$K/serveronly.key" "$URL/api/0/services")
+if [ "$code" = 403 ] && grep -q 'purpose' "$T/b"; then ok "--tls-client-ca: a server's certificate of the CA (serverAuth only) is no client's: 403"; else fail "--tls-client-ca: a server-only certificate of the CA is refused" "code $code: $(head -c 200 "$T/b")"; fi
 code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/client.pem" --key "$K/client.key" --data-binary @"$C/cpu.pb.gz" "$URL/api/0/profiles?service=mtls&type=cpu")
 expect "--tls-client-ca: the right client certificate: 200" 200 "$code"
 stop_server
