@@ -136,8 +136,16 @@ int pd_tokens_parse(const char *text, size_t len, const char *path, struct pd_to
 			}
 		unsigned sc;
 		if (parse_scopes(scopes, &sc)) {
-			rc = pd_errf(err, PD_EINVAL, "%s:%u: bad scope list \"%.64s\": want read, write, admin, comma-separated",
-				     path, lineno, scopes);
+			/* quoted only if shorter than any token: "NAME TOKEN read" must not
+			 * put the token in the log */
+			if (strlen(scopes) < PD_TOKEN_MIN)
+				rc = pd_errf(err, PD_EINVAL, "%s:%u: bad scope list \"%s\": want read, write, admin, comma-separated",
+					     path, lineno, scopes);
+			else
+				rc = pd_errf(err, PD_EINVAL,
+					     "%s:%u: bad scope list (%zu characters, not shown: a token in its place?): want "
+					     "read, write, admin, comma-separated",
+					     path, lineno, strlen(scopes));
 			goto out;
 		}
 		if (t->n >= PD_TOKENS_MAX) {

@@ -113,6 +113,8 @@ static void test_refusals(void **state)
 	load_err("\n" TOK_R "\n", 0600, ":2: want TOKEN SCOPE[,SCOPE] [NAME]: no scope");
 	load_err(TOK_R " reed\n", 0600, ":1: bad scope list \"reed\"");
 	load_err(TOK_R " read,\n", 0600, "bad scope list");
+	/* a token where the scopes go (NAME TOKEN SCOPE) is not quoted */
+	load_err("dashboards-readonly " TOK_R " read\n", 0600, ":1: bad scope list (21 characters, not shown");
 	load_err(TOK_R " read a b\n", 0600, "more than 3 fields");
 	load_err(TOK_R " read one\n" TOK_R " write two\n", 0600, ":2: the same token as \"one\"");
 	load_err("ab:cdefghijklmnopq read\n", 0600, "not printable ASCII (or ':')");
