@@ -689,6 +689,7 @@ static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char 
 
 struct hdrcheck {
 	unsigned nlen;         /* Content-Length headers */
+	unsigned nauth;        /* Authorization headers */
 	const char *len;       /* the first one's value */
 	bool differ, chunked;
 	size_t bytes;
@@ -707,6 +708,8 @@ static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char 
 			h->len = value;
 	} else if (key && !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		h->chunked = true;
+	} else if (key && !strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION)) {
+		h->nauth++;
 	}
 	return MHD_YES;
 }
@@ -950,6 +953,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why = hc.differ	       ? "bad request: conflicting Content-Length headers"
 				  : hc.nlen > 1	       ? "bad request: more than one Content-Length header"
 				  : hc.nlen && hc.chunked ? "bad request: both Content-Length and Transfer-Encoding"
+				  /* which one a proxy in front checked is anyone's guess: we would take the first */
+				  : hc.nauth > 1 && s->cfg.tokens_path ? "bad request: more than one Authorization header"
 							  : NULL;
 		if (why) {
 			r->bad_framing = true;

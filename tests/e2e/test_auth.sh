@@ -108,6 +108,9 @@ for p in /healthz /readyz; do
 	req GET "$p" ""
 	expect "$p without a token: 200" 200 "$CODE"
 done
+req GET /api/0/services "$W" -H "Authorization: Bearer $R"
+expect "two Authorization headers (which one a proxy checked is unknown): 400" 400 "$CODE"
+check "... saying so" grep -q 'more than one Authorization header' "$T/b"
 req GET /api/0/services "r3ad-0000000000000000000000000"
 expect "an unknown token: 401" 401 "$CODE"
 check "... saying the one given is not known" grep -q 'the one given is not known' "$T/b"
