@@ -579,6 +579,8 @@ static enum MHD_Result reply_auth(struct MHD_Connection *c, struct req *r, int s
 
 int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err)
 {
+	if (n)
+		desc[0] = 0; /* the caller logs it: without TLS, nothing */
 	if (!s->cfg.tls_cert)
 		return 0;
 	int rc = pd_tls_load(s->cfg.tls_cert, s->cfg.tls_key, err);

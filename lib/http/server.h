@@ -86,7 +86,7 @@ unsigned pd_server_port(const struct pd_server *s);
 int pd_server_reload_tokens(struct pd_server *s, size_t *n, struct pd_err *err) PD_WUR;
 /* Re-read --tls-cert and --tls-key (SIGHUP): new handshakes use them; on
  * error the pair in force is kept. desc gets the new certificate's subject
- * and expiry. 0 without TLS. */
+ * and expiry. 0 and desc "" without TLS. */
 int pd_server_reload_tls(struct pd_server *s, char *desc, size_t n, struct pd_err *err) PD_WUR;
 void pd_server_set_ready(struct pd_server *s, bool ready);
 struct pd_metrics *pd_server_metrics(struct pd_server *s);
