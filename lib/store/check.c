@@ -139,6 +139,10 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "cannot stat: %s", strerror(errno));
 		return;
 	}
+	if (!S_ISREG(sb.st_mode)) {
+		say(c, "not a regular file (a directory, or another non-file, where the day file goes)");
+		return;
+	}
 	if (sb.st_size == 0) {
 		say(c, "zero-length file (the day's data is gone)");
 		return;

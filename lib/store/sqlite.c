@@ -187,7 +187,8 @@ static int sq_services(struct pd_store *base, char ***out, size_t *n, struct pd_
 }
 
 /* Drops day files from the directory listing: damaged ones too (nothing to
- * open), never one with queued work. */
+ * open), never one with queued work. A file that cannot be removed is
+ * reported (the first) and the others are still dropped. */
 static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, struct pd_err *err)
 {
 	struct sq *s = (struct sq *)base;
@@ -196,7 +197,7 @@ static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 	int64_t *days = NULL;
 	size_t nd = 0;
 	int rc = sq_days_in(s, INT64_MIN, cutoff - DAY_NS, &days, &nd, err);
-	for (size_t i = 0; i < nd && !rc; i++) {
+	for (size_t i = 0; i < nd; i++) {
 		int64_t day = days[i];
 		if ((day + 1) * DAY_NS > cutoff)
 			continue;
@@ -214,8 +215,9 @@ static int sq_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 			sq_part_close(pt);
 		}
 		if (unlink(path) && errno != ENOENT) {
-			rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
-			break;
+			if (!rc)
+				rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
+			continue;
 		}
 		snprintf(aux, sizeof aux, "%s-wal", path);
 		unlink(aux);

@@ -260,7 +260,7 @@ struct sq_series {
 };
 
 /* A quarantined day: what was wrong, and the file as it was then (a file
- * removed or replaced since is tried again). */
+ * removed, replaced or changed since is tried again). */
 struct quar {
 	int64_t day;
 	char reason[256];
@@ -268,7 +268,7 @@ struct quar {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	struct timespec mtime;
+	struct timespec mtime, ctime; /* ctime: a chmod of a file that could not be opened */
 };
 
 

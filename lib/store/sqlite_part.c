@@ -124,7 +124,9 @@ bool sq_quar_current(struct sq *s, struct quar *q)
 	bool exists = stat(path, &sb) == 0;
 	if (exists == q->exists && (!exists || (sb.st_dev == q->dev && sb.st_ino == q->ino && sb.st_size == q->size &&
 						sb.st_mtim.tv_sec == q->mtime.tv_sec &&
-						sb.st_mtim.tv_nsec == q->mtime.tv_nsec)))
+						sb.st_mtim.tv_nsec == q->mtime.tv_nsec &&
+						sb.st_ctim.tv_sec == q->ctime.tv_sec &&
+						sb.st_ctim.tv_nsec == q->ctime.tv_nsec)))
 		return true;
 	sq_quar_drop(s, q);
 	return false;
@@ -151,6 +153,7 @@ static void quarantine(struct sq *s, int64_t day, const char *reason)
 		q->ino = sb.st_ino;
 		q->size = sb.st_size;
 		q->mtime = sb.st_mtim;
+		q->ctime = sb.st_ctim;
 	}
 	char msg[4600];
 	snprintf(msg, sizeof msg,
@@ -512,6 +515,14 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	bool existed = stat(path, &sb) == 0;
 	if (!create && !existed)
 		return 0;
+	if (existed && !S_ISREG(sb.st_mode)) {
+		/* a directory (or another non-file) where the day file goes:
+		 * SQLite cannot open it, and a query over the day would fail
+		 * (every query over all days: services, stats, rollups) */
+		quarantine(s, day, "not a regular file");
+		return pd_errf(err, PD_EIO, "store: %s is damaged (not a regular file): quarantined, see `profd store check`",
+			       f);
+	}
 	if (existed && sb.st_size == 0) {
 		/* SQLite would take an empty file for an empty database: a day
 		 * truncated to nothing would silently vanish (and be written
@@ -536,6 +547,15 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		p->wdb = NULL;
 		sq_parts_trim(s, 0);
 		rc = open_db(path, true, &p->wdb, err);
+	}
+	int se = rc && p->wdb ? sqlite3_system_errno(p->wdb) : 0;
+	if (rc == PD_EIO && existed && (se == EACCES || se == EPERM)) {
+		/* a day file this process may not open: skipped as a damaged
+		 * one is, the other days answer (a chmod ends it: ctime) */
+		char why[300];
+		snprintf(why, sizeof why, "cannot open: %s", strerror(se));
+		quarantine(s, day, why);
+		rc = pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, why);
 	}
 	if (rc)
 		goto fail;

@@ -16,6 +16,8 @@
 #   c. a 256-descriptor limit (prlimit --nofile=256): uploads on 200
 #      distinct past days all succeed, /api/0/services works, a restart
 #      works; a profile far in the future is a 400
+#   d. a day file the collector may not open (root only: the collector runs
+#      as nobody): skipped as a damaged day, the log says why, a chown ends it
 # Run: BUILD=build bash tests/e2e/test_store_faults.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -230,3 +232,38 @@ n=$(grep -o '"id":' "$T/list.json" | wc -l)
 expect "fd limit: a list over 200 days after the restart" "200 67" "$code $n"
 stop_server
 PRE=
+
+# ---- d. a day file the collector may not open (root only: run as nobody) ---------------------
+# Before, every query touching it failed (services, lists, stats: 500
+# "unable to open database file"); it is skipped as a damaged day is, and a
+# chmod ends it.
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$PROFD"; then
+	echo "ok - permissions # skip not root, or nobody cannot run $PROFD"
+else
+	P=$(mktemp -d /tmp/profd-perm.XXXXXX) # $T is 700: nobody cannot reach into it
+	chmod 755 "$P"
+	chown 65534 "$P"
+	PRE="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	start_server perm "$P" --retention 9000h || fail "permissions: start" "$(tail -3 "$SLOG")"
+	for day in 2026-01-10 2026-01-11; do
+		code=$(post "$C/cpu.pb.gz" "service=p$day&type=cpu&created_at=$(day_ts $day)" "$T/d.out")
+		[ "$code" = 200 ] || fail "permissions: upload $day" "$code $(cat "$T/d.out")"
+	done
+	stop_server
+	chown 0 "$P/profd-20260110.db"
+	chmod 600 "$P/profd-20260110.db"
+	start_server perm2 "$P" --retention 9000h || fail "permissions: restart" "$(tail -3 "$SLOG")"
+	code=$(req "$T/svc.json" "$SURL/api/0/services")
+	if [ "$code" = 200 ] && grep -q '"p2026-01-11"' "$T/svc.json" && grep -q '"skipped_days":\["2026-01-10"\]' "$T/svc.json"; then
+		ok "permissions: a day file it may not open is skipped, the other days answer"
+	else fail "permissions: a day file it may not open is skipped" "$code $(cat "$T/svc.json")"; fi
+	grep -q 'profd-20260110.db is damaged: cannot open: Permission denied' "$SLOG" &&
+		ok "permissions: the log says why" || fail "permissions: the log says why" "$(tail -3 "$SLOG")"
+	chown 65534 "$P/profd-20260110.db"
+	code=$(req "$T/svc.json" "$SURL/api/0/services")
+	if [ "$code" = 200 ] && grep -q '"p2026-01-10","p2026-01-11"\]}' "$T/svc.json"; then ok "permissions: a chown ends the quarantine"
+	else fail "permissions: a chown ends the quarantine" "$code $(cat "$T/svc.json")"; fi
+	stop_server
+	PRE=
+	rm -rf "$P"
+fi

@@ -1556,6 +1556,66 @@ static void test_quarantine_files(void **state)
 	assert_int_equal(ck.damaged_files, 2);
 }
 
+/* A directory where a day file goes is quarantined like a damaged file:
+ * the other days answer (services, find, stats, rollups; before, each of
+ * them failed as a whole), store check names it, and retention drops the
+ * days around it (before, it stopped at the first file it could not
+ * remove). */
+static void test_quarantine_nonfile(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	struct pd_err err;
+	for (int d = 1; d < 4; d++) {
+		char svc[16];
+		snprintf(svc, sizeof svc, "svc%d", d);
+		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
+		pd_meta_clear(&m);
+	}
+	pd_store_close(st);
+	char path[512];
+	day_file_path(T0, path, sizeof path); /* day 0: a directory */
+	assert_int_equal(mkdir(path, 0755), 0);
+	st = open_store();
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	struct ids ids = {0};
+	struct pd_store_query q = {"svc1", NULL, NULL, 0, T0, T0 + 4 * DAY, 0};
+	struct pd_store_skipped sk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.days[0], T0 / DAY);
+	struct pd_store_stats ss;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.profiles, 3);
+	assert_int_equal(ss.quarantined, 1);
+	size_t built;
+	assert_int_equal(pd_store_rollup(st, T0 + 4 * DAY, 0, &built, &err), 0);
+	assert_int_equal(ingest_at(st, "svc0", T0 + 7200000000000LL, 9, &m, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	/* retention: the directory cannot be removed (said), the next two days are */
+	size_t dropped;
+	assert_int_equal(pd_store_retain(st, T0 + 3 * DAY, &dropped, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "profd-20251129.db"));
+	assert_int_equal(dropped, 2);
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.profiles, 1);
+	pd_store_close(st);
+	size_t nrep = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+	assert_int_equal(ck.damaged_files, 1);
+	assert_contains(last_what, "not a regular file");
+	assert_int_equal(rmdir(path), 0);
+}
+
 /* Open day files are bounded (LRU): many days cost a bounded number of
  * file descriptors, and listing services does not open them all at once. */
 static void test_open_partitions_bounded(void **state)
@@ -3253,6 +3313,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packs_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
