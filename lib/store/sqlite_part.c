@@ -490,6 +490,52 @@ static int upgrade_v6(struct part *p, const char *path, struct pd_err *err)
 	return rc;
 }
 
+/* A new day file: made under a temporary name (path.new) with its schema,
+ * synced, then renamed into place. SQLite creates a file as it opens it,
+ * empty until the first commit: a crash (kill -9) right after an open of
+ * the final name left a zero-length day file, which the next start must
+ * quarantine (an emptied day file looks the same), refusing the day. */
+static int day_make(const char *path, struct pd_err *err)
+{
+	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+	char tmp[4200], aux[4300];
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) { /* a crashed attempt's */
+		snprintf(aux, sizeof aux, "%s%s", tmp, sfx[i]);
+		unlink(aux);
+	}
+	sqlite3 *db = NULL;
+	char setv[48];
+	snprintf(setv, sizeof setv, "PRAGMA user_version = %d", PD_DAYFILE_SCHEMA);
+	int rc = open_db(tmp, true, &db, err);
+	/* a new file gives freed pages back at each commit: packing a kind's
+	 * rows frees pages that later rows reuse only in part (7 of the 131
+	 * pages of 1,000 real CPU scrapes were free). Set before the first
+	 * table, and only then: on a file made before, the pragma writes its
+	 * header (a quarantined file would change under its quarantine). */
+	if (!rc && (sqlite3_exec(db, "PRAGMA auto_vacuum=FULL", NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db, setv, NULL, NULL, NULL) != SQLITE_OK)) {
+		char what[4300];
+		snprintf(what, sizeof what, "%s: creating", path);
+		rc = sq_err(err, db, what);
+	}
+	if (sqlite3_close(db) != SQLITE_OK && !rc) /* the last connection: checkpoints (synced), removes the WAL */
+		rc = pd_errf(err, PD_EIO, "store: %s: closing", tmp);
+	for (size_t i = 1; !rc && i < 3; i++) { /* a removed file's -wal would be replayed into this one */
+		snprintf(aux, sizeof aux, "%s%s", path, sfx[i]);
+		unlink(aux);
+	}
+	if (!rc && rename(tmp, path))
+		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
+	if (rc)
+		for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+			snprintf(aux, sizeof aux, "%s%s", tmp, sfx[i]);
+			unlink(aux);
+		}
+	return rc;
+}
+
 /* The partition of day `day`; created if `create`, else NULL if absent. */
 int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err)
 {
@@ -541,7 +587,11 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	p->inst = ++s->ninst;
 	atomic_init(&p->refs, 0);
 	int rc = 0;
-	if ((rc = open_db(path, true, &p->wdb, err)) == PD_EBUSY && s->nparts) {
+	if (!existed && (rc = day_make(path, err)) == PD_EBUSY && s->nparts) {
+		sq_parts_trim(s, 0); /* out of descriptors: as below */
+		rc = day_make(path, err);
+	}
+	if (!rc && (rc = open_db(path, true, &p->wdb, err)) == PD_EBUSY && s->nparts) {
 		/* out of descriptors: close every idle partition, then once more */
 		sqlite3_close(p->wdb);
 		p->wdb = NULL;
@@ -560,16 +610,6 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	if (rc)
 		goto fail;
 	char *msg = NULL;
-	/* a new file gives freed pages back at each commit: packing a kind's
-	 * rows frees pages that later rows reuse only in part (7 of the 131
-	 * pages of 1,000 real CPU scrapes were free). Set before the first
-	 * table, and only then: on a file made before, the pragma writes its
-	 * header (a quarantined file would change under its quarantine). */
-	if (!existed && sqlite3_exec(p->wdb, "PRAGMA auto_vacuum=FULL", NULL, NULL, &msg) != SQLITE_OK) {
-		rc = pd_errf(err, PD_EIO, "store: %s: auto_vacuum: %s", path, msg ? msg : "?");
-		sqlite3_free(msg);
-		goto fail;
-	}
 	if (sqlite3_exec(p->wdb, schema, NULL, NULL, &msg) != SQLITE_OK) {
 		if (existed && sq_corrupt(p->wdb)) {
 			quarantine(s, day, msg ? msg : "not a database");

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1614,6 +1615,48 @@ static void test_quarantine_nonfile(void **state)
 	assert_int_equal(ck.damaged_files, 1);
 	assert_contains(last_what, "not a regular file");
 	assert_int_equal(rmdir(path), 0);
+}
+
+/* A crash while a new day file is being made (here: the process killed,
+ * SIGXFSZ, at its first write) leaves no zero-length day file: that one
+ * was quarantined at the next start (a day emptied looks the same), so
+ * the day refused every upload until an operator removed it. */
+static void test_day_file_crash(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct pd_store *cs;
+		struct pd_err err;
+		struct pd_profile_meta m;
+		if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
+			_exit(2);
+		struct rlimit rl = {1, 1}; /* the first byte written to a file kills */
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(3);
+		ingest_at(cs, "c", T0 + 3600000000000LL, 1, &m, &err);
+		_exit(4);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGXFSZ);
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	struct pd_err err;
+	if (ingest_at(st, "c", T0 + 3600000000000LL, 1, &m, &err))
+		fail_msg("ingest after the crash: %s", err.msg);
+	pd_meta_clear(&m);
+	struct pd_store_health h;
+	pd_store_health(st, &h);
+	assert_int_equal(h.nquarantined, 0);
+	pd_store_close(st);
+	size_t nrep = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &nrep, &ck, &err), 0);
+	assert_int_equal(ck.files, 1);
+	assert_int_equal(ck.damaged_files, 0);
 }
 
 /* Open day files are bounded (LRU): many days cost a bounded number of
@@ -3314,6 +3357,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packs_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
