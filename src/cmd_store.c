@@ -140,12 +140,14 @@ const struct cli_doc store_restore_doc = {
 	"(made if missing), after verifying the backup. A day the directory already\n"
 	"has is not replaced unless --force (it would lose that day's profiles since\n"
 	"the backup): move it away first, or restore into a new directory and point\n"
-	"the collector at it. Stop the collector first.\n"
+	"the collector at it. Stop the collector first (a directory a collector\n"
+	"serves is refused, as is the backup itself as DIR).\n"
 	"\n",
 	{store_flags_dir, store_restore_flags, store_flags_help},
 	"\n"
 	"Exit codes: 0 restored, 1 the backup is damaged or a file could not be\n"
-	"copied, 2 usage error (a day exists without --force).\n",
+	"copied, 2 usage error (a day exists without --force, a collector serves\n"
+	"DIR).\n",
 	22,
     NULL,
 };

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,8 +75,11 @@ static int fsync_path(const char *path, bool dir)
 }
 
 /* Copy src (a day file, maybe being written in WAL mode) to dst with the
- * backup API: written to dst.tmp, synced, renamed over dst. */
-static int copy_db(const char *src, const char *dst, size_t *bytes, struct pd_err *err)
+ * backup API: written to dst.tmp, synced, renamed over dst. replace: the
+ * -wal and -shm of the dst it replaces belong to the old file and are
+ * removed just before the rename (not before the copy: a copy that fails
+ * leaves the old day whole, its newest commits in its -wal). */
+static int copy_db(const char *src, const char *dst, bool replace, size_t *bytes, struct pd_err *err)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", dst);
@@ -118,8 +122,17 @@ out:
 	if (sqlite3_close(d) != SQLITE_OK && !rc)
 		rc = pd_errf(err, PD_EIO, "store: %s: closing the copy", tmp);
 	struct stat st;
-	if (!rc && (fsync_path(tmp, false) || stat(tmp, &st) || rename(tmp, dst)))
+	if (!rc && (fsync_path(tmp, false) || stat(tmp, &st)))
 		rc = pd_errf(err, errno == ENOSPC ? PD_ENOSPC : PD_EIO, "store: %s: %s", dst, strerror(errno));
+	if (!rc && replace) {
+		char aux[4300];
+		snprintf(aux, sizeof aux, "%s-wal", dst);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", dst);
+		unlink(aux);
+	}
+	if (!rc && rename(tmp, dst))
+		rc = pd_errf(err, PD_EIO, "store: %s: %s", dst, strerror(errno));
 	if (rc) {
 		unlink(tmp);
 		char aux[4300];
@@ -132,23 +145,17 @@ out:
 }
 
 /* Every day file names[] of from into to, counted in out (restore: a
- * replaced day's stale -wal and -shm removed first). */
+ * replaced day's stale -wal and -shm removed as it is replaced). */
 static int copy_days(const char *from, const char *to, char **names, size_t n, bool restore, pd_store_copied_fn fn,
                      void *ctx, struct pd_store_copy *out, struct pd_err *err)
 {
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
-		char a[4096], b[4096], aux[4200];
+		char a[4096], b[4096];
 		snprintf(a, sizeof a, "%s/%s", from, names[i]);
 		snprintf(b, sizeof b, "%s/%s", to, names[i]);
-		if (restore) { /* a replaced day's write-ahead log and index belong to the old file */
-			snprintf(aux, sizeof aux, "%s-wal", b);
-			unlink(aux);
-			snprintf(aux, sizeof aux, "%s-shm", b);
-			unlink(aux);
-		}
 		size_t bytes = 0;
-		if (!(rc = copy_db(a, b, &bytes, err))) {
+		if (!(rc = copy_db(a, b, restore, &bytes, err))) {
 			out->files++;
 			out->bytes += bytes;
 			if (fn)
@@ -238,6 +245,31 @@ int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_sto
 		pd_store_names_free(names, n);
 		return pd_errf(err, PD_EIO, "store: %s: creating: %s", dst, strerror(errno));
 	}
+	/* a collector serving dst keeps writing the files it has open (a day
+	 * replaced under it loses what it acknowledges after), and a backup
+	 * restored onto itself would lose its own -wal: both refused. The
+	 * lock is the collector's (one process per data dir), held to the
+	 * end so that none starts meanwhile. */
+	struct stat sb, sd;
+	if (!stat(backup, &sb) && !stat(dst, &sd) && sb.st_dev == sd.st_dev && sb.st_ino == sd.st_ino) {
+		pd_store_names_free(names, n);
+		return pd_errf(err, PD_EUSAGE, "store: %s is the data directory itself: restore from a backup made elsewhere",
+			       backup);
+	}
+	char lp[4200];
+	snprintf(lp, sizeof lp, "%s/.lock", dst);
+	int lock = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+		if (lock >= 0)
+			close(lock);
+		pd_store_names_free(names, n);
+		return e == EWOULDBLOCK ? pd_errf(err, PD_EUSAGE,
+						  "store: %s is in use by a running profd (%s is locked): stop the "
+						  "collector first",
+						  dst, lp)
+					: pd_errf(err, PD_EIO, "store: %s: %s", lp, strerror(e));
+	}
 	/* nothing is overwritten unless asked: a day that exists is named */
 	for (size_t i = 0; i < n && !force && !rc; i++) {
 		char b[4096];
@@ -255,5 +287,6 @@ int pd_store_restore_dir(const char *backup, const char *dst, bool force, pd_sto
 	pd_store_names_free(names, n);
 	if (!rc && fsync_path(dst, true))
 		rc = pd_errf(err, PD_EIO, "store: %s: %s", dst, strerror(errno));
+	close(lock); /* releases the flock */
 	return rc;
 }

@@ -10,7 +10,9 @@
 #      them equals; the backup verifies (store check);
 #   3. refusals: a backup into a non-empty directory (2), a restore over a day
 #      the directory has (2, naming it; --force replaces it), a damaged backup
-#      (1, naming the file, nothing restored).
+#      (1, naming the file, nothing restored), a restore into a running
+#      collector's directory or onto itself (2); a restore --force whose copy
+#      fails leaves the day it was to replace whole, with its -wal.
 # Run: BUILD=build bash tests/e2e/test_backup.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -103,6 +105,36 @@ EOF
 expect_exit "restore of a damaged backup: exit 1 naming the file, nothing restored" 1 'profd-20260302.db' \
 	"$PROFD" store restore --data-dir "$T/fresh" "$T/bk-bad"
 [ ! -e "$T/fresh/profd-20260301.db" ] && ok "damaged backup: not one day restored" || fail "damaged backup" "$(ls "$T/fresh")"
+# a restore is refused into the directory of a running collector (it
+# would replace the files the collector writes: what it acknowledged after
+# would be lost) and onto the backup itself (it dropped the -wal files)
+expect_exit "restore --force into a running collector's directory: exit 2" 2 'in use by a running profd' \
+	"$PROFD" store restore --force --data-dir "$T/data" "$T/bk"
+expect_exit "restore of a directory onto itself: exit 2" 2 'the data directory itself' \
+	"$PROFD" store restore --force --data-dir "$T/bk" "$T/bk"
+# a restore --force whose copy fails leaves the day it was to replace whole,
+# the commits in its -wal included (they were removed before the copy)
+serve w "$T/w"
+: >"$T/w-acked"
+for i in 1 2 3 4 5 6; do
+	id=$(curl -s --data-binary "@$T/cap/heap.pb.gz" "$URL_w/api/0/profiles?service=w&type=heap&created_at=$((DAY0 + 100 + i))" |
+		jq -r 'select(.code == 200) | .body.id')
+	[ -n "$id" ] && echo "$id" >>"$T/w-acked"
+	[ "$i" = 2 ] && "$PROFD" store backup -q --data-dir "$T/w" "$T/wbk2" >/dev/null 2>&1
+done
+{ kill -9 "$PID_w" && wait "$PID_w"; } 2>/dev/null
+[ -s "$T/w/profd-20260301.db-wal" ] && ok "kill -9: the day's newest commits are in its -wal" || fail "kill -9: -wal" "$(ls -la "$T/w")"
+mkdir "$T/w/profd-20260301.db.tmp" # the copy cannot be written
+expect_exit "restore --force whose copy fails: exit 1" 1 'profd-20260301.db' \
+	"$PROFD" store restore --force --data-dir "$T/w" "$T/wbk2"
+rmdir "$T/w/profd-20260301.db.tmp"
+serve w2 "$T/w"
+missing=0
+while read -r id; do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL_w2/api/0/profiles/$id")" = 200 ] || missing=$((missing + 1))
+done <"$T/w-acked"
+expect "a failed restore --force loses none of the day's $(wc -l <"$T/w-acked") acknowledged profiles" 0 "$missing"
+kill "$PID_w2" 2>/dev/null && wait "$PID_w2" 2>/dev/null
 mkdir -p "$T/fresh0"
 expect_exit "backup of a directory without day files: exit 1" 1 'nothing to back up' "$PROFD" store backup --data-dir "$T/fresh0" "$T/x"
 no_sanitizer "backup: no sanitizer report" "$T"/serve-*.log "$T/bk.out" "$T/rs.out"
