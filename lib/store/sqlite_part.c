@@ -528,6 +528,9 @@ static int day_make(const char *path, struct pd_err *err)
 	}
 	if (!rc && rename(tmp, path))
 		rc = pd_errf(err, PD_EIO, "store: %s: %s", path, strerror(errno));
+	/* the name durable before the first upload into the file is acknowledged */
+	if (!rc && pd_fsync_parent(path))
+		rc = pd_errf(err, PD_EIO, "store: %s: syncing its directory: %s", path, strerror(errno));
 	if (rc)
 		for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
 			snprintf(aux, sizeof aux, "%s%s", tmp, sfx[i]);

@@ -425,18 +425,23 @@ int pd_write_file(const char *path, const void *p, size_t n, struct pd_err *err)
 		free(tmp);
 		return rc;
 	}
-	/* fsync the directory so the rename itself is durable. */
-	char *dcopy = strdup(path);
-	if (dcopy) {
-		int dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dcopy);
-	}
+	(void)pd_fsync_parent(path); /* so the rename itself is durable */
 	free(tmp);
 	return 0;
+}
+
+int pd_fsync_parent(const char *path)
+{
+	char *dcopy = strdup(path);
+	if (!dcopy)
+		return -1;
+	int dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = -1;
+	if (dfd >= 0) {
+		r = fsync(dfd);
+		close(dfd);
+	}
+	free(dcopy);
+	return r;
 }
 
 /* ---- hashing ----------------------------------------------------------- */

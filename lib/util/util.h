@@ -102,6 +102,9 @@ void pd_buf_free(struct pd_buf *b);
 int pd_buf_read_file(struct pd_buf *b, const char *path, struct pd_err *err) PD_WUR;
 /* Write a buffer to a file atomically (temp, fsync, rename); "-" = stdout. */
 int pd_write_file(const char *path, const void *p, size_t n, struct pd_err *err) PD_WUR;
+/* fsync the directory holding path, so that a rename or creation of path
+ * is durable; -1 (errno) if it cannot be opened or synced. */
+int pd_fsync_parent(const char *path);
 
 /* a + b and -a wrapping around as Go's int64 arithmetic does (pprof sums
  * sample values so; a hostile profile's values may overflow): the same
