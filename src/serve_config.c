@@ -7,9 +7,10 @@
  * (`profd scrape --config`'s global:/scrape_configs:, docs/scraping.md).
  * The keys become flags placed before the command line's, so the command
  * line wins (flags > file > defaults): one parser, one set of checks, the
- * same messages. Unknown keys, values of the wrong shape: FILE:LINE:COL,
- * exit 2. --print-config prints the settings in force (the file's and the
- * command line's, the later winning) as such a file.
+ * same messages. Unknown keys, a key given twice, values of the wrong
+ * shape: FILE:LINE:COL, exit 2. --print-config prints the settings in
+ * force (the file's and the command line's, the later winning) as such a
+ * file.
  */
 #define _GNU_SOURCE
 #include "serve_config.h"
@@ -103,6 +104,18 @@ static int from_file(struct serve_cfg *c, const char *path, const struct option 
 		}
 		const char *name = (const char *)k->data.scalar.value;
 		size_t nl = k->data.scalar.length;
+		/* given once: a second one would silently win (or, a false, not undo a true) */
+		for (yaml_node_pair_t *pk = root->data.mapping.pairs.start; pk < kv && !rc; pk++) {
+			yaml_node_t *pn = yaml_document_get_node(&doc, pk->key);
+			if (pn->data.scalar.length == nl && !memcmp(pn->data.scalar.value, name, nl)) {
+				char q[200];
+				snprintf(q, sizeof q, "key \"%.*s\" given twice (first at %zu:%zu)",
+				         (int)(nl > 100 ? 100 : nl), name, pn->start_mark.line + 1, pn->start_mark.column + 1);
+				rc = at(path, k, "%s", q);
+			}
+		}
+		if (rc)
+			break;
 		if (pd_yis(k, "scrape")) { /* the scraper's YAML, its lines kept where they are in the file */
 			if (v->type != YAML_MAPPING_NODE) {
 				rc = at(path, v, "%s",

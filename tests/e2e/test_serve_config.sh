@@ -7,9 +7,9 @@
 #      over the file (flags > file > defaults);
 #   2. its scrape: section is the scraper's YAML: a real goapp target is
 #      scraped into the store;
-#   3. bad files exit 2 with FILE:LINE:COL (unknown key, a list for a value,
-#      a bad boolean, not YAML, a scrape: error at its own line); a missing
-#      file exits 1.
+#   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
+#      a list for a value, a bad boolean, not YAML, a scrape: error at its
+#      own line); a missing file exits 1.
 # Run: BUILD=build bash tests/e2e/test_serve_config.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -102,6 +102,13 @@ bad() { # NAME CONTENT REGEX
 bad "unknown key" $'addr: :0\nbogus: 1\n' "bad.yaml:2:1: unknown key \"bogus\""
 bad "a list for a value" $'addr: [1, 2]\n' "bad.yaml:1:7: addr: want a single value"
 bad "a bad boolean" $'metrics-open: maybe\n' "bad.yaml:1:15: metrics-open: want true or false"
+# (with --print-config: a file taken as it is would print, not serve)
+printf 'metrics-open: true\naddr: :0\nmetrics-open: false\n' >"$T/twice.yaml"
+expect_exit "bad config: a key given twice (the false would not undo the true): exit 2, FILE:LINE:COL" 2 \
+	"twice.yaml:3:1: key \"metrics-open\" given twice \\(first at 1:1\\)" "$PROFD" serve --config "$T/twice.yaml" --print-config
+printf 'scrape:\n  global:\n    interval: 1s\nscrape:\n  global:\n    interval: 2s\n' >"$T/twice.yaml"
+expect_exit "bad config: scrape: given twice: exit 2" 2 "twice.yaml:4:1: key \"scrape\" given twice" \
+	"$PROFD" serve --config "$T/twice.yaml" --print-config
 bad "not YAML" $'addr: "\n' "bad.yaml:2:1: not YAML"
 bad "not a mapping" $'- addr\n' "bad.yaml:1:1: want a mapping"
 bad "a scrape: error, at its line in the file" $'addr: :0\nscrape:\n  global:\n    intervl: 1s\n' "bad.yaml:4:5: global: unknown key \"intervl\""
