@@ -582,7 +582,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'q': cfg.log = NULL; break;
 		case O_CONFIG:
-		case O_PRINT_CONFIG: break; /* taken out by serve_config_expand */
+		case O_PRINT_CONFIG:
+			/* serve_config_expand took out the ones written in full: getopt's
+			 * abbreviation (--conf FILE) would be ignored, and the collector
+			 * would run without the file's tokens and TLS */
+			return cli_usage_error("serve", "write --config and --print-config in full (an abbreviation of %s)",
+					       c == O_CONFIG ? "--config" : "--print-config");
 		case O_LOG_FORMAT:
 		case O_LOG_LEVEL:
 			if (cli_log_option("serve", c == O_LOG_LEVEL, optarg))

@@ -4,7 +4,8 @@
 #   1. a file's flags act as the same flags on the command line (a max-body
 #      and a retention that refuse, the address), and --print-config of the
 #      file equals --print-config of the same flags; the command line wins
-#      over the file (flags > file > defaults);
+#      over the file (flags > file > defaults); --config is not abbreviated
+#      (--conf would be ignored);
 #   2. its scrape: section is the scraper's YAML: a real goapp target is
 #      scraped into the store;
 #   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
@@ -63,6 +64,9 @@ code2=$(curl -s -o /dev/null -w '%{http_code}' --data-binary "@$T/heap.pb.gz" \
 if [ "$code" != 200 ] && grep -q 'retention' "$T/old" && [ "$code2" = 200 ]; then ok "--config: the file's retention (2h): 3 h ago refused, 1 h ago stored"
 else fail "--config: retention" "$code $(cat "$T/old"); 1h ago: $code2"; fi
 kill "$SPID" && wait "$SPID" 2>/dev/null
+
+expect_exit "an abbreviated --config (--conf FILE) is refused, not ignored" 2 'write --config and --print-config in full' \
+	"$PROFD" serve --conf "$T/c.yaml" --print-config
 
 # ---- 2. the scrape: section ---------------------------------------------------------------------
 P2=$(free_port)
