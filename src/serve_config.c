@@ -242,6 +242,27 @@ static void yaml_value(const char *v)
 	putchar('"');
 }
 
+/* The option a ("--name", "--name=value") is, as getopt_long reads it: the
+ * one of that name, else the only one whose name it begins (--tok is
+ * --tokens); NULL if none or several (getopt has refused those). */
+static const struct option *which(const struct option *opts, const char *a)
+{
+	if (strncmp(a, "--", 2) || !a[2])
+		return NULL;
+	size_t n = strcspn(a + 2, "=");
+	const struct option *hit = NULL;
+	unsigned hits = 0;
+	for (const struct option *o = opts; o->name; o++) {
+		if (strncmp(o->name, a + 2, n))
+			continue;
+		if (!o->name[n])
+			return o;
+		hit = o;
+		hits++;
+	}
+	return hits == 1 ? hit : NULL;
+}
+
 void serve_config_print(const struct serve_cfg *c, const struct option *opts, int argc, char **argv)
 {
 	printf("# profd serve: the settings in force (%s%s); every other flag has its default\n"
@@ -258,16 +279,14 @@ void serve_config_print(const struct serve_cfg *c, const struct option *opts, in
 			const char *a = argv[i];
 			if (!strcmp(a, "--scrape") || !strcmp(a, "--"))
 				break;
-			size_t n = strlen(o->name);
-			if (strncmp(a, "--", 2) || strncmp(a + 2, o->name, n))
+			const struct option *w = which(opts, a);
+			const char *eq = strchr(a, '=');
+			if (w && w->has_arg != no_argument && !eq && i + 1 < argc)
+				i++; /* its value, whatever it looks like */
+			if (w != o)
 				continue;
-			if (a[2 + n] == '=') {
-				val = a + 3 + n;
-				set = true;
-			} else if (!a[2 + n]) {
-				set = true;
-				val = o->has_arg == no_argument ? "true" : i + 1 < argc ? argv[++i] : "";
-			}
+			set = true;
+			val = o->has_arg == no_argument ? "true" : eq ? eq + 1 : argv[i] != a ? argv[i] : "";
 		}
 		if (o->val == 'q') /* -q is --quiet too */
 			for (int i = 1; i < argc && !set; i++)

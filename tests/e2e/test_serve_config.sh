@@ -4,8 +4,9 @@
 #   1. a file's flags act as the same flags on the command line (a max-body
 #      and a retention that refuse, the address), and --print-config of the
 #      file equals --print-config of the same flags; the command line wins
-#      over the file (flags > file > defaults); --config is not abbreviated
-#      (--conf would be ignored);
+#      over the file (flags > file > defaults); --print-config reads
+#      abbreviated flags as getopt does; --config is not abbreviated (--conf
+#      would be ignored);
 #   2. its scrape: section is the scraper's YAML: a real goapp target is
 #      scraped into the store;
 #   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
@@ -65,6 +66,10 @@ if [ "$code" != 200 ] && grep -q 'retention' "$T/old" && [ "$code2" = 200 ]; the
 else fail "--config: retention" "$code $(cat "$T/old"); 1h ago: $code2"; fi
 kill "$SPID" && wait "$SPID" 2>/dev/null
 
+"$PROFD" serve --tok "$T/some-tokens" --metrics --data-dir="$T/d0" --print-config >"$T/p-abbr.yaml" 2>&1
+if grep -q "^tokens: $T/some-tokens\$" "$T/p-abbr.yaml" && grep -q '^metrics-open: true$' "$T/p-abbr.yaml" && grep -q "^data-dir: $T/d0\$" "$T/p-abbr.yaml"; then
+	ok "--print-config: flags as getopt reads them (--tok is --tokens, --metrics is --metrics-open)"
+else fail "--print-config: abbreviated flags" "$(cat "$T/p-abbr.yaml")"; fi
 expect_exit "an abbreviated --config (--conf FILE) is refused, not ignored" 2 'write --config and --print-config in full' \
 	"$PROFD" serve --conf "$T/c.yaml" --print-config
 
