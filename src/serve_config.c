@@ -242,6 +242,25 @@ static void yaml_value(const char *v)
 	putchar('"');
 }
 
+/* v with the password of a URL's user (scheme://USER:PASSWORD@host, as
+ * --store clickhouse:// takes it) as REDACTED, into out: what --print-config
+ * prints is pasted into tickets and repositories. False if v has none. */
+static bool redacted(const char *v, char *out, size_t n)
+{
+	const char *h = strstr(v, "://");
+	if (!h)
+		return false;
+	h += 3;
+	size_t hn = strcspn(h, "/?#");
+	const char *at = memrchr(h, '@', hn);
+	const char *colon = at ? memchr(h, ':', (size_t)(at - h)) : NULL;
+	if (!colon)
+		return false;
+	if ((size_t)snprintf(out, n, "%.*sREDACTED%s", (int)(colon + 1 - v), v, at) >= n)
+		snprintf(out, n, "REDACTED");
+	return true;
+}
+
 /* The option a ("--name", "--name=value") is, as getopt_long reads it: the
  * one of that name, else the only one whose name it begins (--tok is
  * --tokens); NULL if none or several (getopt has refused those). */
@@ -293,6 +312,12 @@ void serve_config_print(const struct serve_cfg *c, const struct option *opts, in
 				set = !strcmp(argv[i], "-q");
 		if (!set)
 			continue;
+		char red[2048];
+		if (val && redacted(val, red, sizeof red)) {
+			printf("# %s: the URL's password is not printed (--store-password-file keeps it out of the URL)\n",
+			       o->name);
+			val = red;
+		}
 		printf("%s: ", o->name);
 		if (o->has_arg == no_argument)
 			fputs("true", stdout);

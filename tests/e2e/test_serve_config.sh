@@ -5,8 +5,8 @@
 #      and a retention that refuse, the address), and --print-config of the
 #      file equals --print-config of the same flags; the command line wins
 #      over the file (flags > file > defaults); --print-config reads
-#      abbreviated flags as getopt does; --config is not abbreviated (--conf
-#      would be ignored);
+#      abbreviated flags as getopt does, prints no password of --store's
+#      URL; --config is not abbreviated (--conf would be ignored);
 #   2. its scrape: section is the scraper's YAML: a real goapp target is
 #      scraped into the store;
 #   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
@@ -66,6 +66,13 @@ if [ "$code" != 200 ] && grep -q 'retention' "$T/old" && [ "$code2" = 200 ]; the
 else fail "--config: retention" "$code $(cat "$T/old"); 1h ago: $code2"; fi
 kill "$SPID" && wait "$SPID" 2>/dev/null
 
+"$PROFD" serve --store 'clickhouse://profd:s3cret-pw@127.0.0.1:8123/profd' --print-config >"$T/p-store.yaml" 2>&1
+printf 'store: clickhouse://profd:s3cret-pw@127.0.0.1:8123/profd\n' >"$T/store.yaml"
+"$PROFD" serve --config "$T/store.yaml" --print-config >"$T/p-store2.yaml" 2>&1
+if ! grep -q 's3cret-pw' "$T/p-store.yaml" "$T/p-store2.yaml" && grep -q '^store: clickhouse://profd:REDACTED@127.0.0.1:8123/profd$' "$T/p-store.yaml" &&
+	grep -q '^store: clickhouse://profd:REDACTED@' "$T/p-store2.yaml"; then
+	ok "--print-config: the password in --store's URL is not printed (flag and file)"
+else fail "--print-config: no password" "$(cat "$T/p-store.yaml" "$T/p-store2.yaml")"; fi
 "$PROFD" serve --tok "$T/some-tokens" --metrics --data-dir="$T/d0" --print-config >"$T/p-abbr.yaml" 2>&1
 if grep -q "^tokens: $T/some-tokens\$" "$T/p-abbr.yaml" && grep -q '^metrics-open: true$' "$T/p-abbr.yaml" && grep -q "^data-dir: $T/d0\$" "$T/p-abbr.yaml"; then
 	ok "--print-config: flags as getopt reads them (--tok is --tokens, --metrics is --metrics-open)"
