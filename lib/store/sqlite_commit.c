@@ -327,6 +327,7 @@ static void commit_part(struct sq *s, struct part *pt, struct job *batch)
 	pthread_mutex_lock(&s->mu);
 	for (int k = 0; k < NKINDS; k++)
 		pt->packed[k] = np[k];
+	sq_dayinfo_forget(s, pt->day); /* its counts and services are read again */
 	pthread_mutex_unlock(&s->mu);
 	sq_pendq_free(&q);
 	series_update(s, pt, batch);

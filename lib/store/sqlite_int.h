@@ -216,6 +216,8 @@ struct sq {
 	struct job *qhead, **qtail;
 	bool committing;
 	size_t rc_bytes, rc_max; /* in the partitions' read caches (struct rcache), its bound; under mu */
+	struct dayinfo *dinfo;    /* what stats and services read of each day file, by day (sqlite.c); under mu */
+	size_t ndinfo, cdinfo;
 	atomic_uint_fast64_t sym_reads, sym_cached; /* pd_store_stats */
 	/* compression contexts, reused (ZSTD_compress allocates one per call) */
 	pthread_mutex_t zmu;
@@ -309,6 +311,10 @@ void sq_rcache_clear_all(struct sq *s);
  * the budget allows; false once it is full. In a read transaction of p. */
 bool sq_rcache_warm(struct part *p);
 int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struct pd_err *err);
+
+/* ---- sqlite.c ---- */
+/* Forget what stats and services read of day (a commit changed it). Under mu. */
+void sq_dayinfo_forget(struct sq *s, int64_t day);
 
 /* ---- sqlite_ingest.c ---- */
 int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,

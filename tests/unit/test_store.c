@@ -2825,6 +2825,68 @@ static void test_id_lookup(void **state)
  * round writes on where the last one died. A child ingests profiles of
  * new functions (every commit packs) and reports each id once stored;
  * the parent kills it after a few, mid-ingest. */
+/* Stats and services read a day file once while it does not change (each
+ * /metrics scrape and each services list opened every day file under the
+ * store mutex: seconds with thousands of days, ingests waiting), and see
+ * every change: an upload, a removal, retention. */
+static void test_day_facts_cached(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct sq *sq = (struct sq *)st;
+	pd_store_sqlite_set_max_open(st, 2);
+	struct pd_profile_meta m, last;
+	struct pd_err err;
+	for (int d = 0; d < 12; d++) {
+		char svc[16];
+		snprintf(svc, sizeof svc, "d%d", d % 3);
+		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, d == 5 ? &last : &m, &err), 0);
+		if (d != 5)
+			pd_meta_clear(&m);
+	}
+	struct pd_store_stats ss;
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.profiles, 12);
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	uint64_t opened = sq->ninst;
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+		assert_int_equal(ss.profiles, 12);
+		assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+		assert_int_equal(n, 3);
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+	}
+	assert_int_equal(sq->ninst, opened); /* no day file opened again */
+	/* an upload of a new service to an old day, a removal: seen */
+	assert_int_equal(ingest_at(st, "new", T0 + 2 * DAY + 7200000000000LL, 99, &m, &err), 0);
+	pd_meta_clear(&m);
+	assert_int_equal(pd_store_remove(st, last.id, &err), 0);
+	pd_meta_clear(&last);
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.profiles, 12);
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(v[3], "new");
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	size_t dropped;
+	assert_int_equal(pd_store_retain(st, T0 + 4 * DAY, &dropped, &err), 0);
+	assert_int_equal(dropped, 4);
+	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
+	assert_int_equal(ss.profiles, 7);
+	assert_int_equal(ss.partitions, 8);
+	pd_store_close(st);
+}
+
 static void test_packs_crash(void **state)
 {
 	(void)state;
@@ -3355,6 +3417,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packs_snapshots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_day_facts_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
