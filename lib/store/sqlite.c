@@ -119,6 +119,7 @@ struct dayinfo {
 	int64_t day;
 	struct fid db, wal;
 	bool counted, listed;
+	bool rolled; /* no hour of the day left to roll up (a day that is over) */
 	uint64_t profiles, rollups;
 	char **svc;
 	size_t nsvc;
@@ -150,7 +151,7 @@ static void dayinfo_clear(struct dayinfo *d)
 	free(d->svc);
 	d->svc = NULL;
 	d->nsvc = 0;
-	d->counted = d->listed = false;
+	d->counted = d->listed = d->rolled = false;
 }
 
 /* Where day's entry is, or goes (the entries are in day order). */
@@ -203,6 +204,19 @@ void sq_dayinfo_forget(struct sq *s, int64_t day)
 	size_t i = dayinfo_at(s, day);
 	if (i < s->ndinfo && s->dinfo[i].day == day)
 		dayinfo_clear(&s->dinfo[i]);
+}
+
+bool sq_dayinfo_rolled(struct sq *s, int64_t day)
+{
+	struct dayinfo *d = dayinfo_get(s, day, NULL);
+	return d && d->rolled;
+}
+
+void sq_dayinfo_set_rolled(struct sq *s, int64_t day)
+{
+	size_t i = dayinfo_at(s, day);
+	if (i < s->ndinfo && s->dinfo[i].day == day)
+		s->dinfo[i].rolled = true;
 }
 
 /* A day dropped (retention): its entry too. */

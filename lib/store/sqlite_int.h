@@ -315,6 +315,11 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 /* ---- sqlite.c ---- */
 /* Forget what stats and services read of day (a commit changed it). Under mu. */
 void sq_dayinfo_forget(struct sq *s, int64_t day);
+/* Whether the rollup pass found nothing to build in day's file, which has
+ * not changed since (its identity read now); marked by set_rolled after a
+ * look under the same mutex. Under mu. */
+bool sq_dayinfo_rolled(struct sq *s, int64_t day);
+void sq_dayinfo_set_rolled(struct sq *s, int64_t day);
 
 /* ---- sqlite_ingest.c ---- */
 int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *data, size_t len,

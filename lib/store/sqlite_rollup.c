@@ -198,6 +198,12 @@ int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *b
 	size_t nd = 0;
 	int rc = sq_days_in(s, INT64_MIN, cutoff, &days, &nd, err);
 	for (size_t i = 0; i < nd && !rc && (!max_hours || n < max_hours); i++) {
+		/* a day that is over, found with nothing to build and not
+		 * written since, is not opened again (a pass opened every day
+		 * file under the store mutex: seconds with thousands of days) */
+		bool over = (days[i] + 1) * DAY_NS <= end * HOUR_NS;
+		if (over && sq_dayinfo_rolled(s, days[i]))
+			continue;
 		struct part *pt;
 		if ((rc = sq_part_q(s, days[i], &pt, NULL, err)) || !pt)
 			continue;
@@ -206,6 +212,7 @@ int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *b
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, end);
 		int r = SQLITE_DONE;
+		size_t n0 = n;
 		while ((!max_hours || n < max_hours) && (r = sqlite3_step(st)) == SQLITE_ROW) {
 			if (pd_grow((void **)&v, &cap, n + 1, sizeof *v)) {
 				rc = pd_errf(err, PD_ENOMEM, "out of memory");
@@ -218,6 +225,8 @@ int sq_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, size_t *b
 		}
 		if (!rc && r != SQLITE_DONE && r != SQLITE_ROW)
 			rc = sq_part_skip(pt, sq_qerr(pt, pt->db, "stale rollups", err), NULL);
+		else if (!rc && r == SQLITE_DONE && n == n0 && over)
+			sq_dayinfo_set_rolled(s, days[i]);
 		sqlite3_reset(st);
 		sq_part_done(pt);
 	}

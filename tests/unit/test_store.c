@@ -2887,6 +2887,40 @@ static void test_day_facts_cached(void **state)
 	pd_store_close(st);
 }
 
+/* A rollup pass opens only the days it may have work in: a day that is
+ * over, found with nothing to build, is not opened again until it is
+ * written (a pass opened every day file under the store mutex). */
+static void test_rollup_pass_skips_done_days(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct sq *sq = (struct sq *)st;
+	pd_store_sqlite_set_max_open(st, 2);
+	struct pd_profile_meta m;
+	struct pd_err err;
+	for (int d = 0; d < 12; d++) {
+		assert_int_equal(ingest_at(st, "r", T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
+		pd_meta_clear(&m);
+	}
+	size_t built;
+	assert_int_equal(pd_store_rollup(st, T0 + 20 * DAY, 0, &built, &err), 0);
+	assert_int_equal(built, 12);
+	assert_int_equal(pd_store_rollup(st, T0 + 20 * DAY, 0, &built, &err), 0);
+	assert_int_equal(built, 0);
+	uint64_t opened = sq->ninst;
+	assert_int_equal(pd_store_rollup(st, T0 + 20 * DAY, 0, &built, &err), 0);
+	assert_int_equal(built, 0);
+	assert_int_equal(sq->ninst, opened); /* no day file opened */
+	/* a late upload to a day that was done: its hour is built again */
+	assert_int_equal(ingest_at(st, "r", T0 + 3 * DAY + 3700000000000LL, 50, &m, &err), 0);
+	pd_meta_clear(&m);
+	assert_int_equal(pd_store_rollup(st, T0 + 20 * DAY, 0, &built, &err), 0);
+	assert_int_equal(built, 1);
+	struct pd_merge_info info = check_range(st, "r", T0 + 3 * DAY, T0 + 4 * DAY - 1);
+	assert_int_equal(info.rollup_hours, 1); /* the hour of its two profiles, from its rollup */
+	pd_store_close(st);
+}
+
 static void test_packs_crash(void **state)
 {
 	(void)state;
@@ -3418,6 +3452,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_packs_upgrade, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_packs_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_facts_cached, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rollup_pass_skips_done_days, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
