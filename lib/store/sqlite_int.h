@@ -266,6 +266,7 @@ struct sq_series {
 struct quar {
 	int64_t day;
 	char reason[256];
+	bool damaged; /* else a file of a newer profd (not read, not damaged) */
 	bool exists;
 	dev_t dev;
 	ino_t ino;

@@ -133,8 +133,9 @@ bool sq_quar_current(struct sq *s, struct quar *q)
 }
 
 /* Quarantine day (under mu): logged once, counted; an open partition of it
- * is marked bad (closed once idle). */
-static void quarantine(struct sq *s, int64_t day, const char *reason)
+ * is marked bad (closed once idle). !damaged: a file of a newer profd,
+ * skipped the same way but not called damaged. */
+static void quarantine_as(struct sq *s, int64_t day, const char *reason, bool damaged)
 {
 	for (size_t i = 0; i < s->nparts; i++)
 		if (s->parts[i]->day == day)
@@ -144,6 +145,7 @@ static void quarantine(struct sq *s, int64_t day, const char *reason)
 	struct quar *q = &s->quar[s->nquar++];
 	memset(q, 0, sizeof *q);
 	q->day = day;
+	q->damaged = damaged;
 	snprintf(q->reason, sizeof q->reason, "%s", reason);
 	char path[4096];
 	struct stat sb;
@@ -156,12 +158,20 @@ static void quarantine(struct sq *s, int64_t day, const char *reason)
 		q->ctime = sb.st_ctim;
 	}
 	char msg[4600];
-	snprintf(msg, sizeof msg,
-		 "%s is damaged: %s; the day is quarantined: queries skip it (answers say \"partial\"), "
-		 "writes to it are refused; see `profd store check --data-dir %s`",
-		 path, reason, s->dir);
+	if (damaged)
+		snprintf(msg, sizeof msg,
+			 "%s is damaged: %s; the day is quarantined: queries skip it (answers say \"partial\"), "
+			 "writes to it are refused; see `profd store check --data-dir %s`",
+			 path, reason, s->dir);
+	else
+		snprintf(msg, sizeof msg,
+			 "%s was %s: not read; the day is quarantined: queries skip it (answers say \"partial\"), "
+			 "writes to it are refused",
+			 path, reason);
 	pd_log_line(stderr, "error", "store", msg);
 }
+
+static void quarantine(struct sq *s, int64_t day, const char *reason) { quarantine_as(s, day, reason, true); }
 
 /* Damage found in partition pt (a checksum, a decode, SQLite's own
  * checks): quarantine it and fail with a message naming the file. */
@@ -548,8 +558,11 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	sq_day_path(s, day, path, sizeof path);
 	sq_day_file(day, f, sizeof f);
 	struct quar *qr = sq_quar_find(s, day);
-	if (qr && sq_quar_current(s, qr))
+	if (qr && sq_quar_current(s, qr)) {
+		if (!qr->damaged)
+			return pd_errf(err, PD_EIO, "store: %s was %s: not read (quarantined)", f, qr->reason);
 		return pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, qr->reason);
+	}
 	for (size_t i = 0; i < s->nparts; i++)
 		if (s->parts[i]->day == day) {
 			struct part *p = s->parts[i];
@@ -637,8 +650,13 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		goto fail;
 	}
 	if (version > PD_DAYFILE_SCHEMA) { /* user_version (codec.h): a newer file is refused */
-		rc = pd_errf(err, PD_EIO, "store: %s was written by a newer profd (schema %d, this one knows up to %d)",
-			     path, version, PD_DAYFILE_SCHEMA);
+		/* and skipped as a damaged one is: every query over its day (over
+		 * all days: services, stats, rollups) failed */
+		char why[128];
+		snprintf(why, sizeof why, "written by a newer profd (schema %d, this one knows up to %d)", version,
+			 PD_DAYFILE_SCHEMA);
+		quarantine_as(s, day, why, false);
+		rc = pd_errf(err, PD_EIO, "store: %s was %s", path, why);
 		goto fail;
 	}
 	if (version < 1 && sqlite3_exec(p->wdb, migrate_v1, NULL, NULL, &msg) != SQLITE_OK) {

@@ -1617,6 +1617,46 @@ static void test_quarantine_nonfile(void **state)
 	assert_int_equal(rmdir(path), 0);
 }
 
+/* A day file of a newer profd (downgrade) is not read, and the other days
+ * answer: every query touching it failed (services, find, stats: all days). */
+static void test_newer_day_skipped(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	struct pd_profile_meta m;
+	struct pd_err err;
+	for (int d = 0; d < 3; d++) {
+		char svc[16];
+		snprintf(svc, sizeof svc, "svc%d", d);
+		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
+		pd_meta_clear(&m);
+	}
+	pd_store_close(st);
+	day_sql(T0, "PRAGMA user_version = 99");
+	st = open_store();
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	struct ids ids = {0};
+	struct pd_store_query q = {"svc1", NULL, NULL, 0, T0, T0 + 3 * DAY, 0};
+	struct pd_store_skipped sk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(sk.n, 1);
+	struct pd_store_health h;
+	pd_store_health(st, &h);
+	assert_int_equal(h.nquarantined, 1);
+	assert_contains(h.quarantined[0].reason, "written by a newer profd (schema 99");
+	assert_int_equal(ingest_at(st, "svc0", T0 + 7200000000000LL, 9, &m, &err), PD_EIO);
+	assert_contains(err.msg, "newer profd");
+	assert_null(strstr(err.msg, "damaged"));
+	pd_store_close(st);
+}
+
 /* A crash while a new day file is being made (here: the process killed,
  * SIGXFSZ, at its first write) leaves no zero-length day file: that one
  * was quarantined at the next start (a day emptied looks the same), so
@@ -3455,6 +3495,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rollup_pass_skips_done_days, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_day_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
