@@ -65,6 +65,69 @@ static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct p
 	return c->base_get ? pd_block_fetch_stmt(c->base_get, pk, k, out, &frame, err) : 0;
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* SQLite's WAL checksum over n bytes (n a multiple of 8), words big- or
+ * little-endian as the log's magic says, on from s[2]. */
+static void wal_sum(bool big, const uint8_t *p, size_t n, uint32_t s[2])
+{
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint32_t a = big ? be32(p + i) : (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
+							(uint32_t)p[i + 3] << 24;
+		uint32_t b = big ? be32(p + i + 4)
+				 : (uint32_t)p[i + 4] | (uint32_t)p[i + 5] << 8 | (uint32_t)p[i + 6] << 16 |
+					   (uint32_t)p[i + 7] << 24;
+		s[0] += a + s[1];
+		s[1] += b + s[0];
+	}
+}
+
+int pd_wal_damaged(const char *wal, char *why, size_t n)
+{
+	FILE *f = fopen(wal, "rb");
+	if (!f)
+		return 0;
+	uint8_t h[32], fh[24];
+	uint8_t *page = NULL;
+	int found = 0;
+	if (fread(h, 1, 32, f) != 32 || (be32(h) & 0xfffffffe) != 0x377f0682)
+		goto out;
+	bool big = be32(h) & 1;
+	uint32_t psz = be32(h + 8), s[2] = {0, 0};
+	if (psz < 512 || psz > 65536 || (psz & (psz - 1)) || !(page = malloc(psz)))
+		goto out;
+	wal_sum(big, h, 24, s);
+	if (s[0] != be32(h + 24) || s[1] != be32(h + 28))
+		goto out; /* no valid header: SQLite ignores the log (nothing was committed in it) */
+	uint64_t bad = 0; /* the first frame of this generation that fails its checksum */
+	for (uint64_t fr = 1; fread(fh, 1, 24, f) == 24 && fread(page, 1, psz, f) == psz; fr++) {
+		if (memcmp(fh + 8, h + 16, 8))
+			continue; /* another generation's (the log restarts from its start) */
+		if (bad) {
+			if (be32(fh + 4)) { /* a commit after the bad frame: lost */
+				snprintf(why, n,
+					 "its -wal is damaged: frame %llu fails its checksum, so SQLite would drop "
+					 "the commits after it (one ends at frame %llu)",
+					 (unsigned long long)bad, (unsigned long long)fr);
+				found = 1;
+				break;
+			}
+			continue;
+		}
+		uint32_t t[2] = {s[0], s[1]};
+		wal_sum(big, fh, 8, t);
+		wal_sum(big, page, psz, t);
+		if (t[0] != be32(fh + 16) || t[1] != be32(fh + 20))
+			bad = fr;
+		else
+			s[0] = t[0], s[1] = t[1];
+	}
+out:
+	free(page);
+	fclose(f);
+	return found;
+}
+
 static void say(struct chk *c, const char *fmt, ...) PD_PRINTF(2, 3);
 static void say(struct chk *c, const char *fmt, ...)
 {
@@ -147,6 +210,10 @@ static void check_file(struct chk *c, const char *path)
 		say(c, "zero-length file (the day's data is gone)");
 		return;
 	}
+	char wal[4200], why[300];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	if (pd_wal_damaged(wal, why, sizeof why))
+		say(c, "%s", why);
 	sqlite3 *db = NULL;
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		say(c, "cannot open: %s", db ? sqlite3_errmsg(db) : "out of memory");

@@ -594,6 +594,14 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		return pd_errf(err, PD_EIO, "store: %s is damaged (zero-length file): quarantined, see `profd store check`",
 			       f);
 	}
+	char wal[4200], wdmg[300];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	if (existed && pd_wal_damaged(wal, wdmg, sizeof wdmg)) {
+		/* not opened: SQLite would drop the commits after the damage
+		 * silently, and overwrite them at its next checkpoint */
+		quarantine(s, day, wdmg);
+		return pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, wdmg);
+	}
 	sq_parts_trim(s, s->max_open > 1 ? s->max_open - 1 : 1);
 	struct part *p = calloc(1, sizeof *p);
 	if (!p)

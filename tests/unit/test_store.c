@@ -1657,6 +1657,57 @@ static void test_newer_day_skipped(void **state)
 	pd_store_close(st);
 }
 
+/* A -wal left by a crash and damaged in its middle: SQLite's recovery
+ * stops at the bad frame and drops every commit after it without a word
+ * (acknowledged profiles gone, store check clean). The day is quarantined
+ * instead, its files left as they are, and store check names the -wal. */
+static void test_wal_damaged(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* uploads, then dies without closing: the commits stay in the -wal */
+		struct pd_store *cs;
+		struct pd_err err;
+		struct pd_profile_meta m;
+		if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
+			_exit(2);
+		for (int i = 0; i < 20; i++)
+			if (ingest_at(cs, "w", T0 + 3600000000000LL + i * 1000000000LL, i, &m, &err))
+				_exit(3);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char path[512], wal[600];
+	day_file_path(T0, path, sizeof path);
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	struct stat sb;
+	assert_int_equal(stat(wal, &sb), 0);
+	int fd = open(wal, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t junk[64];
+	memset(junk, 0x5a, sizeof junk);
+	assert_int_equal(pwrite(fd, junk, sizeof junk, sb.st_size / 2), (ssize_t)sizeof junk);
+	close(fd);
+	struct pd_err err;
+	size_t nrep = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+	assert_int_equal(ck.damaged_files, 1);
+	assert_contains(last_what, "-wal is damaged");
+	struct pd_store *st = open_store();
+	struct ids ids = {0};
+	struct pd_store_query q = {"w", NULL, NULL, 0, T0, T0 + DAY - 1, 0};
+	struct pd_store_skipped sk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
+	assert_int_equal(ids.n, 0);
+	assert_int_equal(sk.n, 1);
+	pd_store_close(st);
+	assert_int_equal(stat(wal, &sb), 0); /* kept for a person to look at */
+}
+
 /* A crash while a new day file is being made (here: the process killed,
  * SIGXFSZ, at its first write) leaves no zero-length day file: that one
  * was quarantined at the next start (a day emptied looks the same), so
@@ -3496,6 +3547,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quarantine_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_day_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wal_damaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
