@@ -6,6 +6,7 @@
  * in it or not at all), then verified as `profd store check` verifies.
  */
 #include "store.h"
+#include "codec.h"
 #include "../util/pdsqlite.h"
 
 #include <dirent.h>
@@ -86,6 +87,12 @@ static int copy_db(const char *src, const char *dst, bool replace, size_t *bytes
 	unlink(tmp);
 	sqlite3 *s = NULL, *d = NULL;
 	int rc = 0;
+	char wal[4200], why[300];
+	snprintf(wal, sizeof wal, "%s-wal", src);
+	if (pd_wal_damaged(wal, why, sizeof why)) { /* SQLite would copy the day without those commits */
+		rc = pd_errf(err, PD_EIO, "store: %s: %s", src, why);
+		goto out;
+	}
 	if (sqlite3_open_v2(src, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		rc = pd_errf(err, PD_EIO, "store: %s: opening: %s", src, s ? sqlite3_errmsg(s) : "out of memory");
 		goto out;

@@ -135,6 +135,23 @@ while read -r id; do
 done <"$T/w-acked"
 expect "a failed restore --force loses none of the day's $(wc -l <"$T/w-acked") acknowledged profiles" 0 "$missing"
 kill "$PID_w2" 2>/dev/null && wait "$PID_w2" 2>/dev/null
+# a day whose -wal (left by a kill -9) is damaged before a later commit: not
+# backed up (SQLite would copy the day without those commits, and the copy
+# would verify)
+serve v "$T/v"
+for i in $(seq 12); do
+	curl -s -o /dev/null --data-binary "@$T/cap/heap.pb.gz" "$URL_v/api/0/profiles?service=v&type=heap&created_at=$((DAY0 + 200 + i))"
+done
+{ kill -9 "$PID_v" && wait "$PID_v"; } 2>/dev/null
+python3 - "$T/v/profd-20260301.db-wal" <<'EOF'
+import os, sys
+p = sys.argv[1]
+with open(p, 'r+b') as f:
+    f.seek(os.path.getsize(p) // 2)
+    f.write(b'\x5a' * 64)
+EOF
+expect_exit "backup of a day whose -wal is damaged: exit 1 naming it" 1 'profd-20260301.db: its -wal is damaged' \
+	"$PROFD" store backup --data-dir "$T/v" "$T/vbk"
 mkdir -p "$T/fresh0"
 expect_exit "backup of a directory without day files: exit 1" 1 'nothing to back up' "$PROFD" store backup --data-dir "$T/fresh0" "$T/x"
 no_sanitizer "backup: no sanitizer report" "$T"/serve-*.log "$T/bk.out" "$T/rs.out"
