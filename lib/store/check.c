@@ -100,19 +100,28 @@ int pd_wal_damaged(const char *wal, char *why, size_t n)
 	if (s[0] != be32(h + 24) || s[1] != be32(h + 28))
 		goto out; /* no valid header: SQLite ignores the log (nothing was committed in it) */
 	uint64_t bad = 0; /* the first frame of this generation that fails its checksum */
+	uint64_t first = 0; /* the first commit after it */
 	for (uint64_t fr = 1; fread(fh, 1, 24, f) == 24 && fread(page, 1, psz, f) == psz; fr++) {
 		if (memcmp(fh + 8, h + 16, 8))
 			continue; /* another generation's (the log restarts from its start) */
 		if (bad) {
-			if (be32(fh + 4)) { /* a commit after the bad frame: lost */
-				snprintf(why, n,
-					 "its -wal is damaged: frame %llu fails its checksum, so SQLite would drop "
-					 "the commits after it (one ends at frame %llu)",
-					 (unsigned long long)bad, (unsigned long long)fr);
-				found = 1;
-				break;
+			if (!be32(fh + 4))
+				continue;
+			/* a commit after the bad frame. The first may be the
+			 * transaction a crash interrupted (its frames were not yet
+			 * synced, so any may be torn, its commit frame written
+			 * first: never acknowledged, rightly dropped); a second
+			 * one means a synced, acknowledged commit is lost. */
+			if (!first) {
+				first = fr;
+				continue;
 			}
-			continue;
+			snprintf(why, n,
+				 "its -wal is damaged: frame %llu fails its checksum, so SQLite would drop "
+				 "the commits after it (they end at frames %llu, %llu, ...)",
+				 (unsigned long long)bad, (unsigned long long)first, (unsigned long long)fr);
+			found = 1;
+			break;
 		}
 		uint32_t t[2] = {s[0], s[1]};
 		wal_sum(big, fh, 8, t);

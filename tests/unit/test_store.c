@@ -1708,6 +1708,66 @@ static void test_wal_damaged(void **state)
 	assert_int_equal(stat(wal, &sb), 0); /* kept for a person to look at */
 }
 
+/* A frame that fails its checksum inside the last transaction of the -wal,
+ * before its commit frame, is what a power loss during that (unsynced,
+ * never acknowledged) commit leaves: SQLite rightly drops that transaction,
+ * and the day is not damaged. Only a commit after that one would be a lost
+ * acknowledged commit (test_wal_damaged). */
+static void test_wal_torn_last(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct pd_store *cs;
+		struct pd_err err;
+		struct pd_profile_meta m;
+		if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
+			_exit(2);
+		for (int i = 0; i < 20; i++)
+			if (ingest_at(cs, "w", T0 + 3600000000000LL + i * 1000000000LL, i, &m, &err))
+				_exit(3);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char path[512], wal[600];
+	day_file_path(T0, path, sizeof path);
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	int fd = open(wal, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t h[32], fh[24];
+	assert_int_equal(pread(fd, h, 32, 0), 32);
+	size_t psz = (size_t)h[8] << 24 | (size_t)h[9] << 16 | (size_t)h[10] << 8 | h[11];
+	off_t prev = -1, last = -1; /* the offsets of the last two commit frames */
+	for (off_t o = 32; pread(fd, fh, 24, o) == 24; o += 24 + (off_t)psz)
+		if (memcmp(fh + 8, h + 16, 8) == 0 && (fh[4] | fh[5] | fh[6] | fh[7])) {
+			prev = last;
+			last = o;
+		}
+	assert_true(prev > 0 && last > prev + 24 + (off_t)psz); /* the last transaction has 2+ frames */
+	uint8_t junk[64];
+	memset(junk, 0x5a, sizeof junk);
+	assert_int_equal(pwrite(fd, junk, sizeof junk, prev + 24 + (off_t)psz + 24 + 100), (ssize_t)sizeof junk);
+	close(fd);
+	char why[300];
+	assert_int_equal(pd_wal_damaged(wal, why, sizeof why), 0);
+	struct pd_err err;
+	size_t nrep = 0;
+	struct pd_store_check ck;
+	assert_int_equal(pd_store_check_dir(tmpdir, last_report, &nrep, &ck, &err), 0);
+	assert_int_equal(ck.damaged_files, 0);
+	struct pd_store *st = open_store();
+	struct ids ids = {0};
+	struct pd_store_query q = {"w", NULL, NULL, 0, T0, T0 + DAY - 1, 0};
+	struct pd_store_skipped sk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
+	assert_int_equal(ids.n, 19); /* the torn last commit is dropped, every other one kept */
+	assert_int_equal(sk.n, 0);
+	pd_store_close(st);
+}
+
 /* A crash while a new day file is being made (here: the process killed,
  * SIGXFSZ, at its first write) leaves no zero-length day file: that one
  * was quarantined at the next start (a day emptied looks the same), so
@@ -3548,6 +3608,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quarantine_nonfile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_day_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_damaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wal_torn_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_day_file_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_partitions_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_cache, setup, teardown),
