@@ -1472,22 +1472,31 @@ static void test_check_and_legacy(void **state)
 	free(cw);
 }
 
-/* Zero-length, garbage and page-1-damaged day files are quarantined; the
- * other days answer, every query says which days it skipped, and nothing
- * writes over a damaged file. */
-static void test_quarantine_files(void **state)
+/* One profile of service svcD on each day D of [from, 4). */
+static void one_per_day(int from)
 {
-	(void)state;
 	struct pd_store *st = open_store();
 	struct pd_profile_meta m;
 	struct pd_err err;
-	for (int d = 0; d < 4; d++) {
+	for (int d = from; d < 4; d++) {
 		char svc[16];
 		snprintf(svc, sizeof svc, "svc%d", d);
 		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
 		pd_meta_clear(&m);
 	}
 	pd_store_close(st);
+}
+
+/* Zero-length, garbage and page-1-damaged day files are quarantined; the
+ * other days answer, every query says which days it skipped, and nothing
+ * writes over a damaged file. */
+static void test_quarantine_files(void **state)
+{
+	(void)state;
+	one_per_day(0);
+	struct pd_store *st;
+	struct pd_profile_meta m;
+	struct pd_err err;
 	char path[512];
 	day_file_path(T0, path, sizeof path); /* day 0: zero-length */
 	assert_int_equal(truncate(path, 0), 0);
@@ -1565,16 +1574,10 @@ static void test_quarantine_files(void **state)
 static void test_quarantine_nonfile(void **state)
 {
 	(void)state;
-	struct pd_store *st = open_store();
+	one_per_day(1);
+	struct pd_store *st;
 	struct pd_profile_meta m;
 	struct pd_err err;
-	for (int d = 1; d < 4; d++) {
-		char svc[16];
-		snprintf(svc, sizeof svc, "svc%d", d);
-		assert_int_equal(ingest_at(st, svc, T0 + d * DAY + 3600000000000LL, d, &m, &err), 0);
-		pd_meta_clear(&m);
-	}
-	pd_store_close(st);
 	char path[512];
 	day_file_path(T0, path, sizeof path); /* day 0: a directory */
 	assert_int_equal(mkdir(path, 0755), 0);
@@ -1657,16 +1660,13 @@ static void test_newer_day_skipped(void **state)
 	pd_store_close(st);
 }
 
-/* A -wal left by a crash and damaged in its middle: SQLite's recovery
- * stops at the bad frame and drops every commit after it without a word
- * (acknowledged profiles gone, store check clean). The day is quarantined
- * instead, its files left as they are, and store check names the -wal. */
-static void test_wal_damaged(void **state)
+/* 20 uploads to day T0 by a child that exits without closing the store:
+ * the commits stay in the day's -wal, whose path goes to wal. */
+static void crash_with_wal(char *wal, size_t n)
 {
-	(void)state;
 	pid_t pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0) { /* uploads, then dies without closing: the commits stay in the -wal */
+	if (pid == 0) {
 		struct pd_store *cs;
 		struct pd_err err;
 		struct pd_profile_meta m;
@@ -1680,9 +1680,20 @@ static void test_wal_damaged(void **state)
 	int status;
 	waitpid(pid, &status, 0);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	char path[512], wal[600];
+	char path[512];
 	day_file_path(T0, path, sizeof path);
-	snprintf(wal, sizeof wal, "%s-wal", path);
+	snprintf(wal, n, "%s-wal", path);
+}
+
+/* A -wal left by a crash and damaged in its middle: SQLite's recovery
+ * stops at the bad frame and drops every commit after it without a word
+ * (acknowledged profiles gone, store check clean). The day is quarantined
+ * instead, its files left as they are, and store check names the -wal. */
+static void test_wal_damaged(void **state)
+{
+	(void)state;
+	char wal[600];
+	crash_with_wal(wal, sizeof wal);
 	struct stat sb;
 	assert_int_equal(stat(wal, &sb), 0);
 	int fd = open(wal, O_RDWR);
@@ -1716,25 +1727,8 @@ static void test_wal_damaged(void **state)
 static void test_wal_torn_last(void **state)
 {
 	(void)state;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct pd_store *cs;
-		struct pd_err err;
-		struct pd_profile_meta m;
-		if (pd_store_open_sqlite(tmpdir, NULL, &cs, &err))
-			_exit(2);
-		for (int i = 0; i < 20; i++)
-			if (ingest_at(cs, "w", T0 + 3600000000000LL + i * 1000000000LL, i, &m, &err))
-				_exit(3);
-		_exit(0);
-	}
-	int status;
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	char path[512], wal[600];
-	day_file_path(T0, path, sizeof path);
-	snprintf(wal, sizeof wal, "%s-wal", path);
+	char wal[600];
+	crash_with_wal(wal, sizeof wal);
 	int fd = open(wal, O_RDWR);
 	assert_true(fd >= 0);
 	uint8_t h[32], fh[24];
