@@ -1487,6 +1487,27 @@ static void one_per_day(int from)
 	pd_store_close(st);
 }
 
+/* Day T0 is skipped and the others answer: nservices services are listed,
+ * and svc1 (day 1) is found in [T0, to] with day T0 named as skipped. */
+static void day0_skipped(struct pd_store *st, size_t nservices, int64_t to)
+{
+	struct pd_err err;
+	char **v;
+	size_t n;
+	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
+	assert_int_equal(n, nservices);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	struct ids ids = {0};
+	struct pd_store_query q = {"svc1", NULL, NULL, 0, T0, to, 0};
+	struct pd_store_skipped sk = {0};
+	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.days[0], T0 / DAY);
+}
+
 /* Zero-length, garbage and page-1-damaged day files are quarantined; the
  * other days answer, every query says which days it skipped, and nothing
  * writes over a damaged file. */
@@ -1582,20 +1603,7 @@ static void test_quarantine_nonfile(void **state)
 	day_file_path(T0, path, sizeof path); /* day 0: a directory */
 	assert_int_equal(mkdir(path, 0755), 0);
 	st = open_store();
-	char **v;
-	size_t n;
-	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
-	assert_int_equal(n, 3);
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	struct ids ids = {0};
-	struct pd_store_query q = {"svc1", NULL, NULL, 0, T0, T0 + 4 * DAY, 0};
-	struct pd_store_skipped sk = {0};
-	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
-	assert_int_equal(ids.n, 1);
-	assert_int_equal(sk.n, 1);
-	assert_int_equal(sk.days[0], T0 / DAY);
+	day0_skipped(st, 3, T0 + 4 * DAY);
 	struct pd_store_stats ss;
 	assert_int_equal(pd_store_stats(st, &ss, &err), 0);
 	assert_int_equal(ss.profiles, 3);
@@ -1637,19 +1645,7 @@ static void test_newer_day_skipped(void **state)
 	pd_store_close(st);
 	day_sql(T0, "PRAGMA user_version = 99");
 	st = open_store();
-	char **v;
-	size_t n;
-	assert_int_equal(pd_store_services(st, &v, &n, &err), 0);
-	assert_int_equal(n, 2);
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	struct ids ids = {0};
-	struct pd_store_query q = {"svc1", NULL, NULL, 0, T0, T0 + 3 * DAY, 0};
-	struct pd_store_skipped sk = {0};
-	assert_int_equal(pd_store_find_partial(st, &q, collect, &ids, &sk, &err), 0);
-	assert_int_equal(ids.n, 1);
-	assert_int_equal(sk.n, 1);
+	day0_skipped(st, 2, T0 + 3 * DAY);
 	struct pd_store_health h;
 	pd_store_health(st, &h);
 	assert_int_equal(h.nquarantined, 1);
