@@ -66,19 +66,16 @@ static int fetch_base(void *ctx, int64_t pk, int k, struct pd_buf *out, struct p
 }
 
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
 
 /* SQLite's WAL checksum over n bytes (n a multiple of 8), words big- or
  * little-endian as the log's magic says, on from s[2]. */
 static void wal_sum(bool big, const uint8_t *p, size_t n, uint32_t s[2])
 {
+	uint32_t (*word)(const uint8_t *) = big ? be32 : le32;
 	for (size_t i = 0; i + 8 <= n; i += 8) {
-		uint32_t a = big ? be32(p + i) : (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
-							(uint32_t)p[i + 3] << 24;
-		uint32_t b = big ? be32(p + i + 4)
-				 : (uint32_t)p[i + 4] | (uint32_t)p[i + 5] << 8 | (uint32_t)p[i + 6] << 16 |
-					   (uint32_t)p[i + 7] << 24;
-		s[0] += a + s[1];
-		s[1] += b + s[0];
+		s[0] += word(p + i) + s[1];
+		s[1] += word(p + i + 4) + s[0];
 	}
 }
 

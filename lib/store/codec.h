@@ -205,17 +205,19 @@ typedef int (*pd_block_fetch)(void *ctx, int64_t pk, int k, struct pd_buf *out, 
  * for ?1 = pk (the SQLite backend's and `profd store check`'s): the k-th
  * row's payload, frame checked, into out. 1, 0 (no k-th row), or PD_EIO
  * with *frame set when the frame is the damage, clear for SQLite's error. */
-/* Whether the write-ahead log wal (a day file's -wal, left by a crash)
- * lost commits to damage: a frame of the log's current generation (its
- * salts) fails its checksum and a later frame of that generation ends a
- * commit. SQLite's recovery stops at the first bad frame and drops every
- * commit after it without a word; a frame torn by a power loss has no
- * commit after it (each commit is synced before the next is written).
- * 1 with why set, 0 (no log, or none lost), never an error. check.c. */
-int pd_wal_damaged(const char *wal, char *why, size_t n);
 struct sqlite3_stmt;
 int pd_block_fetch_stmt(struct sqlite3_stmt *st, int64_t pk, int k, struct pd_buf *out, bool *frame,
 			struct pd_err *err);
+
+/* Whether the write-ahead log wal (a day file's -wal, left by a crash)
+ * lost acknowledged commits to damage: a frame of the log's current
+ * generation (its salts) fails its checksum and two or more later frames
+ * of that generation end a commit. SQLite's recovery stops at the first
+ * bad frame and drops every commit after it without a word; one commit
+ * after it is the transaction a power loss interrupted (each commit is
+ * synced before it is acknowledged, so only the last can be torn).
+ * 1 with why set, 0 (no log, or none lost), never an error. check.c. */
+int pd_wal_damaged(const char *wal, char *why, size_t n);
 /* The raw bytes (*raw malloc'd) and version of a block payload, its bases
  * found through the cache or fetch (each candidate's raw bytes checked
  * against the hash its dependant recorded). A base missing or damaged is

@@ -173,6 +173,13 @@ static void quarantine_as(struct sq *s, int64_t day, const char *reason, bool da
 
 static void quarantine(struct sq *s, int64_t day, const char *reason) { quarantine_as(s, day, reason, true); }
 
+/* Quarantine day's file f (its name) for reason, and the error that says so. */
+static int refuse_damaged(struct sq *s, int64_t day, const char *f, const char *reason, struct pd_err *err)
+{
+	quarantine(s, day, reason);
+	return pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, reason);
+}
+
 /* Damage found in partition pt (a checksum, a decode, SQLite's own
  * checks): quarantine it and fail with a message naming the file. */
 int sq_damaged(struct part *pt, struct pd_err *err, const char *fmt, ...)
@@ -581,26 +588,21 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		/* a directory (or another non-file) where the day file goes:
 		 * SQLite cannot open it, and a query over the day would fail
 		 * (every query over all days: services, stats, rollups) */
-		quarantine(s, day, "not a regular file");
-		return pd_errf(err, PD_EIO, "store: %s is damaged (not a regular file): quarantined, see `profd store check`",
-			       f);
+		return refuse_damaged(s, day, f, "not a regular file", err);
 	}
 	if (existed && sb.st_size == 0) {
 		/* SQLite would take an empty file for an empty database: a day
 		 * truncated to nothing would silently vanish (and be written
 		 * over). A new partition is never empty once created (its
 		 * schema is written before any profile). */
-		quarantine(s, day, "zero-length file");
-		return pd_errf(err, PD_EIO, "store: %s is damaged (zero-length file): quarantined, see `profd store check`",
-			       f);
+		return refuse_damaged(s, day, f, "zero-length file", err);
 	}
 	char wal[4200], wdmg[300];
 	snprintf(wal, sizeof wal, "%s-wal", path);
 	if (existed && pd_wal_damaged(wal, wdmg, sizeof wdmg)) {
 		/* not opened: SQLite would drop the commits after the damage
 		 * silently, and overwrite them at its next checkpoint */
-		quarantine(s, day, wdmg);
-		return pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, wdmg);
+		return refuse_damaged(s, day, f, wdmg, err);
 	}
 	sq_parts_trim(s, s->max_open > 1 ? s->max_open - 1 : 1);
 	struct part *p = calloc(1, sizeof *p);
@@ -628,17 +630,14 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		 * one is, the other days answer (a chmod ends it: ctime) */
 		char why[300];
 		snprintf(why, sizeof why, "cannot open: %s", strerror(se));
-		quarantine(s, day, why);
-		rc = pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f, why);
+		rc = refuse_damaged(s, day, f, why, err);
 	}
 	if (rc)
 		goto fail;
 	char *msg = NULL;
 	if (sqlite3_exec(p->wdb, schema, NULL, NULL, &msg) != SQLITE_OK) {
 		if (existed && sq_corrupt(p->wdb)) {
-			quarantine(s, day, msg ? msg : "not a database");
-			rc = pd_errf(err, PD_EIO, "store: %s is damaged (%s): quarantined, see `profd store check`", f,
-				     msg ? msg : "not a database");
+			rc = refuse_damaged(s, day, f, msg ? msg : "not a database", err);
 		} else {
 			char what[4200];
 			snprintf(what, sizeof what, "%s: opening", path);
