@@ -609,6 +609,7 @@ int cmd_serve(int argc, char **argv)
 	{ /* checked now, made for good once the store is open */
 		struct pd_err perr;
 		pmc.max_profiles = cfg.max_merge;
+		pmc.log = cfg.errlog;
 		if (pd_profmetrics_new(&pmc, &pm, &perr))
 			return cli_usage_error("serve", "%s", perr.msg);
 		pd_profmetrics_free(pm);

@@ -114,7 +114,7 @@ static int compute(struct pd_profmetrics *p, struct pd_store *st, int64_t start,
 	if (rc)
 		return rc;
 	/* cpu in nanoseconds gets cores; the other types their values */
-	size_t ncpu = 0;
+	size_t ncpu = 0, skipped = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(v[i].type, "cpu")) {
 			struct pd_profile_meta t = v[ncpu];
@@ -126,6 +126,18 @@ static int compute(struct pd_profmetrics *p, struct pd_store *st, int64_t start,
 		goto out;
 	if (n > ncpu && (rc = series_of(st, v + ncpu, n - ncpu, start, win, p->c.top, false, &os, err)))
 		goto out;
+	for (int k = 0; k < 2; k++) {
+		const struct pd_series_set *set = k ? &os : &cs;
+		skipped += set->skipped;
+		if (set->skipped && p->c.log) {
+			char msg[768];
+			snprintf(msg, sizeof msg,
+			         "/metrics/profiles: the window at %lld (unix seconds): %zu %s series group(s) left out: %s",
+			         (long long)(start / 1000000000LL), set->skipped, k ? "non-cpu" : "cpu",
+			         set->skipped_why ? set->skipped_why : "out of memory");
+			pd_log_line(p->c.log, "warn", "metrics", msg);
+		}
+	}
 	size_t left = p->c.max_series, dropped = 0;
 	int bad =
 	    pd_buf_appendf(b, "# HELP profd_profile_cpu_cores CPU the profiled processes used, in cores, over the "
@@ -153,8 +165,14 @@ static int compute(struct pd_profmetrics *p, struct pd_store *st, int64_t start,
 	                 "# HELP profd_profile_metrics_dropped_series Series left out by the cap "
 	                 "(--profile-metrics-max-series), the smallest first.\n"
 	                 "# TYPE profd_profile_metrics_dropped_series gauge\n"
-	                 "profd_profile_metrics_dropped_series %zu\n",
-	                 (long long)((start + win) / 1000000000LL), (long long)(win / 1000000000LL), n, dropped);
+	                 "profd_profile_metrics_dropped_series %zu\n"
+	                 "# HELP profd_profile_metrics_skipped_groups Services (per type) left out of the window: "
+	                 "their profiles cannot give a series (a cpu profile without CPU time in nanoseconds, sample "
+	                 "types that differ); logged with the reason.\n"
+	                 "# TYPE profd_profile_metrics_skipped_groups gauge\n"
+	                 "profd_profile_metrics_skipped_groups %zu\n",
+	                 (long long)((start + win) / 1000000000LL), (long long)(win / 1000000000LL), n, dropped,
+	                 skipped);
 	if (bad)
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 out:

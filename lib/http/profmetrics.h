@@ -9,12 +9,18 @@
  *
  * Computed once per window (cached: a scrape every 15 s costs nothing more)
  * and capped in series: at most `max_series`, the largest first; what is
- * cut is counted (profd_profile_metrics_dropped_series).
+ * cut is counted (profd_profile_metrics_dropped_series). A service whose
+ * profiles cannot give its series (a cpu profile without CPU time in
+ * nanoseconds, sample types that differ within the window) is left out,
+ * counted (profd_profile_metrics_skipped_groups) and logged: the others are
+ * still answered.
  */
 #ifndef PD_HTTP_PROFMETRICS_H
 #define PD_HTTP_PROFMETRICS_H
 
 #include "../query/query.h"
+
+#include <stdio.h>
 
 #define PD_PROFMETRICS_WINDOW_NS  (300LL * 1000000000LL) /* 5m */
 #define PD_PROFMETRICS_DELAY_NS   (30LL * 1000000000LL)
@@ -28,6 +34,7 @@ struct pd_profmetrics_config {
 	size_t max_series;   /* all series of the answer */
 	size_t max_profiles; /* per window (--max-merge-profiles); 0 = no cap */
 	const char *query;   /* which profiles (a selector); NULL = every profile */
+	FILE *log;           /* a warning per window with services left out, and why; NULL = none */
 };
 void pd_profmetrics_config_default(struct pd_profmetrics_config *c);
 

@@ -188,6 +188,7 @@ struct group {
 	size_t nsteps, csteps, ccores;
 	size_t profiles;
 	uint32_t total;        /* the total series, or UINT32_MAX */
+	bool bad;              /* spec->skip_bad_groups: left out */
 };
 
 struct spoint {
@@ -655,6 +656,32 @@ static void comp_free(struct comp *c)
 	pd_arena_free(c->ma);
 }
 
+/* spec->skip_bad_groups: a (group, step) that failed with rc (a data error:
+ * err says which) leaves g out and the answer goes on (true), else the
+ * answer fails (false). */
+static bool skip_group(struct comp *c, struct group *g, int rc, struct pd_series_set *out, struct pd_err *err)
+{
+	if (!c->spec->skip_bad_groups || (rc != PD_EINVAL && rc != PD_EINCOMPAT))
+		return false;
+	g->bad = true;
+	out->skipped++;
+	if (!out->skipped_why && err) { /* the group, as a selector names it, and the error */
+		struct pd_buf b = PD_BUF_INIT(0);
+		int bad = pd_buf_appendf(&b, "%s{", g->type);
+		for (size_t k = 0; k < c->spec->nby; k++)
+			bad = bad || pd_buf_appendf(&b, "%s%s=\"%s\"", k ? "," : "", c->spec->by[k], g->labels[k]);
+		bad = bad || pd_buf_appendf(&b, "}: %s", err->msg) || pd_buf_append(&b, "", 1);
+		char *why = bad ? NULL : pd_arena_dup(c->a, b.ptr, b.len);
+		out->skipped_why = why;
+		pd_buf_free(&b);
+	}
+	if (err) {
+		err->code = 0;
+		err->msg[0] = 0;
+	}
+	return true;
+}
+
 /* Rank, top, caps, and the dense points over each group's steps: both paths. */
 static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_err *err)
 {
@@ -667,18 +694,20 @@ static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_er
 	rank = malloc((c->ns ? c->ns : 1) * sizeof *rank);
 	if (!rank)
 		goto oom;
+	size_t nrank = 0; /* the series of the groups not left out */
 	for (size_t i = 0; i < c->ns; i++)
-		rank[i] = &c->s[i];
-	if (c->ns > 1)
-		qsort_r(rank, c->ns, sizeof *rank, ser_cmp, c);
-	out->matched = c->ns;
+		if (!c->g[c->s[i].group].bad)
+			rank[nrank++] = &c->s[i];
+	if (nrank > 1)
+		qsort_r(rank, nrank, sizeof *rank, ser_cmp, c);
+	out->matched = nrank;
 	size_t max = spec->max_series ? spec->max_series : PD_SERIES_MAX_SERIES;
 	size_t keep = 0;
 	if (spec->top && spec->top_per_group) {
 		size_t *per = calloc(c->ng ? c->ng : 1, sizeof *per);
 		if (!per)
 			goto oom;
-		for (size_t i = 0; i < c->ns; i++) {
+		for (size_t i = 0; i < nrank; i++) {
 			struct ser *s = rank[i];
 			if (!s->function.ptr || per[s->group] < spec->top) { /* totals always */
 				if (s->function.ptr)
@@ -689,7 +718,7 @@ static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_er
 		}
 		free(per);
 	} else {
-		keep = spec->top && spec->top < c->ns ? spec->top : c->ns;
+		keep = spec->top && spec->top < nrank ? spec->top : nrank;
 		for (size_t i = 0; i < keep; i++)
 			rank[i]->kept = true;
 	}
@@ -701,7 +730,7 @@ static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_er
 		goto out;
 	}
 	size_t points = 0;
-	for (size_t i = 0; i < c->ns; i++)
+	for (size_t i = 0; i < nrank; i++)
 		if (rank[i]->kept)
 			points += c->g[rank[i]->group].nsteps;
 	if (points > PD_SERIES_MAX_TOTAL_POINTS) {
@@ -714,7 +743,7 @@ static int series_finish(struct comp *c, struct pd_series_set *out, struct pd_er
 	out->v = pd_arena_calloc(c->a, keep ? keep : 1, sizeof *out->v);
 	if (!out->v)
 		goto oom;
-	for (size_t i = 0; i < c->ns; i++) {
+	for (size_t i = 0; i < nrank; i++) {
 		const struct ser *s = rank[i];
 		if (!s->kept)
 			continue;
@@ -792,6 +821,10 @@ int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size
 			j++;
 		}
 		struct group *g = &c.g[ord[i].group];
+		if (g->bad) {
+			i = j;
+			continue;
+		}
 		if (pd_grow((void **)&g->steps, &g->csteps, g->nsteps + 1, sizeof *g->steps))
 			goto oom;
 		g->steps[g->nsteps] = ord[i].step;
@@ -804,17 +837,18 @@ int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size
 			if ((rc = pd_store_merge(st, ids, j - i, &p, err))) {
 				pd_err_prefix(err, "the %s profiles of the step at %lld (unix seconds)", g->type,
 					      (long long)(ord[i].step / 1000000000LL));
-				goto out;
+			} else {
+				out->merges++;
+				rc = step_part(&c, 0, PD_NORM_SUM, &p, 1, 1, err);
+				pd_profile_free(p);
+				p = NULL;
 			}
-			out->merges++;
-			rc = step_part(&c, 0, PD_NORM_SUM, &p, 1, 1, err);
-			pd_profile_free(p);
-			p = NULL;
-			if (rc)
-				goto out;
-		} else if ((rc = step_normalized(&c, st, v, ord + i, j - i, &out->norm, err))) {
-			goto out;
+		} else {
+			rc = step_normalized(&c, st, v, ord + i, j - i, &out->norm, err);
 		}
+		if (rc && !skip_group(&c, g, rc, out, err))
+			goto out;
+		rc = 0;
 		i = j;
 	}
 	out->merges += c.merges_done;
@@ -1516,4 +1550,5 @@ void pd_series_spec_window(struct pd_series_spec *spec, int64_t start_ns, int64_
 	spec->with_total = true;
 	spec->max_series = SIZE_MAX;
 	spec->normalize = true; /* as /api/1/series (docs/api.md "Normalisation") */
+	spec->skip_bad_groups = true;
 }

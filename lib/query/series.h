@@ -68,6 +68,10 @@ struct pd_series_spec {
 				  * step); false: the step's profiles summed */
 	bool cores;              /* also each point in cores (cpu in nanoseconds only, else PD_EINVAL): value /
 				  * the step's profiled wall time x its sources */
+	bool skip_bad_groups;    /* a group whose profiles cannot give its series (PD_EINVAL, PD_EINCOMPAT: a
+				  * sample type that does not fit, profiles that do not merge) is left out, counted
+				  * in out->skipped, instead of failing the answer: the exporters, where one
+				  * service's odd uploads must not take every other service's series away */
 };
 
 struct pd_series_point {
@@ -96,6 +100,8 @@ struct pd_series_set {
 	struct pd_norm_info norm; /* what normalisation did (spec->normalize) */
 	bool rollups;            /* range path: some hour came from a rollup */
 	size_t raw;              /* range path: profiles merged from their own sample blocks */
+	size_t skipped;          /* spec->skip_bad_groups: groups left out */
+	const char *skipped_why; /* the first one's error (arena), or NULL */
 	struct pd_arena *arena;  /* owns everything */
 };
 
@@ -112,7 +118,8 @@ int64_t pd_series_step_start(int64_t t_ns, int64_t step_ns);
  * of one group and step that cannot be merged).
  */
 /* The spec of one window [start, start + win) per service: its total and
- * its top functions by flat (top per service), normalised: what the
+ * its top functions by flat (top per service), normalised, a service whose
+ * profiles cannot give a series left out (skip_bad_groups): what the
  * exporter pushes and /metrics/profiles shows. by must outlive the spec. */
 void pd_series_spec_window(struct pd_series_spec *spec, int64_t start_ns, int64_t win_ns, size_t top);
 int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size_t n,

@@ -66,7 +66,7 @@ int pd_export_window(struct pd_store *st, const struct pd_selector *sel, int64_t
 		pd_query_metas_free(v, n);
 		return rc;
 	}
-		struct pd_series_spec spec;
+	struct pd_series_spec spec;
 	pd_series_spec_window(&spec, start_ns, every_ns, top);
 	struct pd_series_set set;
 	rc = pd_series_compute(st, v, n, &spec, &set, err);
@@ -75,6 +75,9 @@ int pd_export_window(struct pd_store *st, const struct pd_selector *sel, int64_t
 		return rc;
 	for (size_t i = 0; i < set.n; i++)
 		*lines += set.v[i].npoints;
+	if (set.skipped && err)
+		snprintf(err->msg, sizeof err->msg, "%zu series group(s) left out: %s", set.skipped,
+			 set.skipped_why ? set.skipped_why : "out of memory");
 	if ((rc = pd_series_influx(&set, &spec, out)))
 		rc = pd_errf(err, rc, "export: out of memory");
 	pd_series_set_free(&set);
@@ -209,6 +212,8 @@ static void *run(void *arg)
 		int rc = pd_export_window(e->st, &e->sel, start, every, e->c.top, e->c.max_profiles, &body, &lines, &err);
 		char a[PD_API_TIME_BUFSZ];
 		pd_api_format_time(start, a, sizeof a);
+		if (!rc && err.msg[0])
+			logf_(e, "warn", "window %s: %s", a, err.msg);
 		if (rc) {
 			atomic_fetch_add(&e->failed, 1);
 			logf_(e, "error", "window %s: %s", a, err.msg);

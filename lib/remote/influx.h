@@ -51,7 +51,9 @@ void pd_export_config_default(struct pd_export_config *c);
 int pd_export_check(const struct pd_export_config *c, struct pd_err *err) PD_WUR;
 
 /* The lines of one window [start, start + every) into out; *lines = how many
- * (0: no profiles, nothing appended). */
+ * (0: no profiles, nothing appended). A service (and type) whose profiles
+ * cannot give a series (sample types that differ, ...) is left out, the others
+ * exported: then err->msg says which and why, with err->code 0. */
 int pd_export_window(struct pd_store *st, const struct pd_selector *sel, int64_t start_ns, int64_t every_ns,
 		     size_t top, size_t max_profiles, struct pd_buf *out, size_t *lines, struct pd_err *err) PD_WUR;
 

@@ -46,8 +46,17 @@ for s in auth search; do
 	done
 done
 
+# a cpu profile without CPU time in nanoseconds (samples/count only: another producer's, or a
+# hostile client's) for a third service: it cannot be given in cores, and must not take the
+# other services' series away (the whole endpoint answered 400 before)
+python3 "$ROOT/tests/e2e/hostile_prof.py" names "$T/odd.pb.gz" 'main.odd' >/dev/null
+code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$T/odd.pb.gz" \
+	"$URL/api/0/profiles?service=odd&type=cpu&created_at=$((H + 600))")
+[ "$code" = 200 ] || { fail "setup: upload odd cpu" "$code $(cat "$T/post")"; exit 1; }
+
 # ---- 1. the endpoint ------------------------------------------------------------------------
-curl -sS "$URL/metrics/profiles" >"$T/pm.txt"
+code=$(curl -sS -o "$T/pm.txt" -w '%{http_code}' "$URL/metrics/profiles")
+expect "/metrics/profiles answers 200 with one service's cpu profiles not in nanoseconds" 200 "$code"
 check "/metrics/profiles passes promtool check metrics" promtool check metrics <"$T/pm.txt"
 gauge() { awk -v k="$1" '$1 == k {print $2}' "$T/pm.txt"; }
 api_total() { # TYPE SERVICE [unit=cores]: the window's total from /api/1/series
@@ -68,6 +77,10 @@ done
 nfn=$(grep -c '^profd_profile_cpu_cores{service="auth",function="[^"]' "$T/pm.txt")
 expect "/metrics/profiles: auth's top 5 functions (--profile-metrics-top 5)" 5 "$nfn"
 expect "/metrics/profiles: the window's end" "$((H + 3600))" "$(gauge profd_profile_metrics_window_end_timestamp_seconds)"
+expect "/metrics/profiles: the service whose cpu cannot be in cores is left out and counted" "0 1" \
+	"$(grep -c 'service="odd"' "$T/pm.txt") $(gauge profd_profile_metrics_skipped_groups)"
+check "/metrics/profiles: the service left out is logged with the reason" \
+	grep -q 'level=warn component=metrics .*left out: cpu{service=\\"odd\\"}: .*samples/count' "$T/serve.log"
 kill "$SPID" && wait "$SPID" 2>/dev/null
 "$PROFD" serve --addr "127.0.0.1:$PORT" --data-dir "$T/data" --retention 0 --profile-metrics-window 1h \
 	--profile-metrics-delay 0s --profile-metrics-max-series 3 -q 2>"$T/serve2.log" &

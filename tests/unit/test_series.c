@@ -740,6 +740,82 @@ static void test_export_window(void **state)
 	assert_non_null(strstr(err.msg, "--export-query"));
 }
 
+/* A cpu profile of samples/count only (a cpu period, but no CPU time: another producer's, or a
+ * hostile client's), ingested for svc at t with label instance=inst. */
+static void ingest_samples_only(struct pd_store *st, const char *svc, const char *inst, int64_t t)
+{
+	char names[TU_APP_NFN][64];
+	struct pb p;
+	pb_init(&p);
+	pb_sample_type(&p, "samples", "count");
+	pb_period_type(&p, "cpu", "nanoseconds", 10000000);
+	tu_app_functions(&p, svc, names);
+	uint64_t locs[] = {3, 1};
+	int64_t vals[] = {7};
+	pb_sample(&p, locs, 2, vals, 1, NULL, 0);
+	pb_finish(&p);
+	struct pd_profile *q = pb_decode(&p);
+	struct pd_buf b = PD_BUF_INIT(0);
+	struct pd_err err;
+	assert_int_equal(pd_pprof_encode(q, 1, &b, &err), 0);
+	pd_profile_free(q);
+	pb_free(&p);
+	struct pd_kv kv[] = {{"instance", (char *)inst}};
+	struct pd_ingest in = {.service = svc, .type = "cpu", .labels = kv, .nlabels = 1, .created_ns = t};
+	struct pd_profile_meta m;
+	if (pd_store_ingest(st, &in, b.ptr, b.len, &m, &err))
+		fail_msg("ingest: %s", err.msg);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+}
+
+/* The exporters' window (/metrics/profiles, --export-influx): a service whose
+ * profiles cannot give its series (cpu not in nanoseconds for cores, sample
+ * types that differ) is left out and said why; the other services answer. */
+static void test_window_skips_bad_groups(void **state)
+{
+	(void)state;
+	struct pd_store *st = store_with_profiles();
+	ingest_at(st, "odd", "cpu", "a", false, T0 + 30 * SEC, 9); /* cpu/nanoseconds... */
+	ingest_samples_only(st, "odd", "b", T0 + 40 * SEC);        /* ...and samples/count: no merge */
+	ingest_samples_only(st, "odd2", "a", T0 + 40 * SEC);       /* no cores */
+	struct pd_profile_meta *v;
+	size_t n;
+	select_all(st, &v, &n);
+	struct pd_series_spec spec;
+	pd_series_spec_window(&spec, T0, 60 * SEC, 3);
+	struct pd_series_set set;
+	struct pd_err err;
+	for (int cores = 0; cores < 2; cores++) {
+		spec.cores = cores;
+		assert_int_equal(pd_series_compute(st, v, n, &spec, &set, &err), 0);
+		assert_int_equal(set.skipped, 1 + cores); /* odd2 alone has one sample type: cores only */
+		assert_non_null(set.skipped_why);
+		assert_non_null(strstr(set.skipped_why, "cpu{service=\"odd"));
+		assert_int_equal(find(&set, "auth", NULL)->points[0].value, expect("auth", T0, 60 * SEC, NULL));
+		assert_non_null(find(&set, "search", NULL));
+		for (size_t i = 0; i < set.n; i++)
+			assert_true(strcmp(set.v[i].labels[0], "odd") && (!cores || strcmp(set.v[i].labels[0], "odd2")));
+		pd_series_set_free(&set);
+	}
+	/* without skip_bad_groups (/api/1/series): the answer fails, saying why */
+	spec.skip_bad_groups = false;
+	assert_int_equal(pd_series_compute(st, v, n, &spec, &set, &err), PD_EINCOMPAT);
+	assert_non_null(strstr(err.msg, "incompatible profiles"));
+	pd_query_metas_free(v, n);
+	/* the InfluxDB exporter: the other services pushed, the one left out in err */
+	struct pd_selector sel;
+	assert_int_equal(pd_selector_parse("cpu", &sel, &err), 0);
+	struct pd_buf b = PD_BUF_INIT(0);
+	size_t lines;
+	assert_int_equal(pd_export_window(st, &sel, T0, 60 * SEC, 3, 0, &b, &lines, &err), 0);
+	assert_int_equal(lines, 2 + 3 + 3 + 1 + 2); /* auth, search; odd2 (samples/count: odd2.f0, main.main) */
+	assert_non_null(strstr(err.msg, "1 series group(s) left out: cpu{service=\"odd\"}"));
+	pd_buf_free(&b);
+	pd_selector_free(&sel);
+	pd_store_close(st);
+}
+
 /* ---- diff ------------------------------------------------------------------------------ */
 
 static int64_t top_of(const struct pd_top *t, const char *fn, bool cum)
@@ -899,6 +975,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_series_compute, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_series_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_skips_bad_groups, setup, teardown),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_diff_extreme_values),
 	};
