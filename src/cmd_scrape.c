@@ -650,10 +650,11 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		cfg->timeout_ns = sc->file.global.timeout_ns;
 		if (sc->file.nrules)
 			sc->kube = true; /* kubernetes entries turn discovery on */
+		char q[1200];
 		if (!cfg->quiet)
 			log_line("level=info component=scrape msg=\"config %s: %zu static target(s), %zu kubernetes "
 				 "entr%s\"",
-				 sc->config_file, sc->file.targets.n, sc->file.nrules, sc->file.nrules == 1 ? "y" : "ies");
+				 pd_log_esc(q, sizeof q, sc->config_file), sc->file.targets.n, sc->file.nrules, sc->file.nrules == 1 ? "y" : "ies");
 	}
 	/* the labels of every target (-L before any --target; merged with global: labels) */
 	const struct pd_kv *dl = sc->yaml ? sc->file.global.labels : sc->dlabels;
@@ -768,22 +769,27 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			bool watched = !r->nnamespaces;
 			for (size_t k = 0; !watched && k < r->nnamespaces; k++)
 				watched = !strcmp(r->namespaces[k], sc->kns);
+			char q1[600], q2[600];
 			if (!watched || r->all_namespaces)
 				log_line("level=warn component=kube msg=\"kubernetes entry at %s wants other namespaces than "
 					 "the one watched (%s): it %s (-A watches all)\"",
-					 r->where, sc->kns, watched ? "only sees that one" : "matches no pod");
+					 pd_log_esc(q1, sizeof q1, r->where), pd_log_esc(q2, sizeof q2, sc->kns),
+					 watched ? "only sees that one" : "matches no pod");
 		}
 		const char *kns = sc->kns, *ksel = sc->ksel;
 		if (!cfg->quiet) {
+			char q1[600], q2[600], q3[600], q4[600], q5[600];
+			pd_log_esc(q1, sizeof q1, kcfg->server);
+			pd_log_esc(q2, sizeof q2, kns ? kns : "");
+			pd_log_esc(q3, sizeof q3, ksel ? ksel : "");
 			if (kcfg->source == PD_KUBE_SRC_IN_CLUSTER)
 				log_line("level=info component=kube msg=\"Kubernetes API %s (in-cluster service account), %s%s%s%s\"",
-					 kcfg->server, kns ? "namespace " : "all namespaces", kns ? kns : "",
-					 ksel ? ", selector " : "", ksel ? ksel : "");
+					 q1, kns ? "namespace " : "all namespaces", q2, ksel ? ", selector " : "", q3);
 			else
 				log_line("level=info component=kube msg=\"Kubernetes API %s (%s, context %s), %s%s%s%s\"",
-					 kcfg->server, kcfg->origin, kcfg->context ? kcfg->context : "",
-					 kns ? "namespace " : "all namespaces", kns ? kns : "", ksel ? ", selector " : "",
-					 ksel ? ksel : "");
+					 q1, pd_log_esc(q4, sizeof q4, kcfg->origin),
+					 pd_log_esc(q5, sizeof q5, kcfg->context ? kcfg->context : ""),
+					 kns ? "namespace " : "all namespaces", q2, ksel ? ", selector " : "", q3);
 		}
 	}
 	*out = sc;
@@ -835,9 +841,10 @@ int scrape_cmd_start(struct scrape_cmd *sc, struct pd_store *st, int64_t retenti
 				return EXIT_INPUT;
 			}
 			if (!sc->targets.n && !sc->nkube) {
+				char q[600];
 				log_line("level=warn component=scrape msg=\"no targets: no Running pod annotated "
 					 "profefe.com/enable=true in %s%s\"",
-					 sc->kns ? "namespace " : "any namespace", sc->kns ? sc->kns : "");
+					 sc->kns ? "namespace " : "any namespace", pd_log_esc(q, sizeof q, sc->kns ? sc->kns : ""));
 				return EXIT_OK; /* nothing runs: scrape_cmd_done() is true */
 			}
 		}
@@ -847,8 +854,9 @@ int scrape_cmd_start(struct scrape_cmd *sc, struct pd_store *st, int64_t retenti
 			cli_error("scrape: --listen: %s", err.msg);
 			return err.code == PD_EUSAGE ? EXIT_USAGE : EXIT_INPUT;
 		}
+		char q[600];
 		log_line("level=info component=scrape msg=\"metrics listening on port %u\" addr=%s",
-			 pd_scrape_http_port(sc->http), sc->listen_addr);
+			 pd_scrape_http_port(sc->http), pd_log_val(q, sizeof q, sc->listen_addr));
 	}
 	if (sc->kd && !cfg->once && pd_scrape_kube_start(sc->kd, &err)) {
 		cli_error("scrape: %s", err.msg);

@@ -285,7 +285,8 @@ static size_t run_retention(struct pd_store *st, struct pd_metrics *m, int64_t r
 	size_t dropped = 0;
 	struct pd_err err;
 	if (pd_store_retain(st, now - retention, &dropped, &err)) {
-		log_line("level=error component=retention msg=\"%s\"", err.msg);
+		char q[2 * sizeof err.msg];
+		log_line("level=error component=retention msg=\"%s\"", pd_log_esc(q, sizeof q, err.msg));
 		return 0;
 	}
 	if (m) {
@@ -307,15 +308,16 @@ static void reload(struct pd_server *srv)
 {
 	size_t n;
 	struct pd_err err;
+	char q[2 * sizeof err.msg];
 	if (pd_server_reload_tokens(srv, &n, &err))
 		log_line("level=error msg=\"SIGHUP: tokens not reloaded, the %zu in force are kept\" error=\"%s\"", n,
-			 err.msg);
+			 pd_log_esc(q, sizeof q, err.msg));
 	else if (n)
 		log_line("level=info msg=\"SIGHUP: tokens reloaded\" tokens=%zu", n);
 	char desc[400];
 	if (pd_server_reload_tls(srv, desc, sizeof desc, &err))
 		log_line("level=error msg=\"SIGHUP: TLS certificate not reloaded, the one in force is kept\" error=\"%s\"",
-			 err.msg);
+			 pd_log_esc(q, sizeof q, err.msg));
 	else if (desc[0] && strcmp(desc, "none"))
 		log_line("level=info msg=\"SIGHUP: TLS certificate reloaded\" %s", desc);
 }
@@ -333,7 +335,8 @@ static size_t run_rollups(struct pd_store *st, const sigset_t *set, int *sig)
 		int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 		struct pd_err err;
 		if (pd_store_rollup(st, now - ROLLUP_GRACE_NS, ROLLUP_CHUNK, &built, &err)) {
-			log_line("level=error component=rollup msg=\"%s\"", err.msg);
+			char q[2 * sizeof err.msg];
+			log_line("level=error component=rollup msg=\"%s\"", pd_log_esc(q, sizeof q, err.msg));
 			break;
 		}
 		total += built;
@@ -780,16 +783,18 @@ int cmd_serve(int argc, char **argv)
 	char rbuf[32] = "forever";
 	if (retention)
 		snprintf(rbuf, sizeof rbuf, "%lldh", (long long)(retention / 3600000000000LL));
+	char qa[600], qd[1200];
 	log_line("level=info msg=\"profd %s listening on port %u\" addr=%s %s=%s retention=%s max_body=%zu "
 		 "max_merge_profiles=%zu scrape=%s export=%s",
-		 PD_VERSION, pd_server_port(srv), cfg.addr, ch ? "store" : "data_dir", ch ? "clickhouse" : dir, rbuf, cfg.max_body, cfg.max_merge, sc ? "on" : "off",
-		 extras.ex ? "on" : "off");
+		 PD_VERSION, pd_server_port(srv), pd_log_val(qa, sizeof qa, cfg.addr), ch ? "store" : "data_dir",
+		 ch ? "clickhouse" : pd_log_val(qd, sizeof qd, dir), rbuf, cfg.max_body, cfg.max_merge,
+		 sc ? "on" : "off", extras.ex ? "on" : "off");
 	if (web)
 		log_line("level=info msg=\"web UI at %s://%s:%u%s/\"%s", cfg.tls_cert ? "https" : "http",
-			 ui_host(cfg.addr), pd_server_port(srv), pd_web_prefix(web), web_dir ? " files=web-dir" : "");
+			 pd_log_esc(qa, sizeof qa, ui_host(cfg.addr)), pd_server_port(srv), pd_web_prefix(web), web_dir ? " files=web-dir" : "");
 	if (!cfg.tokens_path)
 		log_line("level=warn msg=\"no --tokens: anyone who can reach %s may upload, read and delete profiles\"",
-			 cfg.addr);
+			 pd_log_esc(qa, sizeof qa, cfg.addr));
 
 	int sig = 0;
 	int64_t next_ret = pd_mono_ns() + interval, next_roll = rollup_every ? pd_mono_ns() + rollup_every : INT64_MAX;

@@ -1111,8 +1111,9 @@ static void log_request(struct pd_server *s, struct MHD_Connection *c, struct re
 	struct pd_buf b = PD_BUF_INIT(0);
 	pthread_mutex_lock(&s->log_mu);
 	if (f) { /* one line per request (pd_log_emit: logfmt or JSON) */
+		char method[4 * sizeof r->method + 3]; /* the client's: any token, quoted if it is not a word */
 		int bad = pd_buf_appendf(&b, "ts=%s.%03dZ rid=%s method=%s uri=", ts, ms, r->rid[0] ? r->rid : "-",
-					 r->method[0] ? r->method : "-") ||
+					 r->method[0] ? pd_log_val(method, sizeof method, r->method) : "-") ||
 			  buf_quoted(&b, r->uri) ||
 			  pd_buf_appendf(&b, " code=%d bytes=%llu rtime=%.3fms ip=%s", r->status,
 					 (unsigned long long)r->bytes_out, (double)(pd_wall_ns() - r->t0_ns) / 1e6, ip) ||

@@ -151,7 +151,8 @@ void pd_tls_describe(char *buf, size_t n)
 	struct tm tm;
 	if (c->not_after > 0 && gmtime_r(&t, &tm))
 		strftime(exp, sizeof exp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(buf, n, "subject=\"%s\" chain=%u not_after=%s", c->subject, c->n, exp);
+	char q[4 * sizeof c->subject];
+	snprintf(buf, n, "subject=\"%s\" chain=%u not_after=%s", pd_log_esc(q, sizeof q, c->subject), c->n, exp);
 }
 
 void pd_tls_free_all(void)

@@ -132,6 +132,48 @@ void pd_log_emit(FILE *f, const char *line)
 	fflush(f);
 }
 
+/* s escaped into buf[o..n) (no quotes); the new end. */
+static size_t esc_into(char *buf, size_t n, size_t o, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o + 5 < n; p++) {
+		if (*p == '"' || *p == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)*p;
+		} else if (*p < ' ' || *p == 0x7f) {
+			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", *p);
+		} else {
+			buf[o++] = (char)*p;
+		}
+	}
+	return o;
+}
+
+const char *pd_log_esc(char *buf, size_t n, const char *s)
+{
+	if (!n)
+		return "";
+	buf[esc_into(buf, n, 0, s)] = 0;
+	return buf;
+}
+
+const char *pd_log_val(char *buf, size_t n, const char *s)
+{
+	if (n < 3)
+		return "\"\"";
+	bool plain = s && *s;
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); plain && *p; p++)
+		plain = *p > ' ' && *p != 0x7f && *p != '"' && *p != '\\' && *p != '=';
+	if (plain && strlen(s) < n) {
+		memcpy(buf, s, strlen(s) + 1);
+		return buf;
+	}
+	size_t o = esc_into(buf, n - 1, 1, s);
+	buf[0] = '"';
+	buf[o++] = '"';
+	buf[o] = 0;
+	return buf;
+}
+
 size_t pd_log_ts(char *buf, size_t n)
 {
 	struct timespec ts;

@@ -175,6 +175,14 @@ void pd_log_setup(int format, int min_level);
 int pd_log_parse_level(const char *s);
 /* One logfmt line (no newline) to f, in the chosen format, flushed. */
 void pd_log_emit(FILE *f, const char *line);
+/* A string for a log line (into buf, NUL-terminated, cut to fit; returned):
+ * pd_log_esc escapes it for inside a quoted value (\" \\, control bytes as
+ * \xNN); pd_log_val gives a whole value: as it is if it is a plain word,
+ * else quoted and escaped. Every string a client, a file or the
+ * environment chose goes through one of them: it cannot end its value or
+ * the line, or forge another key. */
+const char *pd_log_esc(char *buf, size_t n, const char *s);
+const char *pd_log_val(char *buf, size_t n, const char *s);
 /* "ts=2026-12-02T07:00:00.123Z " into buf (NUL-terminated); its length. */
 size_t pd_log_ts(char *buf, size_t n);
 /* Write one logfmt line to f and flush it:

@@ -21,23 +21,33 @@ run_serve() {
 	[ -n "$PORT" ] || { fail "setup: serve $name" "$(head -c 300 "$T/$name.log")"; exit 1; }
 }
 stop_serve() { kill -TERM "$SPID" && wait "$SPID" 2>/dev/null; }
-# raw GET of a path as given (quotes, backslashes: what curl would not send)
+# raw GET of a path as given (quotes, backslashes: what curl would not send); METHOD= another method
 raw_get() {
-	python3 - "$PORT" "$1" <<'EOF'
+	python3 - "$PORT" "$1" "${METHOD:-GET}" <<'EOF'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"GET " + sys.argv[2].encode("latin-1") + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+m = sys.argv[3].encode("latin-1")
+s.sendall(m + b" " + sys.argv[2].encode("latin-1") + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 while s.recv(65536):
     pass
 EOF
 }
 HOSTILE='/api/0/version?x="a\b"c'
 
-run_serve json --log-format json
+run_serve json --log-format json --data-dir "$T/data dir"
 curl -s -o /dev/null "http://127.0.0.1:$PORT/api/0/version"
 raw_get "$HOSTILE"
+METHOD='X"=level=error' raw_get /api/0/version # the method is the client's too
 curl -s -o /dev/null --data-binary 'not a profile' "http://127.0.0.1:$PORT/api/0/profiles?service=a&type=cpu"
 sleep 0.2
+stop_serve
+# a tokens file whose error quotes a name (reloaded with a mistake on SIGHUP)
+TOK=$(printf '%040d' 7)
+printf '%s read alice\n' "$TOK" >"$T/tokens" && chmod 600 "$T/tokens"
+run_serve hup --log-format json --tokens "$T/tokens"
+printf '%s read alice\n%s write bob\n' "$TOK" "$TOK" >"$T/tokens"
+kill -HUP "$SPID"
+sleep 0.3
 stop_serve
 bad=$(while IFS= read -r l; do jq -e . >/dev/null 2>&1 <<<"$l" || echo "$l"; done <"$T/json.log")
 [ -z "$bad" ] && [ "$(wc -l <"$T/json.log")" -ge 6 ] && ok "json: every line of the log is a JSON object ($(wc -l <"$T/json.log") lines)" ||
@@ -45,19 +55,28 @@ bad=$(while IFS= read -r l; do jq -e . >/dev/null 2>&1 <<<"$l" || echo "$l"; don
 expect "json: the start line has its fields" "info 127.0.0.1:0" \
 	"$(jq -r 'select((.msg // "") | test("listening on port")) | "\(.level) \(.addr)"' "$T/json.log")"
 expect "json: a request line: method, uri, code" "GET /api/0/version 200" \
-	"$(jq -r 'select(.uri == "/api/0/version") | "\(.method) \(.uri) \(.code)"' "$T/json.log")"
+	"$(jq -r 'select(.uri == "/api/0/version" and .method == "GET") | "\(.method) \(.uri) \(.code)"' "$T/json.log")"
 expect "json: a hostile URI comes back as it was sent" "$HOSTILE" "$(jq -r 'select((.uri // "") | startswith("/api/0/version?")) | .uri' "$T/json.log")"
 expect "json: the refused upload" "400" "$(jq -r 'select(.method == "POST") | .code' "$T/json.log")"
 expect "json: the warning has its level" "warn" "$(jq -r 'select((.msg // "") | test("no --tokens")) | .level' "$T/json.log")"
+expect "json: a hostile method comes back as it was sent, the line's own level kept" 'X"=level=error 405 info' \
+	"$(jq -r 'select((.method // "") | startswith("X")) | "\(.method) \(.code) \(.level // "info")"' "$T/json.log")"
+expect "json: a data dir with a space is one value" "$T/data dir" \
+	"$(jq -r 'select((.msg // "") | test("listening on port")) | .data_dir' "$T/json.log")"
+expect "json: an error quoting a name is one value (SIGHUP, tokens)" "error|$T/tokens:2: the same token as \"alice\"" \
+	"$(jq -r 'select((.msg // "") | test("SIGHUP")) | "\(.level)|\(.error)"' "$T/hup.log")"
 expect "json: the shutdown" "stopped" "$(jq -r 'select(.msg == "stopped") | .msg' "$T/json.log")"
 
 run_serve plain
 raw_get "$HOSTILE"
+METHOD=$'X"=level=error\x01' raw_get /api/0/version
 sleep 0.2
 stop_serve
 if grep -q '^ts=[0-9T:.-]*Z level=info msg="profd .* listening on port' "$T/plain.log" &&
 	grep -Fq 'uri="/api/0/version?x=\"a\\b\"c"' "$T/plain.log"; then ok "logfmt (the default): quoted and escaped as before"
 else fail "logfmt" "$(head -c 600 "$T/plain.log")"; fi
+check "logfmt: a hostile method is quoted and escaped (a plain one is not)" \
+	grep -Fq 'method="X\"=level=error\x01" uri="/api/0/version"' "$T/plain.log"
 
 "$PROFD" serve --addr "127.0.0.1:$PORT" --data-dir "$T/data-warn" --log-level warn 2>"$T/warn.log" &
 SPID=$!
