@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 struct tok {
@@ -186,6 +187,13 @@ int pd_tokens_load(const char *path, struct pd_tokens **out, struct pd_err *err)
 	*out = NULL;
 	struct stat st;
 	FILE *f = fopen(path, "r");
+	if (!f && errno == EACCES)
+		return pd_errf(err, PD_EIO,
+			       "tokens file %s: %s: it must be readable by the user profd runs as (uid %u), mode 600: "
+			       "chown it to that user; under systemd's DynamicUser=yes give it with "
+			       "LoadCredential=tokens:%s and --tokens /run/credentials/profd.service/tokens "
+			       "(docs/operations.md)",
+			       path, strerror(EACCES), (unsigned)geteuid(), path);
 	if (!f)
 		return pd_errf(err, PD_EIO, "tokens file %s: %s", path, strerror(errno));
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077)) {

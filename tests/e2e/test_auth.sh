@@ -230,6 +230,15 @@ expect_exit "a tokens file readable by others: exit 1, says chmod 600" 1 'chmod 
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/d5" --tokens "$T/open"
 expect_exit "a tokens file that does not exist: exit 1, names it" 1 "tokens file $T/none: No such file" \
 	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/d6" --tokens "$T/none"
+# the systemd unit's user (DynamicUser) cannot read root's mode-600 file: say what to do
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	printf '%s read\n' "$A" >"$T/root.tok" && chmod 600 "$T/root.tok" && chmod 755 "$T" && mkdir -m 777 "$T/d7"
+	expect_exit "a tokens file its user cannot read: exit 1, says whose it must be and LoadCredential" 1 \
+		"tokens file $T/root.tok: Permission denied: it must be readable by the user profd runs as \\(uid 61234\\).*LoadCredential=tokens:" \
+		setpriv --reuid 61234 --regid 61234 --clear-groups "$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/d7" --tokens "$T/root.tok"
+else
+	ok "a tokens file its user cannot read # skip not root (setpriv)"
+fi
 start_server plain
 check "without --tokens: one warning at start" grep -q 'level=warn msg="no --tokens: anyone who can reach' "$SLOG"
 req GET /api/0/services ""
