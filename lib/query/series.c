@@ -1336,8 +1336,9 @@ int pd_series_compile_re(const char *param, const char *re_text, struct pd_selec
 
 static int put(struct pd_buf *b, const char *s) { return pd_buf_append(b, s, strlen(s)); }
 
-int pd_prom_escape_value(struct pd_buf *out, const char *s, size_t n)
+static int prom_escape(struct pd_buf *out, const char *s, size_t n, const char *special)
 {
+	(void)special;
 	size_t i = 0, from = 0;
 	int rc = 0;
 	for (; i < n && !rc; i++) {
@@ -1375,8 +1376,35 @@ static int influx_escape(struct pd_buf *out, const char *s, size_t n, const char
 	return rc ? rc : pd_buf_append(out, s + from, n - from);
 }
 
-int pd_influx_escape_tag(struct pd_buf *out, const char *s, size_t n) { return influx_escape(out, s, n, ", ="); }
-int pd_influx_escape_measurement(struct pd_buf *out, const char *s, size_t n) { return influx_escape(out, s, n, ", "); }
+typedef int escape_fn(struct pd_buf *out, const char *s, size_t n, const char *special);
+
+/* Prometheus' and InfluxDB's parsers refuse a whole scrape or batch for
+ * one invalid UTF-8 byte, and function names come from profiles, which
+ * nobody validates (Go's pprof does not either): each bad byte is written
+ * as U+FFFD, as Go reads it (utf8.DecodeRune, encoding/json). */
+static int escape_valid(escape_fn *esc, struct pd_buf *out, const char *s, size_t n, const char *special)
+{
+	size_t bad;
+	int rc = 0;
+	while (!rc && !pd_utf8_valid(s, n, &bad)) {
+		rc = esc(out, s, bad, special);
+		if (!rc)
+			rc = put(out, "\xef\xbf\xbd");
+		s += bad + 1;
+		n -= bad + 1;
+	}
+	return rc ? rc : esc(out, s, n, special);
+}
+
+int pd_prom_escape_value(struct pd_buf *out, const char *s, size_t n) { return escape_valid(prom_escape, out, s, n, ""); }
+int pd_influx_escape_tag(struct pd_buf *out, const char *s, size_t n)
+{
+	return escape_valid(influx_escape, out, s, n, ", =");
+}
+int pd_influx_escape_measurement(struct pd_buf *out, const char *s, size_t n)
+{
+	return escape_valid(influx_escape, out, s, n, ", ");
+}
 
 static bool name_ok_char(char c, bool first)
 {

@@ -193,7 +193,8 @@ int pd_series_influx(const struct pd_series_set *s, const struct pd_series_spec 
  * backslash; a backslash too where it would otherwise escape what follows
  * (before one of those, before a backslash, at the end); newline and CR
  * written as \n, \r (line protocol cannot carry them). Influx
- * measurement: the same with comma and space. */
+ * measurement: the same with comma and space. Invalid UTF-8 (both parsers
+ * refuse it) is written as U+FFFD per bad byte, as Go reads it. */
 int pd_prom_escape_value(struct pd_buf *out, const char *s, size_t n) PD_WUR;
 int pd_influx_escape_tag(struct pd_buf *out, const char *s, size_t n) PD_WUR;
 int pd_influx_escape_measurement(struct pd_buf *out, const char *s, size_t n) PD_WUR;

@@ -83,6 +83,12 @@ static void test_escape(void **state)
 	esc_is(pd_influx_escape_tag, "l1\nl2\r", "l1\\nl2\\r");
 	/* measurement: comma and space only */
 	esc_is(pd_influx_escape_measurement, "a b,c=d", "a\\ b\\,c=d");
+	/* invalid UTF-8 (a profile's function name): each bad byte U+FFFD, as Go
+	 * reads it; a valid multi-byte character kept; both parsers refuse the rest */
+	esc_is(pd_prom_escape_value, "a\xff\xfe\"b\xc3", "a\xef\xbf\xbd\xef\xbf\xbd\\\"b\xef\xbf\xbd");
+	esc_is(pd_prom_escape_value, "f\xc3\xa9\xe2\x82", "f\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd");
+	esc_is(pd_influx_escape_tag, "a \xed\xa0\x80,", "a\\ \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\\,");
+	esc_is(pd_influx_escape_measurement, "\x80", "\xef\xbf\xbd");
 }
 
 static void test_label_names(void **state)
