@@ -49,9 +49,8 @@ static int line_level(const char *line)
 	return PD_LOG_INFO;
 }
 
-static void json_str(struct pd_buf *b, const char *s, size_t n, int *bad)
+static void json_chars(struct pd_buf *b, const char *s, size_t n, int *bad)
 {
-	*bad = *bad || pd_buf_append(b, "\"", 1);
 	for (size_t i = 0; i < n && !*bad; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '"' || c == '\\')
@@ -61,6 +60,22 @@ static void json_str(struct pd_buf *b, const char *s, size_t n, int *bad)
 		else
 			*bad = pd_buf_append(b, &s[i], 1);
 	}
+}
+
+/* A JSON string: a client's bytes (a request line, a path) need not be
+ * UTF-8, and a log pipeline drops a line that is not: each bad byte is
+ * \ufffd, as Go's encoding/json writes it. */
+static void json_str(struct pd_buf *b, const char *s, size_t n, int *bad)
+{
+	size_t off;
+	*bad = *bad || pd_buf_append(b, "\"", 1);
+	while (!*bad && !pd_utf8_valid(s, n, &off)) {
+		json_chars(b, s, off, bad);
+		*bad = *bad || pd_buf_append(b, "\\ufffd", 6);
+		s += off + 1;
+		n -= off + 1;
+	}
+	json_chars(b, s, n, bad);
 	*bad = *bad || pd_buf_append(b, "\"", 1);
 }
 

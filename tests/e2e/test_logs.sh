@@ -38,6 +38,7 @@ run_serve json --log-format json --data-dir "$T/data dir"
 curl -s -o /dev/null "http://127.0.0.1:$PORT/api/0/version"
 raw_get "$HOSTILE"
 METHOD='X"=level=error' raw_get /api/0/version # the method is the client's too
+raw_get '/api/0/services?u=ÿþ' # sent as latin-1: the bytes ff fe, not UTF-8
 curl -s -o /dev/null --data-binary 'not a profile' "http://127.0.0.1:$PORT/api/0/profiles?service=a&type=cpu"
 sleep 0.2
 stop_serve
@@ -57,6 +58,16 @@ expect "json: the start line has its fields" "info 127.0.0.1:0" \
 expect "json: a request line: method, uri, code" "GET /api/0/version 200" \
 	"$(jq -r 'select(.uri == "/api/0/version" and .method == "GET") | "\(.method) \(.uri) \(.code)"' "$T/json.log")"
 expect "json: a hostile URI comes back as it was sent" "$HOSTILE" "$(jq -r 'select((.uri // "") | startswith("/api/0/version?")) | .uri' "$T/json.log")"
+expect "json: bytes that are not UTF-8 are U+FFFD, the line still UTF-8 JSON" "/api/0/services?u=\ufffd\ufffd" \
+	"$(python3 -c '
+import json, sys
+for l in open(sys.argv[1], "rb"):
+    try:
+        u = json.loads(l.decode("utf-8")).get("uri", "")
+    except ValueError as e:
+        print("not UTF-8 JSON:", e, l[:200]); continue
+    if u.startswith("/api/0/services?u="):
+        print(u.encode("ascii", "backslashreplace").decode())' "$T/json.log")"
 expect "json: the refused upload" "400" "$(jq -r 'select(.method == "POST") | .code' "$T/json.log")"
 expect "json: the warning has its level" "warn" "$(jq -r 'select((.msg // "") | test("no --tokens")) | .level' "$T/json.log")"
 expect "json: a hostile method comes back as it was sent, the line's own level kept" 'X"=level=error 405 info' \
