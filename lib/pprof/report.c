@@ -4,6 +4,7 @@
  */
 #include "report.h"
 #include "ptype.h"
+#include "../query/query.h" /* pd_regex: RE2 syntax, for drop_frames (pd_prune) */
 
 #include <inttypes.h>
 #include <math.h>
@@ -40,6 +41,128 @@ struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location
 }
 
 static uint32_t nframes(const struct pd_location *l) { return l->nlines ? l->nlines : 1; }
+
+/* ---- drop_frames (pprof's RemoveUninteresting) ------------------------------------ */
+
+/* pprof's simplifyFunc: a leading '.' (PPC ELF v1) dropped, and the name cut
+ * at its first '(' that does not begin "(anonymous namespace)" and is not in
+ * "operator()". */
+static struct pd_str simplify_func(struct pd_str f)
+{
+	static const char anon[] = "(anonymous namespace)", call[] = "operator()";
+	if (f.len && f.ptr[0] == '.')
+		f.ptr++, f.len--;
+	for (uint32_t i = 0; i < f.len;) {
+		if (f.len - i >= sizeof anon - 1 && !memcmp(f.ptr + i, anon, sizeof anon - 1))
+			i += sizeof anon - 1;
+		else if (f.len - i >= sizeof call - 1 && !memcmp(f.ptr + i, call, sizeof call - 1))
+			i += sizeof call - 1;
+		else if (f.ptr[i] == '(')
+			return (struct pd_str){f.ptr, i};
+		else
+			i++;
+	}
+	return f;
+}
+
+/* The profile's frames regex rx (drop_frames or keep_frames) compiled as Go
+ * does ("^(" rx ")$", so '.' does not match a newline); NULL when empty or
+ * when it does not compile (pprof then prunes nothing). */
+static struct pd_regex *frames_regex(const struct pd_profile *p, uint32_t rx, int *rc)
+{
+	struct pd_str r = rx < p->nstrings ? p->strings[rx] : (struct pd_str){"", 0};
+	*rc = 0;
+	if (!r.len || memchr(r.ptr, 0, r.len))
+		return NULL;
+	char *src = malloc((size_t)r.len + 8);
+	if (!src) {
+		*rc = PD_ENOMEM;
+		return NULL;
+	}
+	memcpy(src, "(?-s:", 5);
+	memcpy(src + 5, r.ptr, r.len);
+	memcpy(src + 5 + r.len, ")", 2);
+	struct pd_regex *re = NULL;
+	char why[8];
+	int c = pd_regex_compile(src, &re, why, sizeof why);
+	free(src);
+	if (c == PD_ENOMEM)
+		*rc = c;
+	return c ? NULL : re;
+}
+
+int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err *err)
+{
+	memset(pr, 0, sizeof *pr);
+	int rc = 0;
+	struct pd_regex *drop = frames_regex(p, p->drop_frames, &rc), *keep = NULL;
+	if (drop && !rc)
+		keep = frames_regex(p, p->keep_frames, &rc);
+	int8_t *fm = NULL; /* per function: -1 not yet, 0 kept, 1 dropped */
+	if (!drop || rc)
+		goto out;
+	pr->line0 = calloc((size_t)p->nlocations + 1, sizeof *pr->line0);
+	pr->how = calloc((size_t)p->nlocations + 1, 1);
+	fm = malloc((size_t)p->nfunctions + 1);
+	if (!pr->line0 || !pr->how || !fm) {
+		rc = PD_ENOMEM;
+		goto out;
+	}
+	memset(fm, -1, (size_t)p->nfunctions + 1);
+	for (uint32_t li = 0; li < p->nlocations; li++) {
+		const struct pd_location *l = &p->locations[li];
+		/* the outermost line whose function is dropped, as Prune scans */
+		for (uint32_t j = l->nlines; j-- > 0;) {
+			uint32_t f = l->lines[j].function;
+			if (f >= p->nfunctions)
+				continue;
+			if (fm[f] < 0) {
+				struct pd_str nm = p->strings[p->functions[f].name];
+				fm[f] = 0;
+				if (nm.len) {
+					struct pd_str sn = simplify_func(nm);
+					fm[f] = pd_regex_match(drop, sn.ptr, sn.len) == 1 &&
+						(!keep || pd_regex_match(keep, sn.ptr, sn.len) != 1);
+				}
+			}
+			if (fm[f] == 1) {
+				pr->how[li] = j == l->nlines - 1 ? 2 : 1;
+				pr->line0[li] = j == l->nlines - 1 ? 0 : j + 1;
+				pr->on = true;
+				break;
+			}
+		}
+	}
+out:
+	free(fm);
+	pd_regex_free(drop);
+	pd_regex_free(keep);
+	if (rc || !pr->on)
+		pd_prune_free(pr);
+	return rc ? pd_errf(err, rc, "out of memory") : 0;
+}
+
+uint32_t pd_prune_leaf(const struct pd_prune *pr, const struct pd_sample *s)
+{
+	if (!pr->on)
+		return 0;
+	bool user = false; /* pprof keeps frames above the first one of the program's own */
+	for (uint32_t k = s->nlocs; k-- > 0;) {
+		uint8_t h = pr->how[s->locs[k]];
+		if (!h)
+			user = true;
+		else if (user)
+			return h == 2 ? k + 1 : k;
+	}
+	return 0;
+}
+
+void pd_prune_free(struct pd_prune *pr)
+{
+	free(pr->line0);
+	free(pr->how);
+	memset(pr, 0, sizeof *pr);
+}
 
 /* ---- top ------------------------------------------------------------------ */
 
@@ -143,6 +266,9 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 	size_t ne = 0, ecap = 0;
 	struct pd_hidx eidx = {0};
 	int rc = PD_ENOMEM;
+	struct pd_prune pr;
+	if (pd_prune_init(p, &pr, err))
+		return PD_ENOMEM;
 	out->arena = pd_arena_new(64 * 1024);
 	if (!out->arena || pd_hidx_init(&ns.idx, 1024) || pd_hidx_init(&eidx, 4096))
 		goto out;
@@ -156,10 +282,11 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 		out->total = pd_wadd(out->total, v);
 		if (v == 0)
 			continue;
-		uint32_t parent = UINT32_MAX;
-		for (uint32_t k = s->nlocs; k-- > 0;) {
+		uint32_t parent = UINT32_MAX, k0 = pd_prune_leaf(&pr, s);
+		for (uint32_t k = s->nlocs; k-- > k0;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
-			for (uint32_t j = nframes(l); j-- > 0;) {
+			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
+			for (uint32_t j = nframes(l); j-- > j0;) {
 				struct node *n = node_get(&ns, pd_frame_name(p, l, j, out->arena, true));
 				if (!n)
 					goto out;
@@ -168,7 +295,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 					n->stamp = i + 1;
 					n->cum = pd_wadd(n->cum, v);
 				}
-				if (k == 0 && j == 0)
+				if (k == k0 && j == j0)
 					n->flat = pd_wadd(n->flat, v);
 				if (parent != UINT32_MAX && parent != ni) {
 					bool inl = j != nframes(l) - 1;
@@ -207,6 +334,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 	qsort(out->rows, out->n, sizeof *out->rows, by_cum ? cmp_cum : cmp_flat);
 	rc = 0;
 out:
+	pd_prune_free(&pr);
 	free(ns.v);
 	free(ev);
 	pd_hidx_free(&ns.idx);
@@ -282,8 +410,9 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 	struct folds fs = {0};
 	struct pd_buf line = PD_BUF_INIT(0);
 	struct pd_arena *a = pd_arena_new(256 * 1024);
+	struct pd_prune pr = {0}; /* drop_frames, cut as pd_top_compute cuts them */
 	int rc = PD_ENOMEM;
-	if (!a || pd_hidx_init(&fs.idx, 1024))
+	if (!a || pd_hidx_init(&fs.idx, 1024) || pd_prune_init(p, &pr, err))
 		goto out;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];
@@ -292,9 +421,11 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 			continue;
 		line.len = 0;
 		/* root first: walk locations and their lines backwards */
-		for (uint32_t k = s->nlocs; k-- > 0;) {
+		uint32_t k0 = pd_prune_leaf(&pr, s);
+		for (uint32_t k = s->nlocs; k-- > k0;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
-			for (uint32_t j = nframes(l); j-- > 0;) {
+			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
+			for (uint32_t j = nframes(l); j-- > j0;) {
 				struct pd_str nm = pd_frame_name(p, l, j, a, false);
 				if ((line.len && pd_buf_append(&line, ";", 1)) || pd_buf_append(&line, nm.ptr, nm.len))
 					goto out;
@@ -334,6 +465,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 	}
 	rc = 0;
 out:
+	pd_prune_free(&pr);
 	free(fs.v);
 	pd_hidx_free(&fs.idx);
 	pd_buf_free(&line);

@@ -28,9 +28,38 @@ struct pd_top {
 	struct pd_arena *arena;  /* owns rows and synthesized names */
 };
 
+/*
+ * What `go tool pprof` cuts from every sample before it shows a view: its
+ * RemoveUninteresting, profile.Prune with the profile's drop_frames and
+ * keep_frames (legacy C++/Java profiles, and protobuf profiles made from
+ * them, carry the allocator's or the profiler's own frames there). A frame
+ * whose function name (simplified: up to its first '(') matches drop_frames
+ * as a whole, and not keep_frames, is cut with every frame below it (leafward)
+ * from each sample that has a frame of its own above it; the innermost lines
+ * of a location down to the matching one are cut from the location in every
+ * sample. Without drop_frames (Go's own profiles) nothing is cut. A regex that
+ * does not compile cuts nothing, as in pprof. Views walk a sample from its
+ * root down to location pd_prune_leaf() and, in each location l, to line
+ * pd_prune_line0(l) instead of 0. Caller frees with pd_prune_free.
+ */
+struct pd_prune {
+	uint32_t *line0; /* per location: its innermost line kept */
+	uint8_t *how;    /* per location: 0 kept, 1 lines cut (prune beneath), 2 matched whole */
+	bool on;
+};
+int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err *err) PD_WUR;
+/* Index in s->locs of the sample's leaf once pruned (0: nothing cut). */
+uint32_t pd_prune_leaf(const struct pd_prune *pr, const struct pd_sample *s);
+static inline uint32_t pd_prune_line0(const struct pd_prune *pr, uint32_t loc)
+{
+	return pr->on ? pr->line0[loc] : 0;
+}
+void pd_prune_free(struct pd_prune *pr);
+
 /* Flat/cum per function for sample index si, as pprof's graph computes it
  * (a function counts once per sample in cum; a frame without function is
- * "[binary]" or "<unknown>"; inlined = every call edge into it was inlined). Sorted like `pprof -top`
+ * "[binary]" or "<unknown>"; inlined = every call edge into it was inlined;
+ * frames cut by drop_frames as pd_prune says). Sorted like `pprof -top`
  * (by |flat|, then name, then |cum|) or, with by_cum, by |cum| then name. */
 int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out,
 		   struct pd_err *err) PD_WUR;
@@ -48,7 +77,8 @@ struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location
 			    bool pprof_style);
 
 /* Collapsed stacks ("root;...;leaf value\n"), aggregated and sorted,
- * appended to out. Samples with value 0 are omitted. */
+ * appended to out, frames cut by drop_frames as pd_prune says. Samples with
+ * value 0 are omitted. */
 int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struct pd_err *err) PD_WUR;
 
 /* Format v of the given unit exactly as pprof's text reports do

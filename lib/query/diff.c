@@ -315,7 +315,10 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 	uint32_t *parent_of = malloc((f->n + 1) * sizeof *parent_of), *other_of = malloc((f->n + 1) * sizeof *other_of);
 	struct pd_hidx h = {0};
 	struct pd_arena *names = pd_arena_new(4096);
+	struct pd_prune pr = {0}; /* as pd_flame_build cut the samples */
 	rc = PD_ENOMEM;
+	if (pd_prune_init(d, &pr, err))
+		goto out;
 	out->base = pd_arena_calloc(f->arena, f->n, sizeof *out->base);
 	out->base_self = pd_arena_calloc(f->arena, f->n, sizeof *out->base);
 	out->target = pd_arena_calloc(f->arena, f->n, sizeof *out->base);
@@ -355,9 +358,11 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 		uint32_t cur = 0, depth = 0;
 		bool in_other = false;
 		val[0] = pd_wadd(val[0], v);
-		for (uint32_t k = s->nlocs; k-- > 0 && depth < PD_FLAME_MAX_DEPTH && !in_other;) {
+		uint32_t k0 = pd_prune_leaf(&pr, s);
+		for (uint32_t k = s->nlocs; k-- > k0 && depth < PD_FLAME_MAX_DEPTH && !in_other;) {
 			const struct pd_location *l = &d->locations[s->locs[k]];
-			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
+			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
+			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > j0 && depth < PD_FLAME_MAX_DEPTH;) {
 				struct kidkey kk = {f, cur, parent_of, pd_frame_name(d, l, j, names, true)};
 				uint32_t c = pd_hidx_find(&h, pd_hash(kk.name.ptr, kk.name.len, cur), kid_eq, &kk);
 				if (c == UINT32_MAX) {
@@ -378,6 +383,7 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 	}
 	rc = 0;
 out:
+	pd_prune_free(&pr);
 	free(parent_of);
 	free(other_of);
 	pd_hidx_free(&h);

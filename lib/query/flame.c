@@ -120,9 +120,10 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 		max_nodes = 1;
 	struct tree t = {0};
 	uint32_t *heap = NULL, *cstart = NULL, *clist = NULL, *fill = NULL;
+	struct pd_prune pr = {0}; /* drop_frames, as pprof's views cut them */
 	int rc = PD_ENOMEM;
 	out->arena = pd_arena_new(64 * 1024);
-	if (!out->arena || pd_hidx_init(&t.idx, 1024))
+	if (!out->arena || pd_hidx_init(&t.idx, 1024) || pd_prune_init(p, &pr, err))
 		goto out;
 	if (pd_grow((void **)&t.v, &t.cap, 1, sizeof *t.v))
 		goto out;
@@ -136,9 +137,11 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 			continue;
 		uint32_t cur = 0, depth = 0;
 		t.v[0].value = pd_wadd(t.v[0].value, v);
-		for (uint32_t k = s->nlocs; k-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
+		uint32_t k0 = pd_prune_leaf(&pr, s);
+		for (uint32_t k = s->nlocs; k-- > k0 && depth < PD_FLAME_MAX_DEPTH;) {
 			const struct pd_location *l = &p->locations[s->locs[k]];
-			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > 0 && depth < PD_FLAME_MAX_DEPTH;) {
+			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
+			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > j0 && depth < PD_FLAME_MAX_DEPTH;) {
 				struct pd_str nm = pd_frame_name(p, l, j, out->arena, true);
 				uint32_t c = child(&t, cur, nm);
 				if (c == UINT32_MAX)
@@ -223,6 +226,7 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 	out->n = total;
 	rc = 0;
 out:
+	pd_prune_free(&pr);
 	free(t.v);
 	pd_hidx_free(&t.idx);
 	free(heap);

@@ -113,8 +113,9 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 	size_t nslots = 0, cslots = 0;
 	struct pd_arena *a = pd_arena_new(16 * 1024);
 	int64_t gflat = 0, gcum = 0; /* !by_function: the group sums */
+	struct pd_prune pr = {0}; /* drop_frames: what pd_top_compute cuts, cut here too */
 	int rc = PD_ENOMEM;
-	if (!loff || !a || pd_hidx_init(&f.idx, 1024))
+	if (!loff || !a || pd_hidx_init(&f.idx, 1024) || pd_prune_init(p, &pr, err))
 		goto out;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];
@@ -123,7 +124,8 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 		if (v == 0)
 			continue;
 		bool any = false;
-		for (uint32_t k = 0; k < s->nlocs; k++) {
+		uint32_t k0 = pd_prune_leaf(&pr, s);
+		for (uint32_t k = k0; k < s->nlocs; k++) {
 			uint32_t li = s->locs[k];
 			const struct pd_location *l = &p->locations[li];
 			uint32_t nf = l->nlines ? l->nlines : 1;
@@ -140,11 +142,12 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 				nslots += nf;
 			}
 			const uint32_t *ls = slots + loff[li] - 1;
-			for (uint32_t j = 0; j < nf; j++) {
+			uint32_t j0 = pd_prune_line0(&pr, li);
+			for (uint32_t j = j0; j < nf; j++) {
 				struct sfn *e = &f.v[ls[j]];
 				if (!e->match)
 					continue;
-				if (k == 0 && j == 0) {
+				if (k == k0 && j == j0) {
 					e->flat = pd_wadd(e->flat, v);
 					gflat = pd_wadd(gflat, v);
 				}
@@ -162,9 +165,10 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 	if (!by_function)
 		rc = fn(ctx, (struct pd_str){NULL, 0}, gflat, gcum);
 	for (size_t i = 0; by_function && !rc && i < f.n; i++)
-		if (f.v[i].match)
+		if (f.v[i].match && f.v[i].stamp) /* stamp: in a sample, not only in lines drop_frames cut */
 			rc = fn(ctx, f.v[i].name, f.v[i].flat, f.v[i].cum);
 out:
+	pd_prune_free(&pr);
 	free(loff);
 	free(slots);
 	free(f.v);

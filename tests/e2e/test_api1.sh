@@ -401,6 +401,54 @@ else
 	fail "merge format=top, negative values" "post $code; got '$got'; go tool pprof -top: '$want_pct'"
 fi
 
+# a profile with drop_frames/keep_frames (as legacy C++/Java profiles and protobuf profiles made from them carry):
+# go tool pprof prunes those frames before every view (RemoveUninteresting), so must top, series and flame graph
+python3 - "$T/drop.pb" <<'PY'
+import sys
+def vi(v):
+    o = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        o += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return o
+def f(n, p):  # length-delimited field n
+    return vi(n << 3 | 2) + vi(len(p)) + p
+def u(n, v):  # varint field n
+    return vi(n << 3) + vi(v)
+strs = [b""]
+def s(x):
+    x = x.encode()
+    if x not in strs:
+        strs.append(x)
+    return strs.index(x)
+fns = ["main", "user.Alloc", "tcmalloc::Alloc", "malloc", "user.Other", "operator new(unsigned long)", "user.Inl",
+       "user.X", "runtime.panic", "user.P", "runtime.mallocgc", "user.Q", ".malloc(unsigned long)", "user.R"]
+b = f(1, u(1, s("samples")) + u(2, s("count"))) + f(1, u(1, s("cpu")) + u(2, s("nanoseconds")))
+for st, v in [([3, 4, 2, 1], 100), ([4, 5, 1], 50), ([4, 1], 10), ([6, 1], 7), ([4], 3), ([8, 4, 1], 5),
+              ([9, 10, 1], 1000), ([11, 12, 1], 2000), ([13, 14, 1], 4000)]:
+    b += f(2, f(1, b"".join(vi(x) for x in st)) + f(2, vi(1) + vi(v)))
+for i in range(1, len(fns) + 1):
+    lines = f(4, u(1, 6) + u(2, 1)) + f(4, u(1, 7) + u(2, 2)) if i == 6 else f(4, u(1, i) + u(2, 1))
+    b += f(4, u(1, i) + u(3, 0x100 * i) + lines)
+    b += f(5, u(1, i) + u(2, s(fns[i - 1])) + u(4, s("f.go")))
+b += u(7, s(r"malloc|tcmalloc::.*|operator new.*|runtime\..*")) + u(8, s(r"runtime\.panic"))
+b += f(11, u(1, s("cpu")) + u(2, s("nanoseconds"))) + u(12, 10000000) + u(10, 10 ** 10)
+for x in strs:
+    b += f(6, x)
+open(sys.argv[1], "wb").write(b)
+PY
+code=$(curl -sS -o "$T/b" -w '%{http_code}' --data-binary @"$T/drop.pb" "$BASE/api/0/profiles?service=dropfr&type=cpu")
+pprof_rows "$T/drop.pb" -unit=ns >"$T/want"
+api top 'query=cpu{service="dropfr"}' "${W[@]}" n=1000 normalize=false
+jq -r '.body.rows[] | "\(.flat) \(.cum) \(.name)"' "$T/b" >"$T/got" 2>/dev/null
+[ "$code" = 200 ] || fail "setup: POST a profile with drop_frames" "$code"
+same_rows "top of a profile with drop_frames/keep_frames = go tool pprof -top (frames pruned as pprof prunes them)" "$T/want" "$T/got"
+api series 'query=cpu{service="dropfr"}' "${W[@]}" by=function step=24h normalize=false
+jq -r '.body.series[] | "\(.points[0][1]) \(.labels.function)"' "$T/b" 2>/dev/null | LC_ALL=C sort >"$T/got"
+awk '{ print $1, $3 }' "$T/want" | LC_ALL=C sort >"$T/want.s"
+same_rows "series by=function of a profile with drop_frames = go tool pprof -top's flat" "$T/want.s" "$T/got"
+
 kill -TERM "$SPID"
 wait "$SPID"
 rc=$?

@@ -1080,6 +1080,106 @@ static void test_values_wrap_as_go(void **state)
 	pd_profile_free(p);
 }
 
+/* A profile with drop_frames/keep_frames (legacy C++ and Java heap, lock
+ * and CPU profiles carry the allocator's or profiler's frames there, and so
+ * do protobuf profiles made from them): go tool pprof prunes those frames
+ * (RemoveUninteresting) before -top, -traces and every other view; profd's
+ * top, folded stacks and flame graph counted them, so /api/1/top,
+ * /api/1/series and the merge's top disagreed with go tool pprof -top on the
+ * same file. Expected: go tool pprof -top and -traces (Go 1.19) of this
+ * profile. */
+static struct pd_profile *drop_frames_profile(void)
+{
+	static const char *const fn[] = {"main", "user.Alloc", "tcmalloc::Alloc", "malloc", "user.Other",
+					 "operator new(unsigned long)", "user.Inl", "user.X", "runtime.panic", "user.P",
+					 "runtime.mallocgc", "user.Q", ".malloc(unsigned long)", "user.R"};
+	struct pb p;
+	pb_init(&p);
+	pb_cpu_header(&p, 10);
+	tb_int(&p.b, PF_DROP_FRAMES, pb_s(&p, "malloc|tcmalloc::.*|operator new.*|runtime\\..*"));
+	tb_int(&p.b, PF_KEEP_FRAMES, pb_s(&p, "runtime\\.panic"));
+	for (uint64_t i = 1; i <= ARRAY_LEN(fn); i++) {
+		pb_function(&p, i, fn[i - 1], "f.go", 0);
+		if (i != 6)
+			pb_location1(&p, i, 0, 0x100 * i, i, 1);
+	}
+	struct tb_line inl[2] = {{6, 1, 0}, {7, 2, 0}}; /* operator new inlined into user.Inl */
+	tb_location(&p.b, 6, 0, 0x600, inl, 2, false);
+	static const struct {
+		uint64_t locs[4];
+		size_t n;
+		int64_t v;
+	} s[] = {
+		{{3, 4, 2, 1}, 4, 100}, /* main;user.Alloc;malloc;tcmalloc::Alloc: cut below user.Alloc */
+		{{4, 5, 1}, 3, 50},
+		{{4, 1}, 2, 10},        /* main;malloc: main's */
+		{{6, 1}, 2, 7},         /* the inlined operator new cut from its location */
+		{{4}, 1, 3},            /* nothing of the program's own above: kept */
+		{{8, 4, 1}, 3, 5},      /* below a dropped frame: main's */
+		{{9, 10, 1}, 3, 1000},  /* runtime.panic: kept (keep_frames) */
+		{{11, 12, 1}, 3, 2000}, /* runtime.mallocgc: dropped */
+		{{13, 14, 1}, 3, 4000}, /* ".malloc(unsigned long)" is "malloc" to drop_frames */
+	};
+	for (size_t i = 0; i < ARRAY_LEN(s); i++) {
+		int64_t v[2] = {1, s[i].v};
+		pb_sample(&p, s[i].locs, s[i].n, v, 2, NULL, 0);
+	}
+	struct pd_profile *d = pb_decode(&p);
+	pb_free(&p);
+	return d;
+}
+
+static void test_drop_frames_as_go(void **state)
+{
+	(void)state;
+	struct pd_profile *p = drop_frames_profile();
+	struct pd_top t;
+	struct pd_err err;
+	assert_int_equal(pd_top_compute(p, 1, false, &t, &err), 0);
+	assert_int_equal(t.n, 9);
+	expect_row(&t, 0, "user.R", 4000, 4000);
+	expect_row(&t, 1, "user.Q", 2000, 2000);
+	expect_row(&t, 2, "runtime.panic", 1000, 1000);
+	expect_row(&t, 3, "user.Alloc", 100, 100);
+	expect_row(&t, 4, "user.Other", 50, 50);
+	expect_row(&t, 5, "main", 15, 7172);
+	expect_row(&t, 6, "user.Inl", 7, 7);
+	expect_row(&t, 7, "malloc", 3, 3);
+	expect_row(&t, 8, "user.P", 0, 1000);
+	assert_int_equal(t.rows[6].inlined, PD_TOP_NOT_INLINED);
+	pd_top_free(&t);
+	struct pd_buf out = PD_BUF_INIT(0);
+	assert_int_equal(pd_folded(p, 1, &out, &err), 0);
+	assert_int_equal(pd_buf_append(&out, "", 1), 0);
+	assert_string_equal((const char *)out.ptr, "main 15\n"
+						   "main;user.Alloc 100\n"
+						   "main;user.Inl 7\n"
+						   "main;user.Other 50\n"
+						   "main;user.P;runtime.panic 1000\n"
+						   "main;user.Q 2000\n"
+						   "main;user.R 4000\n"
+						   "malloc 3\n");
+	pd_buf_free(&out);
+	pd_profile_free(p);
+	/* a drop_frames that does not compile prunes nothing, as in pprof */
+	struct pb b;
+	pb_init(&b);
+	pb_cpu_header(&b, 10);
+	tb_int(&b.b, PF_DROP_FRAMES, pb_s(&b, "malloc("));
+	pb_function(&b, 1, "main", "f.go", 0);
+	pb_function(&b, 2, "malloc", "f.go", 0);
+	pb_location1(&b, 1, 0, 0x100, 1, 1);
+	pb_location1(&b, 2, 0, 0x200, 2, 1);
+	int64_t v[2] = {1, 5};
+	pb_sample(&b, (const uint64_t[]){2, 1}, 2, v, 2, NULL, 0);
+	p = pb_decode(&b);
+	pb_free(&b);
+	assert_int_equal(pd_top_compute(p, 1, false, &t, &err), 0);
+	expect_row(&t, 0, "malloc", 5, 5);
+	pd_top_free(&t);
+	pd_profile_free(p);
+}
+
 /* The total `go tool pprof -top` takes percentages of (report.go's
  * computeTotal) is the sum of |v|, not of v: a delta profile (heap inuse
  * after ?seconds=N, `profd pprof delta`) has negative values, and with
@@ -1637,6 +1737,7 @@ int main(void)
 		cmocka_unit_test(test_fmt_value_like_pprof),
 		cmocka_unit_test(test_fmt_value_units_like_pprof),
 		cmocka_unit_test(test_report_total_as_go),
+		cmocka_unit_test(test_drop_frames_as_go),
 		cmocka_unit_test(test_percent_as_go),
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
