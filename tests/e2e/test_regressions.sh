@@ -135,6 +135,11 @@ expect "rollouts: a label with one value per service has no rollout" 0 "$n"
 api regressions "${Q[@]}" -d n=1000 >"$T/reg.json"
 jq -e '.code == 200' "$T/reg.json" >/dev/null || { fail "regressions: 200" "$(head -c 600 "$T/reg.json")"; exit 1; }
 expect "regressions: rates of cpu are shares of the CPU time, the mode said" "share of CPU time" "$(jq -r '.body.rate_unit' "$T/reg.json")"
+# --help says what the answer says (it said "CPU: cores", the rate before it became a share)
+h=$("$PROFD" regressions --help 2>&1 | tr '\n' ' ')
+if [[ $h == *"CPU: its share of the CPU time"* && $h != *"CPU: cores"* ]]; then
+	ok "regressions --help: cpu rates are shares of the CPU time, as the answer's rate_unit"
+else fail "regressions --help: the cpu rate" "$(echo "$h" | grep -o 'on a rate.\{0,120\}')"; fi
 AUTH='.body.comparisons[] | select(.service=="auth")'
 first=$(jq -r "$AUTH | .rows[0].name" "$T/reg.json")
 expect "regressions: auth 1.0 -> 1.1: main.authStretchKey ranks first" main.authStretchKey "$first"
