@@ -316,6 +316,7 @@ int cmd_diff(int argc, char **argv)
 		json_dumpf(body, stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
+		pd_client_term_safe(body); /* names are the uploaders': no control bytes onto the terminal */
 	rc = print_table(&c, body, n);
 	}
 out:

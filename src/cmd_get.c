@@ -291,6 +291,7 @@ static int get_profiles(struct client *c, int out, long limit)
 		json_array_foreach(list, i, m)
 		{
 			if (out == OUT_TABLE) {
+				pd_client_term_safe(m); /* label values are the uploaders' */
 				char *lt = labels_text(json_object_get(m, "labels"));
 				const char *cols[] = {json_string_value(json_object_get(m, "id")),
 						      json_string_value(json_object_get(m, "type")),

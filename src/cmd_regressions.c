@@ -215,7 +215,8 @@ int cmd_regressions(int argc, char **argv)
 		putchar('\n');
 		json_decref(body);
 	} else {
-		fwrite(r.body.ptr, 1, r.body.len, stdout);
+		/* the server's table: names and versions are the uploaders' */
+		pd_client_term_write(stdout, (const char *)r.body.ptr, r.body.len);
 	}
 done:
 	free(sel);

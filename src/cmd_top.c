@@ -295,6 +295,8 @@ static int top_api1(struct client *c, const struct top_opts *o)
 		rc = EXIT_INPUT;
 		goto out;
 	}
+	if (!o->json) /* names are the uploaders': no control bytes onto the terminal */
+		pd_client_term_safe(body);
 	json_t *rows = json_object_get(body, "rows"), *svcs = json_object_get(body, "services");
 	if (!json_is_object(body) || !json_is_array(rows)) {
 		/* a 200 of another shape is not "no profiles" */

@@ -14,6 +14,8 @@
 
 #include <ctype.h>
 #include "../util/pdcurl.h"
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -281,6 +283,77 @@ int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd
 	*body = b ? json_incref(b) : json_null();
 	json_decref(j);
 	return 0;
+}
+
+/* s (n bytes) escaped for a terminal, newlines too unless lines; NULL if
+ * it needs nothing (or out of memory) */
+static char *term_escaped(const char *s, size_t n, bool lines)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (lines && c == '\n')
+			continue;
+		bad += c < 0x20 || c == 0x7f || (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+						 (unsigned char)s[i + 1] <= 0x9f);
+	}
+	char *o = bad && n < SIZE_MAX / 8 ? malloc(n + 6 * bad + 1) : NULL;
+	if (!o)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (lines && c == '\n') {
+			o[k++] = (char)c;
+		} else if (c == '\n' || c == '\t') {
+			o[k++] = '\\';
+			o[k++] = c == '\n' ? 'n' : 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			k += (size_t)sprintf(o + k, "\\x%02x", c);
+		} else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f) {
+			k += (size_t)sprintf(o + k, "\\u%04x", (unsigned char)s[++i]);
+		} else {
+			o[k++] = (char)c;
+		}
+	}
+	o[k] = 0;
+	return o;
+}
+
+void pd_client_term_safe(json_t *v)
+{
+	if (json_is_string(v)) {
+		char *e = term_escaped(json_string_value(v), json_string_length(v), false);
+		if (e)
+			json_string_set(v, e);
+		free(e);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(v, i, x)
+			pd_client_term_safe(x);
+	} else if (json_is_object(v)) {
+		const char *k;
+		json_t *x;
+		void *tmp;
+		json_object_foreach_safe(v, tmp, k, x)
+		{
+			pd_client_term_safe(x);
+			char *e = term_escaped(k, strlen(k), false);
+			if (e) { /* the escaped key in its place (a key the same once escaped: the later one kept) */
+				json_object_set(v, e, x);
+				json_object_del(v, k);
+			}
+			free(e);
+		}
+	}
+}
+
+void pd_client_term_write(FILE *f, const char *s, size_t n)
+{
+	char *e = term_escaped(s, n, true);
+	fwrite(e ? e : s, 1, e ? strlen(e) : n, f);
+	free(e);
 }
 
 void pd_client_error(const struct pd_client_resp *r, char *buf, size_t n)

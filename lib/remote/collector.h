@@ -81,6 +81,15 @@ void pd_client_resp_free(struct pd_client_resp *r);
 /* The "body" of a JSON envelope {"code":..,"body":..} (new reference;
  * NULL body = JSON null). PD_EINVAL naming what is wrong otherwise. */
 int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd_err *err) PD_WUR;
+/* For a terminal: every string of v (object keys too) that holds a
+ * control character (C0 with newline and tab, DEL, C1) gets it written as
+ * \n, \t, \xHH or \uHHHH. A function name or label value comes from
+ * whoever uploaded the profile: printed raw into a table, ESC sequences
+ * would retitle, clear or rewrite the reader's terminal, and a newline
+ * would forge rows. Tables only: JSON output escapes them already. */
+void pd_client_term_safe(json_t *v);
+/* Text (lines) for a terminal: as pd_client_term_safe, newlines kept. */
+void pd_client_term_write(FILE *f, const char *s, size_t n);
 /* One line for a non-2xx answer: the envelope's "error" if the answer is
  * JSON, else the first line of the body (control bytes dropped, at most
  * 200 bytes), else "no message". */

@@ -722,6 +722,34 @@ else
 	fail "profd --help lists get, merge, load, top" "$(head -c 600 "$T/o")"
 fi
 
+# ---- 5b. an uploader's strings on a terminal ---------------------------------------------
+# A function name and a label value with ESC sequences (retitle, clear the screen) and a
+# newline (a forged row): tables show them escaped, -o json gives them back as they are.
+TE=$'main.\e]0;pwn\a\e[2Jx\nforged'
+python3 "$ROOT/tests/e2e/hostile_prof.py" names "$T/term.pb.gz" "$TE" >/dev/null
+for v in 1 2; do
+	curl -s -o /dev/null --data-binary "@$T/term.pb.gz" \
+		"$URL/api/0/profiles?service=termesc&type=cpu&labels=version=$v%1b%5b31m"
+done
+esc_free() { # NAME WANT: the output has no control byte but newlines, and shows WANT
+	if ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$T/o" && grep -qF -- "$2" "$T/o"; then
+		ok "$1"
+	else
+		fail "$1" "$(head -c 600 "$T/o" | cat -v)"
+	fi
+}
+expect_ok "top: a hostile name" top --service termesc &&
+	esc_free "top: control bytes in a function name are escaped" 'main.\x1b]0;pwn\x07\x1b[2Jx\nforged'
+expect_ok "get profiles: a hostile label" get profiles --service termesc &&
+	esc_free "get profiles: control bytes in a label value are escaped" 'version=1\x1b[31m'
+expect_ok "diff: a hostile name" diff --base 'cpu{service="termesc",version="1\x1b[31m"}' \
+	--target 'cpu{service="termesc"}' &&
+	esc_free "diff: control bytes in a function name are escaped" 'main.\x1b]0;pwn'
+expect_ok "regressions: a hostile version" regressions --query 'cpu{service="termesc"}' &&
+	esc_free "regressions: control bytes in a version are escaped" '1\x1b[31m -> 2\x1b[31m'
+expect_ok "top -o json: a hostile name" top --service termesc -o json &&
+	expect "top -o json: the name as it was uploaded" "$TE" "$(jq -r '.rows[0].name' "$T/o")"
+
 # ---- 6. the kubectl plugin, make install, krew -----------------------------------------
 
 mkdir -p "$T/bin"
