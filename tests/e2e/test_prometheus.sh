@@ -53,11 +53,21 @@ python3 "$ROOT/tests/e2e/hostile_prof.py" names "$T/odd.pb.gz" 'main.odd' >/dev/
 code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$T/odd.pb.gz" \
 	"$URL/api/0/profiles?service=odd&type=cpu&created_at=$((H + 600))")
 [ "$code" = 200 ] || { fail "setup: upload odd cpu" "$code $(cat "$T/post")"; exit 1; }
+# a function name that is not UTF-8 (nothing validates a profile's strings; Go's pprof neither):
+# one bad label value and Prometheus refuses the whole scrape
+python3 "$ROOT/tests/e2e/hostile_prof.py" names "$T/utf8.pb.gz" $'main.bad\xff\xfe"' >/dev/null
+code=$(curl -s -o "$T/post" -w '%{http_code}' --data-binary "@$T/utf8.pb.gz" \
+	"$URL/api/0/profiles?service=utf8&type=cpu&created_at=$((H + 600))")
+[ "$code" = 200 ] || { fail "setup: upload utf8 cpu" "$code $(cat "$T/post")"; exit 1; }
 
 # ---- 1. the endpoint ------------------------------------------------------------------------
 code=$(curl -sS -o "$T/pm.txt" -w '%{http_code}' "$URL/metrics/profiles")
 expect "/metrics/profiles answers 200 with one service's cpu profiles not in nanoseconds" 200 "$code"
 check "/metrics/profiles passes promtool check metrics" promtool check metrics <"$T/pm.txt"
+curl -sS -G "$URL/api/1/series" --data-urlencode 'query=cpu{service="utf8"}' -d by=function -d format=prometheus \
+	-d from="$H" -d to=$((H + 3599)) -d step=3600 >"$T/u8.txt"
+check "/api/1/series?format=prometheus: a function name not UTF-8 passes promtool" promtool check metrics <"$T/u8.txt"
+expect "... its bad bytes are U+FFFD each" 1 "$(grep -c $'function="main.bad\xef\xbf\xbd\xef\xbf\xbd\\\\""' "$T/u8.txt")"
 gauge() { awk -v k="$1" '$1 == k {print $2}' "$T/pm.txt"; }
 api_total() { # TYPE SERVICE [unit=cores]: the window's total from /api/1/series
 	curl -sS -G "$URL/api/1/series" --data-urlencode "query=$1{service=\"$2\"}" -d from="$H" -d to=$((H + 3599)) \
@@ -77,8 +87,8 @@ done
 nfn=$(grep -c '^profd_profile_cpu_cores{service="auth",function="[^"]' "$T/pm.txt")
 expect "/metrics/profiles: auth's top 5 functions (--profile-metrics-top 5)" 5 "$nfn"
 expect "/metrics/profiles: the window's end" "$((H + 3600))" "$(gauge profd_profile_metrics_window_end_timestamp_seconds)"
-expect "/metrics/profiles: the service whose cpu cannot be in cores is left out and counted" "0 1" \
-	"$(grep -c 'service="odd"' "$T/pm.txt") $(gauge profd_profile_metrics_skipped_groups)"
+expect "/metrics/profiles: the services whose cpu cannot be in cores (odd, utf8) are left out and counted" "0 0 2" \
+	"$(grep -c 'service="odd"' "$T/pm.txt") $(grep -c 'service="utf8"' "$T/pm.txt") $(gauge profd_profile_metrics_skipped_groups)"
 check "/metrics/profiles: the service left out is logged with the reason" \
 	grep -q 'level=warn component=metrics .*left out: cpu{service=\\"odd\\"}: .*samples/count' "$T/serve.log"
 kill "$SPID" && wait "$SPID" 2>/dev/null
