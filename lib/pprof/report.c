@@ -522,13 +522,15 @@ static const struct unit *sniff(const struct unit *us, struct pd_str u)
 }
 
 /* pprof's measurement.Scale: |v| in from-unit converted to to_unit (NULL =
- * auto-scale); returns the unit name ("" for counts). */
+ * auto-scale); returns the unit name ("" for counts). MinInt64, whose
+ * negation wraps, is scaled as Go scales it: as itself, negative, which
+ * no unit fits, so it stays in the base unit ("-9223372036854775808B"). */
 static const char *scale(int64_t v, struct pd_str from_unit, const char *to_unit, double *out)
 {
 	static const struct unit *const tables[] = {mem_units, time_units};
 	static const char *const defname[] = {"B", "s"};
 	static const double defactor[] = {1, 1e9};
-	double val = v < 0 ? -(double)v : (double)v;
+	double val = v < 0 && v != INT64_MIN ? -(double)v : (double)v;
 	for (int t = 0; t < 2; t++) {
 		const struct unit *from = sniff(tables[t], from_unit);
 		if (!from)
@@ -567,7 +569,7 @@ const char *pd_fmt_value_to(char *buf, size_t n, int64_t v, struct pd_str unit, 
 {
 	double val;
 	const char *uname = scale(v, unit, to_unit, &val);
-	if (v < 0)
+	if (v < 0 && v != INT64_MIN) /* scale kept MinInt64's sign */
 		val = -val;
 	char num[64];
 	snprintf(num, sizeof num, "%.2f", val);
@@ -589,10 +591,12 @@ const char *pd_fmt_value(char *buf, size_t n, int64_t v, struct pd_str unit)
 const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit, char *buf, size_t n)
 {
 	int64_t minv = 0, maxv = t->total;
+	/* pprof's int64 arithmetic, wrapping: abs64(MinInt64) stays negative
+	 * (a wrapped heap scaling or sum), minValue*100 may wrap */
 	for (size_t i = 0; i < nrows && i < t->n; i++) {
-		int64_t m = t->rows[i].flat < 0 ? -t->rows[i].flat : t->rows[i].flat;
+		int64_t m = pd_wabs(t->rows[i].flat);
 		if (m == 0)
-			m = t->rows[i].cum < 0 ? -t->rows[i].cum : t->rows[i].cum;
+			m = pd_wabs(t->rows[i].cum);
 		if (m > 0 && (minv == 0 || m < minv))
 			minv = m;
 	}
@@ -601,8 +605,9 @@ const char *pd_top_unit(const struct pd_top *t, size_t nrows, struct pd_str unit
 	double d;
 	const char *minu = scale(minv, unit, NULL, &d), *maxu = scale(maxv, unit, NULL, &d);
 	const char *u = minu;
-	if (strcmp(minu, maxu) != 0 && minv * 100 < maxv)
-		u = scale(100 * minv, unit, NULL, &d);
+	int64_t min100 = (int64_t)((uint64_t)minv * 100);
+	if (strcmp(minu, maxu) != 0 && min100 < maxv)
+		u = scale(min100, unit, NULL, &d);
 	if (*u)
 		snprintf(buf, n, "%s", u);
 	else

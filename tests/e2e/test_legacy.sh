@@ -256,3 +256,30 @@ head -c 200 "$L/heap.pb.gz" | gzip -dc 2>/dev/null | head -c 150 >"$N/trunc.pb"
 # string table is missing)
 expect_exit "truncated protobuf: still a protobuf error" 1 'offset|truncated|string_table' profd pprof info "$N/trunc.pb"
 no_sanitizer "no sanitizer reports" "$T/serve.log"
+
+# ---- 5. huge values ----------------------------------------------------------------------
+# Counts near 2^63: heap sampling-rate scaling and contention scaling that
+# overflow (Go's int64(f) gives MinInt64), sums that wrap, a stack repeated
+# with values that wrap to opposite signs. `profd pprof top` of each file
+# prints what `go tool pprof -top` prints of it (go tool pprof merges even
+# one source: pprof's total is the sum of |value| over the merged samples),
+# for every sample index; but the "Showing" line, which profd words apart.
+H=$T/huge
+mkdir -p "$H"
+M=9223372036854775807
+printf 'heap profile: 3: 3 [3: 3] @ heap/1048576\n1: %s [1: %s] @ 0x1 0x2\n1: %s [1: %s] @ 0x1 0x3\n1: %s [1: %s] @ 0x4\n' \
+	$M $M $M $M $M $M >"$H/heap-scale-overflow"
+printf 'heap profile: 3: 3 [3: 3] @ heap/1048576\n1: 4611686018427387904 [1: 4611686018427387904] @ 0x1 0x2\n1: 4611686018427387904 [1: 4611686018427387903] @ 0x1 0x3\n' >"$H/heap-sum-wraps"
+for f in "$H"/*; do
+	n=${f##*/}
+	"$ORACLE" check "$f" >/dev/null 2>&1 || { fail "huge $n" "the oracle refuses it"; continue; }
+	for i in 0 1; do
+		# (no -nodecount: with one, pprof's makeNodeSet drops a node whose
+		# cum is MinInt64, as |MinInt64| < 0; without, -top shows all)
+		go_pprof -top -nodefraction=0 -edgefraction=0 -sample_index=$i "$f" | grep -v '^Main binary filename\|^Showing' >"$T/.ga"
+		grep -q 'outside the range' "$T/.ga" && continue
+		profd pprof top -n 0 -i $i "$f" >"$T/.gb" 2>&1
+		grep -v '^Showing' "$T/.gb" >"$T/.gc"
+		same_output "huge $n: profd pprof top -i $i = go tool pprof -top" "$T/.ga" "$T/.gc"
+	done
+done
