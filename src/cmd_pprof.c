@@ -129,14 +129,24 @@ static void *run_merge(void *arg)
 	return NULL;
 }
 
-/* Decode and merge all inputs into *out. One input is decoded as is (no
- * re-numbering), so `info`/`top` of one file show it exactly. */
+/* Decode and merge all inputs into *out. One input is merged too (compacted),
+ * as go tool pprof merges even one source: samples of one stack and labels
+ * become one (so pprof's total, a sum of |value| per sample, is the same
+ * when their values differ in sign or wrap) and samples whose values are
+ * all zero go. */
 static int load_merged(const char *cmd, const struct inputs *in, struct pd_profile **out)
 {
 	struct pd_err err = {0};
 	*out = NULL;
 	if (in->n == 1) {
-		if (pd_pprof_decode_file(in->files[0], NULL, out, &err)) {
+		struct pd_profile *p;
+		if (pd_pprof_decode_file(in->files[0], NULL, &p, &err)) {
+			cli_error("%s: %s", cmd, err.msg);
+			return EXIT_INPUT;
+		}
+		int rc = pd_pprof_compact(p, out, &err);
+		pd_profile_free(p);
+		if (rc) {
 			cli_error("%s: %s", cmd, err.msg);
 			return EXIT_INPUT;
 		}
@@ -351,17 +361,6 @@ static int pprof_merge(int argc, char **argv)
 	int rc = load_merged("pprof merge", &in, &p);
 	if (rc)
 		return rc;
-	if (in.n == 1) { /* one input: still compact it, as pprof does */
-		struct pd_profile *q;
-		struct pd_err err = {0};
-		if (pd_pprof_compact(p, &q, &err)) {
-			cli_error("pprof merge: %s", err.msg);
-			pd_profile_free(p);
-			return EXIT_INPUT;
-		}
-		pd_profile_free(p);
-		p = q;
-	}
 	struct pd_buf out = PD_BUF_INIT(0);
 	struct pd_err err = {0};
 	rc = EXIT_OK;

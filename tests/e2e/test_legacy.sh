@@ -270,6 +270,8 @@ M=9223372036854775807
 printf 'heap profile: 3: 3 [3: 3] @ heap/1048576\n1: %s [1: %s] @ 0x1 0x2\n1: %s [1: %s] @ 0x1 0x3\n1: %s [1: %s] @ 0x4\n' \
 	$M $M $M $M $M $M >"$H/heap-scale-overflow"
 printf 'heap profile: 3: 3 [3: 3] @ heap/1048576\n1: 4611686018427387904 [1: 4611686018427387904] @ 0x1 0x2\n1: 4611686018427387904 [1: 4611686018427387903] @ 0x1 0x3\n' >"$H/heap-sum-wraps"
+printf -- '--- contention:\ncycles/second=1\nsampling period=1000000000\n%s %s @ 0x1 0x2\n%s %s @ 0x1 0x2\n' $M $M $M $M >"$H/contention-scale-overflow"
+printf 'goroutine profile: total 3\n%s @ 0x1 0x2\n%s @ 0x1 0x2\n5 @ 0x7\n' $M $M >"$H/goroutine-repeated-stack-wraps"
 for f in "$H"/*; do
 	n=${f##*/}
 	"$ORACLE" check "$f" >/dev/null 2>&1 || { fail "huge $n" "the oracle refuses it"; continue; }
