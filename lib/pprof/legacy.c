@@ -1592,6 +1592,11 @@ static int parse_count(struct lb *b, struct scan *sc)
 			}
 		}
 		int64_t n;
+		if (!ok && e > 0 && trim(l.ptr + e, l.len - e).len == 1 && l.ptr[e] == ' ' && l.ptr[e + 1] == '@')
+			return lerr(b, PD_EINVAL,
+				    "malformed line \"%.*s\": a count without a stack, as Go's threadcreate?debug=1 "
+				    "writes them, which go tool pprof refuses too; fetch it with debug=0 (protobuf)",
+				    (int)(l.len > 100 ? 100 : l.len), l.ptr);
 		if (!ok)
 			return lerr(b, PD_EINVAL, "malformed line (want \"N @ 0x... 0x...\"): %.*s", (int)(l.len > 100 ? 100 : l.len),
 				    l.ptr);
@@ -2505,12 +2510,26 @@ static const uint8_t *skip_space(const uint8_t *buf, size_t len, size_t *n)
 	return buf + i;
 }
 
+/* A Go execution trace (runtime/trace, /debug/pprof/trace): its 16-byte
+ * header "go 1.N trace" padded with NULs, since Go 1.5. */
+static bool is_go_trace(const uint8_t *p, size_t n)
+{
+	if (n < 16 || memcmp(p, "go 1.", 5))
+		return false;
+	size_t i = 5;
+	while (i < 16 && is_digit((char)p[i]))
+		i++;
+	return i > 5 && i + 7 <= 16 && !memcmp(p + i, " trace", 6) && p[i + 6] == 0;
+}
+
 int pd_pprof_body_kind(const uint8_t *buf, size_t len)
 {
 	if (!len)
 		return PD_BODY_EMPTY;
 	if (pd_is_gzip(buf, len))
 		return PD_BODY_GZIP;
+	if (is_go_trace(buf, len))
+		return PD_BODY_TRACE;
 	if (!looks_text(buf, len))
 		return PD_BODY_BINARY;
 	size_t n;
@@ -2538,6 +2557,7 @@ const char *pd_pprof_describe_body(const uint8_t *buf, size_t len, char *out, si
 	static const char *const what[] = {
 		[PD_BODY_SPACE] = "white space", [PD_BODY_HTML] = "an HTML page", [PD_BODY_JSON] = "JSON",
 		[PD_BODY_TEXT] = "text",         [PD_BODY_GZIP] = "gzip data",    [PD_BODY_BINARY] = "binary data",
+		[PD_BODY_TRACE] = "a Go execution trace",
 	};
 	int k = pd_pprof_body_kind(buf, len);
 	if (k == PD_BODY_EMPTY)
@@ -2547,6 +2567,20 @@ const char *pd_pprof_describe_body(const uint8_t *buf, size_t len, char *out, si
 	else
 		snprintf(out, cap, "%s (%zu bytes)", what[k], len);
 	return out;
+}
+
+/* /debug/pprof/cmdline's answer of more than one argument: os.Args joined
+ * by NUL bytes; text otherwise (no line breaks, no empty argument first,
+ * no other control bytes). */
+static bool is_cmdline(const uint8_t *p, size_t n)
+{
+	if (n < 3 || n > 65536 || p[0] == 0 || !memchr(p, 0, n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0 && (p[i] < 0x20 || p[i] == 0x7f))
+			return false;
+	size_t bad;
+	return pd_utf8_valid(p, n, &bad);
 }
 
 /* pd_legacy_refuse; quotes: the message may show the input's first bytes. */
@@ -2572,7 +2606,18 @@ static int refuse(const uint8_t *buf, size_t len, bool quotes, struct pd_err *er
 			       PD_PPROF_REFUSED "the body is a goroutine dump (debug=2: stack traces of every "
 						"goroutine), which no profile parser reads; fetch /debug/pprof/goroutine "
 						"with debug=0 (protobuf) or debug=1");
+	case PD_BODY_TRACE:
+		return pd_errf(err, PD_EINVAL,
+			       PD_PPROF_REFUSED "the body is a Go execution trace (%zu bytes, from /debug/pprof/trace or "
+						"runtime/trace), which go tool trace reads, not a profile; fetch "
+						"/debug/pprof/profile for a CPU profile",
+			       len);
 	case PD_BODY_TEXT: {
+		if (n > 13 && !memcmp(p, "num_symbols: ", 13))
+			return pd_errf(err, PD_EINVAL,
+				       PD_PPROF_REFUSED "the body is /debug/pprof/symbol's answer (%zu bytes, "
+							"\"num_symbols: ...\"), a symbol lookup, not a profile",
+				       len);
 		if (!quotes)
 			return pd_errf(err, PD_EINVAL,
 				       PD_PPROF_REFUSED "the body is text (%zu bytes) in none of the profile formats", len);
@@ -2587,6 +2632,11 @@ static int refuse(const uint8_t *buf, size_t len, bool quotes, struct pd_err *er
 	}
 	if (len == 1 && buf[0] == 0x1f)
 		return pd_errf(err, PD_EINVAL, PD_PPROF_REFUSED "1 byte, 1f: a truncated gzip file?");
+	if (is_cmdline(buf, len))
+		return pd_errf(err, PD_EINVAL,
+			       PD_PPROF_REFUSED "the body is a command line, arguments separated by NUL bytes (%zu "
+						"bytes), as /debug/pprof/cmdline answers, not a profile",
+			       len);
 	if (!quotes)
 		return pd_errf(err, PD_EINVAL,
 			       PD_PPROF_REFUSED "the body is binary data (%zu bytes) that is neither protobuf nor a "
@@ -2658,14 +2708,17 @@ int pd_legacy_fallback(const uint8_t *raw, size_t len, const struct pd_pprof_lim
 	*out = NULL;
 	int rc = legacy_parse(raw, len, lim, len, &p, err);
 	if (rc == PD_LEGACY_UNRECOGNIZED) {
-		if (perr.code == PD_ELIMIT || (!looks_text(raw, len) && proto_like(raw, len))) {
+		/* binary that is none of what refuse names */
+		bool other = !looks_text(raw, len) && pd_pprof_body_kind(raw, len) != PD_BODY_TRACE &&
+			     !is_cmdline(raw, len);
+		if (perr.code == PD_ELIMIT || (other && proto_like(raw, len))) {
 			*err = perr;
 			return perr.code ? perr.code : PD_EINVAL;
 		}
 		rc = refuse(raw, len, !(lim && lim->no_quotes), err);
 		/* broken in its first field, but its first byte is a Profile tag:
 		 * a damaged profile or noise; say both */
-		if (!looks_text(raw, len) && proto_start(raw[0]) && perr.code) {
+		if (other && proto_start(raw[0]) && perr.code) {
 			char first[sizeof err->msg];
 			snprintf(first, sizeof first, "%s", err->msg);
 			pd_errf(err, rc, "%s; read as protobuf: %s", first, perr.msg);

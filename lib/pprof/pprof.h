@@ -175,7 +175,8 @@ int pd_pprof_decode_stream(const uint8_t *data, size_t len, const struct pd_ppro
 /*
  * What bytes that are not a profile look like (the classification behind
  * the decoder's refusals): an empty body, white space, an HTML page, JSON,
- * a goroutine dump (Go's debug=2), other text, gzip data, binary data.
+ * a goroutine dump (Go's debug=2), other text, gzip data, a Go execution
+ * trace (/debug/pprof/trace), binary data.
  */
 enum pd_body_kind {
 	PD_BODY_EMPTY,
@@ -185,12 +186,14 @@ enum pd_body_kind {
 	PD_BODY_DUMP,
 	PD_BODY_TEXT,
 	PD_BODY_GZIP,
+	PD_BODY_TRACE,
 	PD_BODY_BINARY,
 };
 int pd_pprof_body_kind(const uint8_t *buf, size_t len);
 /* The same as a phrase that quotes none of the bytes: "an HTML page (1234
  * bytes)", "JSON (56 bytes)", "a goroutine dump (debug=2, 800 bytes)",
- * "text (57 bytes)", "gzip data (99 bytes)", "binary data (4096 bytes)",
+ * "text (57 bytes)", "gzip data (99 bytes)", "a Go execution trace (4096
+ * bytes)", "binary data (4096 bytes)",
  * "white space (3 bytes)", "an empty body"; written to out, returned. */
 const char *pd_pprof_describe_body(const uint8_t *buf, size_t len, char *out, size_t cap);
 /* How every refusal of bytes in no profile format begins ("not a profile:

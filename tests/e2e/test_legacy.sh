@@ -138,6 +138,10 @@ for t in heap allocs block mutex goroutine threadcreate; do
 	curl -sS --max-time 30 -o "$L/$t.pb.gz" "$G/$t" || fail "capture $t" "curl failed"
 done
 curl -sS --max-time 30 -o "$L/goroutine2.txt" "$G/goroutine?debug=2"
+# the endpoints that answer no profile
+curl -sS --max-time 30 -o "$L/trace.bin" "$G/trace?seconds=1"
+curl -sS --max-time 30 -o "$L/symbol.txt" "$G/symbol"
+curl -sS --max-time 30 -o "$L/cmdline.bin" "$G/cmdline"
 
 for t in heap allocs block mutex goroutine; do
 	case $t in heap | allocs) kind=heap ;; block | mutex) kind=block/mutex ;; *) kind=$t ;; esac
@@ -159,7 +163,8 @@ done
 if "$ORACLE" check "$L/threadcreate.txt" >/dev/null 2>&1; then
 	check "live threadcreate?debug=1: accepted like profile.Parse does" profd pprof convert "$L/threadcreate.txt" "$L/threadcreate.conv.pb.gz"
 else
-	expect_exit "live threadcreate?debug=1: refused with a line number, as profile.Parse refuses it" 1 'threadcreate profile, line [0-9]+: malformed' profd pprof info "$L/threadcreate.txt"
+	expect_exit "live threadcreate?debug=1: refused with a line number, as profile.Parse refuses it, saying why" 1 \
+		'threadcreate profile, line [0-9]+: malformed line "[0-9]+ @": a count without a stack, .*debug=0' profd pprof info "$L/threadcreate.txt"
 fi
 
 # through a collector
@@ -230,9 +235,12 @@ printf 'hello world\nthis is not a profile\n' >"$N/text.txt"
 head -c 3000 /dev/urandom | tr -d '\n\r\t -~' | head -c 2000 >"$N/random.bin"
 printf '\x00\x01\x02\x03garbage' >>"$N/random.bin"
 cp "$L/goroutine2.txt" "$N/goroutine-debug2.txt"
+cp "$L/trace.bin" "$L/symbol.txt" "$L/cmdline.bin" "$N/"
 declare -A WANT=([page.html]='an HTML page' [err.json]='is JSON' [text.txt]='text that is not a profile \(first line: .{0,2}hello world'
-	[random.bin]='bytes of binary data that is neither protobuf nor a legacy profile' [goroutine-debug2.txt]='goroutine dump \(debug=2')
-for f in page.html err.json text.txt random.bin goroutine-debug2.txt; do
+	[random.bin]='bytes of binary data that is neither protobuf nor a legacy profile' [goroutine-debug2.txt]='goroutine dump \(debug=2'
+	[trace.bin]='a Go execution trace \([0-9]+ bytes, from /debug/pprof/trace' [symbol.txt]='/debug/pprof/symbol.s answer'
+	[cmdline.bin]='a command line, arguments separated by NUL bytes .*/debug/pprof/cmdline')
+for f in page.html err.json text.txt random.bin goroutine-debug2.txt trace.bin symbol.txt cmdline.bin; do
 	"$ORACLE" check "$N/$f" >/dev/null 2>&1 && fail "non-profile $f" "the oracle accepts it"
 	expect_exit "profd pprof info $f: refused, says what it is" 1 "${WANT[$f]}" profd pprof info "$N/$f"
 	# a protobuf error may follow as "; read as protobuf: ..." (a first byte
