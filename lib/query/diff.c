@@ -86,10 +86,10 @@ int pd_diff_profile(const struct pd_profile *base, const struct pd_profile *targ
 		}
 		for (size_t i = 0; i < base->nsamples; i++)
 			for (size_t j = 0; j < nv; j++)
-				sums[j] += base->samples[i].values[j];
+				sums[j] = pd_wadd(sums[j], base->samples[i].values[j]);
 		for (size_t i = 0; i < target->nsamples; i++)
 			for (size_t j = 0; j < nv; j++)
-				sums[nv + j] += target->samples[i].values[j];
+				sums[nv + j] = pd_wadd(sums[nv + j], target->samples[i].values[j]);
 		bool ones = true;
 		for (size_t j = 0; j < nv; j++) {
 			ratio[j] = sums[nv + j] == 0 ? 0.0 : (double)sums[j] / (double)sums[nv + j];

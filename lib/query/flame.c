@@ -213,7 +213,7 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 			if (ch->kept)
 				out->kids[ko++] = ch->kept - 1;
 			else
-				dropped += ch->value, any = true;
+				dropped = pd_wadd(dropped, ch->value), any = true;
 		}
 		if (any) {
 			out->v[on] = (struct pd_flame_node){{"other", 5}, dropped, dropped, 0, 0, true};

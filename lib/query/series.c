@@ -103,7 +103,7 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 		return pd_errf(err, PD_EINVAL, "sample index %u out of range (%u sample types)", si, p->nsample_types);
 	if (!by_function && !re) {
 		for (size_t i = 0; i < p->nsamples; i++)
-			*total += p->samples[i].values[si];
+			*total = pd_wadd(*total, p->samples[i].values[si]);
 		return 0;
 	}
 	/* per location: the slot of each of its frames (innermost first), computed once */

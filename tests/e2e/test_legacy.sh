@@ -293,3 +293,26 @@ for f in "$H"/*; do
 		same_output "huge $n: profd pprof top -i $i = go tool pprof -top" "$T/.ga" "$T/.gc"
 	done
 done
+# the same files through the collector, twice each (labels v=1 and v=2):
+# every merge format, series, fleet top and diff answer without a sanitizer
+# report (sums that wrap are pprof's int64 sums, never signed overflow)
+for f in "$H"/*; do
+	for v in 1 2; do
+		code=$(curl -sS -o "$T/.b" -w '%{http_code}' --data-binary "@$f" "$B/api/0/profiles?service=huge&labels=v=$v")
+		[ "$code" = 200 ] || fail "POST huge ${f##*/}" "$code $(head -c 300 "$T/.b")"
+	done
+done
+bad=""
+for t in heap block goroutine; do
+	W="from=now-1h&to=now%2B1h"
+	D2="base=$t%7Bv%3D%221%22%7D&target=$t%7Bv%3D%222%22%7D&$W"
+	for u in "api/1/merge?query=$t&$W&format=top" "api/1/merge?query=$t&$W&format=folded" \
+		"api/1/merge?query=$t&$W&format=flamegraph" "api/1/series?query=$t&$W" \
+		"api/1/series?query=$t&$W&by=service,function" "api/1/top?query=$t&$W" \
+		"api/1/diff?$D2&format=top" "api/1/diff?$D2&format=flamegraph" "api/1/diff?$D2&normalize=true&format=top"; do
+		code=$(curl -sS -o "$T/.b" -w '%{http_code}' "$B/$u")
+		[ "$code" = 200 ] || bad="$bad $code:$u"
+	done
+done
+expect "huge values through merge, series, top and diff: all 200" "" "$bad"
+no_sanitizer "huge values: no sanitizer reports" "$T/serve.log"
