@@ -42,6 +42,9 @@ printf '%s\n' 'heap profile: 1: 64 [1: 64] @ heap_v2/524288' '1: 64 [1: 64] @ 0x
 printf '<!DOCTYPE html>\n<html><body>login</body></html>\n' >"$out/refuse-html"
 printf '{"error":"unauthorized"}\n' >"$out/refuse-json"
 printf 'goroutine 1 [running]:\nmain.main()\n\t/src/main.go:5 +0x1d\n' >"$out/refuse-debug2"
+printf 'go 1.19 trace\0\0\0\x00\x01\x02\x03' >"$out/refuse-trace"
+printf '/usr/bin/app\0-addr\0:6060' >"$out/refuse-cmdline"
+printf 'num_symbols: 1\n0x401000 main.main\n' >"$out/refuse-symbol"
 # found by fuzz_legacy: a heap sample whose "bytes" label is 0 (protobuf cannot carry it)
 echo 'aGVhcCBwcm9maWxlOiAxOiA2NCBbMTogNjRdIEAgaGVhcF92Mi81MjQyODgKMTQ6NiAgWzE6IDY0XSBAIDB4NDAwYTAxIDB4N2YwMDAwMDAxMDAxCi0tLSBNZW1vcnkgbWFwOiAtLS0KYnVpbGQ9L29wdAowMDQwMDAwMC0wMDQxMDAwMCByLXhwIDAwMDgwMDA6MDAuMDAwIG1haW4uY2M6MTJdIDdmMDAwMDEwMDAwMC03ZjAwMDAyMDAwMDAgbS0tcCAwMDAwMDAwMCAwMDowMCAwIC94Cg==' |
 	base64 -d >"$out/fuzz-bytes0-label"
