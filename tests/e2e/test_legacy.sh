@@ -305,10 +305,11 @@ done
 bad=""
 for t in heap block goroutine; do
 	W="from=now-1h&to=now%2B1h"
-	D2="base=$t%7Bv%3D%221%22%7D&target=$t%7Bv%3D%222%22%7D&$W"
-	for u in "api/1/merge?query=$t&$W&format=top" "api/1/merge?query=$t&$W&format=folded" \
-		"api/1/merge?query=$t&$W&format=flamegraph" "api/1/series?query=$t&$W" \
-		"api/1/series?query=$t&$W&by=service,function" "api/1/top?query=$t&$W" \
+	Q="$t%7Bservice%3D%22huge%22%7D" # TYPE{service="huge"}
+	D2="base=$t%7Bservice%3D%22huge%22,v%3D%221%22%7D&target=$t%7Bservice%3D%22huge%22,v%3D%222%22%7D&$W"
+	for u in "api/1/merge?query=$Q&$W&format=top" "api/1/merge?query=$Q&$W&format=folded" \
+		"api/1/merge?query=$Q&$W&format=flamegraph" "api/1/series?query=$Q&$W" \
+		"api/1/series?query=$Q&$W&by=service,function" "api/1/top?query=$Q&$W" \
 		"api/1/diff?$D2&format=top" "api/1/diff?$D2&format=flamegraph" "api/1/diff?$D2&normalize=true&format=top"; do
 		code=$(curl -sS -o "$T/.b" -w '%{http_code}' "$B/$u")
 		[ "$code" = 200 ] || bad="$bad $code:$u"
