@@ -408,7 +408,8 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 		if (!same)
 			return pd_errf(err, PD_EINCOMPAT,
 			               "incompatible profiles: %s has other sample types than the first profile "
-			               "(select one type, e.g. type=cpu)",
+			               "(one type at a time, e.g. type=cpu; profiles of one type from different "
+			               "producers: narrow by service or labels)",
 			               id);
 		for (uint32_t i = 0; i < h->ncomments; i++) {
 			bool seen = false;

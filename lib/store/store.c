@@ -201,7 +201,8 @@ int pd_fnt_types(struct pd_fnt_acc *a, uint32_t nv, const struct pd_str *types, 
 		if (!same)
 			return pd_errf(err, PD_EINCOMPAT,
 				       "incompatible profiles: %s has other sample types than the first profile "
-				       "(select one type, e.g. type=cpu)",
+				       "(one type at a time, e.g. type=cpu; profiles of one type from different "
+				       "producers: narrow by service or labels)",
 				       what);
 		if (!t->dflt.len && dflt.len && !(t->dflt = arena_str(t->arena, dflt)).ptr)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
