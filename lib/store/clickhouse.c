@@ -951,11 +951,14 @@ static int ch_find(struct pd_store *base, const struct pd_store_query *fq, pd_me
 	     !pd_buf_appendf(&sql, " AND created_ns BETWEEN %lld AND %lld", (long long)fq->from_ns,
 	                     (long long)fq->to_ns) &&
 	     !days_clause(&sql, fq->from_ns, fq->to_ns);
+	/* a pair (k, v) the profile carries: any of its labels, as a profile
+	 * may carry one key twice (labels=k=a,k=b; the embedded store matches
+	 * either value), not only the first of that key */
 	for (size_t i = 0; ok && i < fq->nlabels; i++) {
 		const char *k = fq->labels[i].key, *v = fq->labels[i].value ? fq->labels[i].value : "";
-		ok = !pd_buf_appendf(&sql, " AND has(label_keys, ") && !pd_ch_lit_s(&sql, k) &&
-		     !pd_buf_appendf(&sql, ") AND label_values[indexOf(label_keys, ") && !pd_ch_lit_s(&sql, k) &&
-		     !pd_buf_appendf(&sql, ")] = ") && !pd_ch_lit_s(&sql, v);
+		ok = !pd_buf_appendf(&sql, " AND arrayExists((k, v) -> k = ") && !pd_ch_lit_s(&sql, k) &&
+		     !pd_buf_appendf(&sql, " AND v = ") && !pd_ch_lit_s(&sql, v) &&
+		     !pd_buf_appendf(&sql, ", label_keys, label_values)");
 	}
 	ok = ok && !pd_buf_appendf(&sql, " AND id %sNOT IN (SELECT id FROM deleted WHERE 1", s->gl) &&
 	     !days_clause(&sql, fq->from_ns, fq->to_ns) && !pd_buf_appendf(&sql, ")");

@@ -305,6 +305,17 @@ static void test_find_filters(void **state)
 	assert_int_equal(find(st, "api", "cpu", v2, 1, 0, INT64_MAX, 0).n, 3);
 	assert_int_equal(find(st, "api", NULL, v1, 1, 0, INT64_MAX, 0).n, 5);
 	assert_int_equal(find(st, "other", NULL, NULL, 0, 0, INT64_MAX, 0).n, 0);
+	/* a key carried twice (labels=k=a,k=b keeps both): either pair
+	 * matches, both together too */
+	struct pd_kv twice[] = {{"k", "a"}, {"k", "b"}}, kb[] = {{"k", "b"}}, kc[] = {{"k", "c"}};
+	struct pd_buf tb = make_profile(T0 + 7, false, 7);
+	ingest(st, "twice", "cpu", twice, 2, &tb, &m);
+	pd_meta_clear(&m);
+	pd_buf_free(&tb);
+	assert_int_equal(find(st, "twice", NULL, twice, 1, 0, INT64_MAX, 0).n, 1);
+	assert_int_equal(find(st, "twice", NULL, kb, 1, 0, INT64_MAX, 0).n, 1);
+	assert_int_equal(find(st, "twice", NULL, twice, 2, 0, INT64_MAX, 0).n, 1);
+	assert_int_equal(find(st, "twice", NULL, kc, 1, 0, INT64_MAX, 0).n, 0);
 	/* [from, to] inclusive, across partitions */
 	struct ids day1 = find(st, "api", "cpu", NULL, 0, T0 + DAY, T0 + DAY + 60000000000LL, 0);
 	assert_int_equal(day1.n, 2);
@@ -328,9 +339,10 @@ static void test_find_filters(void **state)
 	pd_meta_clear(&m);
 	pd_buf_free(&b);
 	assert_int_equal(pd_store_services(st, &svcs, &ns, &err), 0);
-	assert_int_equal(ns, 2);
+	assert_int_equal(ns, 3);
 	assert_string_equal(svcs[0], "aaa");
 	assert_string_equal(svcs[1], "api");
+	assert_string_equal(svcs[2], "twice");
 	for (size_t i = 0; i < ns; i++)
 		free(svcs[i]);
 	free(svcs);
