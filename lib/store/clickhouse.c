@@ -1876,14 +1876,18 @@ static int ch_get(struct pd_store *base, const char *id, struct pd_profile **out
 
 struct idday {
 	int64_t day;
-	size_t i; /* its place in the caller's ids */
+	size_t i;       /* its place in the caller's ids */
+	const char *id; /* the caller's ids[i] */
 };
+/* in time order (an xid sorts by its time), as the embedded store merges:
+ * the answer does not depend on the order the ids were given in */
 static int cmp_idday(const void *a, const void *b)
 {
 	const struct idday *x = a, *y = b;
 	if (x->day != y->day)
 		return x->day < y->day ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	int c = strcmp(x->id, y->id);
+	return c ? c : x->i < y->i ? -1 : x->i > y->i;
 }
 
 static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
@@ -1902,7 +1906,7 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 			free(v);
 			return pd_errf(err, PD_ENOTFOUND, "no profile %s", ids[i]);
 		}
-		v[i] = (struct idday){floor_div(t, DAY_NS), i};
+		v[i] = (struct idday){floor_div(t, DAY_NS), i, ids[i]};
 	}
 	qsort(v, n, sizeof *v, cmp_idday);
 	struct pd_merger *mg = NULL;

@@ -73,8 +73,10 @@ static struct pd_buf make_profile(int64_t t, bool heap, int seed)
 static int strcmp_ptr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Canonical text of a profile's content: one line per sample, "frames |
- * labels | values", sorted; what go tool pprof would print for it. */
-static char *canon(const struct pd_profile *p)
+ * labels | values", sorted (or, ordered, in the profile's order of
+ * samples: what go tool pprof -raw lists); what go tool pprof would print
+ * for it. */
+static char *canon_as(const struct pd_profile *p, bool ordered)
 {
 	size_t n = p->nsamples, cap = 0;
 	char **lines = calloc(n + 1, sizeof *lines);
@@ -102,7 +104,8 @@ static char *canon(const struct pd_profile *p)
 		lines[i] = strdup(buf);
 		cap += o + 1;
 	}
-	qsort(lines, n, sizeof *lines, strcmp_ptr);
+	if (!ordered)
+		qsort(lines, n, sizeof *lines, strcmp_ptr);
 	char *all = calloc(cap + 64, 1), *e = all;
 	assert_non_null(all);
 	for (size_t i = 0; i < n; i++) { /* not strcat: quadratic on profiles of thousands of samples */
@@ -114,6 +117,11 @@ static char *canon(const struct pd_profile *p)
 	}
 	free(lines);
 	return all;
+}
+
+static char *canon(const struct pd_profile *p)
+{
+	return canon_as(p, false);
 }
 
 static char tmpdir[256];
@@ -395,6 +403,36 @@ static void test_merge(void **state)
 	free(cg);
 	pd_profile_free(want);
 	pd_profile_free(got);
+	/* profiles of several services (of one day), given newest first: the
+	 * merge does not depend on the order of the ids; its samples are in
+	 * pprof's order (first met first, as go tool pprof -raw lists them)
+	 * of the profiles in time order, whatever the order the store keeps
+	 * them in (by service, on ClickHouse) */
+	struct pd_profile *po[3];
+	char oid[3][PD_STORE_ID_LEN + 1];
+	const char *order[3];
+	static const char *const osvc[3] = {"zz", "mm", "aa"};
+	for (int i = 0; i < 3; i++) {
+		struct pd_buf ob = make_profile(T0 + 3 * DAY + i, false, 40 + i);
+		struct pd_profile_meta om;
+		ingest(st, osvc[i], "cpu", NULL, 0, &ob, &om);
+		assert_int_equal(pd_pprof_decode(ob.ptr, ob.len, NULL, &po[i], &err), 0);
+		memcpy(oid[i], om.id, sizeof oid[i]);
+		order[2 - i] = oid[i];
+		pd_meta_clear(&om);
+		pd_buf_free(&ob);
+	}
+	assert_int_equal(pd_pprof_merge(po, 3, &want, &err), 0);
+	if (pd_store_merge(st, order, 3, &got, &err))
+		fail_msg("merge of three services: %s", err.msg);
+	cw = canon_as(want, true), cg = canon_as(got, true);
+	assert_string_equal(cw, cg);
+	free(cw);
+	free(cg);
+	pd_profile_free(want);
+	pd_profile_free(got);
+	for (int i = 0; i < 3; i++)
+		pd_profile_free(po[i]);
 	/* unknown id; mixed types */
 	const char *bad[2] = {ids[0], "9999999999zzzzzzzzzz"};
 	assert_int_equal(pd_store_merge(st, bad, 2, &got, &err), PD_ENOTFOUND);
