@@ -84,7 +84,7 @@
 #define CH_MAX_ANSWER ((size_t)1 << 30)
 #define CH_KNOWN_MAX  (1u << 20)  /* symbols remembered as written, before the set is cleared */
 #define CH_SYMC_BYTES (64u << 20) /* symbol data kept from reads, before the cache is emptied */
-#define CH_MAX_DAY    49672       /* 2105-12-31: the last date ClickHouse 18.16 parses */
+#define CH_MAX_DAY    49710       /* 2106-02-07: the last day an id holds (32 bits of seconds) */
 /* rollups: per (service, type, hour) the hour's profiles aggregated (a
  * profile row's header, block and refs), valid while the hour's live
  * profiles are still `profiles` many with these ids (fp: the sum of their
@@ -153,6 +153,17 @@ struct chs {
 static inline int64_t floor_div(int64_t a, int64_t b)
 {
 	return a / b - (a % b < 0);
+}
+
+/* A day in SQL: toDate(N), not 'YYYY-MM-DD': ClickHouse 18.16 parses no
+ * date string after 2105-12-31 (toDate('2106-01-01') is 1970-01-01), and
+ * ids go on to 2106-02-07; a number is no string to parse (and still
+ * selects partitions: force_index_by_date accepts it). */
+#define DAY_SQL_LEN 24
+static const char *day_sql(int64_t day, char *out)
+{
+	snprintf(out, DAY_SQL_LEN, "toDate(%lld)", (long long)(day < 0 ? 0 : day > CH_MAX_DAY ? CH_MAX_DAY : day));
+	return out;
 }
 
 static int nomem(struct pd_err *err)
@@ -918,18 +929,16 @@ out:
 
 /* ---- find ---------------------------------------------------------------------- */
 
-/* " AND day BETWEEN 'A' AND 'B'" for [from, to] (ns) */
+/* " AND day BETWEEN A AND B" for [from, to] (ns) */
 static int days_clause(struct pd_buf *b, int64_t from, int64_t to)
 {
-	char a[16], z[16];
+	char a[DAY_SQL_LEN], z[DAY_SQL_LEN];
 	int64_t d0 = floor_div(from < 0 ? 0 : from, DAY_NS), d1 = floor_div(to, DAY_NS);
-	if (d1 > CH_MAX_DAY) /* ids end in 2106; ClickHouse 18.16 parses no later date */
+	if (d1 > CH_MAX_DAY) /* ids end in 2106 */
 		d1 = CH_MAX_DAY;
 	if (d0 > d1)
 		d0 = d1;
-	pd_store_day_name(d0, a);
-	pd_store_day_name(d1, z);
-	return pd_buf_appendf(b, " AND day BETWEEN '%s' AND '%s'", a, z);
+	return pd_buf_appendf(b, " AND day BETWEEN %s AND %s", day_sql(d0, a), day_sql(d1, z));
 }
 
 static int ch_find(struct pd_store *base, const struct pd_store_query *fq, pd_meta_fn fn, void *ctx,
@@ -1057,12 +1066,12 @@ static bool id_ok(const char *id)
 /* How many live (not deleted) profiles have this id (0 or 1). */
 static int live(struct chs *s, const char *id, int64_t day, uint64_t *n, struct pd_err *err)
 {
-	char dn[16];
-	pd_store_day_name(day, dn);
+	char dn[DAY_SQL_LEN];
+	day_sql(day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(1 << 16);
 	int rc = pd_buf_appendf(&sql,
-	                        "SELECT toUInt64(count()) FROM profiles WHERE day = '%s' AND id = '%s' AND id %sNOT IN "
-	                        "(SELECT id FROM deleted WHERE day = '%s') FORMAT RowBinary",
+	                        "SELECT toUInt64(count()) FROM profiles WHERE day = %s AND id = '%s' AND id %sNOT IN "
+	                        "(SELECT id FROM deleted WHERE day = %s) FORMAT RowBinary",
 	                        dn, id, s->gl, dn) ||
 	                 pd_buf_append(&sql, "", 1)
 	             ? nomem(err)
@@ -1579,8 +1588,9 @@ static int cday_fetch(struct cday *d)
 {
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), want = PD_BUF_INIT(0);
 	int rc = 0;
-	char dn[16];
+	char dn[16], ds[DAY_SQL_LEN];
 	pd_store_day_name(d->day, dn);
+	day_sql(d->day, ds);
 	for (int round = 0; d->nwant && !rc; round++) {
 		if ((rc = from_cache(d, dn)) || !d->nwant)
 			break;
@@ -1608,15 +1618,15 @@ static int cday_fetch(struct cday *d)
 				fns = fns || k == PD_SYM_FN;
 			}
 		ok = ok && !pd_buf_appendf(
-		               &sql, "SELECT kind, h, data FROM symbols WHERE day = '%s' AND ((kind, h) IN want", dn);
+		               &sql, "SELECT kind, h, data FROM symbols WHERE day = %s AND ((kind, h) IN want", ds);
 		if (ok && fns)
 			ok = !pd_buf_appendf(
 			    &sql,
 			    " OR (kind = %d AND h %sIN (SELECT arrayJoin([toFixedString(substring(data, 1, "
 			    "16), 16), toFixedString(substring(data, 17, 16), 16), "
-			    "toFixedString(substring(data, 33, 16), 16)]) FROM symbols WHERE day = '%s' AND "
+			    "toFixedString(substring(data, 33, 16), 16)]) FROM symbols WHERE day = %s AND "
 			    "kind = %d AND (kind, h) IN want))",
-			    PD_SYM_STR, d->s->gl, dn, PD_SYM_FN);
+			    PD_SYM_STR, d->s->gl, ds, PD_SYM_FN);
 		ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
 		if (!ok) {
 			rc = nomem(d->err);
@@ -1803,15 +1813,15 @@ static void crow_free(struct crow *r)
  * or deleted id is PD_ENOTFOUND. */
 static int load_rows(struct cday *d, const char *const *ids, size_t n, struct crow *out, struct pd_err *err)
 {
-	char dn[16];
-	pd_store_day_name(d->day, dn);
+	char dn[DAY_SQL_LEN];
+	day_sql(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
 	bool ok = !pd_buf_appendf(
-	    &sql, "SELECT id, header, block, refs FROM profiles FINAL WHERE day = '%s' AND id IN (", dn);
+	    &sql, "SELECT id, header, block, refs FROM profiles FINAL WHERE day = %s AND id IN (", dn);
 	for (size_t i = 0; i < n && ok; i++)
 		ok = !pd_buf_appendf(&sql, "%s'%s'", i ? ", " : "", ids[i]);
 	ok = ok &&
-	     !pd_buf_appendf(&sql, ") AND id %sNOT IN (SELECT id FROM deleted WHERE day = '%s') FORMAT RowBinary",
+	     !pd_buf_appendf(&sql, ") AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) FORMAT RowBinary",
 	                     d->s->gl, dn) &&
 	     !pd_buf_append(&sql, "", 1);
 	int rc = ok ? q(d->s, (const char *)sql.ptr, &ans, err) : nomem(err);
@@ -2058,8 +2068,8 @@ static int cmp_prow(const void *a, const void *b)
 static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t lo, int64_t hi,
                       const int64_t *skip, size_t nskip, uint64_t *fp, size_t *n, size_t max, struct pd_err *err)
 {
-	char dn[16];
-	pd_store_day_name(d->day, dn);
+	char dn[DAY_SQL_LEN];
+	day_sql(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
 	/* no FINAL and no ORDER BY: both made ClickHouse merge-sort the rows'
 	 * blobs (measured 20 -> 15 ms for 200 rows of 30 KB); a row written
@@ -2069,7 +2079,7 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	    !pd_buf_appendf(&sql, "SELECT id, created_ns, header, block, refs, cityHash64(id) FROM profiles WHERE "
 	                          "service = ") &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
-	    !pd_buf_appendf(&sql, " AND day = '%s' AND id %sNOT IN (SELECT id FROM deleted WHERE day = '%s') AND (0",
+	    !pd_buf_appendf(&sql, " AND day = %s AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) AND (0",
 	                    dn, d->s->gl, dn);
 	/* [lo, hi] less the skipped hours */
 	size_t spans = 0;
@@ -2349,8 +2359,8 @@ static int ch_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, si
 static int pm_add_rollups(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t h0, int64_t h1,
                           int64_t **hours, size_t *nh, struct pd_merge_info *info, struct pd_err *err)
 {
-	char dn[16];
-	pd_store_day_name(d->day, dn);
+	char dn[DAY_SQL_LEN];
+	day_sql(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
 	const char *gl = d->s->gl;
 	/* a rollup whose (profiles, fp) are those of the hour's live profiles
@@ -2361,14 +2371,14 @@ static int pm_add_rollups(struct cday *d, struct pd_pmerge *pm, const struct pd_
 	                          "block, refs, built_ns FROM rollups WHERE service = ") &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
 	    !pd_buf_appendf(&sql,
-	                    " AND day = '%s' AND hour BETWEEN %lld AND %lld) %sANY INNER JOIN (SELECT "
+	                    " AND day = %s AND hour BETWEEN %lld AND %lld) %sANY INNER JOIN (SELECT "
 	                    "intDiv(created_ns, 3600000000000) AS hour, toUInt64(count()) AS cnt, sum(cityHash64(id)) "
 	                    "AS cfp FROM profiles FINAL WHERE service = ",
 	                    dn, (long long)h0, (long long)h1, gl) &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
 	    !pd_buf_appendf(&sql,
-	                    " AND day = '%s' AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
-	                    "deleted WHERE day = '%s') GROUP BY hour) USING (hour) WHERE cnt = profiles AND cfp = fp "
+	                    " AND day = %s AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
+	                    "deleted WHERE day = %s) GROUP BY hour) USING (hour) WHERE cnt = profiles AND cfp = fp "
 	                    "AND length(block) > 0 ORDER BY hour, built_ns DESC FORMAT RowBinary",
 	                    dn, (long long)(h0 * HOUR_NS), (long long)(h1 * HOUR_NS + HOUR_NS - 1), gl, dn) &&
 	    !pd_buf_append(&sql, "", 1);
@@ -2429,9 +2439,9 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 		d1 = CH_MAX_DAY;
 	/* the days that have rows of the service and type in the range */
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
-	char a[16], z[16];
-	pd_store_day_name(d0, a);
-	pd_store_day_name(d1 < d0 ? d0 : d1, z);
+	char a[DAY_SQL_LEN], z[DAY_SQL_LEN];
+	day_sql(d0, a);
+	day_sql(d1 < d0 ? d0 : d1, z);
 	/* and whether the day has rollups of them at all (else its rollups
 	 * query is not sent: a round trip of ~3.5 ms, measured); the IN outside
 	 * the DISTINCT (18.16 returned a day twice with it inside) */
@@ -2440,12 +2450,12 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 	                    "SELECT d, toUInt8(d %sIN (SELECT toUInt16(day) FROM rollups WHERE service = ", s->gl) &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
 	    !pd_buf_appendf(&sql,
-	                    " AND day BETWEEN '%s' AND '%s')) FROM (SELECT DISTINCT toUInt16(day) AS d FROM "
+	                    " AND day BETWEEN %s AND %s)) FROM (SELECT DISTINCT toUInt16(day) AS d FROM "
 	                    "profiles WHERE service = ",
 	                    a, z) &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
 	    !pd_buf_appendf(&sql,
-	                    " AND created_ns BETWEEN %lld AND %lld AND day BETWEEN '%s' AND '%s') ORDER BY d "
+	                    " AND created_ns BETWEEN %lld AND %lld AND day BETWEEN %s AND %s) ORDER BY d "
 	                    "FORMAT RowBinary",
 	                    (long long)rq->from_ns, (long long)rq->to_ns, a, z) &&
 	    !pd_buf_append(&sql, "", 1);
@@ -2564,8 +2574,8 @@ static void ch_warm(struct pd_store *base, size_t days)
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER), set = PD_BUF_INIT(0);
 	bool stop = false;
 	for (size_t i = nd; i > (nd > days ? nd - days : 0) && !stop; i--) {
-		char dn[16];
-		pd_store_day_name(v[i - 1], dn);
+		char dn[DAY_SQL_LEN];
+		day_sql(v[i - 1], dn);
 		for (size_t o = 0; o < sizeof order / sizeof *order && !stop; o++) {
 			pthread_mutex_lock(&s->cmu);
 			size_t left = CH_SYMC_BYTES - s->cbytes.len;
@@ -2575,7 +2585,7 @@ static void ch_warm(struct pd_store *base, size_t days)
 				break;
 			}
 			sql.len = set.len = ans.len = 0;
-			if (pd_buf_appendf(&sql, "SELECT h, data FROM symbols WHERE day = '%s' AND kind = %d FORMAT RowBinary",
+			if (pd_buf_appendf(&sql, "SELECT h, data FROM symbols WHERE day = %s AND kind = %d FORMAT RowBinary",
 			                   dn, order[o]) ||
 			    pd_buf_append(&sql, "", 1) ||
 			    pd_buf_appendf(&set, "%s&max_result_bytes=%zu&result_overflow_mode=break", CH_QUERY_SETTINGS,

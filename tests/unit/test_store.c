@@ -357,6 +357,62 @@ static void test_find_filters(void **state)
 	pd_store_close(st);
 }
 
+/* The ends of what an id holds, 1970-01-01 and 2106-02-07T06:28:15Z, and
+ * a day of 2106 (no date string after 2105-12-31 parses on ClickHouse
+ * 18.16): what is acknowledged is listed, fetched, merged and removed. */
+static void test_time_edges(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	const int64_t S = 1000000000LL, LAST = (int64_t)UINT32_MAX * S; /* 2106-02-07T06:28:15Z */
+	const int64_t Y2106 = 4292956800LL * S;                              /* 2106-01-15T00:00:00Z */
+	const int64_t at[3] = {S, Y2106, LAST};
+	char id[3][PD_STORE_ID_LEN + 1];
+	struct pd_err err;
+	for (int i = 0; i < 3; i++) {
+		struct pd_buf b = make_profile(T0, false, 50 + i);
+		struct pd_ingest in = {.service = "edge", .type = "cpu", .created_ns = at[i]};
+		struct pd_profile_meta m;
+		if (pd_store_ingest(st, &in, b.ptr, b.len, &m, &err))
+			fail_msg("ingest at %lld: %s", (long long)at[i], err.msg);
+		memcpy(id[i], m.id, sizeof id[i]);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct ids all = find(st, "edge", NULL, NULL, 0, 0, INT64_MAX, 0);
+	assert_int_equal(all.n, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(all.t[i], at[i]);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, Y2106, Y2106, 0).n, 1); /* from == to */
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, Y2106 + 1, LAST - 1, 0).n, 0);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, Y2106 - 40 * DAY, LAST, 0).n, 2);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, LAST, INT64_MAX, 0).n, 1);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, INT64_MIN, 0, 0).n, 0);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, INT64_MIN, S, 1).n, 1);
+	for (int i = 0; i < 3; i++) {
+		struct pd_profile *p;
+		if (pd_store_get(st, id[i], &p, &err))
+			fail_msg("get %s: %s", id[i], err.msg);
+		pd_profile_free(p);
+	}
+	struct pd_merge_range q = {"edge", "cpu", Y2106 - DAY, INT64_MAX, 0, false};
+	struct pd_merge_info info;
+	struct pd_profile *p = NULL;
+	if (pd_store_merge_range(st, &q, &p, &info, &err))
+		fail_msg("merge 2106: %s", err.msg);
+	assert_non_null(p);
+	assert_int_equal(info.profiles, 2);
+	pd_profile_free(p);
+	const char *two[2] = {id[1], id[2]};
+	if (pd_store_merge(st, two, 2, &p, &err))
+		fail_msg("merge by ids: %s", err.msg);
+	pd_profile_free(p);
+	assert_int_equal(pd_store_remove(st, id[1], &err), 0);
+	assert_int_equal(find(st, "edge", NULL, NULL, 0, 0, INT64_MAX, 0).n, 2);
+	assert_int_equal(pd_store_get(st, id[1], &p, &err), PD_ENOTFOUND);
+	pd_store_close(st);
+}
+
 /* A merge of stored profiles equals pprof's Merge of the originals. */
 /* Eight CPU profiles in two partitions, with mapping addresses that move
  * (ASLR): their ids and decoded originals (ingest_eight). */
@@ -3601,6 +3657,7 @@ int main(void)
 		const struct CMUnitTest generic[] = {
 			cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_find_filters, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_time_edges, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_label_order, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_bad_input_stores_nothing, setup, teardown),
@@ -3620,6 +3677,7 @@ int main(void)
 		cmocka_unit_test(test_xid),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_time_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_label_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input_stores_nothing, setup, teardown),
