@@ -1092,14 +1092,14 @@ static int ch_remove(struct pd_store *base, const char *id, struct pd_err *err)
 	struct chs *s = (struct chs *)base;
 	int64_t t = id_ok(id) ? pd_xid_time(id) : -1;
 	if (t < 0)
-		return pd_errf(err, PD_ENOTFOUND, "no profile %s", id);
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	int64_t day = floor_div(t, DAY_NS);
 	uint64_t n = 0;
 	int rc = live(s, id, day, &n, err);
 	if (rc)
 		return rc;
 	if (!n)
-		return pd_errf(err, PD_ENOTFOUND, "no profile %s", id);
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	struct pd_buf row = PD_BUF_INIT(0);
 	rc = pd_rb_u16(&row, (uint16_t)day) || pd_rb_str(&row, id, strlen(id))
 	         ? nomem(err)
@@ -1846,7 +1846,7 @@ static int load_rows(struct cday *d, const char *const *ids, size_t n, struct cr
 	}
 	for (size_t i = 0; i < n && !rc; i++)
 		if (!have[i])
-			rc = pd_errf(err, PD_ENOTFOUND, "no profile %s", ids[i]);
+			rc = pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", ids[i]);
 	free(have);
 	pd_buf_free(&ans);
 	return rc;
@@ -1858,7 +1858,7 @@ static int ch_get(struct pd_store *base, const char *id, struct pd_profile **out
 	*out = NULL;
 	int64_t t = id_ok(id) ? pd_xid_time(id) : -1;
 	if (t < 0)
-		return pd_errf(err, PD_ENOTFOUND, "no profile %s", id);
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	struct cday d;
 	struct crow r;
 	memset(&r, 0, sizeof r);
@@ -1914,7 +1914,7 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 		int64_t t = id_ok(ids[i]) ? pd_xid_time(ids[i]) : -1;
 		if (t < 0) {
 			free(v);
-			return pd_errf(err, PD_ENOTFOUND, "no profile %s", ids[i]);
+			return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", ids[i]);
 		}
 		v[i] = (struct idday){floor_div(t, DAY_NS), i, ids[i]};
 	}

@@ -656,7 +656,15 @@ static void test_remove_reopen_retain(void **state)
 	assert_int_equal(pd_store_remove(st, c.id, &err), 0);
 	struct pd_profile *got;
 	assert_int_equal(pd_store_get(st, c.id, &got, &err), PD_ENOTFOUND);
+	/* every backend says so in the same words (the API's 404 passes them on) */
+	char want[80];
+	snprintf(want, sizeof want, "profile id \"%s\" not found", c.id);
+	assert_string_equal(err.msg, want);
 	assert_int_equal(pd_store_remove(st, c.id, &err), PD_ENOTFOUND);
+	assert_string_equal(err.msg, want);
+	const char *two[2] = {a.id, c.id};
+	assert_int_equal(pd_store_merge(st, two, 2, &got, &err), PD_ENOTFOUND);
+	assert_string_equal(err.msg, want);
 	pd_store_close(st);
 	/* everything acknowledged is there after reopening */
 	st = open_store();
