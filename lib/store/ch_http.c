@@ -274,6 +274,7 @@ static void give(struct pd_ch *c, CURL *h)
 struct sink {
 	struct pd_buf *b;
 	bool over;
+	bool head; /* keep the first b->max bytes, read the rest: an answer only for its error text */
 };
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ctx)
@@ -281,6 +282,10 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ctx)
 	struct sink *s = ctx;
 	size_t n = sz * nm;
 	if (s->b->max && s->b->len + n > s->b->max) {
+		if (s->head) { /* a proxy's error page of 10 KB is still its status, not an answer too large */
+			size_t room = s->b->max - s->b->len;
+			return !room || !pd_buf_append(s->b, p, room) ? n : 0;
+		}
 		s->over = true;
 		return 0;
 	}
@@ -303,6 +308,37 @@ static void err_text(const struct pd_buf *b, char *out, size_t cap)
 	for (size_t i = 0; i < n; i++)
 		out[i] = (p[i] >= ' ' && p[i] != 0x7f) ? p[i] : ' ';
 	out[n] = 0;
+}
+
+/* What ClickHouse's exception code says of the error (else dflt): the
+ * server's or the cluster's state, not the query's fault, is "try again"
+ * (503: agents retry); a full disk is 507, as on the embedded store. */
+static int code_error(int code, int dflt)
+{
+	switch (code) {
+	case 159: /* TIMEOUT_EXCEEDED */
+	case 202: /* TOO_MANY_SIMULTANEOUS_QUERIES */
+	case 203: /* NO_FREE_CONNECTION */
+	case 209: /* SOCKET_TIMEOUT */
+	case 210: /* NETWORK_ERROR */
+	case 236: /* ABORTED */
+	case 241: /* MEMORY_LIMIT_EXCEEDED */
+	case 242: /* TABLE_IS_READ_ONLY */
+	case 252: /* TOO_MANY_PARTS */
+	case 279: /* ALL_CONNECTION_TRIES_FAILED: a shard down */
+	case 285: /* TOO_FEW_LIVE_REPLICAS */
+	case 286: /* UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE */
+	case 319: /* UNKNOWN_STATUS_OF_INSERT */
+	case 394: /* QUERY_WAS_CANCELLED: a server shutting down */
+	case 425: /* SYSTEM_ERROR */
+	case 439: /* CANNOT_SCHEDULE_TASK */
+	case 999: /* KEEPER_EXCEPTION */
+		return PD_EUNAVAIL;
+	case 243: /* NOT_ENOUGH_SPACE */
+		return PD_ENOSPC;
+	default:
+		return dflt;
+	}
 }
 
 int pd_ch_query(struct pd_ch *c, const char *sql, const void *data, size_t n, const char *settings, struct pd_buf *out,
@@ -363,7 +399,7 @@ static int run(struct pd_ch *c, const char *sql, const void *data, size_t n, con
 	if (out)
 		out->len = 0;
 	struct pd_buf *dst = out ? out : &errb;
-	struct sink sk = {dst, false};
+	struct sink sk = {dst, false, dst == &errb};
 	char ebuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	hdrs = hdrs ? curl_slist_append(hdrs, "Expect:") : NULL;
@@ -437,13 +473,8 @@ static int run(struct pd_ch *c, const char *sql, const void *data, size_t n, con
 		             : status >= 500         ? PD_EUNAVAIL
 		                                     : PD_EIO,
 		             "ClickHouse at %s: HTTP %ld: %s", c->where, status, t[0] ? t : "(no text)");
-		/* "Code: 3xx" quorum/replica/timeouts and "Code: 159/209/210" are the cluster's state */
-		if (sql_err) {
-			int code = atoi(t + 6);
-			if (code == 159 || code == 209 || code == 210 || code == 242 || code == 252 || code == 285 ||
-			    code == 286 || code == 319 || code == 425 || code == 999)
-				err->code = rc = PD_EUNAVAIL;
-		}
+		if (sql_err)
+			err->code = rc = code_error(atoi(t + 6), rc);
 	}
 	if (out == NULL)
 		pd_buf_free(&errb);

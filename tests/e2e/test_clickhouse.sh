@@ -17,6 +17,9 @@
 #      /readyz 503; restarted: ready again, uploads 200, nothing lost
 #   6. bad --store values exit 2 naming the problem; a schema newer than
 #      the binary is refused at start
+#   7. ClickHouse answering errors (tests/e2e/chfault.py in front of it):
+#      a proxy's 503 page, out of memory, disk full, an answer cut short:
+#      503 / 507 naming the cause, nothing stored; recovered after
 # Run: BUILD=build bash tests/e2e/test_clickhouse.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -25,7 +28,7 @@ source "$(dirname "$0")/clickhouse.sh"
 
 ch_require "ClickHouse store backend"
 need_built 0 "make test" "$PROFD" "$GOAPP" "$ROOT/$BUILD/tests/test_store"
-need_cmds 0 curl jq
+need_cmds 0 curl jq python3
 kill_started_on_exit
 
 if ch_start one; then ok "setup: clickhouse-server on 127.0.0.1:$CH_HTTP_one"; else
@@ -239,4 +242,48 @@ ch_q one "CREATE TABLE future.profd_schema (version UInt32) ENGINE = MergeTree O
 ch_q one "INSERT INTO future.profd_schema VALUES (99)" >/dev/null
 expect_exit "a database of a newer schema: refused at start" 2 'schema version 99, newer than this profd knows' \
 	"$PROFD" serve --addr 127.0.0.1:0 --store "$CHURL/future"
+# ---- 7. ClickHouse answering errors (chfault.py: a proxy that fails on demand) -----------
+# a load balancer's 503 page, ClickHouse out of memory or out of disk, an
+# answer cut short: each upload is refused with ClickHouse's words and the
+# status a client acts on (503: try again; 507: the disk is full), never
+# 413 (the client's upload too large) or a 200; then, the proxy passing
+# again, the same collector answers
+echo pass >"$T/chmode"
+python3 "$ROOT/tests/e2e/chfault.py" "$CH_HTTP_one" "$T/chmode" >"$T/chfault.log" 2>&1 &
+FPORT=$(wait_line "$T/chfault.log" '^chfault: listening on \([0-9]*\)$')
+if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0; then
+	F=http://127.0.0.1:$PORT_F
+	# fault MODE: upload status, its Retry-After, the error; then a list's status and error
+	fault() {
+		echo "$1" >"$T/chmode"
+		curl -sS -D "$T/f.hdr" -o "$T/f.json" -w '%{http_code}' --data-binary "@$T/p/cpu1.pb.gz" \
+			"$F/api/0/profiles?service=fault&type=cpu"
+		printf ' %s ' "$(sed -n 's/^Retry-After: *\([0-9]*\).*/\1/ip' "$T/f.hdr")"
+		jq -r .error "$T/f.json" | head -c 200
+		printf ' | '
+		curl -sS -o "$T/fl.json" -w '%{http_code} ' "$F/api/0/profiles?service=goapp&from=0&to=now"
+		jq -r .error "$T/fl.json" | head -c 200
+	}
+	r=$(fault page503)
+	[[ $r == "503 1 "*"HTTP 503: <!DOCTYPE html>"*"| 503 "*"HTTP 503"* ]] &&
+		ok "errors: a 12 KB 503 page in front of ClickHouse: upload and list 503 with Retry-After, naming it" ||
+		fail "errors: a 503 page: 503" "$r"
+	r=$(fault code241)
+	[[ $r == "503 1 "*"Code: 241"*"| 503 "*"Code: 241"* ]] &&
+		ok "errors: ClickHouse out of memory (Code: 241): 503, try again" || fail "errors: Code 241: 503" "$r"
+	r=$(fault code243)
+	[[ $r == "507  "*"Code: 243"*"| 507 "*"Code: 243"* ]] &&
+		ok "errors: ClickHouse's disk full (Code: 243): 507, as on the embedded store" || fail "errors: Code 243: 507" "$r"
+	r=$(fault cut)
+	[[ $r == *"| 503 "*"transfer closed"* ]] &&
+		ok "errors: an answer cut short: 503, not a shorter list" || fail "errors: a cut answer: 503" "$r"
+	r=$(fault pass)
+	[[ $r == "200 "*"| 200 "* ]] && ok "errors: the proxy passing again: the same collector uploads and lists" ||
+		fail "errors: recovered" "$r"
+	expect "errors: the failed uploads stored nothing (the cut one's answer was empty: stored)" 2 \
+		"$(curl -sS "$F/api/0/profiles?service=fault&from=0&to=now" | jq '.body | length')"
+else
+	fail "setup: chfault.py and a collector behind it" "$(cat "$T/chfault.log"; head -5 "$T/serve-F.log" 2>/dev/null)"
+fi
+
 no_sanitizer "no sanitizer report" "$T"/serve-*.log
