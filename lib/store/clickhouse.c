@@ -2059,14 +2059,32 @@ static int cmp_prow(const void *a, const void *b)
 	return memcmp(x->id, y->id, PD_STORE_ID_LEN);
 }
 
+/* A valid rollup of a range merge's whole hour, loaded (pm_add_rollups):
+ * added to the merge in its hour's place among the profiles (pm_add_day). */
+struct rolled {
+	int64_t hour;
+	struct crow row;
+	char rid[256];
+};
+
+static void rolled_free(struct rolled *ro, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		crow_free(&ro[i].row);
+	free(ro);
+}
+
 /* Merge the live profiles of rq->service and rq->type created in [lo, hi]
- * (within day d), but those of the hours in skip (answered by rollups;
- * ascending), into pm: one query by the sorting key's prefix (service,
- * type, created_ns ranges: only the granules of those are read; none if
- * the rollups cover [lo, hi]). *n += profiles merged (over max, 0 = none:
- * PD_ELIMIT); *fp (may be NULL) += the sum of their cityHash64(id). */
+ * (within day d), but those of the hours of ro (answered by its rollups;
+ * ascending), into pm, the rollups with them, in time order (as the
+ * embedded store and Go's merge of the files in time order: the same
+ * samples in the same order): one query by the sorting key's prefix
+ * (service, type, created_ns ranges: only the granules of those are read;
+ * none if the rollups cover [lo, hi]). *n += profiles merged (over max, 0
+ * = none: PD_ELIMIT); *fp (may be NULL) += the sum of their
+ * cityHash64(id). */
 static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t lo, int64_t hi,
-                      const int64_t *skip, size_t nskip, uint64_t *fp, size_t *n, size_t max, struct pd_err *err)
+                      struct rolled *ro, size_t nro, uint64_t *fp, size_t *n, size_t max, struct pd_err *err)
 {
 	char dn[DAY_SQL_LEN];
 	day_sql(d->day, dn);
@@ -2084,16 +2102,16 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	/* [lo, hi] less the skipped hours */
 	size_t spans = 0;
 	int64_t t = lo;
-	for (size_t i = 0; ok && i <= nskip; i++) {
-		int64_t e = i < nskip ? skip[i] * HOUR_NS - 1 : hi;
+	for (size_t i = 0; ok && i <= nro; i++) {
+		int64_t e = i < nro ? ro[i].hour * HOUR_NS - 1 : hi;
 		if (e > hi)
 			e = hi;
 		if (t <= e) {
 			ok = !pd_buf_appendf(&sql, " OR created_ns BETWEEN %lld AND %lld", (long long)t, (long long)e);
 			spans++;
 		}
-		if (i < nskip && (skip[i] + 1) * HOUR_NS > t)
-			t = (skip[i] + 1) * HOUR_NS;
+		if (i < nro && (ro[i].hour + 1) * HOUR_NS > t)
+			t = (ro[i].hour + 1) * HOUR_NS;
 	}
 	ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
 	int rc = !ok ? nomem(err) : spans ? q(d->s, (const char *)sql.ptr, &ans, err) : 0;
@@ -2143,7 +2161,13 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	struct cfetch f = {d, {0}, 0};
 	pthread_t th;
 	bool thr = !rc && nr > 1 && d->nwant && pthread_create(&th, NULL, cfetch_main, &f) == 0;
-	for (size_t i = 0; !rc && i < nr; i++) {
+	size_t k = 0; /* the rollups added */
+	for (size_t i = 0; !rc && i <= nr; i++) {
+		for (; !rc && k < nro && (i == nr || ro[k].hour * HOUR_NS <= rows[i].created); k++)
+			rc = pd_pm_add(pm, ro[k].rid, &ro[k].row.h, ro[k].row.rows, ro[k].row.nrows, ro[k].row.nv,
+			               true, err);
+		if (rc || i == nr)
+			break;
 		memcpy(id, rows[i].id, PD_STORE_ID_LEN);
 		id[PD_STORE_ID_LEN] = 0;
 		struct crow row;
@@ -2354,10 +2378,11 @@ static int ch_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, si
 	return rc;
 }
 
-/* The valid rollups of rq in day d's [h0, h1], into pm (and their hours
- * into *hours for pm_add_day to skip). */
-static int pm_add_rollups(struct cday *d, struct pd_pmerge *pm, const struct pd_merge_range *rq, int64_t h0, int64_t h1,
-                          int64_t **hours, size_t *nh, struct pd_merge_info *info, struct pd_err *err)
+/* The valid rollups of rq in day d's [h0, h1], loaded into *ro (hours
+ * ascending; for pm_add_day to add in their place, and to skip their
+ * hours' profiles). */
+static int pm_add_rollups(struct cday *d, const struct pd_merge_range *rq, int64_t h0, int64_t h1,
+                          struct rolled **ro, size_t *nh, struct pd_merge_info *info, struct pd_err *err)
 {
 	char dn[DAY_SQL_LEN];
 	day_sql(d->day, dn);
@@ -2395,22 +2420,20 @@ static int pm_add_rollups(struct cday *d, struct pd_pmerge *pm, const struct pd_
 			rc = pd_errf(err, PD_EIO, "ClickHouse: a malformed answer to a query of rollups");
 			break;
 		}
-		if (*nh && (*hours)[*nh - 1] == hour) /* built twice (not merged away yet): the same profiles */
+		if (*nh && (*ro)[*nh - 1].hour == hour) /* built twice (not merged away yet): the same profiles */
 			continue;
-		char rid[256];
-		rollup_id(rq->service, rq->type, hour, rid, sizeof rid);
-		struct crow row;
-		if ((rc = load_row(d, rid, hp, hn, bp, bn, rp, rn, &row, err))) {
-			crow_free(&row);
+		if (pd_grow((void **)ro, &cap, *nh + 1, sizeof **ro)) {
+			rc = nomem(err);
 			break;
 		}
-		rc = pd_pm_add(pm, rid, &row.h, row.rows, row.nrows, row.nv, true, err);
-		crow_free(&row);
-		if (!rc && pd_grow((void **)hours, &cap, *nh + 1, sizeof **hours))
-			rc = nomem(err);
-		if (rc)
+		struct rolled *x = &(*ro)[*nh];
+		x->hour = hour;
+		rollup_id(rq->service, rq->type, hour, x->rid, sizeof x->rid);
+		if ((rc = load_row(d, x->rid, hp, hn, bp, bn, rp, rn, &x->row, err))) {
+			crow_free(&x->row);
 			break;
-		(*hours)[(*nh)++] = hour;
+		}
+		(*nh)++;
 		info->rollup_hours++;
 		info->profiles += (size_t)np;
 	}
@@ -2476,20 +2499,20 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 		struct cday d;
 		struct pd_pmerge pm;
 		memset(&pm, 0, sizeof pm);
-		int64_t *hours = NULL;
+		struct rolled *ro = NULL;
 		size_t nh = 0, n0 = info->raw;
 		rc = cday_init(&d, s, day, err);
 		pm.src = (struct pd_symsrc){src_get, NULL, &d};
 		if (!rc && rolled && !rq->no_rollups && h0 <= h1)
-			rc = pm_add_rollups(&d, &pm, rq, h0, h1, &hours, &nh, info, err);
+			rc = pm_add_rollups(&d, rq, h0, h1, &ro, &nh, info, err);
 		if (!rc)
-			rc = pm_add_day(&d, &pm, rq, lo, hi, hours, nh, NULL, &info->raw, rq->max_raw, err);
+			rc = pm_add_day(&d, &pm, rq, lo, hi, ro, nh, NULL, &info->raw, rq->max_raw, err);
+		rolled_free(ro, nh);
 		if (!rc)
 			rc = cday_fetch(&d);
 		struct pd_profile *part = NULL;
 		if (!rc && pm.have)
 			rc = pd_pm_profile(&pm, &part, err);
-		free(hours);
 		pd_pmerge_free(&pm);
 		cday_free(&d);
 		info->profiles += info->raw - n0;

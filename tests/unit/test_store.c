@@ -1076,6 +1076,30 @@ static void test_rollup_merge(void **state)
 	assert_int_equal(nrollups(st), 5);
 	info = check_range(st, "svc", T0, T0 + 48 * HOUR);
 	assert_int_equal(info.rollup_hours, 3);
+	/* a rolled-up hour between two profiles of the range's partial
+	 * hours (one profile an hour, so its rollup is that profile): the
+	 * merge lists the samples in the order of the merge of the three in
+	 * time order, the rollup in its hour's place, not before the others */
+	const int64_t D = T0 + 5 * DAY, M30 = HOUR / 2;
+	for (int i = 0; i < 3; i++) {
+		struct pd_buf b = make_profile(D + i * HOUR + M30, false, 80 + i);
+		struct pd_profile_meta m;
+		ingest(st, "ord", "cpu", NULL, 0, &b, &m);
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	assert_true(rollup(st, D + 3 * HOUR + 30 * SEC, 0) >= 3);
+	struct pd_profile *want = raw_merge(st, "ord", D, D + DAY - 1);
+	q = (struct pd_merge_range){"ord", "cpu", D + M30, D + 2 * HOUR + M30, 0, false};
+	if (pd_store_merge_range(st, &q, &p, &info, &err))
+		fail_msg("merge_range: %s", err.msg);
+	assert_int_equal(info.rollup_hours, 1);
+	char *cw = canon_as(want, true), *cg = canon_as(p, true);
+	assert_string_equal(cw, cg);
+	free(cw);
+	free(cg);
+	pd_profile_free(want);
+	pd_profile_free(p);
 	pd_store_close(st);
 }
 
