@@ -1225,10 +1225,25 @@ static int ch_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 	return rc;
 }
 
+/* /metrics asks for the stats: within CH_STATS_MS in all, so that a
+ * ClickHouse that does not answer costs a scrape seconds, not the request
+ * timeout per query (Prometheus gives up after 10 s by default, and the
+ * collector's own counters are what would show the outage) */
+#define CH_STATS_MS 5000
+static int stats_q(struct chs *s, const char *sql, struct pd_buf *ans, int64_t end, struct pd_err *err)
+{
+	int64_t left = (end - pd_mono_ns()) / 1000000;
+	if (left < 1)
+		return pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats took over %d ms", pd_ch_where(s->ch),
+		               CH_STATS_MS);
+	return pd_ch_query_to(s->ch, sql, NULL, 0, CH_QUERY_SETTINGS, ans, (long)left, err);
+}
+
 static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
 {
 	struct chs *s = (struct chs *)base;
 	memset(st, 0, sizeof *st);
+	int64_t end = pd_mono_ns() + CH_STATS_MS * 1000000LL;
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(1 << 16);
 	int rc = pd_buf_appendf(&sql,
 	                        "SELECT toUInt64(uniqExact(partition)), toUInt64(sum(bytes_on_disk)) FROM system.parts "
@@ -1237,7 +1252,7 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	                 pd_buf_appendf(&sql, " AND table IN %s FORMAT RowBinary", parts_tables(s)) ||
 	                 pd_buf_append(&sql, "", 1)
 	             ? nomem(err)
-	             : q(s, (const char *)sql.ptr, &ans, err);
+	             : stats_q(s, (const char *)sql.ptr, &ans, end, err);
 	if (!rc) {
 		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 		st->partitions = pd_rb_get_u64(&r);
@@ -1252,7 +1267,7 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 		    "SELECT toUInt64(count()) FROM profiles FINAL WHERE id %sNOT IN (SELECT id FROM deleted) FORMAT "
 		    "RowBinary",
 		    s->gl);
-		rc = q(s, cnt, &ans, err);
+		rc = stats_q(s, cnt, &ans, end, err);
 	}
 	if (!rc) {
 		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
@@ -1274,7 +1289,7 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	     pd_buf_append(&sql, "", 1)))
 		rc = nomem(err);
 	if (!rc)
-		rc = q(s, (const char *)sql.ptr, &ans, err);
+		rc = stats_q(s, (const char *)sql.ptr, &ans, end, err);
 	if (!rc) {
 		struct pd_rb_rd r = {ans.ptr, ans.ptr + ans.len, false};
 		st->rollups = pd_rb_get_u64(&r);

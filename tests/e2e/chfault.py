@@ -10,6 +10,8 @@ is the first word of MODE_FILE, read at every request:
   code243   500 "Code: 243 ... not enough space" (its disk is full)
   cut       forwards, then sends half of the answer (Content-Length of the
             whole) and closes the connection
+  hang      reads the request and answers nothing for 120 s (a ClickHouse
+            that stopped answering)
 
   chfault.py TARGET_PORT MODE_FILE    prints "chfault: listening on PORT"
 
@@ -19,6 +21,7 @@ import http.client
 import http.server
 import socketserver
 import sys
+import time
 
 TARGET = int(sys.argv[1])
 MODE_FILE = sys.argv[2]
@@ -49,6 +52,10 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         m = mode()
+        if m == "hang":
+            time.sleep(120)
+            self.close_connection = True
+            return
         if m == "page503":
             page = b"<!DOCTYPE html>\n<html><head><title>503 Service Unavailable</title></head><body>\n"
             page += b"<p>" + b"upstream is down " * 700 + b"</p></body></html>\n"

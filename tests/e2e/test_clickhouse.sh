@@ -19,7 +19,8 @@
 #      the binary is refused at start
 #   7. ClickHouse answering errors (tests/e2e/chfault.py in front of it):
 #      a proxy's 503 page, out of memory, disk full, an answer cut short:
-#      503 / 507 naming the cause, nothing stored; recovered after
+#      503 / 507 naming the cause, nothing stored; ClickHouse not answering:
+#      /metrics within seconds; recovered after
 # Run: BUILD=build bash tests/e2e/test_clickhouse.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -277,6 +278,15 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 	r=$(fault cut)
 	[[ $r == *"| 503 "*"transfer closed"* ]] &&
 		ok "errors: an answer cut short: 503, not a shorter list" || fail "errors: a cut answer: 503" "$r"
+	# ClickHouse not answering: /metrics still answers within seconds
+	# (Prometheus gives up after 10 s), with the collector's own counters
+	echo hang >"$T/chmode"
+	t0=$(date +%s%N)
+	code=$(curl -sS -o "$T/fm.txt" -w '%{http_code}' --max-time 60 "$F/metrics")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ "$code" = 200 ] && [ "$ms" -lt 8000 ] && grep -q '^profd_ingest_received_bytes_total ' "$T/fm.txt"; then
+		ok "errors: ClickHouse not answering: /metrics 200 in $ms ms, with the collector's counters"
+	else fail "errors: /metrics while ClickHouse hangs" "$code in $ms ms"; fi
 	r=$(fault pass)
 	[[ $r == "200 "*"| 200 "* ]] && ok "errors: the proxy passing again: the same collector uploads and lists" ||
 		fail "errors: recovered" "$r"
