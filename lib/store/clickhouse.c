@@ -133,6 +133,8 @@ struct chs {
 	size_t preparing;
 	char *ins_settings;        /* URL settings of the INSERTs */
 	uint64_t batches, batched; /* INSERT pairs sent, uploads they held */
+	int64_t down_ns;           /* CLOCK_MONOTONIC: when a batch last failed for want of ClickHouse, 0 = it did not */
+	struct pd_err down_err;    /* and why */
 	/* symbols this process wrote (day, kind, hash): not sent again */
 	pthread_mutex_t mu;
 	uint64_t *known;
@@ -788,6 +790,18 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 	b->waiting++;
 	pthread_cond_broadcast(&s->bcv); /* a leader in its window counts the ingests still decoding */
 	while (!b->done) {
+		if (!s->busy && s->open == b && s->down_ns && b->opened_ns < s->down_ns) {
+			/* its uploads waited for a batch that ClickHouse did not
+			 * take (down, or not answering for a request timeout): they
+			 * fail with it now (503, retry) rather than each wait
+			 * another timeout, and a pile of them behind */
+			s->open = NULL;
+			b->err = s->down_err;
+			b->rc = s->down_err.code;
+			b->done = true;
+			pthread_cond_broadcast(&s->bcv);
+			break;
+		}
 		if (!s->busy && s->open == b) {
 			s->busy = true;
 			int64_t end = b->opened_ns + CH_BATCH_WINDOW_NS;
@@ -806,6 +820,12 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 			b->rc = rc;
 			b->done = true;
 			s->busy = false;
+			if (rc == PD_EUNAVAIL) {
+				s->down_ns = pd_mono_ns();
+				s->down_err = b->err;
+			} else {
+				s->down_ns = 0;
+			}
 			s->batches++;
 			s->batched += b->nup;
 			pthread_cond_broadcast(&s->bcv); /* its uploads, and the next batch's leader */

@@ -278,15 +278,30 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 	r=$(fault cut)
 	[[ $r == *"| 503 "*"transfer closed"* ]] &&
 		ok "errors: an answer cut short: 503, not a shorter list" || fail "errors: a cut answer: 503" "$r"
-	# ClickHouse not answering: /metrics still answers within seconds
-	# (Prometheus gives up after 10 s), with the collector's own counters
+	# ClickHouse not answering: an upload fails after the request timeout
+	# (30 s), and those that arrived meanwhile with it, not one timeout
+	# later each (and a pile of them behind); /metrics still answers
+	# within seconds (Prometheus gives up after 10 s), with the
+	# collector's own counters
 	echo hang >"$T/chmode"
+	hp=()
+	for i in 1 2 3 4; do
+		curl -sS -o /dev/null -w '%{http_code} %{time_total}\n' --max-time 100 --data-binary "@$T/p/cpu1.pb.gz" \
+			"$F/api/0/profiles?service=hang&type=cpu&labels=n=$i" >"$T/hang$i.txt" &
+		hp+=("$!")
+		[ "$i" = 1 ] && sleep 1
+	done
 	t0=$(date +%s%N)
 	code=$(curl -sS -o "$T/fm.txt" -w '%{http_code}' --max-time 60 "$F/metrics")
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	if [ "$code" = 200 ] && [ "$ms" -lt 8000 ] && grep -q '^profd_ingest_received_bytes_total ' "$T/fm.txt"; then
 		ok "errors: ClickHouse not answering: /metrics 200 in $ms ms, with the collector's counters"
 	else fail "errors: /metrics while ClickHouse hangs" "$code in $ms ms"; fi
+	wait "${hp[@]}"
+	r=$(cat "$T"/hang*.txt | awk '$1 == 503 && $2 < 45 { n++ } END { print n + 0 }')
+	if [ "$r" = 4 ]; then ok "errors: ClickHouse not answering: 4 uploads (1 s apart) all 503 within 45 s"; else
+		fail "errors: uploads while ClickHouse hangs: 503 within 45 s" "$(cat "$T"/hang*.txt | tr '\n' ' ')"
+	fi
 	r=$(fault pass)
 	[[ $r == "200 "*"| 200 "* ]] && ok "errors: the proxy passing again: the same collector uploads and lists" ||
 		fail "errors: recovered" "$r"
