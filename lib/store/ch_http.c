@@ -332,12 +332,9 @@ static int code_error(int code, int dflt)
 	case 394: /* QUERY_WAS_CANCELLED: a server shutting down */
 	case 425: /* SYSTEM_ERROR */
 	case 439: /* CANNOT_SCHEDULE_TASK */
-	case 999: /* KEEPER_EXCEPTION */
-		return PD_EUNAVAIL;
-	case 243: /* NOT_ENOUGH_SPACE */
-		return PD_ENOSPC;
-	default:
-		return dflt;
+	case 999: /* KEEPER_EXCEPTION */ return PD_EUNAVAIL;
+	case 243: /* NOT_ENOUGH_SPACE */ return PD_ENOSPC;
+	default: return dflt;
 	}
 }
 

@@ -133,8 +133,8 @@ struct chs {
 	size_t preparing;
 	char *ins_settings;        /* URL settings of the INSERTs */
 	uint64_t batches, batched; /* INSERT pairs sent, uploads they held */
-	int64_t down_ns;           /* CLOCK_MONOTONIC: when a batch last failed for want of ClickHouse, 0 = it did not */
-	struct pd_err down_err;    /* and why */
+	int64_t down_ns;        /* CLOCK_MONOTONIC: when a batch last failed for want of ClickHouse, 0 = it did not */
+	struct pd_err down_err; /* and why */
 	/* symbols this process wrote (day, kind, hash): not sent again */
 	pthread_mutex_t mu;
 	uint64_t *known;
@@ -1851,8 +1851,8 @@ static int load_rows(struct cday *d, const char *const *ids, size_t n, struct cr
 	char dn[DAY_SQL_LEN];
 	day_sql(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
-	bool ok = !pd_buf_appendf(
-	    &sql, "SELECT id, header, block, refs FROM profiles FINAL WHERE day = %s AND id IN (", dn);
+	bool ok =
+	    !pd_buf_appendf(&sql, "SELECT id, header, block, refs FROM profiles FINAL WHERE day = %s AND id IN (", dn);
 	for (size_t i = 0; i < n && ok; i++)
 		ok = !pd_buf_appendf(&sql, "%s'%s'", i ? ", " : "", ids[i]);
 	ok = ok &&
@@ -2132,8 +2132,8 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	    !pd_buf_appendf(&sql, "SELECT id, created_ns, header, block, refs, cityHash64(id) FROM profiles WHERE "
 	                          "service = ") &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
-	    !pd_buf_appendf(&sql, " AND day = %s AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) AND (0",
-	                    dn, d->s->gl, dn);
+	    !pd_buf_appendf(&sql, " AND day = %s AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) AND (0", dn,
+	                    d->s->gl, dn);
 	/* [lo, hi] less the skipped hours */
 	size_t spans = 0;
 	int64_t t = lo;
@@ -2199,8 +2199,8 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	size_t k = 0; /* the rollups added */
 	for (size_t i = 0; !rc && i <= nr; i++) {
 		for (; !rc && k < nro && (i == nr || ro[k].hour * HOUR_NS <= rows[i].created); k++)
-			rc = pd_pm_add(pm, ro[k].rid, &ro[k].row.h, ro[k].row.rows, ro[k].row.nrows, ro[k].row.nv,
-			               true, err);
+			rc = pd_pm_add(pm, ro[k].rid, &ro[k].row.h, ro[k].row.rows, ro[k].row.nrows, ro[k].row.nv, true,
+			               err);
 		if (rc || i == nr)
 			break;
 		memcpy(id, rows[i].id, PD_STORE_ID_LEN);
@@ -2416,8 +2416,8 @@ static int ch_rollup(struct pd_store *base, int64_t cutoff, size_t max_hours, si
 /* The valid rollups of rq in day d's [h0, h1], loaded into *ro (hours
  * ascending; for pm_add_day to add in their place, and to skip their
  * hours' profiles). */
-static int pm_add_rollups(struct cday *d, const struct pd_merge_range *rq, int64_t h0, int64_t h1,
-                          struct rolled **ro, size_t *nh, struct pd_merge_info *info, struct pd_err *err)
+static int pm_add_rollups(struct cday *d, const struct pd_merge_range *rq, int64_t h0, int64_t h1, struct rolled **ro,
+                          size_t *nh, struct pd_merge_info *info, struct pd_err *err)
 {
 	char dn[DAY_SQL_LEN];
 	day_sql(d->day, dn);
@@ -2643,11 +2643,12 @@ static void ch_warm(struct pd_store *base, size_t days)
 				break;
 			}
 			sql.len = set.len = ans.len = 0;
-			if (pd_buf_appendf(&sql, "SELECT h, data FROM symbols WHERE day = %s AND kind = %d FORMAT RowBinary",
+			if (pd_buf_appendf(&sql,
+			                   "SELECT h, data FROM symbols WHERE day = %s AND kind = %d FORMAT RowBinary",
 			                   dn, order[o]) ||
 			    pd_buf_append(&sql, "", 1) ||
-			    pd_buf_appendf(&set, "%s&max_result_bytes=%zu&result_overflow_mode=break", CH_QUERY_SETTINGS,
-			                   left) ||
+			    pd_buf_appendf(&set, "%s&max_result_bytes=%zu&result_overflow_mode=break",
+			                   CH_QUERY_SETTINGS, left) ||
 			    pd_buf_append(&set, "", 1) ||
 			    pd_ch_query(s->ch, (const char *)sql.ptr, NULL, 0, (const char *)set.ptr, &ans, &err))
 				break;
