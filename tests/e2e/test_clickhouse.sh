@@ -265,19 +265,30 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 		curl -sS -o "$T/fl.json" -w '%{http_code} ' "$F/api/0/profiles?service=goapp&from=0&to=now"
 		jq -r .error "$T/fl.json" | head -c 200
 	}
-	r=$(fault page503)
-	[[ $r == "503 1 "*"HTTP 503: <!DOCTYPE html>"*"| 503 "*"HTTP 503"* ]] &&
-		ok "errors: a 12 KB 503 page in front of ClickHouse: upload and list 503 with Retry-After, naming it" ||
-		fail "errors: a 503 page: 503" "$r"
-	r=$(fault code241)
-	[[ $r == "503 1 "*"Code: 241"*"| 503 "*"Code: 241"* ]] &&
-		ok "errors: ClickHouse out of memory (Code: 241): 503, try again" || fail "errors: Code 241: 503" "$r"
-	r=$(fault code243)
-	[[ $r == "507  "*"Code: 243"*"| 507 "*"Code: 243"* ]] &&
-		ok "errors: ClickHouse's disk full (Code: 243): 507, as on the embedded store" || fail "errors: Code 243: 507" "$r"
-	r=$(fault cut)
-	[[ $r == *"| 503 "*"transfer closed"* ]] &&
-		ok "errors: an answer cut short: 503, not a shorter list" || fail "errors: a cut answer: 503" "$r"
+	fr=$(fault page503)
+	if [[ $fr == "503 1 "*"HTTP 503: <!DOCTYPE html>"*"| 503 "*"HTTP 503"* ]]; then
+		ok "errors: a 12 KB 503 page in front of ClickHouse: upload and list 503 with Retry-After, naming it"
+	else
+		fail "errors: a 503 page: 503" "$fr"
+	fi
+	fr=$(fault code241)
+	if [[ $fr == "503 1 "*"Code: 241"*"| 503 "*"Code: 241"* ]]; then
+		ok "errors: ClickHouse out of memory (Code: 241): 503, try again"
+	else
+		fail "errors: Code 241: 503" "$fr"
+	fi
+	fr=$(fault code243)
+	if [[ $fr == "507  "*"Code: 243"*"| 507 "*"Code: 243"* ]]; then
+		ok "errors: ClickHouse's disk full (Code: 243): 507, as on the embedded store"
+	else
+		fail "errors: Code 243: 507" "$fr"
+	fi
+	fr=$(fault cut)
+	if [[ $fr == *"| 503 "*"transfer closed"* ]]; then
+		ok "errors: an answer cut short: 503, not a shorter list"
+	else
+		fail "errors: a cut answer: 503" "$fr"
+	fi
 	# ClickHouse not answering: an upload fails after the request timeout
 	# (30 s), and those that arrived meanwhile with it, not one timeout
 	# later each (and a pile of them behind); /metrics still answers
@@ -298,13 +309,16 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 		ok "errors: ClickHouse not answering: /metrics 200 in $ms ms, with the collector's counters"
 	else fail "errors: /metrics while ClickHouse hangs" "$code in $ms ms"; fi
 	wait "${hp[@]}"
-	r=$(cat "$T"/hang*.txt | awk '$1 == 503 && $2 < 45 { n++ } END { print n + 0 }')
-	if [ "$r" = 4 ]; then ok "errors: ClickHouse not answering: 4 uploads (1 s apart) all 503 within 45 s"; else
+	fr=$(cat "$T"/hang*.txt | awk '$1 == 503 && $2 < 45 { n++ } END { print n + 0 }')
+	if [ "$fr" = 4 ]; then ok "errors: ClickHouse not answering: 4 uploads (1 s apart) all 503 within 45 s"; else
 		fail "errors: uploads while ClickHouse hangs: 503 within 45 s" "$(cat "$T"/hang*.txt | tr '\n' ' ')"
 	fi
-	r=$(fault pass)
-	[[ $r == "200 "*"| 200 "* ]] && ok "errors: the proxy passing again: the same collector uploads and lists" ||
-		fail "errors: recovered" "$r"
+	fr=$(fault pass)
+	if [[ $fr == "200 "*"| 200 "* ]]; then
+		ok "errors: the proxy passing again: the same collector uploads and lists"
+	else
+		fail "errors: recovered" "$fr"
+	fi
 	expect "errors: the failed uploads stored nothing (the cut one's answer was empty: stored)" 2 \
 		"$(curl -sS "$F/api/0/profiles?service=fault&from=0&to=now" | jq '.body | length')"
 else
