@@ -103,6 +103,13 @@
  * still being decoded, share one symbols and one profiles INSERT; a batch
  * is closed at CH_BATCH_MAX bytes */
 #define CH_BATCH_WINDOW_NS (5 * 1000000LL)
+/* after a batch failed for want of ClickHouse, slowly (no answer for at
+ * least this long: a request timeout), a batch about to be sent within
+ * this time fails with it at once (503, Retry-After: 1): an upload's
+ * handler holds its libmicrohttpd thread, so the uploads that thread took
+ * meanwhile only start once the failed batch ended, and each would wait
+ * another request timeout */
+#define CH_DOWN_HOLD_NS    (1000 * 1000000LL)
 #define CH_BATCH_MAX       ((size_t)32 << 20)
 
 /* One group of uploads' rows, sent as one INSERT into symbols, then one
@@ -134,6 +141,7 @@ struct chs {
 	char *ins_settings;        /* URL settings of the INSERTs */
 	uint64_t batches, batched; /* INSERT pairs sent, uploads they held */
 	int64_t down_ns;        /* CLOCK_MONOTONIC: when a batch last failed for want of ClickHouse, 0 = it did not */
+	bool down_slow;         /* after CH_DOWN_HOLD_NS or more without an answer */
 	struct pd_err down_err; /* and why */
 	/* symbols this process wrote (day, kind, hash): not sent again */
 	pthread_mutex_t mu;
@@ -790,11 +798,13 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 	b->waiting++;
 	pthread_cond_broadcast(&s->bcv); /* a leader in its window counts the ingests still decoding */
 	while (!b->done) {
-		if (!s->busy && s->open == b && s->down_ns && b->opened_ns < s->down_ns) {
+		if (!s->busy && s->open == b && s->down_ns &&
+		    (b->opened_ns < s->down_ns || (s->down_slow && pd_mono_ns() - s->down_ns < CH_DOWN_HOLD_NS))) {
 			/* its uploads waited for a batch that ClickHouse did not
-			 * take (down, or not answering for a request timeout): they
-			 * fail with it now (503, retry) rather than each wait
-			 * another timeout, and a pile of them behind */
+			 * take (down, or not answering for a request timeout), or
+			 * come right after it (CH_DOWN_HOLD_NS): they fail with it
+			 * now (503, retry) rather than each wait another timeout,
+			 * and a pile of them behind */
 			s->open = NULL;
 			b->err = s->down_err;
 			b->rc = s->down_err.code;
@@ -815,6 +825,7 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 			s->open = NULL;
 			pthread_cond_broadcast(&s->bcv); /* uploads waiting for room start the next batch */
 			pthread_mutex_unlock(&s->bmu);
+			int64_t t0 = pd_mono_ns();
 			int rc = batch_insert(s, b);
 			pthread_mutex_lock(&s->bmu);
 			b->rc = rc;
@@ -822,6 +833,7 @@ static int batch_submit(struct chs *s, const struct pd_buf *sym, const struct pd
 			s->busy = false;
 			if (rc == PD_EUNAVAIL) {
 				s->down_ns = pd_mono_ns();
+				s->down_slow = s->down_ns - t0 >= CH_DOWN_HOLD_NS;
 				s->down_err = b->err;
 			} else {
 				s->down_ns = 0;
