@@ -26,7 +26,7 @@ static const struct cli_flag load_flags[] = {
 	{"type", 0, CO_TYPE, "TYPE", "store every file as this type (default: inferred)", 0},
 	{"label", 'l', 'l', "K=V", "a label of every profile (K1=V1,K2=V2 or repeat -l)", 0},
 	{"selector", 0, 'l', "K=V", NULL, CLI_F_HIDDEN},
-	{"namespace", 0, CO_NAMESPACE, "NS", "the label namespace=NS of every profile", 0},
+	{"namespace", 'n', CO_NAMESPACE, "NS", "the label namespace=NS of every profile", 0},
 	{"created-at", 0, CO_CREATED_AT, "TIME",
 	 "the creation time of every profile (default the\nprofile's time_nanos, else the time of the upload)", 0},
 	{"output", 'o', 'o', "FORMAT",

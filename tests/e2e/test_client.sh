@@ -430,6 +430,11 @@ if [ "$RC" -eq 0 ] && [ ! -s "$T/e" ] && grep -q '^Showing 4 of ' "$T/o"; then o
 if expect_ok "get profiles -n dev" get profiles --service nsapp -n dev "${W[@]}" && [ "$(grep -c ' nsapp ' "$T/o")" = 1 ] && grep -q 'namespace=dev' "$T/o"; then
 	ok "get profiles -n dev: the dev profile only"
 else fail "get profiles -n dev" "$(head -c 300 "$T/o")"; fi
+# load takes -n as every other command does (docs/cli.md: "-n is the namespace in every command")
+if expect_ok "load -n qa" load --service nsload -n qa --created-at 2021-03-01T10:00:02Z "$C/1/cpu.pb.gz" &&
+	expect_ok "get profiles -n qa" get profiles --service nsload -n qa "${W[@]}" && grep -q 'namespace=qa' "$T/o"; then
+	ok "load -n qa: stored with the label namespace=qa"
+else fail "load -n qa" "$(head -c 300 "$T/o")"; fi
 if expect_ok "merge -n prod -O" merge --service nsapp --type cpu -n prod "${W[@]}" -O "$PM/ns-prod.pb.gz" &&
 	expect_ok "merge --query -O" merge --query 'cpu{service="nsapp",namespace="prod"}' "${W[@]}" -O "$PM/ns-q.pb.gz"; then
 	same_pprof "merge -n prod = merge --query of the same profile (go tool pprof -top)" "$PM/ns-prod.pb.gz" "$PM/ns-q.pb.gz" "${TOP[@]}"
@@ -498,10 +503,10 @@ top_compare "top --service both (cpu) = go tool pprof -top of the -proto merge" 
 top_compare "top --service both --type heap -i alloc_space = go tool pprof -top -sample_index=alloc_space" \
 	"-sample_index=alloc_space" "$PM/heap-12.pb.gz" --service both --type heap -i alloc_space
 top_compare "top --service both --type mutex --cum = go tool pprof -top -cum" "-cum" "$PM/mutex-12.pb.gz" --service both --type mutex --cum
-# --all: the cpu profiles of every service: auth (set 1), both (1, 2), search (2), mixed (1); nsapp (3b) has profiles in another hour only
+# --all: the cpu profiles of every service: auth (set 1), both (1, 2), search (2), mixed (1); nsapp and nsload (3b) have profiles in another hour only
 proto "$PM/cpu-all.pb.gz" "$C/1/cpu.pb.gz" "$C/1/cpu.pb.gz" "$C/2/cpu.pb.gz" "$C/2/cpu.pb.gz" "$C/1/cpu.pb.gz"
 top_compare "top --all = go tool pprof -top of the -proto merge of every service's cpu files" "" "$PM/cpu-all.pb.gz" --all
-if grep -q '^Profiles: cpu, 4 of 9 services: auth, both, mixed, search$' "$T/o" && grep -q '^Type: cpu$' "$T/o" &&
+if grep -q '^Profiles: cpu, 4 of 10 services: auth, both, mixed, search$' "$T/o" && grep -q '^Type: cpu$' "$T/o" &&
 	grep -Eq '^Range: 20..-..-..T..:..:..Z to 20..-..-..T..:..:..Z \(UTC\)$' "$T/o"; then
 	ok "top --all: header names the type, the services used and the range"
 else
