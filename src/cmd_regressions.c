@@ -130,7 +130,12 @@ int cmd_regressions(int argc, char **argv)
 			if (n == 0)
 				n = 10000;
 			break;
-		case 'n':
+		case 'n': /* the namespace, as everywhere; a number: a row count (as top and diff) */
+			if ((rc = client_n_legacy(&c, optarg, &n, &ns)))
+				goto done;
+			if (n == 0)
+				n = 10000;
+			break;
 		case CO_NAMESPACE:
 			if (!*optarg || strchr(optarg, ',') || strchr(optarg, '=')) {
 				rc = cli_usage_error("regressions", "-n/--namespace: want a namespace name, got '%s'",

@@ -244,4 +244,10 @@ else fail "profd regressions: the table" "$(head -c 600 "$T/cli.txt")"; fi
 n=$("$PROFD" regressions --collector "$URL" --from -6h --service auth -o json | jq '.comparisons | length')
 expect "profd regressions --service auth -o json" 1 "$n"
 expect_exit "profd regressions: -o other is a usage error" 2 '-o' "$PROFD" regressions --collector "$URL" -o yaml
+# -n is the namespace; a number is still the row count, with a warning, as in top and diff (not a namespace "5")
+"$PROFD" regressions --collector "$URL" --from -6h --limit 5 >"$T/cli-l.txt" 2>/dev/null
+"$PROFD" regressions --collector "$URL" --from -6h -n 5 >"$T/cli-n.txt" 2>"$T/cli-n.err"
+if cmp -s "$T/cli-l.txt" "$T/cli-n.txt" && grep -q 'warning: -n 5 as a row count is deprecated.*--limit 5' "$T/cli-n.err"; then
+	ok "profd regressions -n 5: the rows of --limit 5, with a warning"
+else fail "profd regressions -n 5" "$(head -c 300 "$T/cli-n.txt") $(head -c 300 "$T/cli-n.err")"; fi
 no_sanitizer "regressions: no sanitizer report" "$T/serve.log"
