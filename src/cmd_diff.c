@@ -62,7 +62,7 @@ static const struct cli_flag diff_flags[] = {
 const struct cli_doc diff_doc = {
 	"diff",
 	"Usage: profd diff --base SELECTOR --target SELECTOR [--from TIME] [--to TIME]\n"
-	"                  [--base-from TIME] [--base-to TIME] [-n N] [--normalize] [--raw]\n"
+	"                  [--base-from TIME] [--base-to TIME] [--limit N] [--normalize] [--raw]\n"
 	"                  [-n NAMESPACE] [-o table|json|pprof] [-O FILE]\n"
 	"\n"
 	"What changed between two selections of a collector's profiles, per function:\n"

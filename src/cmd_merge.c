@@ -56,7 +56,7 @@ const struct cli_doc merge_doc = {
 	"  profd merge --service auth --type cpu -O auth-cpu.pb.gz\n"
 	"  go tool pprof -top auth-cpu.pb.gz\n"
 	"  profd merge --service auth --type heap --from -24h -l version=1.2.0 -O - |\n"
-	"      go tool pprof -top /dev/stdin\n"
+	"      profd pprof top -\n"
 	"  go tool pprof -http=: \\\n"
 	"      \"$(profd merge --service auth --type cpu --from -6h --print-url)\"\n"
 	"  kubectl profd merge --service auth --type cpu --from now-2h -O cpu.pb.gz\n"
