@@ -228,8 +228,16 @@ int client_parse_time(const struct client *c, const char *flag, const char *name
 		      int64_t *out)
 {
 	struct pd_err err = {0};
-	if (pd_api_parse_time(name, arg, now, out, &err))
+	if (pd_api_parse_time(name, arg, now, out, &err)) {
+		/* the parser's hints are for URLs, where '+' must be sent as %2B; on a
+		 * command line it is written as it is (and now%2B1h is refused) */
+		char *h;
+		while ((h = strstr(err.msg, "now%2B"))) {
+			h[3] = '+';
+			memmove(h + 4, h + 6, strlen(h + 6) + 1);
+		}
 		return cli_usage_error(c->cmd, "%s: %s", flag, err.msg);
+	}
 	return 0;
 }
 

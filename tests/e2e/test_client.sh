@@ -692,7 +692,8 @@ usage "load --type CPU: names the valid types" 'unknown profile type "CPU" \(val
 usage "get without a resource" 'get: what to get\? services, profiles or types' get
 usage "get an unknown resource" "get: unknown resource 'pods'" get pods
 usage "get services --service" 'does not apply' get services --service a
-usage "--from 1h (bare duration)" '--from: bad "from" timestamp "1h"' get profiles --service a --from 1h
+# the hint is the command line's spelling (now+1h), not a URL's (now%2B1h, which --from refuses)
+usage "--from 1h (bare duration)" '--from: bad "from" timestamp "1h".* now-1h \(past\) or now\+1h \(future\)$' get profiles --service a --from 1h
 usage "--from after --to" '--from now \(.*\) is after --to -1h' get profiles --service a --from now --to -1h
 usage "--to garbage" '--to: bad "to" timestamp "yesterday"' get profiles --service a --to yesterday
 usage "-o xml" "-o: want table, json or name, got 'xml'" get services -o xml
