@@ -184,7 +184,11 @@ int pd_tls_verify_client(void *session, char *why, size_t n)
 	if (status) {
 		gnutls_datum_t out = {0};
 		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) >= 0) {
-			snprintf(why, n, "the client certificate is not trusted: %s", (const char *)out.data);
+			/* GnuTLS ends each sentence with ". ": no trailing blank in the answer */
+			size_t len = strlen((const char *)out.data);
+			while (len > 0 && out.data[len - 1] == ' ')
+				len--;
+			snprintf(why, n, "the client certificate is not trusted: %.*s", (int)len, (const char *)out.data);
 			gnutls_free(out.data);
 		} else {
 			snprintf(why, n, "the client certificate is not trusted");

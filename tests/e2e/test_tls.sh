@@ -139,7 +139,7 @@ if [ "$code" = 403 ] && grep -q 'client certificate is required' "$T/b"; then ok
 code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/strangerclient.pem" --key "$K/strangerclient.key" "$URL/api/0/services")
 if [ "$code" = 403 ] || [ "$code" = 000 ]; then ok "--tls-client-ca: a certificate of another CA is refused ($code)"; else fail "--tls-client-ca: a certificate of another CA is refused" "code $code: $(head -c 200 "$T/b")"; fi
 code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/serveronly.pem" --key "$K/serveronly.key" "$URL/api/0/services")
-if [ "$code" = 403 ] && grep -q 'purpose' "$T/b"; then ok "--tls-client-ca: a server's certificate of the CA (serverAuth only) is no client's: 403"; else fail "--tls-client-ca: a server-only certificate of the CA is refused" "code $code: $(head -c 200 "$T/b")"; fi
+if [ "$code" = 403 ] && grep -q 'purpose\."}' "$T/b"; then ok "--tls-client-ca: a server's certificate of the CA (serverAuth only) is no client's: 403"; else fail "--tls-client-ca: a server-only certificate of the CA is refused" "code $code: $(head -c 200 "$T/b")"; fi
 code=$(curl -s -o "$T/b" -w '%{http_code}' --cacert "$K/ca.pem" --cert "$K/client.pem" --key "$K/client.key" --data-binary @"$C/cpu.pb.gz" "$URL/api/0/profiles?service=mtls&type=cpu")
 expect "--tls-client-ca: the right client certificate: 200" 200 "$code"
 stop_server
