@@ -220,6 +220,7 @@ struct acc_ctx {
 	struct pd_str t0, u0;
 	char tbuf[128], ubuf[128];
 	bool nanos;  /* every part's sample unit is nanoseconds */
+	bool across; /* the error is about two services: it names both, no prefix of one */
 };
 
 /* One part (a service's merge, a gauge source's average, a cumulative
@@ -252,6 +253,7 @@ static int add_part(void *ctx, uint32_t service, int kind, struct pd_profile **p
 				       "profile type (e.g. query=cpu{...}) or one sample_index present in both",
 				       (int)c->t0.len, c->t0.ptr, (int)c->u0.len, c->u0.ptr, (int)t.len, t.ptr, (int)u.len,
 				       u.ptr);
+		c->across = true;
 		return pd_errf(err, PD_EINCOMPAT,
 			       "services \"%s\" (%.*s/%.*s) and \"%s\" (%.*s/%.*s) have different sample types: "
 			       "they cannot be added up; select one profile type (e.g. query=cpu{...}) or one "
@@ -299,7 +301,7 @@ static int merge_ranges(struct pd_api1_req *q, struct acc_ctx *c, char **names, 
 		*used = *used || info.rollup_hours > 0;
 		rc = add_part(c, (uint32_t)(c->nsv - 1), PD_NORM_SUM, &p, 1, 1, err);
 		pd_profile_free(p);
-		if (rc)
+		if (rc && !c->across)
 			pd_err_prefix(err, "service \"%s\"", name);
 	}
 	if (!rc) /* a service regex that hit its match limit skipped services: say so */
@@ -388,7 +390,8 @@ int pd_api1_h_top(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err
 		for (size_t s = 0; s < plan.nsvc; s++) {
 			c->sv[c->nsv++] = (struct svc){plan.svc[s].name, plan.svc[s].n, plan.svc[s].nsrc, 0};
 			if ((rc = pd_norm_each(q->cfg->st, &plan, s, 1, norm, add_part, c, NULL, NULL, &ni, err))) {
-				pd_err_prefix(err, "service \"%s\"", plan.svc[s].name);
+				if (!c->across)
+					pd_err_prefix(err, "service \"%s\"", plan.svc[s].name);
 				goto out;
 			}
 		}

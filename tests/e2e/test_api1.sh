@@ -338,6 +338,8 @@ expect_err "over --max-merge-profiles: 413 naming it" 413 'more than 8 profiles 
 	profiles 'query={}'
 expect_err "mixed sample types across services: 400 naming both" 400 'services "cache" (inuse_space/bytes) and "search" (cpu/nanoseconds) have different sample types' \
 	top 'query={service=~"cache|search"}'
+# the message is about two services: not prefixed with one of them (it was 'service "search": services ...')
+if jq -r .error "$T/b" | grep -q '^services "cache"'; then ok "mixed sample types across services: the message starts with the two services"; else fail "mixed sample types across services: the message starts with the two services" "$(head -c 300 "$T/b")"; fi
 expect_err "mixed types within a service: 400 naming it" 400 'service "auth": incompatible profiles' top 'query={service="auth"}'
 expect_err "bad n: 400" 400 'bad "n" "0": want an integer in [1, 1000]' top query=cpu n=0
 expect_err "bad by: 400" 400 'bad "by" "pod"' top query=cpu by=pod
