@@ -14,7 +14,6 @@
 
 #include <ctype.h>
 #include "../util/pdcurl.h"
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,35 +288,28 @@ int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd
  * it needs nothing (or out of memory) */
 static char *term_escaped(const char *s, size_t n, bool lines)
 {
-	size_t bad = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (lines && c == '\n')
+	struct pd_buf b = PD_BUF_INIT(0);
+	bool changed = false;
+	int bad = 0;
+	for (size_t i = 0; i < n && !bad; i++) {
+		unsigned char c = (unsigned char)s[i], c2 = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+		if ((c == '\n' && !lines) || c == '\t')
+			bad = pd_buf_appendf(&b, "\\%c", c == '\n' ? 'n' : 't');
+		else if ((c < 0x20 && c != '\n') || c == 0x7f)
+			bad = pd_buf_appendf(&b, "\\x%02x", c);
+		else if (c == 0xc2 && c2 >= 0x80 && c2 <= 0x9f) /* C1, as UTF-8 */
+			bad = pd_buf_appendf(&b, "\\u%04x", s[++i] & 0xff);
+		else {
+			bad = pd_buf_append(&b, &s[i], 1);
 			continue;
-		bad += c < 0x20 || c == 0x7f || (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
-						 (unsigned char)s[i + 1] <= 0x9f);
-	}
-	char *o = bad && n < SIZE_MAX / 8 ? malloc(n + 6 * bad + 1) : NULL;
-	if (!o)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (lines && c == '\n') {
-			o[k++] = (char)c;
-		} else if (c == '\n' || c == '\t') {
-			o[k++] = '\\';
-			o[k++] = c == '\n' ? 'n' : 't';
-		} else if (c < 0x20 || c == 0x7f) {
-			k += (size_t)sprintf(o + k, "\\x%02x", c);
-		} else if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f) {
-			k += (size_t)sprintf(o + k, "\\u%04x", (unsigned char)s[++i]);
-		} else {
-			o[k++] = (char)c;
 		}
+		changed = true;
 	}
-	o[k] = 0;
-	return o;
+	if (bad || !changed || pd_buf_append(&b, "", 1)) {
+		pd_buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.ptr;
 }
 
 void pd_client_term_safe(json_t *v)
