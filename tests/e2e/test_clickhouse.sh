@@ -265,30 +265,22 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 		curl -sS -o "$T/fl.json" -w '%{http_code} ' "$F/api/0/profiles?service=goapp&from=0&to=now"
 		jq -r .error "$T/fl.json" | head -c 200
 	}
-	fr=$(fault page503)
-	if [[ $fr == "503 1 "*"HTTP 503: <!DOCTYPE html>"*"| 503 "*"HTTP 503"* ]]; then
-		ok "errors: a 12 KB 503 page in front of ClickHouse: upload and list 503 with Retry-After, naming it"
-	else
-		fail "errors: a 503 page: 503" "$fr"
-	fi
-	fr=$(fault code241)
-	if [[ $fr == "503 1 "*"Code: 241"*"| 503 "*"Code: 241"* ]]; then
-		ok "errors: ClickHouse out of memory (Code: 241): 503, try again"
-	else
-		fail "errors: Code 241: 503" "$fr"
-	fi
-	fr=$(fault code243)
-	if [[ $fr == "507  "*"Code: 243"*"| 507 "*"Code: 243"* ]]; then
-		ok "errors: ClickHouse's disk full (Code: 243): 507, as on the embedded store"
-	else
-		fail "errors: Code 243: 507" "$fr"
-	fi
-	fr=$(fault cut)
-	if [[ $fr == *"| 503 "*"transfer closed"* ]]; then
-		ok "errors: an answer cut short: 503, not a shorter list"
-	else
-		fail "errors: a cut answer: 503" "$fr"
-	fi
+	# fault_is MODE GLOB OK FAIL: fault MODE's line matches the glob pattern GLOB
+	fault_is() {
+		local fr
+		fr=$(fault "$1")
+		# shellcheck disable=SC2053 # $2 is a glob pattern on purpose
+		if [[ $fr == $2 ]]; then ok "$3"; else fail "$4" "$fr"; fi
+	}
+	fault_is page503 '503 1 *HTTP 503: <!DOCTYPE html>*| 503 *HTTP 503*' \
+		"errors: a 12 KB 503 page in front of ClickHouse: upload and list 503 with Retry-After, naming it" \
+		"errors: a 503 page: 503"
+	fault_is code241 '503 1 *Code: 241*| 503 *Code: 241*' \
+		"errors: ClickHouse out of memory (Code: 241): 503, try again" "errors: Code 241: 503"
+	fault_is code243 '507  *Code: 243*| 507 *Code: 243*' \
+		"errors: ClickHouse's disk full (Code: 243): 507, as on the embedded store" "errors: Code 243: 507"
+	fault_is cut '*| 503 *transfer closed*' "errors: an answer cut short: 503, not a shorter list" \
+		"errors: a cut answer: 503"
 	# ClickHouse not answering: an upload fails after the request timeout
 	# (30 s), and those that arrived meanwhile with it, not one timeout
 	# later each (and a pile of them behind); /metrics still answers
@@ -314,12 +306,8 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0;
 		fail "errors: uploads while ClickHouse hangs: 503 within 45 s" "$(cat "$T"/hang*.txt | tr '\n' ' ')"
 	fi
 	sleep 1.2 # the Retry-After (1 s): a batch that got no answer fails those within it at once
-	fr=$(fault pass)
-	if [[ $fr == "200 "*"| 200 "* ]]; then
-		ok "errors: the proxy passing again: the same collector uploads and lists"
-	else
-		fail "errors: recovered" "$fr"
-	fi
+	fault_is pass '200 *| 200 *' "errors: the proxy passing again: the same collector uploads and lists" \
+		"errors: recovered"
 	expect "errors: the failed uploads stored nothing (the cut one's answer was empty: stored)" 2 \
 		"$(curl -sS "$F/api/0/profiles?service=fault&from=0&to=now" | jq '.body | length')"
 else
