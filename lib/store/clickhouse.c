@@ -920,14 +920,14 @@ static int ch_ingest(struct pd_store *base, const struct pd_ingest *in, const ui
 	          !pd_rb_str(&row, id, strlen(id)) && !pd_rb_len(&row, gi->nlabels);
 	/* series labels sorted by key, as the metadata has them */
 	struct pd_profile_meta m;
-	pd_prepared_meta(&pp, id, fb.len, &m);
+	pd_prepared_meta(&pp, id, fh.len + fb.len, &m); /* as the embedded store counts: header and block */
 	for (size_t i = 0; ok && i < m.nlabels; i++)
 		ok = !pd_rb_str(&row, m.labels[i].key, strlen(m.labels[i].key));
 	ok = ok && !pd_rb_len(&row, m.nlabels);
 	for (size_t i = 0; ok && i < m.nlabels; i++)
 		ok = !pd_rb_str(&row, m.labels[i].value, strlen(m.labels[i].value));
 	ok = ok && !pd_rb_str(&row, fh.ptr, fh.len) && !pd_rb_str(&row, fb.ptr, fb.len) &&
-	     !pd_rb_str(&row, refs.ptr, refs.len) && !pd_rb_u64(&row, fb.len);
+	     !pd_rb_str(&row, refs.ptr, refs.len) && !pd_rb_u64(&row, fh.len + fb.len);
 	if (!ok || m.nlabels != gi->nlabels) {
 		pd_meta_clear(&m);
 		rc = nomem(err);

@@ -137,6 +137,10 @@ if serve C --retention 0; then
 	kill "$PID_C"
 	wait "$PID_C" 2>/dev/null
 else fail "setup: collector C" "$(head -5 "$T/serve-C.log")"; fi
+# a profile's size (/api/1/profiles) counts its header and block, as the
+# embedded store's does
+expect "stored_bytes is the header's and the block's bytes, on every goapp row" 0 \
+	"$(ch_q one "SELECT count() FROM shared.profiles WHERE service = 'goapp' AND stored_bytes != length(header) + length(block)")"
 # a retried INSERT writes its rows again: until ClickHouse merges them away
 # the rows are there twice, and the merge (which reads without FINAL and
 # skips a row seen twice) and the list must not count them twice
