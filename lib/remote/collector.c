@@ -269,14 +269,20 @@ static json_t *parse_json(const struct pd_client_resp *r)
 	return json_loadb((const char *)r->body.ptr, r->body.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }
 
+static char *term_escaped(const char *s, size_t n, bool lines);
+
 int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd_err *err)
 {
 	*body = NULL;
 	json_t *j = parse_json(r);
 	if (!j || !json_is_object(j)) {
 		json_decref(j);
-		return pd_errf(err, PD_EINVAL, "the collector's answer (HTTP %ld) is not API v0 JSON: %.*s", r->status,
-			       (int)(r->body.len < 120 ? r->body.len : 120), r->body.ptr ? (const char *)r->body.ptr : "");
+		size_t n = r->body.len < 120 ? r->body.len : 120;
+		char *e = term_escaped((const char *)r->body.ptr, n, false); /* the server's bytes, on a terminal */
+		int rc = pd_errf(err, PD_EINVAL, "the collector's answer (HTTP %ld) is not API v0 JSON: %.*s", r->status,
+				 e ? (int)strlen(e) : (int)n, e ? e : r->body.ptr ? (const char *)r->body.ptr : "");
+		free(e);
+		return rc;
 	}
 	json_t *b = json_object_get(j, "body");
 	*body = b ? json_incref(b) : json_null();
@@ -351,9 +357,12 @@ void pd_client_term_write(FILE *f, const char *s, size_t n)
 void pd_client_error(const struct pd_client_resp *r, char *buf, size_t n)
 {
 	json_t *j = r->json ? parse_json(r) : NULL;
-	const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
-	if (e && *e) {
-		snprintf(buf, n, "%s", e);
+	json_t *ej = j ? json_object_get(j, "error") : NULL;
+	const char *e = json_string_value(ej);
+	if (e && *e) { /* the server's text, printed on a terminal: escaped (an ESC, a forged line) */
+		char *x = term_escaped(e, json_string_length(ej), false);
+		snprintf(buf, n, "%s", x ? x : e);
+		free(x);
 		json_decref(j);
 		return;
 	}
@@ -374,6 +383,10 @@ void pd_client_error(const struct pd_client_resp *r, char *buf, size_t n)
 		buf[o < n ? o : n - 1] = 0;
 	if (!o)
 		snprintf(buf, n, "no message");
+	char *x = n ? term_escaped(buf, strlen(buf), false) : NULL; /* C1 controls, as UTF-8 */
+	if (x)
+		snprintf(buf, n, "%s", x);
+	free(x);
 }
 
 bool pd_client_nothing_found(const struct pd_client_resp *r)

@@ -682,6 +682,34 @@ one_line "a 200 that is not a profile: diff -O fails, exit 1" 1 "^profd diff: th
 if [ -e "$T/shape.pb.gz" ]; then fail "a 200 that is not a profile: diff -O writes no file" "$(head -c 100 "$T/shape.pb.gz")"; else ok "a 200 that is not a profile: diff -O writes no file"; fi
 kill "$SHAPE_PID" 2>/dev/null
 wait "$SHAPE_PID" 2>/dev/null
+# a server's error text and a body that is not JSON reach a terminal escaped: an ESC
+# sequence (clear the screen), a C1 CSI and a newline (a forged line) are shown, not obeyed
+python3 - "$T/esc.port" >/dev/null 2>&1 <<'EOF' &
+import http.server, json, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/api/0/services"):
+            code, b = 400, json.dumps({"code": 400, "error": "bad \x1b[2J \u009b31m thing\nforged: line"}).encode()
+        else:
+            code, b = 200, b'\x1b]0;pwn\x07 \xc2\x9b2J not json\nforged'
+        self.send_response(code); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.timeout = 30
+for _ in range(8): s.handle_request()
+EOF
+ESC_PID=$!
+for ((k = 0; k < 200; k++)); do [ -s "$T/esc.port" ] && break; sleep 0.05; done
+one_line "a server's error with control characters: escaped on one line, exit 1" 1 \
+	'answered 400: bad \\x1b\[2J \\u009b31m thing\\nforged: line$' \
+	get services --collector "http://127.0.0.1:$(cat "$T/esc.port")"
+one_line "a body that is not JSON, with control characters: escaped on one line, exit 1" 1 \
+	'is not API v0 JSON: \\x1b\]0;pwn\\x07 \\u009b2J not json\\nforged$' \
+	get profiles --service a --collector "http://127.0.0.1:$(cat "$T/esc.port")"
+kill "$ESC_PID" 2>/dev/null
+wait "$ESC_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
 go tool pprof -proto -focus=NoSuchFunctionAnywhere "$C/1/cpu.pb.gz" >"$T/empty.pb.gz" 2>/dev/null
 one_line "load refused by the collector (400): one line with the server's message, exit 1" 1 \
