@@ -269,8 +269,6 @@ static json_t *parse_json(const struct pd_client_resp *r)
 	return json_loadb((const char *)r->body.ptr, r->body.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }
 
-static char *term_escaped(const char *s, size_t n, bool lines);
-
 int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd_err *err)
 {
 	*body = NULL;
@@ -278,7 +276,7 @@ int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd
 	if (!j || !json_is_object(j)) {
 		json_decref(j);
 		size_t n = r->body.len < 120 ? r->body.len : 120;
-		char *e = term_escaped((const char *)r->body.ptr, n, false); /* the server's bytes, on a terminal */
+		char *e = pd_term_escaped((const char *)r->body.ptr, n, false); /* the server's bytes, on a terminal */
 		int rc = pd_errf(err, PD_EINVAL, "the collector's answer (HTTP %ld) is not API v0 JSON: %.*s", r->status,
 				 e ? (int)strlen(e) : (int)n, e ? e : r->body.ptr ? (const char *)r->body.ptr : "");
 		free(e);
@@ -290,38 +288,10 @@ int pd_client_json_body(const struct pd_client_resp *r, json_t **body, struct pd
 	return 0;
 }
 
-/* s (n bytes) escaped for a terminal, newlines too unless lines; NULL if
- * it needs nothing (or out of memory) */
-static char *term_escaped(const char *s, size_t n, bool lines)
-{
-	struct pd_buf b = PD_BUF_INIT(0);
-	bool changed = false;
-	int bad = 0;
-	for (size_t i = 0; i < n && !bad; i++) {
-		unsigned char c = (unsigned char)s[i], c2 = i + 1 < n ? (unsigned char)s[i + 1] : 0;
-		if ((c == '\n' && !lines) || c == '\t')
-			bad = pd_buf_appendf(&b, "\\%c", c == '\n' ? 'n' : 't');
-		else if ((c < 0x20 && c != '\n') || c == 0x7f)
-			bad = pd_buf_appendf(&b, "\\x%02x", c);
-		else if (c == 0xc2 && c2 >= 0x80 && c2 <= 0x9f) /* C1, as UTF-8 */
-			bad = pd_buf_appendf(&b, "\\u%04x", s[++i] & 0xff);
-		else {
-			bad = pd_buf_append(&b, &s[i], 1);
-			continue;
-		}
-		changed = true;
-	}
-	if (bad || !changed || pd_buf_append(&b, "", 1)) {
-		pd_buf_free(&b);
-		return NULL;
-	}
-	return (char *)b.ptr;
-}
-
 void pd_client_term_safe(json_t *v)
 {
 	if (json_is_string(v)) {
-		char *e = term_escaped(json_string_value(v), json_string_length(v), false);
+		char *e = pd_term_escaped(json_string_value(v), json_string_length(v), false);
 		if (e)
 			json_string_set(v, e);
 		free(e);
@@ -337,7 +307,7 @@ void pd_client_term_safe(json_t *v)
 		json_object_foreach_safe(v, tmp, k, x)
 		{
 			pd_client_term_safe(x);
-			char *e = term_escaped(k, strlen(k), false);
+			char *e = pd_term_escaped(k, strlen(k), false);
 			if (e) { /* the escaped key in its place (a key the same once escaped: the later one kept) */
 				json_object_set(v, e, x);
 				json_object_del(v, k);
@@ -349,7 +319,7 @@ void pd_client_term_safe(json_t *v)
 
 void pd_client_term_write(FILE *f, const char *s, size_t n)
 {
-	char *e = term_escaped(s, n, true);
+	char *e = pd_term_escaped(s, n, true);
 	fwrite(e ? e : s, 1, e ? strlen(e) : n, f);
 	free(e);
 }
@@ -360,7 +330,7 @@ void pd_client_error(const struct pd_client_resp *r, char *buf, size_t n)
 	json_t *ej = j ? json_object_get(j, "error") : NULL;
 	const char *e = json_string_value(ej);
 	if (e && *e) { /* the server's text, printed on a terminal: escaped (an ESC, a forged line) */
-		char *x = term_escaped(e, json_string_length(ej), false);
+		char *x = pd_term_escaped(e, json_string_length(ej), false);
 		snprintf(buf, n, "%s", x ? x : e);
 		free(x);
 		json_decref(j);
@@ -383,7 +353,7 @@ void pd_client_error(const struct pd_client_resp *r, char *buf, size_t n)
 		buf[o < n ? o : n - 1] = 0;
 	if (!o)
 		snprintf(buf, n, "no message");
-	char *x = n ? term_escaped(buf, strlen(buf), false) : NULL; /* C1 controls, as UTF-8 */
+	char *x = n ? pd_term_escaped(buf, strlen(buf), false) : NULL; /* C1 controls, as UTF-8 */
 	if (x)
 		snprintf(buf, n, "%s", x);
 	free(x);

@@ -644,16 +644,21 @@ static int post(struct pd_capture *c, const struct pd_capture_pod *cp, const str
 	}
 	json_t *o = b.b.len ? json_loadb((const char *)b.b.ptr, b.b.len, 0, NULL) : NULL;
 	json_t *body = json_object_get(o, "body"), *id = json_object_get(body, "id"), *e = json_object_get(o, "error");
+	/* the collector's strings go to a terminal: escaped (pd_term_escaped) */
 	if (status == 200 && json_is_string(id)) {
-		if (asprintf(where, "%.*s/api/0/profiles/%s", (int)bl, c->o.collector, json_string_value(id)) < 0) {
+		char *x = pd_term_escaped(json_string_value(id), json_string_length(id), false);
+		if (asprintf(where, "%.*s/api/0/profiles/%s", (int)bl, c->o.collector, x ? x : json_string_value(id)) < 0) {
 			*where = NULL;
 			rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		}
+		free(x);
 	} else {
 		char line[220];
 		pd_scrape_first_line(b.b.ptr, b.b.len, line, sizeof line);
+		char *x = json_is_string(e) ? pd_term_escaped(json_string_value(e), json_string_length(e), false) : NULL;
 		rc = pd_errf(err, PD_EIO, "collector %.*s refused the profile: HTTP %ld: %s", (int)bl, c->o.collector,
-			     status, json_is_string(e) ? json_string_value(e) : line[0] ? line : "(empty answer)");
+			     status, x ? x : json_is_string(e) ? json_string_value(e) : line[0] ? line : "(empty answer)");
+		free(x);
 	}
 	json_decref(o);
 out:

@@ -563,3 +563,29 @@ void pd_log_line(FILE *f, const char *level, const char *component, const char *
 	line[o] = 0;
 	pd_log_emit(f, line);
 }
+
+char *pd_term_escaped(const char *s, size_t n, bool lines)
+{
+	struct pd_buf b = PD_BUF_INIT(0);
+	bool changed = false;
+	int bad = 0;
+	for (size_t i = 0; i < n && !bad; i++) {
+		unsigned char c = (unsigned char)s[i], c2 = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+		if ((c == '\n' && !lines) || c == '\t')
+			bad = pd_buf_appendf(&b, "\\%c", c == '\n' ? 'n' : 't');
+		else if ((c < 0x20 && c != '\n') || c == 0x7f)
+			bad = pd_buf_appendf(&b, "\\x%02x", c);
+		else if (c == 0xc2 && c2 >= 0x80 && c2 <= 0x9f) /* C1, as UTF-8 */
+			bad = pd_buf_appendf(&b, "\\u%04x", s[++i] & 0xff);
+		else {
+			bad = pd_buf_append(&b, &s[i], 1);
+			continue;
+		}
+		changed = true;
+	}
+	if (bad || !changed || pd_buf_append(&b, "", 1)) {
+		pd_buf_free(&b);
+		return NULL;
+	}
+	return (char *)b.ptr;
+}
