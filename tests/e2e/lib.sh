@@ -139,6 +139,18 @@ kill_started_on_exit() {
 	trap "kill_started; $prev" EXIT
 }
 
+# canned NAME RULE...: start tests/e2e/cannedsrv.py (a server answering from
+# rules: "METHOD PATH-PREFIX" STATUS BODY, see its header) in the background;
+# CANNED_URL is its base, CANNED_PID its pid (kill it when done)
+canned() {
+	local pf=$T/$1.port k
+	shift
+	python3 "$ROOT/tests/e2e/cannedsrv.py" "$pf" "$@" >/dev/null 2>&1 &
+	CANNED_PID=$!
+	for ((k = 0; k < 200; k++)); do [ -s "$pf" ] && break; sleep 0.05; done
+	CANNED_URL=http://127.0.0.1:$(cat "$pf")
+}
+
 # go_bins_from_build VAR...: Go programs ($GOAPP, $ORACLE...) are not
 # sanitized: where $BUILD lacks one, take it from build/
 go_bins_from_build() {

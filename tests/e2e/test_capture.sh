@@ -388,32 +388,14 @@ one_line "collector dies mid-run: one line naming the pod, the type, the file ke
 	"^kubectl profd capture: shop/$GOOD cpu: collector http://127.0.0.1:$sport2: .*; saved to web-web-7d9f8c6b5-x2x9k-cpu-[0-9TZ]*\.pb\.gz instead$"
 
 # a collector that refuses with control characters in its error: shown escaped, on one line
-python3 - "$T/esc.port" >/dev/null 2>&1 <<'EOF' &
-import http.server, json, os, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def reply(self, code, b):
-        self.send_response(code); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
-    def do_GET(self):
-        self.reply(200, b'{"code":200,"body":{"version":"x"}}')
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.reply(400, json.dumps({"code": 400, "error": "bad \x1b[2J thing\nforged"}).encode())
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-s.timeout = 30
-for _ in range(6): s.handle_request()
-EOF
-ESC_PID=$!
-for ((k = 0; k < 200; k++)); do [ -s "$T/esc.port" ] && break; sleep 0.05; done
+canned esc 'GET /' 200 '{"code":200,"body":{"version":"x"}}' 'POST /' 400 '{"code":400,"error":"bad \\u001b[2J thing\\nforged"}'
 mkdir -p "$T/f-esc"
 (cd "$T/f-esc" && timeout 60 kubectl profd capture --kubeconfig "$K" -n shop "$GOOD" --types heap \
-	--collector "http://127.0.0.1:$(cat "$T/esc.port")" >"$T/collesc.out" 2>"$T/collesc.err")
+	--collector "$CANNED_URL" >"$T/collesc.out" 2>"$T/collesc.err")
 echo $? >"$T/collesc.rc"
 SAN_FILES+=("$T/collesc.err")
-kill "$ESC_PID" 2>/dev/null
-wait "$ESC_PID" 2>/dev/null
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
 expect "a collector's refusal with control characters: exit 1, no ESC on the terminal" "1 0" \
 	"$(rc_of collesc) $(grep -c $'\e' "$T/collesc.err")"
 one_line "a collector's refusal with control characters: its text escaped on the pod's line" collesc \

@@ -650,22 +650,8 @@ kill "$OTHER_PID" "$HANG_PID" 2>/dev/null
 wait "$OTHER_PID" "$HANG_PID" 2>/dev/null
 # a server answering 200 with API v0's envelope around the wrong shape: an error
 # naming what is wrong, never an empty list or an empty table with exit 0
-python3 - "$T/shape.port" >/dev/null 2>&1 <<'EOF' &
-import http.server, os, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        b = b'{"code":200,"body":[1,{"a":1}]}' if self.path.startswith("/api/0/profiles?") else b'{"code":200,"body":{"a":1}}'
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-s.timeout = 30
-for _ in range(8): s.handle_request()
-EOF
-SHAPE_PID=$!
-for ((k = 0; k < 200; k++)); do [ -s "$T/shape.port" ] && break; sleep 0.05; done
-SHAPE=http://127.0.0.1:$(cat "$T/shape.port")
+canned shape 'GET /api/0/profiles?' 200 '{"code":200,"body":[1,{"a":1}]}' 'GET /' 200 '{"code":200,"body":{"a":1}}'
+SHAPE=$CANNED_URL SHAPE_PID=$CANNED_PID
 one_line "a 200 of another shape: get services fails, exit 1" 1 \
 	"^profd get services: listing the services: the collector's answer is not a JSON array of service names$" \
 	get services --collector "$SHAPE"
@@ -684,32 +670,16 @@ kill "$SHAPE_PID" 2>/dev/null
 wait "$SHAPE_PID" 2>/dev/null
 # a server's error text and a body that is not JSON reach a terminal escaped: an ESC
 # sequence (clear the screen), a C1 CSI and a newline (a forged line) are shown, not obeyed
-python3 - "$T/esc.port" >/dev/null 2>&1 <<'EOF' &
-import http.server, json, os, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path.startswith("/api/0/services"):
-            code, b = 400, json.dumps({"code": 400, "error": "bad \x1b[2J \u009b31m thing\nforged: line"}).encode()
-        else:
-            code, b = 200, b'\x1b]0;pwn\x07 \xc2\x9b2J not json\nforged'
-        self.send_response(code); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-s.timeout = 30
-for _ in range(8): s.handle_request()
-EOF
-ESC_PID=$!
-for ((k = 0; k < 200; k++)); do [ -s "$T/esc.port" ] && break; sleep 0.05; done
+canned esc 'GET /api/0/services' 400 '{"code":400,"error":"bad \\u001b[2J \\u009b31m thing\\nforged: line"}' \
+	'GET /' 200 '\x1b]0;pwn\x07 \xc2\x9b2J not json\nforged'
 one_line "a server's error with control characters: escaped on one line, exit 1" 1 \
 	'answered 400: bad \\x1b\[2J \\u009b31m thing\\nforged: line$' \
-	get services --collector "http://127.0.0.1:$(cat "$T/esc.port")"
+	get services --collector "$CANNED_URL"
 one_line "a body that is not JSON, with control characters: escaped on one line, exit 1" 1 \
 	'is not API v0 JSON: \\x1b\]0;pwn\\x07 \\u009b2J not json\\nforged$' \
-	get profiles --service a --collector "http://127.0.0.1:$(cat "$T/esc.port")"
-kill "$ESC_PID" 2>/dev/null
-wait "$ESC_PID" 2>/dev/null
+	get profiles --service a --collector "$CANNED_URL"
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
 go tool pprof -proto -focus=NoSuchFunctionAnywhere "$C/1/cpu.pb.gz" >"$T/empty.pb.gz" 2>/dev/null
 one_line "load refused by the collector (400): one line with the server's message, exit 1" 1 \
