@@ -183,9 +183,13 @@ int cmd_load(int argc, char **argv)
 			snprintf(what, sizeof what, "%s (as %s)", file, type);
 			if (r.status != 200)
 				client_http_fail(&c, &r, what);
-			else
-				cli_cmd_error("load", "%s: the collector's answer has no profile id: %.200s", what,
-					  r.body.ptr ? (const char *)r.body.ptr : "");
+			else {
+				size_t n = r.body.len < 200 ? r.body.len : 200;
+				char *x = pd_term_escaped((const char *)r.body.ptr, n, false); /* the server's bytes */
+				cli_cmd_error("load", "%s: the collector's answer has no profile id: %.*s", what,
+					  x ? (int)strlen(x) : (int)n, x ? x : r.body.ptr ? (const char *)r.body.ptr : "");
+				free(x);
+			}
 			json_decref(meta);
 			pd_client_resp_free(&r);
 			failed++;
@@ -195,9 +199,13 @@ int cmd_load(int argc, char **argv)
 		struct row *w = &rows[nrows++];
 		w->file = file;
 		snprintf(w->type, sizeof w->type, "%s", type);
-		snprintf(w->id, sizeof w->id, "%s", json_string_value(json_object_get(meta, "id")));
-		const char *at = json_string_value(json_object_get(meta, "created_at"));
+		/* the table's cells are the collector's strings: escaped for the terminal */
+		json_t *shown = json_deep_copy(meta);
+		pd_client_term_safe(shown);
+		snprintf(w->id, sizeof w->id, "%s", json_string_value(json_object_get(shown, "id")));
+		const char *at = json_string_value(json_object_get(shown, "created_at"));
 		snprintf(w->created, sizeof w->created, "%s", at ? at : "");
+		json_decref(shown);
 		if (asprintf(&w->url, "%s/api/0/profiles/%s", c.collector, w->id) < 0)
 			w->url = NULL;
 		json_object_set_new(meta, "file", json_string(file));

@@ -680,6 +680,18 @@ one_line "a body that is not JSON, with control characters: escaped on one line,
 	get profiles --service a --collector "$CANNED_URL"
 kill "$CANNED_PID" 2>/dev/null
 wait "$CANNED_PID" 2>/dev/null
+# load: the id and time the collector answers, and a body without an id, are shown escaped
+canned loadesc 'POST /api/0/profiles?service=y' 200 '\x1b]0;pwn\x07 no id\nforged' \
+	'POST /api/0/profiles' 200 '{"code":200,"body":{"id":"ab\\u001b[2Jc\\nforged","created_at":"2026-01-01T00:00:00Z\\u0007"}}'
+run "load: a collector's id with control characters" load --service x "$C/1/cpu.pb.gz" --collector "$CANNED_URL"
+if [ "$RC" = 0 ] && ! grep -q $'[\e\a]' "$T/o" && grep -qF 'ab\x1b[2Jc\nforged' "$T/o" && grep -qF '2026-01-01T00:00:00Z\x07' "$T/o"; then
+	ok "load: a collector's id and time with control characters are shown escaped in the table"
+else fail "load: a collector's id with control characters" "exit $RC: $(cat -A "$T/o" | head -c 400)"; fi
+one_line "load: a collector's answer without an id, with control characters: escaped on one line, exit 1" 1 \
+	'has no profile id: \\x1b\]0;pwn\\x07 no id\\nforged$' \
+	load --service y "$C/1/cpu.pb.gz" --collector "$CANNED_URL"
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
 go tool pprof -proto -focus=NoSuchFunctionAnywhere "$C/1/cpu.pb.gz" >"$T/empty.pb.gz" 2>/dev/null
 one_line "load refused by the collector (400): one line with the server's message, exit 1" 1 \
