@@ -77,7 +77,11 @@ static int table_add(struct table *t, const char *const *cols)
 	if (pd_grow((void **)&t->cells, &t->cap, (t->nrows + 1) * t->ncols, sizeof *t->cells))
 		return -1;
 	for (size_t j = 0; j < t->ncols; j++) {
-		char *s = strdup(cols[j] ? cols[j] : "");
+		/* cells are the collector's strings: escaped for the terminal (an
+		 * ESC sequence shown, a newline not a forged row) */
+		const char *v = cols[j] ? cols[j] : "";
+		char *s = pd_term_escaped(v, strlen(v), false);
+		s = s ? s : strdup(v);
 		if (!s) {
 			for (size_t k = 0; k < j; k++)
 				free(t->cells[t->nrows * t->ncols + k]);
@@ -244,8 +248,11 @@ static int get_services(struct client *c, int out)
 	} else {
 		if (out == OUT_TABLE)
 			printf("SERVICE\n");
-		for (size_t i = 0; i < n; i++)
-			printf("%s\n", sv[i]);
+		for (size_t i = 0; i < n; i++) {
+			char *x = pd_term_escaped(sv[i], strlen(sv[i]), false);
+			printf("%s\n", x ? x : sv[i]);
+			free(x);
+		}
 	}
 	client_strv_free(sv, n);
 	return EXIT_OK;
@@ -291,7 +298,6 @@ static int get_profiles(struct client *c, int out, long limit)
 		json_array_foreach(list, i, m)
 		{
 			if (out == OUT_TABLE) {
-				pd_client_term_safe(m); /* label values are the uploaders' */
 				char *lt = labels_text(json_object_get(m, "labels"));
 				const char *cols[] = {json_string_value(json_object_get(m, "id")),
 						      json_string_value(json_object_get(m, "type")),
@@ -301,9 +307,11 @@ static int get_profiles(struct client *c, int out, long limit)
 					rc = oom(c);
 				free(lt);
 			} else if (out == OUT_NAME) {
-				const char *id = json_string_value(json_object_get(m, "id"));
-				if (id)
-					printf("%s\n", id);
+				json_t *id = json_object_get(m, "id");
+				char *x = json_is_string(id) ? pd_term_escaped(json_string_value(id), json_string_length(id), false) : NULL;
+				if (json_is_string(id))
+					printf("%s\n", x ? x : json_string_value(id));
+				free(x);
 			}
 		}
 		json_array_extend(ls.all, list);

@@ -692,6 +692,21 @@ one_line "load: a collector's answer without an id, with control characters: esc
 	load --service y "$C/1/cpu.pb.gz" --collector "$CANNED_URL"
 kill "$CANNED_PID" 2>/dev/null
 wait "$CANNED_PID" 2>/dev/null
+# get: a service name, a time and ids with control characters (a collector that is not
+# profd: it refuses them) are escaped in every table and in -o name; -o json keeps them
+canned getesc 'GET /api/0/services' 200 '{"code":200,"body":["a\\u001b[2Jb\\nforged"]}' \
+	'GET /api/0/profiles' 200 '{"code":200,"body":[{"id":"i\\u001bd","type":"cpu","service":"a\\u001b[2Jb\\nforged","created_at":"2026-12-06T18:00:00Z\\u0007","labels":[]}]}'
+for g in "services" "types --from 2026-12-06T00:00:00Z" "services -o name" "profiles -o name --from 2026-12-06T00:00:00Z"; do
+	# shellcheck disable=SC2086 # the words on purpose
+	run "get $g" get $g --collector "$CANNED_URL"
+	if [ "$RC" = 0 ] && ! grep -q $'[\e\a]' "$T/o" && grep -qF -e 'a\x1b[2Jb\nforged' -e 'i\x1bd' "$T/o"; then
+		ok "get $g: the collector's control characters are shown escaped"
+	else fail "get $g: escaped" "exit $RC: $(cat -A "$T/o" | head -c 400)"; fi
+done
+run "get services -o json" get services -o json --collector "$CANNED_URL"
+expect "get services -o json: the name as the collector sent it" $'a\e[2Jb\nforged' "$(jq -r '.[0]' "$T/o")"
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
 # an HTTP error: a profile without samples (go tool pprof -focus matching nothing) is refused
 go tool pprof -proto -focus=NoSuchFunctionAnywhere "$C/1/cpu.pb.gz" >"$T/empty.pb.gz" 2>/dev/null
 one_line "load refused by the collector (400): one line with the server's message, exit 1" 1 \
