@@ -798,8 +798,11 @@ static int trace_refused(struct pd_err *err)
 		       "not Go execution traces (valid: " VALID_TYPES ")");
 }
 
-/* service, type, labels: the part GET and POST share. */
-static int parse_common(pd_api_get_fn get, void *ctx, bool type_required, char **service, int *type,
+/* service, type, labels: the part GET and POST share. query: a read, where
+ * "unknown" is every type, as absent: profefe's name of "no type", which
+ * kube-profefe's client sends (kubectl profefe get profiles --profile-type
+ * unknown, or any type it does not know) and `get profile-types` lists. */
+static int parse_common(pd_api_get_fn get, void *ctx, bool query, char **service, int *type,
 			struct pd_api_label **labels, size_t *nlabels, struct pd_err *err)
 {
 	const char *v;
@@ -814,11 +817,8 @@ static int parse_common(pd_api_get_fn get, void *ctx, bool type_required, char *
 	if ((rc = get_param(get, ctx, "type", &v, err)))
 		return rc;
 	size_t tn = v ? strlen(v) : 0;
-	if (v)
-		trim_space(v, &tn);
-	if (tn == 0) {
-		if (type_required)
-			return pd_errf(err, PD_EINVAL, "bad request: missing \"type\" (valid: " VALID_TYPES ")");
+	const char *t = v ? trim_space(v, &tn) : NULL;
+	if (tn == 0 || (query && tn == 7 && !memcmp(t, "unknown", 7))) {
 		*type = PD_API_TYPE_ANY;
 	} else {
 		if ((rc = pd_api_parse_type(v, type, err))) {
@@ -871,7 +871,7 @@ int pd_api_parse_query(pd_api_get_fn get, void *ctx, int64_t now_ns, struct pd_a
 	bool have;
 	int rc;
 	memset(q, 0, sizeof *q);
-	if ((rc = parse_common(get, ctx, false, &q->service, &q->type, &q->labels, &q->nlabels, err)))
+	if ((rc = parse_common(get, ctx, true, &q->service, &q->type, &q->labels, &q->nlabels, err)))
 		goto fail;
 	if ((rc = req_time(get, ctx, "from", now_ns, &have, &q->from_ns, err)))
 		goto fail;

@@ -135,8 +135,9 @@ const char *pd_api_kv_get(void *kv, const char *key);
 /*
  * GET /api/0/profiles and /api/0/profiles/merge:
  *   service  required, non-empty, taken as is (not trimmed)
- *   type     optional; absent or blank = PD_API_TYPE_ANY; unknown = 400;
- *            trace = 400 (not supported)
+ *   type     optional; absent, blank or "unknown" (profefe's name of no
+ *            type, sent by kube-profefe) = PD_API_TYPE_ANY; another
+ *            unknown name = 400; trace = 400 (not supported)
  *   labels   optional, pd_api_parse_labels; a profile matches when it
  *            carries every query label (exact key and value)
  *   from, to required (as in profefe); window [from, to] inclusive, ns
@@ -160,7 +161,8 @@ void pd_api_query_free(struct pd_api_query *q);
 /*
  * POST /api/0/profiles:
  *   service     required, non-empty
- *   type        required, known; allocs accepted; trace = 400 (pprof only)
+ *   type        optional (absent or blank: inferred from the profile);
+ *               known; allocs accepted; "unknown" = 400; trace = 400 (pprof only)
  *   labels      optional
  *   created_at  optional, any pd_api_parse_time format
  * Everything else is ignored (instance_id: kube-profefe sends it).

@@ -560,6 +560,12 @@ post_ok "POST labels=,namespace=ops,pod=p-1&instance_id=x (kube-profefe): leadin
 KUBE_M=$(meta "$ID" heap kube '[{"key":"namespace","value":"ops"},{"key":"pod","value":"p-1"}]' 2019-05-30T12:00:00Z)
 call GET "/api/0/profiles?service=kube&$W&labels=,namespace=ops&instance_id=other"
 expect_json "list labels=,namespace=ops&instance_id=other (kube-profefe)" 200 "$(list_json "$KUBE_M")"
+# kube-profefe's GetProfiles always sends a type: "unknown" (profefe's name of no
+# type) for --profile-type unknown or one it does not know; profefe read it as every type
+call GET "/api/0/profiles?from=2019-05-30T00%3A00%3A00&service=kube&to=2019-05-31T00%3A00%3A00&type=unknown"
+expect_json "list type=unknown (kubectl profefe get profiles): every type" 200 "$(list_json "$KUBE_M")"
+call GET "/api/0/profiles/merge?service=kube&$W&type=unknown"
+if [ "$CODE" = 200 ] && [ "$(hdr Content-Disposition)" = 'attachment; filename="merge"' ]; then ok "merge type=unknown: every type"; else fail "merge type=unknown: every type" "status $CODE: $(head -c 300 "$T/b")"; fi
 post_ok "POST labels with spaces, a=b=c, a key without '=', sorted by key" "$C/3/mutex.pb.gz" \
 	"service=lbl&type=mutex&labels=%20zz%20=%201%20,a=b=c,novalue&created_at=2019-05-30T12:00:00" \
 	mutex lbl '[{"key":"a","value":"b=c"},{"key":"novalue","value":""},{"key":"zz","value":"1"}]' 2019-05-30T12:00:00Z

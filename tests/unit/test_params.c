@@ -578,6 +578,8 @@ static void test_format_time(void **state)
 
 /* ---- list/merge query ------------------------------------------------------------------- */
 
+#define FROM_TO_2019 "from", "2019-05-30T11:49:00", "to", "2019-05-30T12:49:00"
+
 static void test_query_ok(void **state)
 {
 	(void)state;
@@ -613,6 +615,16 @@ static void test_query_ok(void **state)
 	assert_int_equal(q.to_ns, NOW);
 	assert_int_equal(q.limit, 10);
 	pd_api_query_free(&q);
+
+	/* "unknown" is profefe's name of no type: kube-profefe's client sends
+	 * it (kubectl profefe get profiles --profile-type unknown, or a type it
+	 * does not know) for every type */
+	assert_int_equal(query((const char *[]){"service", "s", "type", " unknown ", FROM_TO_2019, NULL}, &q, &err), 0);
+	assert_int_equal(q.type, PD_API_TYPE_ANY);
+	pd_api_query_free(&q);
+	query_err((const char *[]){"service", "s", "type", "Unknown", FROM_TO_2019, NULL}, PD_EINVAL,
+		  "bad request: unknown profile type \"Unknown\" (valid: cpu, heap, block, mutex, goroutine, "
+		  "threadcreate, allocs, other)");
 
 	/* from == to is a valid (inclusive) window; limit=0 = no limit; allocs ok;
 	 * service is taken as is (no trim); empty labels = none */
