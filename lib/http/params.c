@@ -289,6 +289,17 @@ static void sort_labels(struct pd_api_label *l, size_t n)
 
 void pd_api_labels_free(struct pd_api_label *labels) { free(labels); }
 
+/* A label's key or value after its second decode: UTF-8, as every parameter
+ * is after the first (server.c), or "%25ff" would store a byte that the JSON
+ * answers can only show as U+FFFD, a label no client can copy back. */
+static int utf8_checked(const char *what, const char *s, size_t n, struct pd_err *err)
+{
+	size_t bad;
+	if (pd_utf8_valid(s, n, &bad))
+		return 0;
+	return pd_errf(err, PD_EINVAL, "a label %s is not valid UTF-8 once decoded (byte %zu of it)", what, bad);
+}
+
 int pd_api_parse_labels(const char *s, struct pd_api_label **out, size_t *n, struct pd_err *err)
 {
 	char q[QBUF];
@@ -322,7 +333,7 @@ int pd_api_parse_labels(const char *s, struct pd_api_label **out, size_t *n, str
 		const char *k = trim_space(p, &kn);
 		size_t dl;
 		char *key = str;
-		if ((rc = pd_api_query_unescape(k, kn, key, &dl, err)))
+		if ((rc = pd_api_query_unescape(k, kn, key, &dl, err)) || (dl > 0 && (rc = utf8_checked("key", key, dl, err))))
 			goto bad;
 		if (dl > 0) {
 			str += dl + 1;
@@ -330,7 +341,8 @@ int pd_api_parse_labels(const char *s, struct pd_api_label **out, size_t *n, str
 			if (eq) {
 				size_t vn = (size_t)(ce - eq - 1);
 				const char *v = trim_space(eq + 1, &vn);
-				if ((rc = pd_api_query_unescape(v, vn, val, &dl, err)))
+				if ((rc = pd_api_query_unescape(v, vn, val, &dl, err)) ||
+				    (rc = utf8_checked("value", val, dl, err)))
 					goto bad;
 			} else {
 				val[0] = 0;

@@ -717,6 +717,9 @@ bad_post "POST labels=k=%zz: 400 invalid URL escape" 400 'bad request: bad \"lab
 	bad_request "$Q&labels=k=%25zz" --data-binary "@$C/1/cpu.pb.gz"
 bad_post "POST labels=k=%00 (NUL): 400" 400 'bad request: bad \"labels\"' \
 	bad_request "$Q&labels=k=%2500" --data-binary "@$C/1/cpu.pb.gz"
+bad_post "POST labels=k=%ff once decoded twice (not UTF-8): 400, not stored as a value answers show as U+FFFD" 400 \
+	'bad request: bad \"labels\" \"k=%ff\": a label value is not valid UTF-8 once decoded' \
+	bad_request "$Q&labels=k=%25ff" --data-binary "@$C/1/cpu.pb.gz"
 long=$(head -c 8193 /dev/zero | tr '\0' x)
 bad_post "POST a service of 8193 bytes: 413 (parameter cap)" 413 '8192' bad_request "service=$long&type=cpu" --data-binary "@$C/1/cpu.pb.gz"
 many=$(for k in $(seq 1 65); do printf 'k%d=v,' "$k"; done)

@@ -294,6 +294,17 @@ static void test_labels_errors(void **state)
 	assert_err(err, "bad \"labels\" \"k=v%\": invalid URL escape \"%\"");
 	assert_int_equal(pd_api_parse_labels("k=%4", &l, &n, &err), PD_EINVAL);
 	assert_err(err, "bad \"labels\" \"k=%4\": invalid URL escape \"%4\"");
+	/* the second decode must give UTF-8, as the first must (server.c) */
+	assert_int_equal(pd_api_parse_labels("a=1,k=x%ff", &l, &n, &err), PD_EINVAL);
+	assert_null(l);
+	assert_err(err, "bad \"labels\" \"a=1,k=x%ff\": a label value is not valid UTF-8 once decoded (byte 1 of it)");
+	assert_int_equal(pd_api_parse_labels("%c3=v", &l, &n, &err), PD_EINVAL);
+	assert_err(err, "bad \"labels\" \"%c3=v\": a label key is not valid UTF-8 once decoded (byte 0 of it)");
+	assert_int_equal(pd_api_parse_labels("%c3%a9=%e2%82%ac", &l, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(l[0].key, "\xc3\xa9");
+	assert_string_equal(l[0].value, "\xe2\x82\xac");
+	pd_api_labels_free(l);
 
 	/* caps: 64 labels pass, 65 do not; nor a value over 8 KiB */
 	char buf[2 * PD_API_MAX_PARAM_LEN];
