@@ -579,6 +579,11 @@ static int secs_to_ns(int64_t secs, int64_t frac, int64_t *out)
 }
 
 #define RANGE_MSG "out of range (profd times span 1677-09-21T00:12:44Z to 2262-04-11T23:47:16Z)"
+/* The same for a time the collector takes (pd_api_parse_stored_time): the
+ * span it would say next for 1800-01-01, not one it cannot store. */
+#define STORED_SPAN                                                                                                    \
+	"profd stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)"
+#define STORED_RANGE_MSG "out of range: " STORED_SPAN
 
 /*
  * 2006-01-02T15:04:05[.frac][Z|±hh:mm]: the first form is profefe's layout as
@@ -636,7 +641,9 @@ static int parse_datetime(const char *s, const char *e, int64_t *out, const char
 	return 0;
 }
 
-int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, struct pd_err *err)
+/* range: what to say of a time beyond int64 nanoseconds */
+static int parse_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, const char *range,
+		      struct pd_err *err)
 {
 	char q[QBUF], q2[QBUF];
 	struct pd_err derr = {0, ""};
@@ -665,7 +672,7 @@ int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *
 		if (d < e && pd_api_parse_duration(d, (size_t)(e - d), &dur, &derr))
 			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: %s", name, q, derr.msg);
 		if (__builtin_add_overflow(now_ns, dur, &t))
-			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: " RANGE_MSG, name, q);
+			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: %s", name, q, range);
 		*out_ns = t;
 		return 0;
 	}
@@ -691,8 +698,8 @@ int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *
 		if (f == e) {
 			if (big || secs_to_ns(secs, frac, out_ns))
 				return pd_errf(err, PD_EINVAL,
-					       "bad \"%s\" timestamp %s: unix time " RANGE_MSG "; send seconds, not "
-					       "milliseconds", name, q);
+					       "bad \"%s\" timestamp %s: unix time %s; send seconds, not milliseconds",
+					       name, q, range);
 			return 0;
 		}
 	}
@@ -703,7 +710,7 @@ int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *
 		if (parse_datetime(s, e, out_ns, &why) == 0)
 			return 0;
 		if (!why)
-			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: " RANGE_MSG, name, q);
+			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: %s", name, q, range);
 		if (*why)
 			return pd_errf(err, PD_EINVAL, "bad \"%s\" timestamp %s: time in unsupported format %s%s", name,
 				       q, q, why);
@@ -726,17 +733,20 @@ unsupported:
 		       "RFC3339, unix seconds or now-1h)", name, q, q);
 }
 
+int pd_api_parse_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, struct pd_err *err)
+{
+	return parse_time(name, v, now_ns, out_ns, RANGE_MSG, err);
+}
+
 int pd_api_parse_stored_time(const char *name, const char *v, int64_t now_ns, int64_t *out_ns, struct pd_err *err)
 {
-	int rc = pd_api_parse_time(name, v, now_ns, out_ns, err);
+	int rc = parse_time(name, v, now_ns, out_ns, STORED_RANGE_MSG, err);
 	if (rc || (*out_ns >= PD_TIME_MIN_NS && *out_ns <= PD_TIME_MAX_NS))
 		return rc;
 	char q[QBUF];
 	quote(v, strlen(v), q, sizeof q);
 	return pd_errf(err, PD_EINVAL,
-		       "bad \"%s\" timestamp %s: %s: profd stores times from 1970-01-01T00:00:00Z to "
-		       "2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)",
-		       name, q, *out_ns < PD_TIME_MIN_NS ? "before 1970-01-01T00:00:00Z" : "after 2106-02-07T06:28:15Z");
+		       "bad \"%s\" timestamp %s: %s: " STORED_SPAN, name, q, *out_ns < PD_TIME_MIN_NS ? "before 1970-01-01T00:00:00Z" : "after 2106-02-07T06:28:15Z");
 }
 
 /* ---- strconv.Atoi ------------------------------------------------------------- */

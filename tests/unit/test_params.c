@@ -803,6 +803,17 @@ static void test_post(void **state)
 	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "2262-01-01T00:00:00Z", NULL},
 		 "bad request: bad \"created_at\" timestamp \"2262-01-01T00:00:00Z\": after 2106-02-07T06:28:15Z: profd "
 		 "stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
+	/* beyond int64 nanoseconds too: the span said is the one the collector stores */
+	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "0001-01-01T00:00:00", NULL},
+		 "bad request: bad \"created_at\" timestamp \"0001-01-01T00:00:00\": out of range: profd stores times "
+		 "from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
+	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "1559216942000", NULL},
+		 "bad request: bad \"created_at\" timestamp \"1559216942000\": unix time out of range: profd stores "
+		 "times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds); send "
+		 "seconds, not milliseconds");
+	query_err((const char *[]){"service", "s", "from", "9999-12-31T23:59:59", "to", "now", NULL}, PD_EINVAL,
+		  "bad request: bad \"from\" timestamp \"9999-12-31T23:59:59\": out of range: profd stores times from "
+		  "1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
 	post_err((const char *[]){"service", "s", "type", "cpu", "created_at", "1969-12-31T23:59:59Z", NULL},
 		 "bad request: bad \"created_at\" timestamp \"1969-12-31T23:59:59Z\": before 1970-01-01T00:00:00Z: profd "
 		 "stores times from 1970-01-01T00:00:00Z to 2106-02-07T06:28:15Z (a profile id holds 32 bits of seconds)");
