@@ -821,10 +821,15 @@ static enum MHD_Result h_ui(struct MHD_Connection *c, struct req *r, const char 
 
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct req *r, const char *url, const char *method)
 {
-	char path[2048];
+	/* as long as a URI may be (on_request's 414): GET of ~100 ids joined
+	 * by '+' is over 2 KiB, and was a 404 "nothing found" */
+	char path[PD_SERVE_MAX_URI + 1];
 	size_t n = strlen(url);
-	if (n >= sizeof path)
-		return srv_reply_error(c, r, 404, "nothing found");
+	if (n >= sizeof path) {
+		char msg[120];
+		snprintf(msg, sizeof msg, "request URI is over the limit of %u bytes", PD_SERVE_MAX_URI);
+		return srv_reply_error(c, r, 414, msg);
+	}
 	memcpy(path, url, n + 1);
 	while (n > 1 && path[n - 1] == '/') /* trailing slashes are ignored, as in profefe */
 		path[--n] = 0;

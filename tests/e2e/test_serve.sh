@@ -770,6 +770,13 @@ bad_get "get an unknown id: 404 naming it" 404 "$NOID" "/api/0/profiles/$NOID"
 bad_get "get a malformed id: 404 naming it" 404 'not-an-id' "/api/0/profiles/not-an-id"
 bad_get "get id1+unknown: 404 naming the unknown one" 404 "$NOID" "/api/0/profiles/${ID_OF[1/cpu]}+$NOID"
 bad_get "get id1++id2: 400 empty id" 400 'empty profile id' "/api/0/profiles/${ID_OF[1/cpu]}++${ID_OF[2/cpu]}"
+# 200 ids (a 4 KiB path, under the 16 KiB URI cap): the merge, not a 404 (paths over
+# 2 KiB were "nothing found"); go tool pprof reads it
+ids=${ID_OF[1/cpu]}
+for ((i = 1; i < 200; i++)); do ids+="+${ID_OF[$((i % 2 + 1))/cpu]}"; done
+call GET "/api/0/profiles/$ids"
+expect_pprof "get 200 ids joined by '+' (a 4 KiB path): their merge" "${ids:0:150}"
+if gp "$T/many.top" -top "$BASE/api/0/profiles/$ids"; then ok "go tool pprof -top of 200 ids"; else fail "go tool pprof -top of 200 ids" "$(head -c 300 "$T/many.top.err")"; fi
 bad_get "get id1+ (trailing +): 400 empty id" 400 'empty profile id' "/api/0/profiles/${ID_OF[1/cpu]}+"
 call DELETE "/api/0/profiles/${ID_OF[1/cpu]}+${ID_OF[2/cpu]}"
 expect_error "DELETE id1+id2: 400" 400 'bad request' 
