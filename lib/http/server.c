@@ -1053,15 +1053,54 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return dispatch(c, r, url, method);
 }
 
+/* A connection's slot for the request on_uri made and on_done has not
+ * finished: libmicrohttpd refuses some requests after the URI callback
+ * (more query parameters than its per-connection memory holds: about 950)
+ * and never calls the completion callback for them, so on_conn finishes
+ * them when the connection closes. Each was a struct req and a count in
+ * in_flight for ever: memory a client could grow at will, a gauge that only
+ * rose and every shutdown waiting its whole --shutdown-timeout. */
+struct conn {
+	struct req *pending;
+};
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe);
+
+static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		    enum MHD_ConnectionNotificationCode toe)
+{
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = calloc(1, sizeof(struct conn)); /* NULL: requests go untracked */
+		return;
+	}
+	struct conn *k = *socket_context;
+	*socket_context = NULL;
+	if (k && k->pending) {
+		void *cc = k->pending;
+		if (!k->pending->started && !k->pending->status)
+			k->pending->status = 431; /* what libmicrohttpd tried to answer */
+		on_done(cls, c, &cc, MHD_REQUEST_TERMINATED_WITH_ERROR);
+	}
+	free(k);
+}
+
 /* First thing MHD calls for a request: the raw URI (path and query, as
  * sent); what we return becomes the request's context. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	(void)c;
 	struct pd_server *s = cls;
 	struct req *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context) {
+		r->conn = ci->socket_context;
+		if (r->conn->pending) { /* never the case: the connection closes after such a refusal */
+			void *cc = r->conn->pending;
+			on_done(s, c, &cc, MHD_REQUEST_TERMINATED_WITH_ERROR);
+		}
+		r->conn->pending = r;
+	}
 	r->s = s;
 	r->t0_ns = pd_wall_ns();
 	r->route = PD_RT_OTHER;
@@ -1145,6 +1184,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 	if (!r)
 		return;
 	*con_cls = NULL;
+	if (r->conn)
+		r->conn->pending = NULL;
 	if (s->cfg.log || (r->err_detail[0] && s->cfg.errlog))
 		log_request(s, c, r, toe);
 	pd_metrics_request(&s->m, r->route, r->status ? r->status : 500, pd_wall_ns() - r->t0_ns);
@@ -1292,6 +1333,7 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_conn, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_ip,
