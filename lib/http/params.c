@@ -631,6 +631,8 @@ static int parse_datetime(const char *s, const char *e, int64_t *out, const char
 			return *why = ": time zone offset out of range", -1;
 		off = sign * (oh * 3600 + om * 60);
 	}
+	if (s != e && *s == ' ' && isdig(s + 1, e)) /* a '+' sent unescaped: 02+02:00 */
+		return *why = ": extra text (a '+' in a URL means a space: write the offset's '+' as %2B)", -1;
 	if (s != e)
 		return *why = ": extra text", -1;
 	if (day < 1 || day > days_in(year, mon))

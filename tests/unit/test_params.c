@@ -470,6 +470,11 @@ static void test_time_rfc3339(void **state)
 	tparse_err("from", "2019-05-30T11:49:02+24:00", "bad \"from\" timestamp \"2019-05-30T11:49:02+24:00\": time "
 							"in unsupported format \"2019-05-30T11:49:02+24:00\": time "
 							"zone offset out of range");
+	/* curl 'created_at=2019-05-30T13:49:02+02:00': the '+' arrives as a space */
+	tparse_err("from", "2019-05-30T13:49:02 02:00", "bad \"from\" timestamp \"2019-05-30T13:49:02 02:00\": time "
+							"in unsupported format \"2019-05-30T13:49:02 02:00\": extra "
+							"text (a '+' in a URL means a space: write the offset's '+' as "
+							"%2B)");
 	tparse_err("from", "2019-05-30T11:49:02Z+01:00", "bad \"from\" timestamp \"2019-05-30T11:49:02Z+01:00\": "
 							 "time in unsupported format \"2019-05-30T11:49:02Z+01:00\": "
 							 "extra text");
