@@ -115,6 +115,8 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const cha
 				 (long long)(s->cfg.retention_ns / 3600000000000LL));
 			return srv_reply_error(c, r, 400, msg);
 		}
+		if (why == PD_REFUSE_SERVICE) /* the service parameter's fault, as "missing \"service\"" */
+			pd_err_prefix(&err, "bad request");
 		return srv_reply_err(c, r, rc, &err);
 	}
 	pd_metrics_ingested(m, meta.type, meta.stored_bytes);

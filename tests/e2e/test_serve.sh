@@ -721,6 +721,10 @@ bad_post "POST labels=k=%ff once decoded twice (not UTF-8): 400, not stored as a
 	'bad request: bad \"labels\" \"k=%ff\": a label value is not valid UTF-8 once decoded' \
 	bad_request "$Q&labels=k=%25ff" --data-binary "@$C/1/cpu.pb.gz"
 long=$(head -c 8193 /dev/zero | tr '\0' x)
+bad_post "POST a service of 128 bytes: 400 naming the store's limit" 400 'bad request: service must be 1..127 bytes' \
+	malformed "service=${long:0:128}&type=cpu" --data-binary "@$C/1/cpu.pb.gz"
+bad_post "POST a service with a control character: 400" 400 'bad request: service must not contain control characters (byte 0x01 at 1)' \
+	malformed "service=a%01b&type=cpu" --data-binary "@$C/1/cpu.pb.gz"
 bad_post "POST a service of 8193 bytes: 413 (parameter cap)" 413 '8192' bad_request "service=$long&type=cpu" --data-binary "@$C/1/cpu.pb.gz"
 many=$(for k in $(seq 1 65); do printf 'k%d=v,' "$k"; done)
 bad_post "POST 65 labels: 413 (label cap)" 413 '64' bad_request "$Q&labels=${many%,}" --data-binary "@$C/1/cpu.pb.gz"
