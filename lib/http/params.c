@@ -333,7 +333,8 @@ int pd_api_parse_labels(const char *s, struct pd_api_label **out, size_t *n, str
 		const char *k = trim_space(p, &kn);
 		size_t dl;
 		char *key = str;
-		if ((rc = pd_api_query_unescape(k, kn, key, &dl, err)) || (dl > 0 && (rc = utf8_checked("key", key, dl, err))))
+		if ((rc = pd_api_query_unescape(k, kn, key, &dl, err)) ||
+		    (dl > 0 && (rc = utf8_checked("key", key, dl, err))))
 			goto bad;
 		if (dl > 0) {
 			str += dl + 1;

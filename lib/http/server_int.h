@@ -53,7 +53,7 @@ struct req {
 	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
 	char who[64];         /* the name of the request's token, for the log */
 	struct pd_server *s;
-	struct conn *conn;    /* its connection's slot (server.c), or NULL */
+	struct conn *conn; /* its connection's slot (server.c), or NULL */
 	/* the time range the answer covers: damaged days in it that the store
 	 * skipped make it partial (X-Profd-Partial, "partial" in JSON) */
 	bool ranged, partial_done;
