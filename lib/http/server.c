@@ -974,6 +974,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->bad_framing = true;
 			return srv_reply_error(c, r, 414, msg);
 		}
+		if (r->nparams) {
+			MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
+			char msg[160];
+			snprintf(msg, sizeof msg, "bad request: %zu query parameters: over the limit of %u", r->nparams,
+				 PD_SERVE_MAX_PARAMS);
+			r->bad_framing = true;
+			return srv_reply_error(c, r, 413, msg);
+		}
 		if (hc.bytes > PD_SERVE_MAX_HEADERS) {
 			char msg[120];
 			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
@@ -1112,6 +1120,19 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	 * /api/0/services, whatever a proxy in front made of it); dispatch refuses it */
 	const char *nul = uri ? strstr(uri, "%00") : NULL;
 	r->nul_path = nul && nul < uri + strcspn(uri, "?");
+	/* libmicrohttpd keeps every query parameter in the connection's 64 KiB:
+	 * past ~950 it runs out before on_request, cannot even write its own
+	 * error, and holds the connection until --timeout. Over the cap, the
+	 * connection gets 1 s until on_request, which answers 413 (and, when
+	 * libmicrohttpd gave up, the client is let go after 1 s, not 60) */
+	const char *qs = uri ? strchr(uri, '?') : NULL;
+	size_t np = qs ? 1 : 0;
+	for (const char *p = qs; p && *p; p++)
+		np += *p == '&';
+	if (np > PD_SERVE_MAX_PARAMS) {
+		r->nparams = np;
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+	}
 	atomic_fetch_add(&s->m.in_flight, 1);
 	return r;
 }

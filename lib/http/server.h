@@ -32,6 +32,7 @@
 #define PD_SERVE_MAX_INGEST_MEMORY ((size_t)1 << 30)   /* uploads' bodies + decodes + pprof answers in flight */
 #define PD_SERVE_MAX_URI           (16u << 10)         /* bytes of path + query; over it = 414 */
 #define PD_SERVE_MAX_HEADERS       (32u << 10)         /* bytes of all request headers; over it = 431 */
+#define PD_SERVE_MAX_PARAMS        512u                /* query parameters of one request; over it = 413 */
 
 struct pd_server_config {
 	const char *addr;         /* "host:port", ":port", "[v6]:port"; port 0 = any free port */

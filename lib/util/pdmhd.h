@@ -15,6 +15,7 @@
 	X(MHD_quiesce_daemon) \
 	X(MHD_get_daemon_info) \
 	X(MHD_get_connection_info) \
+	X(MHD_set_connection_option) \
 	X(MHD_get_connection_values_n) \
 	X(MHD_lookup_connection_value) \
 	X(MHD_create_response_from_buffer) \
@@ -32,6 +33,7 @@ PD_DL_DECLARE(mhd, PD_MHD_FNS)
 #define MHD_quiesce_daemon (pd_mhd()->MHD_quiesce_daemon)
 #define MHD_get_daemon_info (pd_mhd()->MHD_get_daemon_info)
 #define MHD_get_connection_info (pd_mhd()->MHD_get_connection_info)
+#define MHD_set_connection_option (pd_mhd()->MHD_set_connection_option)
 #define MHD_get_connection_values_n (pd_mhd()->MHD_get_connection_values_n)
 #define MHD_lookup_connection_value (pd_mhd()->MHD_lookup_connection_value)
 #define MHD_create_response_from_buffer (pd_mhd()->MHD_create_response_from_buffer)
