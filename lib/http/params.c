@@ -749,7 +749,8 @@ int pd_api_parse_stored_time(const char *name, const char *v, int64_t now_ns, in
 	char q[QBUF];
 	quote(v, strlen(v), q, sizeof q);
 	return pd_errf(err, PD_EINVAL,
-		       "bad \"%s\" timestamp %s: %s: " STORED_SPAN, name, q, *out_ns < PD_TIME_MIN_NS ? "before 1970-01-01T00:00:00Z" : "after 2106-02-07T06:28:15Z");
+		       "bad \"%s\" timestamp %s: %s: " STORED_SPAN, name, q,
+		       *out_ns < PD_TIME_MIN_NS ? "before 1970-01-01T00:00:00Z" : "after 2106-02-07T06:28:15Z");
 }
 
 /* ---- strconv.Atoi ------------------------------------------------------------- */

@@ -1101,12 +1101,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	if (!r)
 		return NULL;
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci && ci->socket_context) {
+	if (ci && ci->socket_context) { /* (a refused request's connection closes: no other is pending) */
 		r->conn = ci->socket_context;
-		if (r->conn->pending) { /* never the case: the connection closes after such a refusal */
-			void *cc = r->conn->pending;
-			on_done(s, c, &cc, MHD_REQUEST_TERMINATED_WITH_ERROR);
-		}
 		r->conn->pending = r;
 	}
 	r->s = s;
@@ -1205,7 +1201,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 	if (!r)
 		return;
 	*con_cls = NULL;
-	if (r->conn)
+	if (r->conn && r->conn->pending == r)
 		r->conn->pending = NULL;
 	if (s->cfg.log || (r->err_detail[0] && s->cfg.errlog))
 		log_request(s, c, r, toe);
