@@ -64,6 +64,17 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const cha
 	(void)arg;
 	struct pd_server *s = r->s;
 	struct pd_metrics *m = &s->m;
+	struct pd_api_post p;
+	struct pd_err err;
+	int rc;
+	if (r->early) { /* before the body (server.c): a bad parameter is answered now */
+		if ((rc = pd_api_parse_post(srv_qget, c, pd_wall_ns(), &p, &err))) {
+			atomic_fetch_add(&m->rejected[PD_REJ_BAD_REQUEST], 1);
+			return srv_reply_err(c, r, rc, &err);
+		}
+		pd_api_post_free(&p);
+		return MHD_YES; /* read the body, then come back */
+	}
 	atomic_fetch_add(&m->bytes_in, r->body.len + r->discarded);
 	if (r->busy) {
 		atomic_fetch_add(&m->rejected[PD_REJ_BUSY], 1);
@@ -77,9 +88,7 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const cha
 		return srv_reply_error(c, r, 413, msg);
 	}
 	int64_t now = pd_wall_ns();
-	struct pd_api_post p;
-	struct pd_err err;
-	int rc = pd_api_parse_post(srv_qget, c, now, &p, &err);
+	rc = pd_api_parse_post(srv_qget, c, now, &p, &err);
 	if (rc) {
 		atomic_fetch_add(&m->rejected[PD_REJ_BAD_REQUEST], 1);
 		return srv_reply_err(c, r, rc, &err);

@@ -1027,6 +1027,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				return dispatch(c, r, url, method);
 			}
 		}
+		/* an upload's parameters before its body: a bad one is answered at
+		 * once (no 100 Continue: nothing is uploaded for a 400) */
+		if (!strcmp(method, "POST") && path_is(url, "/api/0/profiles")) {
+			r->early = true;
+			enum MHD_Result res = dispatch(c, r, url, method);
+			r->early = false;
+			if (r->status)
+				r->bad_framing = true; /* answered: drop the body that may still come */
+			return res;
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {

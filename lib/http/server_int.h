@@ -51,6 +51,7 @@ struct req {
 	bool busy;            /* the body did not fit in the memory budget: 503 */
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
 	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
+	bool early;           /* on_request's first call, before the body: h_post checks the parameters only */
 	size_t nparams;       /* query parameters, over PD_SERVE_MAX_PARAMS (else 0) */
 	char who[64];         /* the name of the request's token, for the log */
 	struct pd_server *s;

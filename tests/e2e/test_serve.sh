@@ -583,6 +583,8 @@ post_ok "POST a cpu profile without a type: the type is inferred" "$C/3/cpu.pb.g
 	"service=slash&created_at=2019-05-30T12:00:00" cpu slash "" 2019-05-30T12:00:00Z
 call POST "/api/0/profiles/?service=slash&type=allocs&created_at=2019-05-30T12:00:01" --data-binary "@$C/3/allocs.pb.gz"
 if [ "$CODE" = 200 ]; then ok "POST /api/0/profiles/ (trailing slash): 200"; POSTED[$BASE allocs]=$((${POSTED[$BASE allocs]:-0} + 1)); else fail "POST /api/0/profiles/ (trailing slash): 200" "status $CODE: $(head -c 300 "$T/b")"; fi
+up=$(curl -sS -o "$T/b" -w '%{http_code}' -H 'Expect: 100-continue' --data-binary "@$C/1/cpu.pb.gz" "$BASE/api/0/profiles?service=trim&type=cpu&created_at=2019-05-30T12:00:00")
+if [ "$up" = 200 ]; then ok "POST with Expect: 100-continue and good parameters: 200"; POSTED[$BASE cpu]=$((${POSTED[$BASE cpu]:-0} + 1)); else fail "POST with Expect: 100-continue and good parameters: 200" "status $up: $(head -c 200 "$T/b")"; fi
 
 call GET "/api/0/profiles/?service=$S&type=cpu&$W&limit=1"
 expect_json "GET /api/0/profiles/ (trailing slash) = /api/0/profiles" 200 "$(list_json "${M_OF[3/cpu]}")"
@@ -686,6 +688,12 @@ bad_post "POST a legacy contention text profile as cpu: 400 naming its type" 400
 	--data-binary $'--- contention:\ncycles/second=1000\n1 1 @ 0x1 0x2\n'
 bad_post "POST an empty body: 400" 400 'empty' empty "$Q" --data-binary ''
 bad_post "POST without a body: 400" 400 'empty' empty "$Q"
+# a bad parameter is answered before the body: with Expect: 100-continue (curl
+# sends it for big bodies) nothing is uploaded for a 400
+head -c 900000 /dev/urandom >"$T/900k.bin"
+up=$(curl -sS -o "$T/b" -w '%{http_code} %{size_upload}' -H 'Expect: 100-continue' --data-binary "@$T/900k.bin" "$BASE/api/0/profiles?type=cpu")
+REJ[bad_request]=$((REJ[bad_request] + 1))
+if [ "$up" = "400 0" ] && grep -q 'missing \\"service\\"' "$T/b"; then ok "POST with Expect: 100-continue and no service: 400 before the body (0 bytes uploaded)"; else fail "POST with Expect: 100-continue and no service: 400 before the body" "status and bytes uploaded '$up': $(head -c 200 "$T/b")"; fi
 bad_post "POST a profile without samples (raw): 400 malformed profile: profile is empty: no samples" 400 \
 	'malformed profile: profile is empty: no samples' empty "$Q" --data-binary "@$T/empty.pb"
 bad_post "POST a profile without samples (gzip): 400 malformed profile: profile is empty: no samples" 400 \
