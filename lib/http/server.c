@@ -1016,25 +1016,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->bad_framing = true;
 			return reply_auth(c, r, st, method);
 		}
+		/* A refusal before the body goes to a client that waits for 100
+		 * Continue: it then sends nothing. One already sending has its body
+		 * read (and dropped) first: answered earlier, the unread rest of the
+		 * body resets the connection under the answer, which a Go client
+		 * reports instead of it ("broken pipe", measured; the profefe agent
+		 * retries such a transport error, where it drops a 4xx). */
+		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+		bool waits = expect && !strcasecmp(expect, "100-continue");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && !strcmp(method, "POST")) {
 			char *end;
 			errno = 0;
 			unsigned long long v = strtoull(cl, &end, 10);
 			if (errno || *end || v > s->cfg.max_body) {
-				/* refuse before reading the body (no 100 Continue is sent) */
 				r->too_large = true;
-				return dispatch(c, r, url, method);
+				if (waits || errno || *end || v > DISCARD_MAX) /* no 100 Continue is sent */
+					return dispatch(c, r, url, method);
+				return MHD_YES; /* dropped as it comes, then the 413 */
 			}
 		}
-		/* an upload's parameters before its body, when the client waits for
-		 * a 100 Continue: a bad one is answered at once (nothing is uploaded
-		 * for a 400). Not without Expect: the client is already sending,
-		 * and an answer before the body is read ends in a reset that a Go
-		 * client reports instead of the 400 (measured: "broken pipe") */
-		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-		if (!strcmp(method, "POST") && expect && !strcasecmp(expect, "100-continue") &&
-		    path_is(url, "/api/0/profiles")) {
+		/* an upload's parameters before its body (a bad one: nothing is
+		 * uploaded for a 400), to a client that waits */
+		if (!strcmp(method, "POST") && waits && path_is(url, "/api/0/profiles")) {
 			r->early = true;
 			enum MHD_Result res = dispatch(c, r, url, method);
 			r->early = false;
