@@ -2365,7 +2365,7 @@ static int rollup_hour(struct chs *s, const char *svc, const char *typ, int64_t 
 		pd_pmerge_free(&pm);
 		memset(&pm, 0, sizeof pm);
 	}
-	if (!rc && pm.have)
+	if (!rc && pm.have && !(rc = pd_pm_settle(&pm, err)))
 		rc = enc_rollup(&d, &pm, rid, &fh, &fb, &refs, err);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);

@@ -423,10 +423,12 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 				pm->h.comments[pm->h.ncomments++] = h->comments[i];
 			}
 		}
-		if (!pm->h.dflt)
-			pm->h.dflt = h->dflt;
-		if (!pm->h.doc)
-			pm->h.doc = h->doc;
+		int64_t firsts[2] = {pm->h.dflt, pm->h.doc}, these[2] = {h->dflt, h->doc};
+		for (int k = 0; k < 2; k++)
+			if (!pm->have_alt[k] && these[k] != firsts[k]) {
+				pm->alt[k] = these[k];
+				pm->have_alt[k] = true;
+			}
 	}
 	if (time && (pm->h.time == 0 || time < pm->h.time))
 		pm->h.time = time;
@@ -474,11 +476,30 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 	return 0;
 }
 
+int pd_pm_settle(struct pd_pmerge *pm, struct pd_err *err)
+{
+	int64_t *f[2] = {&pm->h.dflt, &pm->h.doc};
+	struct pd_buf b = PD_BUF_INIT(0);
+	int rc = 0;
+	for (int k = 0; k < 2 && !rc; k++) {
+		if (!pm->have_alt[k])
+			continue;
+		if (!(rc = pm->src.get(pm->src.ctx, PD_SYM_STR, *f[k], &b, err)) && b.len == 0)
+			*f[k] = pm->alt[k]; /* the first profile's is "": the other one is not */
+		pm->have_alt[k] = false;
+	}
+	pd_buf_free(&b);
+	return rc;
+}
+
 /* Materialise a partition's aggregate as a partial profile. */
 int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *err)
 {
 	struct pd_mat m;
-	int rc = pd_mat_start(&m, &pm->src, &pm->h, pm->agg.n, err);
+	int rc = pd_pm_settle(pm, err);
+	if (rc)
+		return rc;
+	rc = pd_mat_start(&m, &pm->src, &pm->h, pm->agg.n, err);
 	for (size_t r = 0; r < pm->agg.n && !rc; r++)
 		rc = pd_mat_sample(&m, pm->stk.keys[pm->agg.rows[r].stack], pm->ls.keys[pm->agg.rows[r].labels],
 		                   pd_agg_values(&pm->agg, r), pm->agg.nvalues);

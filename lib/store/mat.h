@@ -150,6 +150,12 @@ struct pd_pmerge {
 	bool have;
 	struct pd_shdr h; /* combined */
 	int64_t *stypes0; /* the first profile's sample type seqs, to check the others against */
+	/* default_sample_type and doc_url are pprof's first non-empty of the
+	 * profiles; a seq does not say whether it is "", but "" has one seq in
+	 * a partition, so of two distinct seqs one is not "": h has the
+	 * first profile's, alt[] the first other one seen (pd_pm_settle) */
+	int64_t alt[2];
+	bool have_alt[2];
 	/* per dense stack index: the aggregate row (+1) of its first label set,
 	 * so the common case (a stack recurs with the same labels) skips the
 	 * aggregation hash (measured: ~20% of a merge) */
@@ -170,6 +176,9 @@ void pd_pmerge_free(struct pd_pmerge *pm);
  * types than the first profile's. */
 int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int64_t *rows, size_t nrows, uint32_t nv,
               bool keep_zero, struct pd_err *err) PD_WUR;
+/* Settle pm->h's default_sample_type and doc_url (reads at most two
+ * strings through pm->src): before pm->h is used; pd_pm_profile does it. */
+int pd_pm_settle(struct pd_pmerge *pm, struct pd_err *err) PD_WUR;
 /* Materialise pm's aggregate (through pm->src) as a partial profile. */
 int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *err) PD_WUR;
 

@@ -1103,6 +1103,78 @@ static void test_rollup_merge(void **state)
 	pd_store_close(st);
 }
 
+/* default_sample_type and doc_url of a merge are those of the first profile
+ * that has them, as pprof's Merge takes them (go tool pprof -proto: a heap
+ * profile without one merged with an allocs profile is an allocs profile):
+ * from the profiles' blocks and from a rollup alike, whatever the first
+ * profile of a partition says ("" is a string like any other to the store). */
+static void test_merge_first_nonempty(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	const int64_t D = T0 + 7 * DAY;
+	static const char *const dflt[3] = {NULL, "cpu", "samples"}, *const doc[3] = {NULL, "http://d/1", "http://d/2"};
+	const char *ids[3];
+	char idbuf[3][PD_STORE_ID_LEN + 1];
+	struct pd_profile *orig[3];
+	struct pd_err err;
+	for (int i = 0; i < 3; i++) {
+		struct pb p;
+		pb_init(&p);
+		pb_cpu_header(&p, 10000000);
+		pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+		pb_function(&p, 1, "main.main", "app.go", 0);
+		pb_location1(&p, 1, 1, 0x400100, 1, 10);
+		uint64_t loc = 1;
+		int64_t vals[2] = {1, 10000000};
+		pb_sample(&p, &loc, 1, vals, 2, NULL, 0);
+		if (dflt[i])
+			tb_int(&p.b, PF_DEFAULT_SAMPLE_TYPE, pb_s(&p, dflt[i]));
+		if (doc[i])
+			tb_int(&p.b, PF_DOC_URL, pb_s(&p, doc[i]));
+		struct pd_buf b = pb_gz_at(&p, D + (10 + 10 * i) * 60 * SEC);
+		struct pd_profile_meta m;
+		ingest(st, "first", "cpu", NULL, 0, &b, &m);
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
+		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ids[i] = idbuf[i];
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct pd_profile *want, *got;
+	assert_int_equal(pd_pprof_merge(orig, 3, &want, &err), 0);
+	tu_assert_str(want, want->default_sample_type, "cpu");
+	tu_assert_str(want, want->doc_url, "http://d/1");
+	if (pd_store_merge(st, ids, 3, &got, &err))
+		fail_msg("merge: %s", err.msg);
+	tu_assert_str(got, got->default_sample_type, "cpu");
+	tu_assert_str(got, got->doc_url, "http://d/1");
+	pd_profile_free(got);
+	/* the last two: the first of them has them */
+	if (pd_store_merge(st, ids + 1, 2, &got, &err))
+		fail_msg("merge: %s", err.msg);
+	tu_assert_str(got, got->default_sample_type, "cpu");
+	tu_assert_str(got, got->doc_url, "http://d/1");
+	pd_profile_free(got);
+	/* the range merge, before and after the hour is rolled up */
+	struct pd_merge_range q = {"first", "cpu", D, D + HOUR - 1, 0, false};
+	struct pd_merge_info info;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			assert_int_equal(rollup(st, D + 2 * HOUR, 0), 1);
+		if (pd_store_merge_range(st, &q, &got, &info, &err))
+			fail_msg("merge_range: %s", err.msg);
+		assert_int_equal(info.rollup_hours, pass);
+		tu_assert_str(got, got->default_sample_type, "cpu");
+		tu_assert_str(got, got->doc_url, "http://d/1");
+		pd_profile_free(got);
+	}
+	pd_profile_free(want);
+	for (int i = 0; i < 3; i++)
+		pd_profile_free(orig[i]);
+	pd_store_close(st);
+}
+
 /* A late profile or a removal in a rolled-up hour makes its rollup stale
  * (not used: the hour is merged from its profiles) until the next pass
  * rebuilds it; an hour whose profiles are all gone gets an empty rollup. */
@@ -3699,6 +3771,7 @@ int main(void)
 			cmocka_unit_test_setup_teardown(test_future_skew, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_merge_first_nonempty, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_retention, setup, teardown),
@@ -3717,6 +3790,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dedup_is_compact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_first_nonempty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_invalidation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
