@@ -77,6 +77,7 @@ static void *run_merge(void *arg)
 		return NULL;
 	}
 	pd_merger_set_partial(m, r->partial);
+	pd_merger_set_scale_units(m, true); /* as go tool pprof, which converts units before merging */
 	struct pd_buf buf = PD_BUF_INIT(PD_DEFAULT_MAX_COMPRESSED);
 	for (int i = r->first; i < r->first + r->n; i++) {
 		struct pd_profile *p;
@@ -307,8 +308,9 @@ const struct cli_doc pprof_merge_doc = {
 	"\n"
 	"Merge pprof profiles (gzip or raw profile.proto) into one, with the\n"
 	"semantics of `go tool pprof -proto` / pprof's profile.Merge: all inputs\n"
-	"must have the same sample and period types; samples with the same stack\n"
-	"and labels are summed; period = max, duration = sum, time = earliest.\n"
+	"must have the same sample and period types (units of one kind, as ms and\n"
+	"ns, are converted to the finest); samples with the same stack and labels\n"
+	"are summed; period = max, duration = sum, time = earliest.\n"
 	"Files are processed one at a time, so memory is bounded by the size of\n"
 	"the merged result, not the inputs.\n"
 	"\n",

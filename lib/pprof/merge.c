@@ -3,7 +3,8 @@
  *
  * Semantics (github.com/google/pprof/profile/merge.go, as vendored by Go):
  *  - profiles must have equal period_type and sample_type lists (type and
- *    unit), else PD_EINCOMPAT naming both;
+ *    unit), else PD_EINCOMPAT naming both; with pd_merger_set_scale_units,
+ *    as go tool pprof, units of one kind are converted to the finest;
  *  - period = max, duration = sum, time = earliest non-zero (upstream's loop
  *    has a bug with zero times; we take the minimum of the non-zero ones),
  *    comments = union in first-seen order, default_sample_type/doc_url =
@@ -34,6 +35,7 @@
 #include "pprof.h"
 #include "agg.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,9 @@ struct pd_merger {
 	size_t nprofiles;
 	bool partial; /* finish keeps zero-sum rows: the result is an intermediate */
 	bool no_premap; /* pd_merger_set_premap(m, false) */
+	bool scale_units; /* pd_merger_set_scale_units(m, true) */
+	bool scaling;     /* the profile being added has values to scale (in_ratio) */
+	VEC(double) in_ratio; /* per sample type: the profile's values times this */
 
 	/* header (merged string ids) */
 	VEC(struct pd_vtype) stypes;
@@ -655,6 +660,7 @@ void pd_merger_free(struct pd_merger *m)
 	}
 	free(m->pf);
 	free(m->tmp_labels.v);
+	free(m->in_ratio.v);
 	free(m->pre.v);
 	free(m);
 }
@@ -716,8 +722,8 @@ static int incompatible(struct pd_merger *m, const struct pd_profile *p, struct 
 				   p->strings[p->default_sample_type]);
 	return pd_errf(err, PD_EINCOMPAT,
 		       "incompatible profiles: cannot merge a %s profile %s with a %s profile %s "
-		       "(sample and period types must be equal)",
-		       ka, a, kb, b);
+		       "(sample and period types must be equal%s)",
+		       ka, a, kb, b, m->scale_units ? "; units may differ in scale, as ms and ns" : "");
 }
 
 static bool same_vtype(struct pd_merger *m, const struct pd_profile *p, struct pd_vtype mv, struct pd_vtype pv)
@@ -726,6 +732,159 @@ static bool same_vtype(struct pd_merger *m, const struct pd_profile *p, struct p
 	struct pd_str c = m->strs.v[mv.unit], d = p->strings[pv.unit];
 	return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len) && c.len == d.len && !memcmp(c.ptr, d.ptr, c.len);
 }
+
+/* ---- units: go tool pprof's measurement.ScaleProfiles ----------------------
+ *
+ * go tool pprof merges profiles whose sample (and period) types have the same
+ * names and units of one kind (time, memory, Google's GCU) but not the same
+ * unit: every value is converted to the finest unit seen, round(v * ratio),
+ * and the type takes that unit's name as the first profile that had it wrote
+ * it. A unit is known by Go's aliases, compared in lower case with one
+ * trailing "s" dropped from names longer than two bytes ("nanoseconds",
+ * "ms", "bytes", "kilobytes"; Go's "μs" is three bytes, so it never matches,
+ * as in Go). Ratios between units of time and memory are integers, so
+ * scaling the sum when a finer unit turns up equals scaling each input. */
+struct unitdef {
+	const char *alias;
+	double factor;
+	int kind;
+};
+
+static const struct unitdef unit_defs[] = {
+	{"b", 1, 0},
+	{"byte", 1, 0},
+	{"kb", 1024.0, 0},
+	{"kbyte", 1024.0, 0},
+	{"kilobyte", 1024.0, 0},
+	{"mb", 1048576.0, 0},
+	{"mbyte", 1048576.0, 0},
+	{"megabyte", 1048576.0, 0},
+	{"gb", 1073741824.0, 0},
+	{"gbyte", 1073741824.0, 0},
+	{"gigabyte", 1073741824.0, 0},
+	{"tb", 1099511627776.0, 0},
+	{"tbyte", 1099511627776.0, 0},
+	{"terabyte", 1099511627776.0, 0},
+	{"pb", 1125899906842624.0, 0},
+	{"pbyte", 1125899906842624.0, 0},
+	{"petabyte", 1125899906842624.0, 0},
+	{"ns", 1, 1},
+	{"nanosecond", 1, 1},
+	{"\xce\xbcs", 1e3, 1},
+	{"us", 1e3, 1},
+	{"microsecond", 1e3, 1},
+	{"ms", 1e6, 1},
+	{"millisecond", 1e6, 1},
+	{"s", 1e9, 1},
+	{"sec", 1e9, 1},
+	{"second", 1e9, 1},
+	{"hour", 3600e9, 1},
+	{"hr", 3600e9, 1},
+	{"nanogcu", 1e-9, 2},
+	{"microgcu", 1e-6, 2},
+	{"milligcu", 1e-3, 2},
+	{"gcu", 1, 2},
+	{"kilogcu", 1e3, 2},
+	{"megagcu", 1e6, 2},
+	{"gigagcu", 1e9, 2},
+	{"teragcu", 1e12, 2},
+	{"petagcu", 1e15, 2},
+};
+
+static const struct unitdef *sniff_unit(struct pd_str u)
+{
+	char b[32];
+	size_t n = u.len;
+	if (n >= sizeof b)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		b[i] = u.ptr[i] >= 'A' && u.ptr[i] <= 'Z' ? (char)(u.ptr[i] - 'A' + 'a') : u.ptr[i];
+	if (n > 2 && b[n - 1] == 's')
+		n--;
+	for (size_t i = 0; i < sizeof unit_defs / sizeof *unit_defs; i++)
+		if (strlen(unit_defs[i].alias) == n && !memcmp(unit_defs[i].alias, b, n))
+			return &unit_defs[i];
+	return NULL;
+}
+
+/* Whether units a and b are the same or of one kind; their factors (1 and
+ * 1 for the same unknown unit). */
+static bool units_match(struct pd_str a, struct pd_str b, double *fa, double *fb)
+{
+	*fa = *fb = 1;
+	if (a.len == b.len && !memcmp(a.ptr, b.ptr, a.len))
+		return true;
+	const struct unitdef *ua = sniff_unit(a), *ub = sniff_unit(b);
+	if (!ua || !ub || ua->kind != ub->kind)
+		return false;
+	*fa = ua->factor;
+	*fb = ub->factor;
+	return true;
+}
+
+/* Go's int64(math.Round(float64(v) * r)), saturated. */
+static int64_t scale_round(int64_t v, double r)
+{
+	double x = round((double)v * r);
+	if (x >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (x <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)x;
+}
+
+static bool same_type_name(struct pd_merger *m, const struct pd_profile *p, struct pd_vtype mv, struct pd_vtype pv)
+{
+	struct pd_str a = m->strs.v[mv.type], b = p->strings[pv.type];
+	return a.len == b.len && !memcmp(a.ptr, b.ptr, a.len);
+}
+
+/* p's types against the merger's, units converted (scale_units): PD_EINCOMPAT
+ * as without conversion, or the merged values rescaled to a finer unit of p
+ * and p's ratios set (m->in_ratio) for a coarser one; *period = p's period in
+ * the merged period unit. */
+static int convert_units(struct pd_merger *m, const struct pd_profile *p, int64_t *period, struct pd_err *err)
+{
+	double fm, fp;
+	bool ok = m->stypes.n == p->nsample_types && same_type_name(m, p, m->ptype, p->period_type) &&
+		  units_match(m->strs.v[m->ptype.unit], p->strings[p->period_type.unit], &fm, &fp);
+	for (uint32_t i = 0; ok && i < p->nsample_types; i++)
+		ok = same_type_name(m, p, m->stypes.v[i], p->sample_types[i]) &&
+		     units_match(m->strs.v[m->stypes.v[i].unit], p->strings[p->sample_types[i].unit], &fm, &fp);
+	if (!ok)
+		return incompatible(m, p, err);
+	if (VEC_RESERVE(m->in_ratio, p->nsample_types))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	m->scaling = false;
+	for (uint32_t i = 0; i < p->nsample_types; i++) {
+		m->in_ratio.v[i] = 1;
+		(void)units_match(m->strs.v[m->stypes.v[i].unit], p->strings[p->sample_types[i].unit], &fm, &fp);
+		if (fp < fm) { /* p's unit is finer: the sums so far go to it */
+			double r = fm / fp;
+			for (size_t row = 0; row < m->agg.n; row++) {
+				int64_t *v = m->agg.vals + row * m->agg.nvalues + i;
+				*v = scale_round(*v, r);
+			}
+			if ((m->stypes.v[i].unit = map_str(m, p, p->sample_types[i].unit)) == PD_NONE)
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+		} else if (fp > fm) {
+			m->in_ratio.v[i] = fp / fm;
+			m->scaling = true;
+		}
+	}
+	(void)units_match(m->strs.v[m->ptype.unit], p->strings[p->period_type.unit], &fm, &fp);
+	*period = p->period;
+	if (fp < fm) {
+		m->period = (int64_t)((double)m->period * fm / fp);
+		if ((m->ptype.unit = map_str(m, p, p->period_type.unit)) == PD_NONE)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	} else if (fp > fm) {
+		*period = (int64_t)((double)p->period * fp / fm);
+	}
+	return 0;
+}
+
+void pd_merger_set_scale_units(struct pd_merger *m, bool on) { m->scale_units = on; }
 
 static int merger_add(struct pd_merger *m, const struct pd_profile *p, bool partial, struct pd_err *err);
 
@@ -781,12 +940,18 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 		m->keep_frames = map_str(m, p, p->keep_frames);
 		if (pd_agg_init(&m->agg, p->nsample_types, p->nsamples * 2))
 			return pd_errf(err, PD_ENOMEM, "out of memory");
-	} else {
+	}
+	int64_t period = p->period;
+	m->scaling = false;
+	if (m->nprofiles > 0) {
 		bool ok = same_vtype(m, p, m->ptype, p->period_type) && m->stypes.n == p->nsample_types;
 		for (uint32_t i = 0; ok && i < p->nsample_types; i++)
 			ok = same_vtype(m, p, m->stypes.v[i], p->sample_types[i]);
-		if (!ok)
+		int rc;
+		if (!ok && !m->scale_units)
 			return incompatible(m, p, err);
+		if (!ok && (rc = convert_units(m, p, &period, err)))
+			return rc;
 	}
 	m->nprofiles++;
 
@@ -794,8 +959,8 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 	if (p->time_nanos && (m->time_nanos == 0 || p->time_nanos < m->time_nanos))
 		m->time_nanos = p->time_nanos;
 	m->duration_nanos = pd_wadd(m->duration_nanos, p->duration_nanos);
-	if (m->period == 0 || m->period < p->period)
-		m->period = p->period;
+	if (m->period == 0 || m->period < period)
+		m->period = period;
 	for (uint32_t i = 0; i < p->ncomments; i++) {
 		uint32_t c = map_str(m, p, p->comments[i]);
 		bool seen = false;
@@ -901,6 +1066,9 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 	if (p->nsample_types)
 		memcpy(e->vals.v, s->values, p->nsample_types * sizeof *s->values);
 	e->vals.n = p->nsample_types;
+	if (PD_UNLIKELY(m->scaling))
+		for (uint32_t j = 0; j < p->nsample_types; j++)
+			e->vals.v[j] = scale_round(e->vals.v[j], m->in_ratio.v[j]);
 	e->hash = stack_hash(st, s->nlocs);
 	__builtin_prefetch(&m->stacks_idx.slots[pd__hidx_fix(e->hash) & m->stacks_idx.mask]);
 	struct pd_label *lb = m->tmp_labels.v;

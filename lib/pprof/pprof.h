@@ -278,6 +278,11 @@ void pd_merger_set_partial(struct pd_merger *m, bool partial);
  * result is the same either way (tests compare the two). */
 void pd_merger_set_premap(struct pd_merger *m, bool on);
 int pd_merger_add_partial(struct pd_merger *m, const struct pd_profile *partial, struct pd_err *err) PD_WUR;
+/* Merge as go tool pprof does, not as profile.Merge: sample and period types
+ * of the same names whose units differ but are of one kind (ms and ns,
+ * bytes and kilobytes) are converted to the finest unit seen (Go's
+ * measurement.ScaleProfiles) instead of refused. Off by default. */
+void pd_merger_set_scale_units(struct pd_merger *m, bool on);
 
 /* Merge an array of decoded profiles. */
 int pd_pprof_merge(struct pd_profile *const *ps, size_t n, struct pd_profile **out,

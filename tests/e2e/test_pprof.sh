@@ -7,7 +7,7 @@
 #   3. merge of 3 files and of 1 file, per type: same as profile.Merge (oracle)
 #      and as `go tool pprof -proto` (see the note on empty stacks there)
 #   4. merge of 10 files: same as go tool pprof -proto; values are sums
-#   5. incompatible inputs are refused
+#   5. incompatible inputs are refused; units of one kind (ms, ns) are converted
 #   6. top: names, order, flat% and cum% exactly as go tool pprof computes them,
 #      and the table text identical to go tool pprof -top
 #   7. folded: format, totals, consistency with top
@@ -366,6 +366,34 @@ incompatible() {
 }
 incompatible "merge cpu + heap: exit 1, names both kinds, no output" "$C/1/cpu.pb.gz" "$C/1/heap.pb.gz" cpu heap
 incompatible "merge goroutine + threadcreate: exit 1, names both kinds, no output" "$C/1/goroutine.pb.gz" "$C/1/threadcreate.pb.gz" goroutine threadcreate
+
+# Units of one kind are not an incompatibility to go tool pprof: it converts
+# every input to the finest unit (measurement.ScaleProfiles) and merges; so
+# does profd (merge, top, folded). Inputs from tests/e2e/craft_prof.py: CPU
+# profiles in seconds, milliseconds and nanoseconds (finest last, so that the
+# sums so far are converted too), and one whose cpu column is in bytes.
+U=$T/units
+mkdir -p "$U"
+craft() { python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$@"; }
+craft "$U/s.pb.gz" seconds 1 2 1 && craft "$U/ms.pb.gz" milliseconds 10 30 5 &&
+	craft "$U/ns.pb.gz" nanoseconds 10000000 10000000 2500000 && craft "$U/bytes.pb.gz" bytes 1 1 2 ||
+	fail "setup: craft_prof.py" "python3 failed"
+if profd pprof merge -o "$U/m.pb.gz" "$U/s.pb.gz" "$U/ms.pb.gz" "$U/ns.pb.gz" 2>"$T/.err" &&
+	go tool pprof -proto "$U/s.pb.gz" "$U/ms.pb.gz" "$U/ns.pb.gz" >"$U/g.pb.gz" 2>"$T/.gerr"; then
+	same_report "merge of s, ms and ns profiles: -raw identical to go tool pprof -proto (values in ns)" "$U/m.pb.gz" "$U/g.pb.gz" -raw
+	if go_pprof -raw "$U/m.pb.gz" | grep -q '^samples/count cpu/nanoseconds' &&
+		go_pprof -raw "$U/m.pb.gz" | grep -q '^ *3 2040000000: '; then
+		ok "merge of s, ms and ns profiles: cpu/nanoseconds, main.a = 2 s + 30 ms + 10 ms"
+	else
+		fail "merge of s, ms and ns profiles: cpu/nanoseconds, main.a = 2 s + 30 ms + 10 ms" "$(go_pprof -raw "$U/m.pb.gz" | head -12)"
+	fi
+else
+	fail "merge of s, ms and ns profiles: as go tool pprof -proto" "$(head -c 300 "$T/.err" "$T/.gerr")"
+fi
+go_pprof "${TOP[@]}" "$U/ns.pb.gz" "$U/ms.pb.gz" | sed -n '/flat%/,$p' >"$T/.gtop"
+profd pprof top -n 0 "$U/ns.pb.gz" "$U/ms.pb.gz" 2>&1 | sed -n '/flat%/,$p' >"$T/.ptop"
+if [ -s "$T/.gtop" ]; then same_output "top of ns and ms profiles: the table go tool pprof -top prints" "$T/.gtop" "$T/.ptop"; else fail "top of ns and ms profiles" "go tool pprof printed no table"; fi
+incompatible "merge cpu/nanoseconds + cpu/bytes: exit 1 (go tool pprof: incompatible types)" "$U/ns.pb.gz" "$U/bytes.pb.gz" "cpu/nanoseconds" "cpu/bytes"
 
 # ---- 6. top -------------------------------------------------------------------------------
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""craft_prof.py — small gzip'd profile.proto files with exactly the fields a
+test needs, for comparisons with go tool pprof on inputs Go never writes
+(test_pprof.sh).
+
+  craft_prof.py cpu OUT UNIT PERIOD V1 V2
+      a CPU-shaped profile: sample types samples/count and cpu/UNIT, period
+      type cpu/UNIT with PERIOD; stacks main.main -> main.a (value V1) and
+      main.main -> main.b (value V2), one sample each; one mapping
+"""
+import gzip
+import sys
+
+
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def field(num, payload):  # varint for ints, length-delimited for bytes
+    if isinstance(payload, int):
+        return varint(num << 3) + varint(payload)
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def packed(vals):
+    return b"".join(varint(v) for v in vals)
+
+
+def cpu(out, unit, period, v1, v2):
+    strings, index = [b""], {b"": 0}
+
+    def s(x):
+        x = x.encode()
+        if x not in index:
+            index[x] = len(strings)
+            strings.append(x)
+        return index[x]
+
+    body = bytearray()
+    body += field(1, field(1, s("samples")) + field(2, s("count")))
+    body += field(1, field(1, s("cpu")) + field(2, s(unit)))
+    for locs, v in (([2, 1], v1), ([3, 1], v2)):
+        body += field(2, field(1, packed(locs)) + field(2, packed([1, v])))
+    body += field(3, field(1, 1) + field(2, 0x400000) + field(3, 0x500000) + field(5, s("/bin/app"))
+                  + field(6, s("b1d")) + field(7, 1) + field(8, 1) + field(9, 1))
+    for i in (1, 2, 3):  # location i: function i at line 10*i
+        body += field(4, field(1, i) + field(2, 1) + field(3, 0x400000 + 0x1000 * i)
+                      + field(4, field(1, i) + field(2, 10 * i)))
+    for i, n in ((1, "main.main"), (2, "main.a"), (3, "main.b")):
+        body += field(5, field(1, i) + field(2, s(n)) + field(4, s("main.go")))
+    body += field(11, field(1, s("cpu")) + field(2, s(unit)))
+    body += field(12, period)
+    for x in strings:
+        body += field(6, x)
+    with open(out, "wb") as f:
+        f.write(gzip.compress(bytes(body)))
+
+
+def main():
+    a = sys.argv[1:]
+    if len(a) == 6 and a[0] == "cpu":
+        cpu(a[1], a[2], int(a[3]), int(a[4]), int(a[5]))
+        return
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
