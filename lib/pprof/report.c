@@ -325,12 +325,16 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 	out->rows = pd_arena_alloc(out->arena, (ns.n + 1) * sizeof *out->rows);
 	if (!out->rows)
 		goto out;
+	/* as pprof's selectNodesForGraph: a function whose values summed to
+	 * zero, flat and cum (5 and -5 of a diff or a delta), is not a node */
+	out->n = 0;
 	for (size_t i = 0; i < ns.n; i++) {
 		const struct node *n = &ns.v[i];
+		if (n->flat == 0 && n->cum == 0)
+			continue;
 		int inl = !n->in_inline ? PD_TOP_NOT_INLINED : n->in_call ? PD_TOP_PARTIAL_INLINE : PD_TOP_INLINED;
-		out->rows[i] = (struct pd_top_row){n->name, n->flat, n->cum, inl, n->in_call};
+		out->rows[out->n++] = (struct pd_top_row){n->name, n->flat, n->cum, inl, n->in_call};
 	}
-	out->n = ns.n;
 	qsort(out->rows, out->n, sizeof *out->rows, by_cum ? cmp_cum : cmp_flat);
 	rc = 0;
 out:

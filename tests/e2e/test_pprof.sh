@@ -439,6 +439,10 @@ top_compare "top heap (default index) vs go tool pprof" B "" "" "$C/1/heap.pb.gz
 top_compare "top heap --cum -i alloc_space vs go tool pprof -cum -sample_index=alloc_space" B "--cum -i alloc_space" "-cum -sample_index=alloc_space" "$C/1/heap.pb.gz"
 top_compare "top block -i delay vs go tool pprof -sample_index=delay" ns "-i delay" "-sample_index=delay" "$C/1/block.pb.gz"
 top_compare "top of 3 cpu files vs go tool pprof -top of the 3 files" ns "" "" "$C/1/cpu.pb.gz" "$C/2/cpu.pb.gz" "$C/3/cpu.pb.gz"
+# a function whose values sum to 0 (main.main over main.a 5 ns and main.b
+# -5 ns, as in a delta) is no node of pprof's graph: no row
+craft "$U/zero.pb.gz" nanoseconds 1 5 -5 || fail "setup: craft_prof.py" "python3 failed"
+top_compare "top of a profile whose main.main sums to 0 vs go tool pprof -top" ns "" "" "$U/zero.pb.gz"
 
 # --cum really sorts by cum: the cum% column is non-increasing, and the order
 # is not the flat order
