@@ -433,7 +433,7 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 	if (time && (pm->h.time == 0 || time < pm->h.time))
 		pm->h.time = time;
 	pm->h.duration = pd_wadd(pm->h.duration, duration);
-	if (pm->h.period < period)
+	if (pm->h.period == 0 || pm->h.period < period) /* pprof's Merge: 0 is no period yet */
 		pm->h.period = period;
 	for (size_t i = 0; i < nrows; i++) {
 		const int64_t *r = rows + i * (2 + nv);

@@ -1104,7 +1104,7 @@ static void test_rollup_merge(void **state)
 }
 
 /* default_sample_type and doc_url of a merge are those of the first profile
- * that has them, as pprof's Merge takes them (go tool pprof -proto: a heap
+ * that has them, its period the largest after the first non-zero one, as pprof's Merge takes them (go tool pprof -proto: a heap
  * profile without one merged with an allocs profile is an allocs profile):
  * from the profiles' blocks and from a rollup alike, whatever the first
  * profile of a partition says ("" is a string like any other to the store). */
@@ -1114,6 +1114,9 @@ static void test_merge_first_nonempty(void **state)
 	struct pd_store *st = open_store();
 	const int64_t D = T0 + 7 * DAY;
 	static const char *const dflt[3] = {NULL, "cpu", "samples"}, *const doc[3] = {NULL, "http://d/1", "http://d/2"};
+	/* the period is the largest, but 0 counts as none (pprof's Merge: a
+	 * first 0 is replaced, by a negative period too) */
+	static const int64_t period[3] = {0, -5, -7};
 	const char *ids[3];
 	char idbuf[3][PD_STORE_ID_LEN + 1];
 	struct pd_profile *orig[3];
@@ -1121,7 +1124,7 @@ static void test_merge_first_nonempty(void **state)
 	for (int i = 0; i < 3; i++) {
 		struct pb p;
 		pb_init(&p);
-		pb_cpu_header(&p, 10000000);
+		pb_cpu_header(&p, period[i]);
 		pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
 		pb_function(&p, 1, "main.main", "app.go", 0);
 		pb_location1(&p, 1, 1, 0x400100, 1, 10);
@@ -1145,10 +1148,12 @@ static void test_merge_first_nonempty(void **state)
 	assert_int_equal(pd_pprof_merge(orig, 3, &want, &err), 0);
 	tu_assert_str(want, want->default_sample_type, "cpu");
 	tu_assert_str(want, want->doc_url, "http://d/1");
+	assert_int_equal(want->period, -5);
 	if (pd_store_merge(st, ids, 3, &got, &err))
 		fail_msg("merge: %s", err.msg);
 	tu_assert_str(got, got->default_sample_type, "cpu");
 	tu_assert_str(got, got->doc_url, "http://d/1");
+	assert_int_equal(got->period, -5);
 	pd_profile_free(got);
 	/* the last two: the first of them has them */
 	if (pd_store_merge(st, ids + 1, 2, &got, &err))
@@ -1165,6 +1170,7 @@ static void test_merge_first_nonempty(void **state)
 		if (pd_store_merge_range(st, &q, &got, &info, &err))
 			fail_msg("merge_range: %s", err.msg);
 		assert_int_equal(info.rollup_hours, pass);
+		assert_int_equal(got->period, -5);
 		tu_assert_str(got, got->default_sample_type, "cpu");
 		tu_assert_str(got, got->doc_url, "http://d/1");
 		pd_profile_free(got);
