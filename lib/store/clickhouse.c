@@ -2023,8 +2023,8 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 	}
 	if (!rc && mg)
 		rc = pd_merger_finish(mg, out, err);
-	else if (!rc)
-		*out = single, single = NULL;
+	else if (!rc && (*out = single, single = NULL, *out))
+		rc = pd_pm_final(out, err);
 	pd_profile_free(single);
 	pd_merger_free(mg);
 	free(dids);
@@ -2067,8 +2067,8 @@ static int dayacc_finish(struct dayacc *a, int rc, struct pd_profile **out, stru
 {
 	if (!rc && a->mg)
 		rc = pd_merger_finish(a->mg, out, err);
-	else if (!rc)
-		*out = a->single, a->single = NULL;
+	else if (!rc && (*out = a->single, a->single = NULL, *out))
+		rc = pd_pm_final(out, err);
 	pd_profile_free(a->single);
 	pd_merger_free(a->mg);
 	return rc;

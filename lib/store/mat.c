@@ -492,6 +492,30 @@ int pd_pm_settle(struct pd_pmerge *pm, struct pd_err *err)
 	return rc;
 }
 
+int pd_pm_final(struct pd_profile **p, struct pd_err *err)
+{
+	struct pd_profile *q = *p;
+	bool zero = false;
+	for (size_t i = 0; q && i < q->nsamples && !zero; i++) {
+		zero = true;
+		for (uint32_t j = 0; j < q->nsample_types && zero; j++)
+			zero = q->samples[i].values[j] == 0;
+	}
+	if (!zero)
+		return 0;
+	struct pd_merger *mg = pd_merger_new();
+	struct pd_profile *r = NULL;
+	int rc = mg ? pd_merger_add_partial(mg, q, err) : pd_errf(err, PD_ENOMEM, "out of memory");
+	if (!rc)
+		rc = pd_merger_finish(mg, &r, err);
+	pd_merger_free(mg);
+	if (rc)
+		return rc;
+	pd_profile_free(q);
+	*p = r;
+	return 0;
+}
+
 /* Materialise a partition's aggregate as a partial profile. */
 int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *err)
 {

@@ -179,6 +179,11 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 /* Settle pm->h's default_sample_type and doc_url (reads at most two
  * strings through pm->src): before pm->h is used; pd_pm_profile does it. */
 int pd_pm_settle(struct pd_pmerge *pm, struct pd_err *err) PD_WUR;
+/* Make the partial profile of one partition's aggregate (*p) the answer of
+ * a merge: rows that summed to zero go, with what only they used, as
+ * pprof's Merge drops them (the merge of several partitions' partials does
+ * that in pd_merger_finish). *p is replaced (or kept when nothing is zero). */
+int pd_pm_final(struct pd_profile **p, struct pd_err *err) PD_WUR;
 /* Materialise pm's aggregate (through pm->src) as a partial profile. */
 int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *err) PD_WUR;
 

@@ -22,7 +22,8 @@ static int pms_finish(struct pd_pmerge *pms, size_t npm, struct pd_profile **out
 		/* one partition: its aggregate is the merge already (symbols are
 		 * content-addressed, rows keyed by content-addressed stacks and
 		 * label sets), so skip re-interning it (measured: ~20%) */
-		return pd_pm_profile(&pms[last], out, err);
+		int rc = pd_pm_profile(&pms[last], out, err);
+		return rc ? rc : pd_pm_final(out, err);
 	}
 	struct pd_merger *mg = pd_merger_new();
 	int rc = mg ? 0 : pd_errf(err, PD_ENOMEM, "out of memory");

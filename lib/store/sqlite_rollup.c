@@ -376,7 +376,8 @@ int sq_merge_range(struct pd_store *base, const struct pd_merge_range *q, struct
 	if (!rc && held.have) {
 		struct pd_profile *part = NULL;
 		if (!mg) {
-			rc = pd_pm_profile(&held, out, err);
+			if (!(rc = pd_pm_profile(&held, out, err)))
+				rc = pd_pm_final(out, err);
 		} else if (!(rc = pd_pm_profile(&held, &part, err))) {
 			rc = pd_merger_add_partial(mg, part, err);
 		}

@@ -1181,6 +1181,81 @@ static void test_merge_first_nonempty(void **state)
 	pd_store_close(st);
 }
 
+/* A stack whose values sum to zero over the profiles merged (a delta and
+ * its negation, a counter reset) is not in the merge, nor is what only it
+ * used, as pprof's Merge drops it: also when the profiles share one
+ * partition (whose aggregate is the answer) and when an hour is rolled up. */
+static void test_merge_zero_sum(void **state)
+{
+	(void)state;
+	struct pd_store *st = open_store();
+	const int64_t D = T0 + 8 * DAY;
+	static const int64_t va[3] = {3, -3, 1}; /* main.a: 3, then -3; main.b: 1 */
+	const char *ids[2];
+	char idbuf[2][PD_STORE_ID_LEN + 1];
+	struct pd_profile *orig[2];
+	struct pd_err err;
+	for (int i = 0; i < 2; i++) {
+		struct pb p;
+		pb_init(&p);
+		pb_cpu_header(&p, 10000000);
+		pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+		pb_function(&p, 1, "main.main", "app.go", 0);
+		pb_function(&p, 2, "main.a", "app.go", 0);
+		pb_function(&p, 3, "main.b", "app.go", 0);
+		for (uint64_t l = 1; l <= 3; l++)
+			pb_location1(&p, l, 1, 0x400000 + 0x100 * l, l, (int64_t)l * 10);
+		uint64_t sa[2] = {2, 1}, sb[2] = {3, 1};
+		int64_t v[2] = {va[i], va[i] * 10000000};
+		pb_sample(&p, sa, 2, v, 2, NULL, 0);
+		if (i == 0) {
+			int64_t w[2] = {va[2], va[2] * 10000000};
+			pb_sample(&p, sb, 2, w, 2, NULL, 0);
+		}
+		struct pd_buf b = pb_gz_at(&p, D + (10 + 10 * i) * 60 * SEC);
+		struct pd_profile_meta m;
+		ingest(st, "zero", "cpu", NULL, 0, &b, &m);
+		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
+		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ids[i] = idbuf[i];
+		pd_meta_clear(&m);
+		pd_buf_free(&b);
+	}
+	struct pd_profile *want, *got;
+	assert_int_equal(pd_pprof_merge(orig, 2, &want, &err), 0);
+	assert_int_equal(want->nsamples, 1);
+	assert_int_equal(want->nlocations, 2); /* main.a's is gone */
+	char *cw = canon(want);
+	if (pd_store_merge(st, ids, 2, &got, &err))
+		fail_msg("merge: %s", err.msg);
+	char *cg = canon(got);
+	assert_string_equal(cw, cg);
+	assert_int_equal(got->nsamples, 1);
+	assert_int_equal(got->nlocations, 2);
+	free(cg);
+	pd_profile_free(got);
+	struct pd_merge_range q = {"zero", "cpu", D, D + HOUR - 1, 0, false};
+	struct pd_merge_info info;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			assert_int_equal(rollup(st, D + 2 * HOUR, 0), 1);
+		if (pd_store_merge_range(st, &q, &got, &info, &err))
+			fail_msg("merge_range: %s", err.msg);
+		assert_int_equal(info.rollup_hours, pass);
+		cg = canon(got);
+		assert_string_equal(cw, cg);
+		assert_int_equal(got->nsamples, 1);
+		assert_int_equal(got->nlocations, 2);
+		free(cg);
+		pd_profile_free(got);
+	}
+	free(cw);
+	pd_profile_free(want);
+	for (int i = 0; i < 2; i++)
+		pd_profile_free(orig[i]);
+	pd_store_close(st);
+}
+
 /* A late profile or a removal in a rolled-up hour makes its rollup stale
  * (not used: the hour is merged from its profiles) until the next pass
  * rebuilds it; an hour whose profiles are all gone gets an empty rollup. */
@@ -3778,6 +3853,7 @@ int main(void)
 			cmocka_unit_test_setup_teardown(test_refusal_reasons, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_merge_first_nonempty, setup, teardown),
+			cmocka_unit_test_setup_teardown(test_merge_zero_sum, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
 			cmocka_unit_test_setup_teardown(test_rollup_retention, setup, teardown),
@@ -3797,6 +3873,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_first_nonempty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_zero_sum, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_invalidation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollup_incompatible, setup, teardown),
