@@ -878,7 +878,7 @@ static int pprof_delta(int argc, char **argv)
 		fprintf(stderr, "profd pprof delta: a counter of %s is below %s's (restart?): writing %s as it is\n",
 			argv[optind + 1], argv[optind], argv[optind + 1]);
 	} else {
-		if (pd_pprof_delta(cur, base, &d, &err)) {
+		if (pd_pprof_delta_units(cur, base, &d, &err)) {
 			cli_error("pprof delta: %s", err.msg);
 			goto done;
 		}

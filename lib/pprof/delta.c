@@ -36,14 +36,24 @@ bool pd_pprof_counter_reset(const struct pd_profile *cur, const struct pd_profil
 			a = pd_wadd(a, cur->samples[i].values[t]);
 		for (size_t i = 0; i < prev->nsamples; i++)
 			b = pd_wadd(b, prev->samples[i].values[t]);
-		if (a < b)
+		struct pd_str ua = pd_profile_str(cur, cur->sample_types[t].unit),
+			      ub = pd_profile_str(prev, prev->sample_types[t].unit);
+		if (!pd_str_cmp(ua, ub)) {
+			if (a < b)
+				return true;
+			continue;
+		}
+		/* units of one kind (ms and ns): the totals converted */
+		int ka, kb;
+		double fa = pd_unit_factor(ua, &ka), fb = pd_unit_factor(ub, &kb);
+		if (fa > 0 && fb > 0 && ka == kb && (double)a * fa < (double)b * fb)
 			return true;
 	}
 	return false;
 }
 
-int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
-		   struct pd_err *err)
+static int delta(const struct pd_profile *cur, const struct pd_profile *prev, bool units, struct pd_profile **out,
+		 struct pd_err *err)
 {
 	*out = NULL;
 	struct pd_profile neg = *prev; /* shares prev's tables; only the values are new */
@@ -62,6 +72,7 @@ int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, 
 		for (size_t j = 0; j < nv; j++)
 			neg.samples[i].values[j] = pd_wneg(prev->samples[i].values[j]);
 	}
+	pd_merger_set_scale_units(m, units);
 	if ((rc = pd_merger_add(m, cur, err)) || (rc = pd_merger_add(m, &neg, err)) ||
 	    (rc = pd_merger_finish(m, out, err)))
 		goto out;
@@ -74,4 +85,16 @@ out:
 	free(neg.samples);
 	free(vals);
 	return rc;
+}
+
+int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
+		   struct pd_err *err)
+{
+	return delta(cur, prev, false, out, err);
+}
+
+int pd_pprof_delta_units(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
+			 struct pd_err *err)
+{
+	return delta(cur, prev, true, out, err);
 }

@@ -807,6 +807,14 @@ static const struct unitdef *sniff_unit(struct pd_str u)
 	return NULL;
 }
 
+double pd_unit_factor(struct pd_str unit, int *kind)
+{
+	const struct unitdef *u = sniff_unit(unit);
+	if (kind)
+		*kind = u ? u->kind : -1;
+	return u ? u->factor : 0;
+}
+
 /* Whether units a and b are the same or of one kind; their factors (1 and
  * 1 for the same unknown unit). */
 static bool units_match(struct pd_str a, struct pd_str b, double *fa, double *fb)

@@ -302,10 +302,19 @@ int pd_pprof_compact(const struct pd_profile *p, struct pd_profile **out, struct
  */
 int pd_pprof_delta(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
 		   struct pd_err *err) PD_WUR;
+/* The same, units of one kind converted as go tool pprof -base converts
+ * them (pd_merger_set_scale_units): for files of any producer. */
+int pd_pprof_delta_units(const struct pd_profile *cur, const struct pd_profile *prev, struct pd_profile **out,
+			 struct pd_err *err) PD_WUR;
+/* go tool pprof's factor of a unit to the base unit of its kind (bytes,
+ * nanoseconds, GCU; its aliases, case and a trailing "s" aside), 0 for a
+ * unit it does not know; *kind (if not NULL) tells the kinds apart. */
+double pd_unit_factor(struct pd_str unit, int *kind);
 /* True if cur cannot follow prev as a later snapshot of the same counters:
  * a counter type (not inuse_*) whose total went down (the process
- * restarted). False for profiles of other sample types: pd_pprof_delta
- * refuses those with PD_EINCOMPAT. */
+ * restarted); totals in units of one kind are compared converted. False for
+ * profiles of other sample types: pd_pprof_delta refuses those with
+ * PD_EINCOMPAT. */
 bool pd_pprof_counter_reset(const struct pd_profile *cur, const struct pd_profile *prev);
 
 /*

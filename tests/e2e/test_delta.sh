@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_delta.sh — `profd pprof delta` against `go tool pprof -base` on two
-# real snapshots of goapp's cumulative profiles (allocs, heap, block, mutex).
+# real snapshots of goapp's cumulative profiles (allocs, heap, block, mutex),
+# and on crafted ones whose units differ (ms and ns).
 . "$(dirname "$0")/lib.sh"
 GA=$ROOT/build/goapp
 [ -x "$GOAPP" ] && GA=$GOAPP
@@ -40,3 +41,25 @@ expect_exit "delta with a counter reset writes the newer profile and says so" 0 
 	"$PROFD" pprof delta -o "$T/r.pb.gz" "$T/b-allocs.pb.gz" "$T/a-allocs.pb.gz"
 expect_exit "delta of cpu-incompatible kinds is exit 1" 1 "." \
 	"$PROFD" pprof delta -o "$T/x.pb.gz" "$T/a-allocs.pb.gz" "$T/b-block.pb.gz"
+# units of one kind differ (a base in ns, a profile in ms; tests/e2e/craft_prof.py):
+# go tool pprof -base converts both to ns and subtracts; so does delta, and a
+# counter that went down is seen in converted totals
+craft() { python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$@"; }
+if craft "$T/u-ns.pb.gz" nanoseconds 10000000 9000000 2000000 && craft "$T/u-ms.pb.gz" milliseconds 10 20 3; then
+	if "$PROFD" pprof delta -o "$T/u-d.pb.gz" "$T/u-ns.pb.gz" "$T/u-ms.pb.gz" 2>"$T/err"; then
+		go_pprof -raw "$T/u-d.pb.gz" | sed -n '/^Samples/,$p' >"$T/mine"
+		go tool pprof -proto -base "$T/u-ns.pb.gz" "$T/u-ms.pb.gz" >"$T/u-g.pb.gz" 2>/dev/null
+		go_pprof -raw "$T/u-g.pb.gz" | sed -n '/^Samples/,$p' >"$T/go"
+		if grep -q '^samples/count cpu/nanoseconds' "$T/mine"; then
+			same_output "delta of a ns base and a ms profile: -raw samples equal go tool pprof -base's" "$T/go" "$T/mine"
+		else
+			fail "delta of a ns base and a ms profile: in ns as go tool pprof -base" "$(head -c 300 "$T/mine")"
+		fi
+	else
+		fail "delta of a ns base and a ms profile" "$(cat "$T/err")"
+	fi
+	expect_exit "delta of a ms base and a ns profile of fewer ms: a counter reset" 0 "restart" \
+		"$PROFD" pprof delta -o "$T/u-r.pb.gz" "$T/u-ms.pb.gz" "$T/u-ns.pb.gz"
+else
+	fail "setup: craft_prof.py" "python3 failed"
+fi
