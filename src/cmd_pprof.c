@@ -264,16 +264,11 @@ static void fmt_time(char *buf, size_t n, int64_t ns)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* as go tool pprof's header says it (measurement.Label in nanoseconds):
+ * 100ns, 10ms, 30.13s, 2hrs */
 static void fmt_duration(char *buf, size_t n, int64_t ns)
 {
-	double s = (double)ns / 1e9;
-	long whole = (long)s;
-	if (whole >= 3600)
-		snprintf(buf, n, "%ldh%ldm%lds", whole / 3600, whole % 3600 / 60, whole % 60);
-	else if (whole >= 60)
-		snprintf(buf, n, "%ldm%lds", whole / 60, whole % 60);
-	else
-		snprintf(buf, n, "%.3gs", s);
+	pd_fmt_value(buf, n, ns, (struct pd_str){"nanoseconds", 11});
 }
 
 #define PSTR(s) (int)(s).len, (s).ptr

@@ -3,10 +3,11 @@
 test needs, for comparisons with go tool pprof on inputs Go never writes
 (test_pprof.sh).
 
-  craft_prof.py cpu OUT UNIT PERIOD V1 V2
+  craft_prof.py cpu OUT UNIT PERIOD V1 V2 [DURATION_NS]
       a CPU-shaped profile: sample types samples/count and cpu/UNIT, period
       type cpu/UNIT with PERIOD; stacks main.main -> main.a (value V1) and
-      main.main -> main.b (value V2), one sample each; one mapping
+      main.main -> main.b (value V2), one sample each; one mapping; and
+      duration_nanos if given
 """
 import gzip
 import sys
@@ -33,7 +34,7 @@ def packed(vals):
     return b"".join(varint(v) for v in vals)
 
 
-def cpu(out, unit, period, v1, v2):
+def cpu(out, unit, period, v1, v2, duration=0):
     strings, index = [b""], {b"": 0}
 
     def s(x):
@@ -57,6 +58,8 @@ def cpu(out, unit, period, v1, v2):
         body += field(5, field(1, i) + field(2, s(n)) + field(4, s("main.go")))
     body += field(11, field(1, s("cpu")) + field(2, s(unit)))
     body += field(12, period)
+    if duration:
+        body += field(10, duration)
     for x in strings:
         body += field(6, x)
     with open(out, "wb") as f:
@@ -65,8 +68,8 @@ def cpu(out, unit, period, v1, v2):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 6 and a[0] == "cpu":
-        cpu(a[1], a[2], int(a[3]), int(a[4]), int(a[5]))
+    if len(a) in (6, 7) and a[0] == "cpu":
+        cpu(a[1], a[2], int(a[3]), int(a[4]), int(a[5]), *[int(x) for x in a[6:]])
         return
     sys.exit(__doc__)
 

@@ -443,6 +443,13 @@ top_compare "top of 3 cpu files vs go tool pprof -top of the 3 files" ns "" "" "
 # -5 ns, as in a delta) is no node of pprof's graph: no row
 craft "$U/zero.pb.gz" nanoseconds 1 5 -5 || fail "setup: craft_prof.py" "python3 failed"
 top_compare "top of a profile whose main.main sums to 0 vs go tool pprof -top" ns "" "" "$U/zero.pb.gz"
+# the header's duration as go tool pprof's says it (100ns, 10ms, 30.13s, 2hrs)
+for d in 100 10000000 30130000000 7200000000000; do
+	craft "$U/dur.pb.gz" nanoseconds 1 5 5 "$d" || fail "setup: craft_prof.py" "python3 failed"
+	g=$(go_pprof -top "$U/dur.pb.gz" | sed -n 's/^Duration: \([^,]*\),.*/\1/p')
+	p=$(profd pprof top "$U/dur.pb.gz" | sed -n 's/^Duration: //p')
+	if [ -n "$g" ] && [ "$g" = "$p" ]; then ok "top header: duration of $d ns is '$g' as go tool pprof says"; else fail "top header: duration of $d ns as go tool pprof says" "go '$g', profd '$p'"; fi
+done
 
 # --cum really sorts by cum: the cum% column is non-increasing, and the order
 # is not the flat order
