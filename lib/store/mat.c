@@ -423,6 +423,13 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 				pm->h.comments[pm->h.ncomments++] = h->comments[i];
 			}
 		}
+		if (pm->h.nmaps == 0 && h->nmaps > 0) { /* the first profile that has mappings names the main binary */
+			free(pm->h.maps);
+			pm->h.maps = h->maps;
+			pm->h.nmaps = h->nmaps;
+			h->maps = NULL;
+			h->nmaps = 0;
+		}
 		int64_t firsts[2] = {pm->h.dflt, pm->h.doc}, these[2] = {h->dflt, h->doc};
 		for (int k = 0; k < 2; k++)
 			if (!pm->have_alt[k] && these[k] != firsts[k]) {
@@ -523,7 +530,12 @@ int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *
 	int rc = pd_pm_settle(pm, err);
 	if (rc)
 		return rc;
-	rc = pd_mat_start(&m, &pm->src, &pm->h, pm->agg.n, err);
+	/* pprof's Merge: the first profile's first mapping (the main binary)
+	 * stays first; the others are those the samples' locations use */
+	struct pd_shdr h = pm->h;
+	if (h.nmaps > 1)
+		h.nmaps = 1;
+	rc = pd_mat_start(&m, &pm->src, &h, pm->agg.n, err);
 	for (size_t r = 0; r < pm->agg.n && !rc; r++)
 		rc = pd_mat_sample(&m, pm->stk.keys[pm->agg.rows[r].stack], pm->ls.keys[pm->agg.rows[r].labels],
 		                   pd_agg_values(&pm->agg, r), pm->agg.nvalues);

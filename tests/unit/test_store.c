@@ -1104,7 +1104,8 @@ static void test_rollup_merge(void **state)
 }
 
 /* default_sample_type and doc_url of a merge are those of the first profile
- * that has them, its period the largest after the first non-zero one, as pprof's Merge takes them (go tool pprof -proto: a heap
+ * that has them, its period the largest after the first non-zero one, its
+ * mappings the first profile's first and those samples use, as pprof's Merge takes them (go tool pprof -proto: a heap
  * profile without one merged with an allocs profile is an allocs profile):
  * from the profiles' blocks and from a rollup alike, whatever the first
  * profile of a partition says ("" is a string like any other to the store). */
@@ -1126,6 +1127,8 @@ static void test_merge_first_nonempty(void **state)
 		pb_init(&p);
 		pb_cpu_header(&p, period[i]);
 		pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+		if (i == 0) /* used by no sample: not in a merge */
+			pb_mapping(&p, 2, 0x7f0000, 0x7f1000, 0, "libc.so", "");
 		pb_function(&p, 1, "main.main", "app.go", 0);
 		pb_location1(&p, 1, 1, 0x400100, 1, 10);
 		uint64_t loc = 1;
@@ -1149,11 +1152,13 @@ static void test_merge_first_nonempty(void **state)
 	tu_assert_str(want, want->default_sample_type, "cpu");
 	tu_assert_str(want, want->doc_url, "http://d/1");
 	assert_int_equal(want->period, -5);
+	assert_int_equal(want->nmappings, 1);
 	if (pd_store_merge(st, ids, 3, &got, &err))
 		fail_msg("merge: %s", err.msg);
 	tu_assert_str(got, got->default_sample_type, "cpu");
 	tu_assert_str(got, got->doc_url, "http://d/1");
 	assert_int_equal(got->period, -5);
+	assert_int_equal(got->nmappings, 1);
 	pd_profile_free(got);
 	/* the last two: the first of them has them */
 	if (pd_store_merge(st, ids + 1, 2, &got, &err))
@@ -1171,6 +1176,7 @@ static void test_merge_first_nonempty(void **state)
 			fail_msg("merge_range: %s", err.msg);
 		assert_int_equal(info.rollup_hours, pass);
 		assert_int_equal(got->period, -5);
+		assert_int_equal(got->nmappings, 1);
 		tu_assert_str(got, got->default_sample_type, "cpu");
 		tu_assert_str(got, got->doc_url, "http://d/1");
 		pd_profile_free(got);
@@ -1184,7 +1190,9 @@ static void test_merge_first_nonempty(void **state)
 /* A stack whose values sum to zero over the profiles merged (a delta and
  * its negation, a counter reset) is not in the merge, nor is what only it
  * used, as pprof's Merge drops it: also when the profiles share one
- * partition (whose aggregate is the answer) and when an hour is rolled up. */
+ * partition (whose aggregate is the answer) and when an hour is rolled up.
+ * Mappings no sample uses are left out too, but for the first profile's
+ * first (the main binary). */
 static void test_merge_zero_sum(void **state)
 {
 	(void)state;
@@ -1200,6 +1208,10 @@ static void test_merge_zero_sum(void **state)
 		pb_init(&p);
 		pb_cpu_header(&p, 10000000);
 		pb_mapping(&p, 1, 0x400000, 0x500000, 0, "/bin/app", "b1d");
+		if (i == 0) { /* used by no sample */
+			pb_mapping(&p, 2, 0x7f0000, 0x7f1000, 0, "libc.so", "");
+			pb_mapping(&p, 3, 0x7f2000, 0x7f3000, 0, "libz.so", "");
+		}
 		pb_function(&p, 1, "main.main", "app.go", 0);
 		pb_function(&p, 2, "main.a", "app.go", 0);
 		pb_function(&p, 3, "main.b", "app.go", 0);
@@ -1225,6 +1237,7 @@ static void test_merge_zero_sum(void **state)
 	assert_int_equal(pd_pprof_merge(orig, 2, &want, &err), 0);
 	assert_int_equal(want->nsamples, 1);
 	assert_int_equal(want->nlocations, 2); /* main.a's is gone */
+	assert_int_equal(want->nmappings, 1);
 	char *cw = canon(want);
 	if (pd_store_merge(st, ids, 2, &got, &err))
 		fail_msg("merge: %s", err.msg);
@@ -1232,6 +1245,7 @@ static void test_merge_zero_sum(void **state)
 	assert_string_equal(cw, cg);
 	assert_int_equal(got->nsamples, 1);
 	assert_int_equal(got->nlocations, 2);
+	assert_int_equal(got->nmappings, 1);
 	free(cg);
 	pd_profile_free(got);
 	struct pd_merge_range q = {"zero", "cpu", D, D + HOUR - 1, 0, false};
@@ -1246,6 +1260,7 @@ static void test_merge_zero_sum(void **state)
 		assert_string_equal(cw, cg);
 		assert_int_equal(got->nsamples, 1);
 		assert_int_equal(got->nlocations, 2);
+		assert_int_equal(got->nmappings, 1);
 		free(cg);
 		pd_profile_free(got);
 	}
