@@ -648,15 +648,20 @@ static int enc_header(struct ing *g, struct pd_buf *out, struct pd_err *err)
 	h.stypes = calloc(2 * (size_t)h.nst + 1, sizeof *h.stypes);
 	h.comments = calloc((size_t)h.ncomments + 1, sizeof *h.comments);
 	h.maps = calloc((size_t)h.nmaps + 1, sizeof *h.maps);
-	if (!h.stypes || !h.comments || !h.maps)
+	h.inst = calloc((size_t)h.nmaps + 1, sizeof *h.inst);
+	if (!h.stypes || !h.comments || !h.maps || !h.inst)
 		rc = PD_ENOMEM;
 	for (uint32_t i = 0; i < h.nst && !rc; i++)
 		rc = ref_of(g, R_STR, pp->sh[p->sample_types[i].type], &h.stypes[2 * i]) ||
 		     ref_of(g, R_STR, pp->sh[p->sample_types[i].unit], &h.stypes[2 * i + 1]);
 	for (uint32_t i = 0; i < h.ncomments && !rc; i++)
 		rc = ref_of(g, R_STR, pp->sh[p->comments[i]], &h.comments[i]);
-	for (uint32_t i = 0; i < h.nmaps && !rc; i++)
-		rc = ref_of(g, R_MAP, pp->mh[i], &h.maps[i]);
+	for (uint32_t i = 0; i < h.nmaps && !rc; i++) {
+		const struct pd_mapping *m = &p->mappings[i];
+		h.inst[i] = (struct pd_smap){m->start, m->limit, 0, 0, pd_smap_flags(m)};
+		rc = ref_of(g, R_MAP, pp->mh[i], &h.maps[i]) || ref_of(g, R_STR, pp->sh[m->filename], &h.inst[i].file) ||
+		     ref_of(g, R_STR, pp->sh[m->build_id], &h.inst[i].build);
+	}
 	if (!rc)
 		rc = ref_of(g, R_STR, pp->sh[p->period_type.type], &h.ptype) ||
 		     ref_of(g, R_STR, pp->sh[p->period_type.unit], &h.punit) ||
@@ -1826,6 +1831,11 @@ static int row_load(struct cday *d, const char *id, const uint8_t *hb, size_t hn
 	XL(0, r->h.doc);
 	for (uint32_t i = 0; i < r->h.nmaps; i++)
 		XL(1, r->h.maps[i]);
+	for (uint32_t i = 0; r->h.inst && i < r->h.nmaps; i++)
+		if (r->h.inst[i].file >= 0) {
+			XL(0, r->h.inst[i].file);
+			XL(0, r->h.inst[i].build);
+		}
 	for (size_t i = 0; i < r->nrows; i++) {
 		int64_t *row = r->rows + i * (2 + r->nv);
 		XL(2, row[0]);
@@ -2278,9 +2288,10 @@ static int enc_rollup(const struct cday *d, const struct pd_pmerge *pm, const ch
 	h.stypes = calloc(2 * (size_t)h.nst + 1, sizeof *h.stypes);
 	h.comments = calloc((size_t)h.ncomments + 1, sizeof *h.comments);
 	h.maps = calloc((size_t)h.nmaps + 1, sizeof *h.maps);
+	h.inst = pm->h.inst ? calloc((size_t)h.nmaps + 1, sizeof *h.inst) : NULL;
 	size_t n = pm->agg.n;
 	int64_t *stk = malloc((n + 1) * sizeof *stk), *ls = malloc((n + 1) * sizeof *ls);
-	int rc = h.stypes && h.comments && h.maps && stk && ls ? 0 : PD_ENOMEM;
+	int rc = h.stypes && h.comments && h.maps && (h.inst || !pm->h.inst) && stk && ls ? 0 : PD_ENOMEM;
 	for (int t = 0; t < 4 && !rc; t++)
 		rc = pd_hidx_init(&g.ix[t], t == R_STK ? n + 16 : 64) ? PD_ENOMEM : 0;
 	for (uint32_t i = 0; i < 2 * h.nst && !rc; i++)
@@ -2289,6 +2300,11 @@ static int enc_rollup(const struct cday *d, const struct pd_pmerge *pm, const ch
 		rc = seq_ref(&g, d, R_STR, PD_SYM_STR, pm->h.comments[i], &h.comments[i]);
 	for (uint32_t i = 0; i < h.nmaps && !rc; i++)
 		rc = seq_ref(&g, d, R_MAP, PD_SYM_MAP, pm->h.maps[i], &h.maps[i]);
+	for (uint32_t i = 0; h.inst && i < h.nmaps && !rc; i++) {
+		h.inst[i] = pm->h.inst[i];
+		if (h.inst[i].file >= 0 && !(rc = seq_ref(&g, d, R_STR, PD_SYM_STR, pm->h.inst[i].file, &h.inst[i].file)))
+			rc = seq_ref(&g, d, R_STR, PD_SYM_STR, pm->h.inst[i].build, &h.inst[i].build);
+	}
 	int64_t *fields[] = {&h.ptype, &h.punit, &h.drop, &h.keep, &h.dflt, &h.doc};
 	for (size_t i = 0; i < 6 && !rc; i++)
 		rc = seq_ref(&g, d, R_STR, PD_SYM_STR, *fields[i], fields[i]);
@@ -2332,7 +2348,7 @@ static int enc_rollup(const struct cday *d, const struct pd_pmerge *pm, const ch
 	}
 	pd_buf_free(&hdr);
 	pd_buf_free(&blk);
-	free(h.stypes), free(h.comments), free(h.maps);
+	free(h.stypes), free(h.comments), free(h.maps), free(h.inst);
 	free(stk), free(ls);
 	ing_free(&g);
 	return rc;

@@ -83,6 +83,7 @@ void pd_shdr_free(struct pd_shdr *h)
 	free(h->stypes);
 	free(h->comments);
 	free(h->maps);
+	free(h->inst);
 	memset(h, 0, sizeof *h);
 }
 
@@ -129,6 +130,24 @@ int pd_dec_header(const uint8_t *b, size_t n, struct pd_shdr *h, struct pd_err *
 	}
 	for (uint32_t i = 0; i < h->nmaps; i++)
 		h->maps[i] = (int64_t)pd_rd_v(&r);
+	/* then, since headers carry them, 1 and the mappings' own copies */
+	if (!r.bad && r.p < r.end && pd_rd_v(&r) == 1 && !r.bad) {
+		if (h->nmaps > (uint64_t)(r.end - r.p))
+			goto bad;
+		h->inst = malloc((h->nmaps + 1) * sizeof *h->inst);
+		if (!h->inst) {
+			pd_shdr_free(h);
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		}
+		for (uint32_t i = 0; i < h->nmaps; i++) {
+			struct pd_smap *x = &h->inst[i];
+			x->start = pd_rd_v(&r);
+			x->limit = pd_rd_v(&r);
+			x->file = (int64_t)pd_rd_v(&r);
+			x->build = (int64_t)pd_rd_v(&r);
+			x->flags = pd_rd_v(&r);
+		}
+	}
 	if (!r.bad)
 		return 0;
 bad:
@@ -138,7 +157,7 @@ bad:
 
 int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *err)
 {
-	size_t n = 13 + 2 * (size_t)h->nst + h->ncomments + h->nmaps;
+	size_t n = 14 + 2 * (size_t)h->nst + h->ncomments + 6 * (size_t)h->nmaps;
 	if (pd_buf_reserve(out, 10 * n))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	uint8_t *e = out->ptr + out->len;
@@ -157,6 +176,17 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
 	PD_PV(e, h->nmaps);
 	for (uint32_t i = 0; i < h->nmaps; i++)
 		PD_PV(e, h->maps[i]);
+	if (h->inst && h->nmaps) {
+		PD_PV(e, 1);
+		for (uint32_t i = 0; i < h->nmaps; i++) {
+			const struct pd_smap *x = &h->inst[i];
+			PD_PV(e, x->start);
+			PD_PV(e, x->limit);
+			PD_PV(e, (uint64_t)x->file);
+			PD_PV(e, (uint64_t)x->build);
+			PD_PV(e, x->flags);
+		}
+	}
 	out->len = (size_t)(e - out->ptr);
 	return 0;
 }

@@ -82,6 +82,25 @@ int pd_blob_open(const void *b, size_t n, uint64_t seed, const uint8_t **payload
 		 struct pd_err *err) PD_WUR;
 
 /* ---- header blob ---- */
+/* A profile's own copy of one of its mappings: the mapping symbol is shared
+ * by the mappings of one pprof merge key (size, offset, build id or file:
+ * the same binary in every process and profile, wherever ASLR loaded it),
+ * and holds the first one stored in the partition; this is where the
+ * profile's was (start, limit) and what it named (file and build id string
+ * seqs, flags: has_functions 1, filenames 2, line numbers 4, inline 8).
+ * file = -1: none (a header written before these were). */
+struct pd_smap {
+	uint64_t start, limit;
+	int64_t file, build;
+	uint64_t flags;
+};
+
+static inline uint64_t pd_smap_flags(const struct pd_mapping *m)
+{
+	return (uint64_t)m->has_functions | (uint64_t)m->has_filenames << 1 | (uint64_t)m->has_line_numbers << 2 |
+	       (uint64_t)m->has_inline_frames << 3;
+}
+
 struct pd_shdr {
 	int64_t *stypes; /* type seq, unit seq pairs */
 	uint32_t nst;
@@ -91,6 +110,7 @@ struct pd_shdr {
 	uint32_t ncomments;
 	int64_t *maps;
 	uint32_t nmaps;
+	struct pd_smap *inst; /* NULL (written before) or one per maps[i] */
 };
 void pd_shdr_free(struct pd_shdr *h);
 /* Decode a header payload (unframed); h is freed on error. */

@@ -113,6 +113,15 @@ static int mat_map(struct pd_mat *m, int64_t seq, uint32_t *out)
 	uint64_t flags = pd_rd_v(&r);
 	if (r.bad)
 		return damaged(m, "corrupt mapping #%lld", (long long)seq);
+	for (uint32_t i = 0; m->inst && i < m->ninst; i++)
+		if (m->iseq[i] == seq && m->inst[i].file >= 0) { /* the profile's own */
+			start = m->inst[i].start;
+			limit = m->inst[i].limit;
+			file = m->inst[i].file;
+			build = m->inst[i].build;
+			flags = m->inst[i].flags;
+			break;
+		}
 	struct pd_mapping mp = {*out + 1, start,     limit,          offset,         0,
 	                        0,        flags & 1, flags >> 1 & 1, flags >> 2 & 1, flags >> 3 & 1};
 	if ((rc = mat_str(m, file, &mp.filename)) || (rc = mat_str(m, build, &mp.build_id)))
@@ -258,8 +267,9 @@ static int mat_lset(struct pd_mat *m, int64_t seq, uint32_t *out)
 	return 0;
 }
 
-/* Header fields into the profile (strings through the partition). */
-static int mat_header(struct pd_mat *m, const struct pd_shdr *h)
+/* Header fields into the profile (strings through the partition); its
+ * first `eager` mappings first, in order. */
+static int mat_header(struct pd_mat *m, const struct pd_shdr *h, uint32_t eager)
 {
 	struct pd_profile *p = m->p;
 	int rc;
@@ -298,7 +308,10 @@ static int mat_header(struct pd_mat *m, const struct pd_shdr *h)
 	p->period = h->period;
 	p->time_nanos = h->time;
 	p->duration_nanos = h->duration;
-	for (uint32_t i = 0; i < h->nmaps; i++) {
+	m->iseq = h->maps;
+	m->inst = h->inst;
+	m->ninst = h->nmaps;
+	for (uint32_t i = 0; i < h->nmaps && i < eager; i++) {
 		uint32_t mi;
 		if ((rc = mat_map(m, h->maps[i], &mi)))
 			return rc;
@@ -336,15 +349,21 @@ int pd_mat_finish(struct pd_mat *m, struct pd_profile **out)
 }
 
 /* Start a profile of partition pt with header h and room for nrows samples. */
-int pd_mat_start(struct pd_mat *m, const struct pd_symsrc *src, const struct pd_shdr *h, size_t nrows,
-                 struct pd_err *err)
+static int mat_start(struct pd_mat *m, const struct pd_symsrc *src, const struct pd_shdr *h, uint32_t eager,
+		     size_t nrows, struct pd_err *err)
 {
 	int rc = mat_init(m, src, err);
 	if (!rc)
-		rc = mat_header(m, h);
+		rc = mat_header(m, h, eager);
 	if (!rc && !(m->p->samples = pd_arena_alloc(m->p->arena, (nrows + 1) * sizeof *m->p->samples)))
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 	return rc;
+}
+
+int pd_mat_start(struct pd_mat *m, const struct pd_symsrc *src, const struct pd_shdr *h, size_t nrows,
+                 struct pd_err *err)
+{
+	return mat_start(m, src, h, h->nmaps, nrows, err);
 }
 
 /* Append a sample (stack and label-set seqs, values) to the profile being
@@ -376,6 +395,36 @@ void pd_pmerge_free(struct pd_pmerge *pm)
 		pd_agg_free(&pm->agg);
 	pd_shdr_free(&pm->h);
 	free(pm->stypes0);
+}
+
+/* Append h's mappings whose key (symbol seq) pm->h does not have yet, with
+ * h's own copies of them (pd_smap): pprof's Merge keeps the first seen. */
+static int pm_add_maps(struct pd_pmerge *pm, const struct pd_shdr *h, struct pd_err *err)
+{
+	for (uint32_t i = 0; i < h->nmaps; i++) {
+		bool have = false;
+		for (uint32_t j = 0; j < pm->h.nmaps && !have; j++)
+			have = pm->h.maps[j] == h->maps[i];
+		if (have)
+			continue;
+		uint32_t n = pm->h.nmaps;
+		int64_t *mv = realloc(pm->h.maps, (n + 2) * sizeof *mv);
+		if (mv)
+			pm->h.maps = mv;
+		struct pd_smap *iv = mv && (pm->h.inst || h->inst) ? realloc(pm->h.inst, (n + 2) * sizeof *iv) : NULL;
+		if (!mv || ((pm->h.inst || h->inst) && !iv))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		if (iv && !pm->h.inst) /* the ones before had none */
+			for (uint32_t j = 0; j < n; j++)
+				iv[j] = (struct pd_smap){0, 0, -1, -1, 0};
+		if (iv) {
+			pm->h.inst = iv;
+			iv[n] = h->inst ? h->inst[i] : (struct pd_smap){0, 0, -1, -1, 0};
+		}
+		mv[n] = h->maps[i];
+		pm->h.nmaps = n + 1;
+	}
+	return 0;
 }
 
 /* Add one stored profile's rows (or, keep_zero, a rollup's: their rows are
@@ -423,13 +472,11 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 				pm->h.comments[pm->h.ncomments++] = h->comments[i];
 			}
 		}
-		if (pm->h.nmaps == 0 && h->nmaps > 0) { /* the first profile that has mappings names the main binary */
-			free(pm->h.maps);
-			pm->h.maps = h->maps;
-			pm->h.nmaps = h->nmaps;
-			h->maps = NULL;
-			h->nmaps = 0;
-		}
+		/* the mappings of keys not seen yet, as this profile has them (the
+		 * first profile that has mappings names the main binary) */
+		int mrc = pm_add_maps(pm, h, err);
+		if (mrc)
+			return mrc;
 		int64_t firsts[2] = {pm->h.dflt, pm->h.doc}, these[2] = {h->dflt, h->doc};
 		for (int k = 0; k < 2; k++)
 			if (!pm->have_alt[k] && these[k] != firsts[k]) {
@@ -532,10 +579,7 @@ int pd_pm_profile(struct pd_pmerge *pm, struct pd_profile **out, struct pd_err *
 		return rc;
 	/* pprof's Merge: the first profile's first mapping (the main binary)
 	 * stays first; the others are those the samples' locations use */
-	struct pd_shdr h = pm->h;
-	if (h.nmaps > 1)
-		h.nmaps = 1;
-	rc = pd_mat_start(&m, &pm->src, &h, pm->agg.n, err);
+	rc = mat_start(&m, &pm->src, &pm->h, 1, pm->agg.n, err);
 	for (size_t r = 0; r < pm->agg.n && !rc; r++)
 		rc = pd_mat_sample(&m, pm->stk.keys[pm->agg.rows[r].stack], pm->ls.keys[pm->agg.rows[r].labels],
 		                   pd_agg_values(&pm->agg, r), pm->agg.nvalues);

@@ -138,6 +138,11 @@ struct pd_mat {
 	} * lsets;
 	size_t cs, cf, cm, cl, cstk, cls;
 	struct pd_buf b;
+	/* the mappings as the profile (or the merge's first profile with
+	 * them) had them, over the partition's symbol (codec.h, pd_smap) */
+	const int64_t *iseq;
+	const struct pd_smap *inst;
+	uint32_t ninst;
 };
 
 /* One partition's (day's) share of a merge: rows aggregated on (stack, label set)

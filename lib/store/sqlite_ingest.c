@@ -365,8 +365,7 @@ static int res_map(struct ing *g, uint32_t i)
 	/* identity = pprof's merge key, as in its content hash (prepare.h) */
 	uint64_t size = pd_mapping_key_size(m);
 	uint32_t file = pd_mapping_key_file(m);
-	uint64_t flags = (uint64_t)m->has_functions | (uint64_t)m->has_filenames << 1 |
-			 (uint64_t)m->has_line_numbers << 2 | (uint64_t)m->has_inline_frames << 3;
+	uint64_t flags = pd_smap_flags(m);
 	uint8_t *b = tmp_room(g, 80), *e = b;
 	if (!b)
 		return nomem(g);
@@ -481,7 +480,8 @@ static int ing_resolve(struct ing *g)
 		if ((rc = res_str(g, p->comments[i])))
 			return rc;
 	for (uint32_t i = 0; i < p->nmappings; i++)
-		if ((rc = res_map(g, i)))
+		if ((rc = res_map(g, i)) || (rc = res_str(g, p->mappings[i].filename)) ||
+		    (rc = res_str(g, p->mappings[i].build_id)))
 			return rc;
 	return 0;
 }
@@ -490,7 +490,7 @@ static int ing_resolve(struct ing *g)
 static int enc_header(struct ing *g, struct pd_buf *h)
 {
 	const struct pd_profile *p = g->p;
-	size_t n = 13 + 2 * (size_t)p->nsample_types + p->ncomments + p->nmappings;
+	size_t n = 14 + 2 * (size_t)p->nsample_types + p->ncomments + 6 * (size_t)p->nmappings;
 	if (pd_buf_reserve(h, 10 * n))
 		return nomem(g);
 	uint8_t *e = h->ptr + h->len;
@@ -513,6 +513,19 @@ static int enc_header(struct ing *g, struct pd_buf *h)
 	PD_PV(e, p->nmappings);
 	for (uint32_t i = 0; i < p->nmappings; i++)
 		PD_PV(e, g->ms[i]);
+	/* and the profile's own copies of them (codec.h, pd_smap): the symbol
+	 * is the partition's first mapping of the key */
+	if (p->nmappings) {
+		PD_PV(e, 1);
+		for (uint32_t i = 0; i < p->nmappings; i++) {
+			const struct pd_mapping *m = &p->mappings[i];
+			PD_PV(e, m->start);
+			PD_PV(e, m->limit);
+			PD_PV(e, g->ss[m->filename]);
+			PD_PV(e, g->ss[m->build_id]);
+			PD_PV(e, pd_smap_flags(m));
+		}
+	}
 	h->len = (size_t)(e - h->ptr);
 	return 0;
 }

@@ -44,7 +44,7 @@ if PD_TEST_STORE=$CHURL "$ROOT/$BUILD/tests/test_store" >"$T/conf.log" 2>&1; the
 else
 	fail "conformance suite on ClickHouse" "$(grep -E 'FAILED|ERROR|LINE' "$T/conf.log" | head -10)"
 fi
-grep -q "^\[  PASSED  \] 17 test(s)" "$T/conf.log" || fail "conformance: all 17 backend-independent tests ran" "$(tail -3 "$T/conf.log")"
+grep -q "^\[  PASSED  \] 18 test(s)" "$T/conf.log" || fail "conformance: all 18 backend-independent tests ran" "$(tail -3 "$T/conf.log")"
 
 # ---- 2. two collectors, one ClickHouse ----------------------------------------------
 ch_q one "CREATE DATABASE shared" >/dev/null

@@ -301,8 +301,8 @@ else
 fi
 expect "b: ... and none is listed" 0 "$(curl -sS "$Q/api/0/profiles?service=quorum&type=cpu&from=0&to=now" | jq '.body | length')"
 if [ -n "$CONF" ]; then
-	if wait "$CONF" && grep -q "^\[  PASSED  \] 17 test(s)" "$T/conf.log"; then
-		ok "a: conformance: the 17 backend-independent tests of the store suite pass on the two shards"
+	if wait "$CONF" && grep -q "^\[  PASSED  \] 18 test(s)" "$T/conf.log"; then
+		ok "a: conformance: the 18 backend-independent tests of the store suite pass on the two shards"
 	else
 		fail "a: conformance suite on the two shards" "$(grep -E 'FAILED|ERROR|LINE|ClickHouse' "$T/conf.log" | head -10)"
 	fi
