@@ -424,10 +424,13 @@ static int push(struct pd_scrape_kube *d, struct pd_err *err)
 {
 	struct pd_scrape_targets l = {0};
 	int rc = 0;
+	/* unique keys by construction (statics: checked when added; pods: one per
+	 * namespace/name, keyed namespace/name/uid, never a URL as statics are);
+	 * pd_scraper_set_targets checks them once more, in O(n) */
 	for (size_t i = 0; !rc && i < d->statics.n; i++)
-		rc = pd_scrape_targets_copy(&l, &d->statics.v[i], err);
+		rc = pd_scrape_targets_append(&l, &d->statics.v[i], err);
 	for (size_t i = 0; !rc && i < d->npods; i++)
-		rc = pd_scrape_targets_copy(&l, &d->pods[i].t.v[0], err);
+		rc = pd_scrape_targets_append(&l, &d->pods[i].t.v[0], err);
 	if (!rc)
 		rc = pd_scraper_set_targets(d->s, &l, err);
 	pd_scrape_targets_free(&l);

@@ -695,9 +695,12 @@ out:
 int pd_scraper_set_targets(struct pd_scraper *s, const struct pd_scrape_targets *l, struct pd_err *err)
 {
 	struct pd_scrape_targets copy = {0};
+	int rc0 = pd_scrape_targets_check_unique(l, err);
+	if (rc0)
+		return rc0;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pd_scrape_target *t = &l->v[i];
-		int rc = pd_scrape_targets_copy(&copy, t, err);
+		int rc = pd_scrape_targets_append(&copy, t, err);
 		if (rc) {
 			pd_scrape_targets_free(&copy);
 			return rc;

@@ -104,12 +104,10 @@ static void target_clear(struct pd_scrape_target *t)
 	memset(t, 0, sizeof *t);
 }
 
-int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const char *url, const char *service,
-			  const struct pd_kv *labels, size_t nlabels, unsigned types, struct pd_err *err)
+/* Append a copy, the key unchecked. */
+static int append(struct pd_scrape_targets *l, const char *key, const char *url, const char *service,
+		  const struct pd_kv *labels, size_t nlabels, unsigned types, struct pd_err *err)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (!strcmp(l->v[i].key, key))
-			return pd_errf(err, PD_EINVAL, "target \"%s\" given twice", key);
 	if (pd_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	struct pd_scrape_target *t = &l->v[l->n];
@@ -132,6 +130,15 @@ int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const ch
 	}
 	l->n++;
 	return 0;
+}
+
+int pd_scrape_targets_add(struct pd_scrape_targets *l, const char *key, const char *url, const char *service,
+			  const struct pd_kv *labels, size_t nlabels, unsigned types, struct pd_err *err)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].key, key))
+			return pd_errf(err, PD_EINVAL, "target \"%s\" given twice", key);
+	return append(l, key, url, service, labels, nlabels, types, err);
 }
 
 int pd_scrape_targets_set_name(struct pd_scrape_targets *l, size_t i, const char *name, struct pd_err *err)
@@ -165,9 +172,10 @@ int pd_scrape_targets_set_sched(struct pd_scrape_targets *l, size_t i, int64_t i
 	return 0;
 }
 
-int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_target *t, struct pd_err *err)
+static int copy(struct pd_scrape_targets *l, const struct pd_scrape_target *t, bool check, struct pd_err *err)
 {
-	int rc = pd_scrape_targets_add(l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
+	int rc = check ? pd_scrape_targets_add(l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err)
+		       : append(l, t->key, t->url, t->service, t->labels, t->nlabels, t->types, err);
 	if (rc)
 		return rc;
 	struct pd_scrape_target *d = &l->v[l->n - 1];
@@ -178,6 +186,47 @@ int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_t
 		target_clear(d);
 		l->n--;
 	}
+	return rc;
+}
+
+int pd_scrape_targets_copy(struct pd_scrape_targets *l, const struct pd_scrape_target *t, struct pd_err *err)
+{
+	return copy(l, t, true, err);
+}
+
+int pd_scrape_targets_append(struct pd_scrape_targets *l, const struct pd_scrape_target *t, struct pd_err *err)
+{
+	return copy(l, t, false, err);
+}
+
+struct keyctx {
+	const struct pd_scrape_targets *l;
+	const char *key;
+};
+static bool key_eq(void *ctx, uint32_t i)
+{
+	const struct keyctx *k = ctx;
+	return !strcmp(k->l->v[i].key, k->key);
+}
+
+int pd_scrape_targets_check_unique(const struct pd_scrape_targets *l, struct pd_err *err)
+{
+	struct pd_hidx idx = {0};
+	int rc = 0;
+	if (l->n > UINT32_MAX - 1)
+		return pd_errf(err, PD_ELIMIT, "%zu targets, too many", l->n);
+	if (pd_hidx_init(&idx, l->n + 1))
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < l->n; i++) {
+		const char *key = l->v[i].key;
+		uint64_t h = pd_hash(key, strlen(key), 0);
+		struct keyctx kc = {l, key};
+		if (pd_hidx_find(&idx, h, key_eq, &kc) != UINT32_MAX)
+			rc = pd_errf(err, PD_EINVAL, "target \"%s\" given twice", key);
+		else if (pd_hidx_insert(&idx, h, (uint32_t)i))
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	pd_hidx_free(&idx);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #      down: re-list), 401 (the kubeconfig's token revoked: reported, counted,
 #      the known targets still scraped; token back: recovers); /metrics
 #      counts each; SIGTERM exits 0
+#   3b. 10000 pods: 40 watch events in a row are applied within seconds
 #   4. zero config in a pod: KUBERNETES_SERVICE_HOST + the service account
 #      (token file, CA, namespace): --once finds the pods of its namespace;
 #      continuous, the token rotated (file rewritten): re-read, no error
@@ -354,6 +355,39 @@ for ((i = 0; i < 100; i++)); do
 done
 expect "continuous: SIGTERM: exit 0, promptly (discovery thread joined)" 0 "$rc"
 no_sanitizer "continuous: no sanitizer report" "$T/cont.err"
+
+# ---- 3b. many pods: each watch event costs O(pods), not O(pods^2) ---------------------------------------
+
+# 10000 annotated pods (port 1: nothing listens; --interval 1h: hardly scraped); 40 label changes
+# in a row must all be applied within seconds (each used to rebuild the target list in O(n^2):
+# half a second per event at 10000 pods, two at 20000)
+NBIG=10000
+seq -f 'p-%05g' "$NBIG" | awk 'BEGIN {printf "["} NR > 1 {printf ","}
+	{printf "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"big\",\"annotations\":{\"profefe.com/enable\":\"true\",\"profefe.com/port\":\"1\"}}}", $1}
+	END {print "]"}' >"$T/big.json"
+"$KUBEAPI" -kubeconfig "$T/kbig" -pods "$T/big.json" -cert-dir "$T/certsbig" 2>"$T/kubeapibig.log" &
+APIB=$(wait_line "$T/kubeapibig.log" '^kubeapi: listening on \(https:.*\)$')
+"$PROFD" scrape --kubeconfig "$T/kbig" -n big --collector "$SURL" --types goroutine --interval 1h 2>"$T/big.err" &
+SCR=$!
+if until_true 300 grep -q "listed $NBIG pod(s) in namespace big: $NBIG annotated" "$T/big.err"; then
+	t0=$SECONDS
+	for ((i = 1; i <= 40; i++)); do
+		curl -sS --max-time 10 --cacert "$T/certsbig/ca.crt" -H "Authorization: Bearer $(cat "$T/certsbig/token")" \
+			-X PATCH --data "{\"metadata\":{\"labels\":{\"app\":\"v$i\"}}}" "$APIB/admin/pods/big/p-$(printf %05d $((i % 10 + 1)))" >/dev/null
+	done
+	big_changed() { [ "$(grep -c 'changed target' "$T/big.err")" -ge 40 ]; }
+	if until_true 80 big_changed; then
+		ok "$NBIG pods: 40 watch events applied within $((SECONDS - t0)) s"
+	else
+		fail "$NBIG pods: 40 watch events" "$(grep -c 'changed target' "$T/big.err") applied after $((SECONDS - t0)) s"
+	fi
+else
+	fail "$NBIG pods: listed" "$(tail -3 "$T/big.err")"
+fi
+kill -TERM $SCR
+wait $SCR
+expect "$NBIG pods: SIGTERM: exit 0" 0 "$?"
+no_sanitizer "$NBIG pods: no sanitizer report" "$T/big.err"
 
 # ---- 4. zero config in a pod: the service account -------------------------------------------------------
 

@@ -224,6 +224,17 @@ static void test_targets_and_config(void **state)
 	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h/debug/pprof", "s", NULL, 0, 0, &err), 0);
 	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h2/debug/pprof", "s", NULL, 0, 0, &err), PD_EINVAL);
 	assert_int_equal(l.n, 4);
+	/* append does not look (O(1)); check_unique finds the duplicate in O(n) */
+	assert_int_equal(pd_scrape_targets_check_unique(&l, &err), 0);
+	struct pd_scrape_targets m = {0};
+	for (size_t i = 0; i < l.n; i++)
+		assert_int_equal(pd_scrape_targets_append(&m, &l.v[i], &err), 0);
+	assert_int_equal(pd_scrape_targets_check_unique(&m, &err), 0);
+	assert_int_equal(pd_scrape_targets_append(&m, &l.v[3], &err), 0);
+	assert_int_equal(m.n, 5);
+	assert_int_equal(pd_scrape_targets_check_unique(&m, &err), PD_EINVAL);
+	assert_contains(err.msg, "target \"k\" given twice");
+	pd_scrape_targets_free(&m);
 	pd_scrape_targets_free(&l);
 	assert_int_equal(l.n, 0);
 }
