@@ -392,8 +392,10 @@ int pd_capture_select(struct pd_capture *c, const char *const *args, size_t narg
 		size_t n = 0;
 		rc = add_selected(c, c->o.namespace, selector, via, &n, err);
 		if (rc == 0 && n == 0)
-			rc = problem(c, err, "-l %s: no pods match in %s%s (try another -n, or -A)", selector,
-				     c->o.namespace ? "namespace " : "any namespace", c->o.namespace ? c->o.namespace : "");
+			rc = problem(c, err, "-l %s: no pods match in %s%s (%s)", selector,
+				     c->o.namespace ? "namespace " : "any namespace", c->o.namespace ? c->o.namespace : "",
+				     c->o.namespace ? "try another -n, or -A"
+						    : "kubectl get pods -A --show-labels lists their labels");
 	}
 	if (rc < 0)
 		return rc;

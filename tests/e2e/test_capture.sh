@@ -329,6 +329,9 @@ fault_case "no pod matches (a deployment scaled to zero)" nomatch \
 	'^kubectl profd capture: deployment/idle: no pods match its selector app=idle in namespace shop'
 run_cap nomatch2 -n shop -l app=nothing --types heap --output-dir "$T/f-nomatch"
 expect "no pod matches -l: exit 1, one line" "1 1" "$(rc_of nomatch2) $(grep -c 'l app=nothing: no pods match in namespace shop (try another -n, or -A)' "$T/nomatch2.err")"
+run_cap nomatch3 -A -l app=nothing --types heap --output-dir "$T/f-nomatch"
+expect "no pod matches -A -l: exit 1, one line (no 'try -A' when -A was given)" "1 1" \
+	"$(rc_of nomatch3) $(grep -c 'l app=nothing: no pods match in any namespace (kubectl get pods -A --show-labels lists their labels)$' "$T/nomatch3.err")"
 run_cap noport -n shop "$GOOD" plain-1 --types heap --output-dir "$T/f-noport"
 fault_case "pod not annotated and no --port" noport \
 	'^kubectl profd capture: shop/plain-1: not annotated with its pprof port \(profefe.com/port\) and no --port given: give --port'
