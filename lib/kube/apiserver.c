@@ -720,10 +720,18 @@ static int list_impl(struct pd_kube_client *c, const struct pd_kube_pod_query *q
 			pd_buf_free(&path);
 			break;
 		}
+		const atomic_int *stop = q ? q->stop : NULL;
+		if (stop && atomic_load(stop)) {
+			pd_buf_free(&path);
+			rc = pd_errf(err, PD_EIO, "listing pods: stopped");
+			break;
+		}
 		struct req r = {(const char *)path.ptr, c->o.timeout_ms, c->o.max_response, "application/json", true,
-				NULL, NULL};
+				NULL, stop};
 		rc = perform(c, &r, &res, err);
 		pd_buf_free(&path);
+		if (!rc && res.stopped)
+			rc = pd_errf(err, PD_EIO, "GET %s: stopped", res.url);
 		if (!rc && res.status != 200) {
 			rc = res_error(&res, err);
 			if (rc == PD_KUBE_EGONE && cont) {

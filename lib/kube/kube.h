@@ -291,6 +291,9 @@ struct pd_kube_pod_query {
 	const char *label_selector; /* NULL = none; URL-encoded here */
 	const char *field_selector;
 	unsigned limit;             /* page size of a list; 0 = 500 */
+	const atomic_int *stop;     /* lists: may be NULL; once non-zero (checked at least about
+				     * once a second, also while a page is on its way) the list
+				     * ends with PD_EIO "stopped". Watches take theirs apart. */
 };
 
 /* Called per listed pod; the pod is valid during the call only. Non-zero

@@ -19,7 +19,8 @@
 #      down: re-list), 401 (the kubeconfig's token revoked: reported, counted,
 #      the known targets still scraped; token back: recovers); /metrics
 #      counts each; SIGTERM exits 0
-#   3b. 10000 pods: 40 watch events in a row are applied within seconds
+#   3b. 10000 pods: 40 watch events in a row are applied within seconds;
+#      SIGTERM during a slow paged list ends it at once
 #   4. zero config in a pod: KUBERNETES_SERVICE_HOST + the service account
 #      (token file, CA, namespace): --once finds the pods of its namespace;
 #      continuous, the token rotated (file rewritten): re-read, no error
@@ -387,7 +388,28 @@ fi
 kill -TERM $SCR
 wait $SCR
 expect "$NBIG pods: SIGTERM: exit 0" 0 "$?"
-no_sanitizer "$NBIG pods: no sanitizer report" "$T/big.err"
+# SIGTERM while the list is on its way (every page 5 s late: 20 pages, 100 s): it ends at once,
+# not after the last page
+curl -sS --max-time 10 --cacert "$T/certsbig/ca.crt" -H "Authorization: Bearer $(cat "$T/certsbig/token")" \
+	-X POST "$APIB/admin/fault?code=0&count=40&match=/pods%3Flimit&delay=5s" >/dev/null
+"$PROFD" scrape --kubeconfig "$T/kbig" -n big --collector "$SURL" --types goroutine --interval 1h 2>"$T/bigstop.err" &
+SCR=$!
+sleep 2
+t0=$SECONDS
+kill -TERM $SCR
+rc=hung
+for ((i = 0; i < 100; i++)); do
+	if ! kill -0 $SCR 2>/dev/null; then
+		wait $SCR
+		rc=$?
+		break
+	fi
+	sleep 0.05
+done
+[ "$rc" = hung ] && kill -KILL $SCR 2>/dev/null
+expect "$NBIG pods: SIGTERM during a slow paged list: exit 0 within 5 s ($((SECONDS - t0)) s)" 0 "$rc"
+grep -q 'listed .* pod(s)' "$T/bigstop.err" && fail "$NBIG pods: SIGTERM during a list" "the list went on: $(grep listed "$T/bigstop.err")"
+no_sanitizer "$NBIG pods: no sanitizer report" "$T/big.err" "$T/bigstop.err"
 
 # ---- 4. zero config in a pod: the service account -------------------------------------------------------
 

@@ -1562,6 +1562,20 @@ static int on_pod(void *ctx, const struct pd_kube_pod *p, struct pd_err *err)
 	return 0;
 }
 
+/* Sets *halt on the first pod (a SIGTERM while the list runs). */
+struct halt_ctx {
+	atomic_int *halt;
+	int n;
+};
+static int halt_on_pod(void *ctx, const struct pd_kube_pod *p, struct pd_err *err)
+{
+	(void)p, (void)err;
+	struct halt_ctx *h = ctx;
+	h->n++;
+	atomic_store(h->halt, 1);
+	return 0;
+}
+
 static void test_client_list(void **state)
 {
 	(void)state;
@@ -1605,6 +1619,23 @@ static void test_client_list(void **state)
 	struct podnames stop = {"", 0, 3};
 	assert_int_equal(pd_kube_list_pods(c, &q, on_pod, &stop, NULL, &err), PD_EUSAGE);
 	assert_int_equal(stop.n, 3);
+
+	/* q.stop: set (SIGTERM) before the list: no request; during it: no next page */
+	atomic_int halt = 1;
+	struct pd_kube_pod_query qs = q;
+	qs.stop = &halt;
+	int n0 = s.nlog;
+	struct podnames none = {"", 0, 0};
+	assert_int_equal(pd_kube_list_pods(c, &qs, on_pod, &none, NULL, &err), PD_EIO);
+	assert_contains(err.msg, "stopped");
+	assert_int_equal(none.n, 0);
+	assert_int_equal(s.nlog, n0);
+	atomic_store(&halt, 0);
+	struct halt_ctx hc = {&halt, 0};
+	assert_int_equal(pd_kube_list_pods(c, &qs, halt_on_pod, &hc, NULL, &err), PD_EIO);
+	assert_contains(err.msg, "stopped");
+	assert_int_equal(hc.n, 2); /* the first page only */
+	assert_int_equal(s.nlog, n0 + 1);
 
 	/* an expired continue token: the callback list says so, the array list restarts unpaged */
 	api.gone_on_continue = true;
