@@ -716,6 +716,10 @@ static void *run(void *arg)
 			atomic_fetch_add(&d->restarts, 1);
 			continue;
 		}
+		/* a stream that was up (events or bookmarks came) and then broke (a load balancer's
+		 * idle cut, an API server gone) starts a new series: 1 s, not the old failures' 30 s */
+		if (atomic_load(&d->events) != ev0)
+			backoff = 0;
 		backoff = next_backoff(backoff);
 		klog(d, "warn",
 		     "watching pods failed (%s): %s; again in %.1fs, scraping the %zu known target(s) meanwhile",

@@ -384,6 +384,20 @@ if grep -q '"type":"BOOKMARK"' "$T/events.ndjson" && [ "$(grep -c '' "$T/events.
 else
 	fail "watch bookmarks" "$(head -c 600 "$T/events.ndjson")"
 fi
+# admin: close the watches cleanly (the stream ends: curl exits 0) or cut them (abort=1: curl fails)
+for mode in close abort; do
+	curl_api -N --max-time 10 "$URL/api/v1/pods?watch=1&timeoutSeconds=30" >"$T/w-$mode.ndjson" 2>"$T/w-$mode.err" &
+	cpid=$!
+	wait_watches 1
+	curl_api -X POST "$URL/admin/watches/close$([ $mode = abort ] && echo '?abort=1')" >/dev/null
+	wait $cpid
+	echo $? >"$T/w-$mode.rc"
+done
+if [ "$(cat "$T/w-close.rc")" = 0 ] && [ "$(cat "$T/w-abort.rc")" != 0 ] && [ -s "$T/w-abort.ndjson" ]; then
+	ok "admin: watches/close ends the streams, ?abort=1 cuts them after their events (curl: $(head -c 80 "$T/w-abort.err"))"
+else
+	fail "admin: watches/close, abort" "rc $(cat "$T/w-close.rc") $(cat "$T/w-abort.rc"): $(cat "$T/w-abort.err")"
+fi
 curl_api -X POST "$URL/admin/compact" >/dev/null
 code=$(curl_api -N -o "$T/expired.ndjson" -w '%{http_code}' "$URL/api/v1/pods?watch=1&resourceVersion=$rv")
 if [ "$code" = 200 ] && grep -q '"type":"ERROR"' "$T/expired.ndjson" && grep -q '"code":410' "$T/expired.ndjson" &&

@@ -17,7 +17,8 @@
 #      following round; a deleted pod and a pod no longer Running stop; API
 #      faults: 500 (back off, recover), 410 (compaction while the watch is
 #      down: re-list), 401 (the kubeconfig's token revoked: reported, counted,
-#      the known targets still scraped; token back: recovers); /metrics
+#      the known targets still scraped; token back: recovers); a watch cut
+#      mid-stream after it was up: retried after 1 s, not the old backoff; /metrics
 #      counts each; SIGTERM exits 0
 #   3b. 10000 pods: 40 watch events in a row are applied within seconds;
 #      SIGTERM during a slow paged list ends it at once
@@ -302,6 +303,17 @@ if until_true 80 has_profiles four; then ok "continuous: after the 500s (backoff
 grep -q 'watching pods failed (http_5xx): .*HTTP 500 .*again in 1.0s, scraping the 1 known target(s) meanwhile' "$T/cont.err" &&
 	grep -q 'again in 2.0s' "$T/cont.err" && ok "continuous: the log reports the 500s and the backoff" ||
 	fail "continuous: 500 log" "$(grep 'failed' "$T/cont.err")"
+
+# the watch is up again (bookmarks every second); cut mid-stream (an API server crash, a load
+# balancer dropping it): tried again after 1 s, not after the 500s' backoff grown on (4 s)
+sleep 1.5
+api -X POST "$API/admin/watches/close?abort=1" >/dev/null
+if until_true 50 grep -q 'watching pods failed (network)' "$T/cont.err" &&
+	grep 'watching pods failed (network)' "$T/cont.err" | head -1 | grep -q 'again in 1.0s'; then
+	ok "continuous: a watch cut after it was up: a new backoff series (1 s)"
+else
+	fail "continuous: backoff after a cut" "$(grep 'watching pods failed' "$T/cont.err" | sed 's/GET [^ ]*//')"
+fi
 
 # 410: while the watch is down (a 500), a change and a compaction: the resourceVersion is gone -> list again
 lists=$(metric profd_scrape_kube_list_total)

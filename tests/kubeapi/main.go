@@ -144,8 +144,11 @@
 //	GET    /admin/fault                   the pending rules;  DELETE clears them
 //	POST   /admin/compact                 forget the history: older resourceVersions
 //	                                      and continue tokens now get 410
-//	POST   /admin/watches/close           end every open watch (as an API server
-//	                                      restart would); answers {"closed":N}
+//	POST   /admin/watches/close[?abort=1] end every open watch (as an API server
+//	                                      restart would); answers {"closed":N};
+//	                                      abort=1 cuts the connections instead
+//	                                      (no end of the chunked stream: a crash,
+//	                                      a load balancer dropping them)
 //	POST   /admin/token?value=T[&keep=1]  accept token T from now on (the old one is
 //	                                      revoked unless keep=1); rewrites
 //	                                      -cert-dir/token and the kubeconfig
@@ -313,7 +316,7 @@ func main() {
 	case err := <-serveErr:
 		log.Fatalf("serve: %v", err)
 	}
-	s.closeWatches()
+	s.closeWatches(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -488,11 +491,12 @@ func (s *server) stateAtLocked(rv uint64) map[string]obj {
 	return st
 }
 
-func (s *server) closeWatches() int {
+func (s *server) closeWatches(abort bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for w := range s.watchers {
+		w.aborted = abort
 		w.closeLocked()
 		n++
 	}
@@ -1762,11 +1766,12 @@ func (s *server) serveList(w http.ResponseWriter, q url.Values, f *filter, rp re
 }
 
 type watcher struct {
-	f      *filter
-	queue  []event
-	notify chan struct{}
-	done   chan struct{}
-	closed bool
+	f       *filter
+	queue   []event
+	notify  chan struct{}
+	done    chan struct{}
+	closed  bool
+	aborted bool // cut the connection instead of ending the stream
 }
 
 // offerLocked queues e for the watcher as the watch cache would present it
@@ -1959,6 +1964,14 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, q url.Values
 		case <-timer.C:
 			return nil
 		case <-wt.done:
+			s.mu.Lock()
+			abort := wt.aborted
+			s.mu.Unlock()
+			if abort {
+				// no terminating chunk: the client sees the connection cut mid-stream,
+				// as when an API server dies or a load balancer drops the connection
+				panic(http.ErrAbortHandler)
+			}
 			return nil
 		case <-wt.notify:
 			s.mu.Lock()
@@ -2487,7 +2500,7 @@ func (s *server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, 200, obj{"resourceVersion": strconv.FormatUint(rv, 10), "compacted": strconv.FormatUint(rv, 10)})
 	case p == "/admin/watches/close" && r.Method == http.MethodPost:
-		writeJSON(w, 200, obj{"closed": s.closeWatches()})
+		writeJSON(w, 200, obj{"closed": s.closeWatches(q.Get("abort") == "1")})
 	case p == "/admin/token" && r.Method == http.MethodPost:
 		t := q.Get("value")
 		if t == "" {
