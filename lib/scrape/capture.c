@@ -345,6 +345,12 @@ static int plan(struct pd_capture *c, size_t i, struct pd_err *err)
 		char def[16];
 		snprintf(def, sizeof def, "%d", PD_SCRAPE_KUBE_PORT);
 		port = pd_scrape_kube_port(p, def, &container);
+	} else if (pd_scrape_kube_enable_meant(en)) {
+		cp->msg = afmt(c,
+			       "not annotated with its pprof port (profefe.com/port), no --port given, and its "
+			       "profefe.com/enable is \"%.16s\", not \"true\" (only \"true\" means the default port "
+			       "6060): give --port PORT (e.g. --port 6060), or fix the annotations",
+			       en);
 	} else {
 		cp->msg = "not annotated with its pprof port (profefe.com/port) and no --port given: give --port "
 			  "PORT (e.g. --port 6060), or annotate the pod";

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define KUBE_MAX_LABELS 64 /* the collector takes at most 64 labels per profile */
@@ -169,6 +170,13 @@ const char *pd_scrape_kube_service(const struct pd_kube_pod *p, char *buf, size_
 	return buf;
 }
 
+bool pd_scrape_kube_enable_meant(const char *v)
+{
+	return v && strcmp(v, "true") &&
+	       (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcasecmp(v, "y") ||
+	        !strcmp(v, "1"));
+}
+
 static const char *pod_label(void *ctx, const char *key) { return pd_kube_pod_label(ctx, key); }
 
 int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o, struct pd_scrape_targets *l,
@@ -178,7 +186,12 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 		why[0] = 0;
 	const char *en = pd_kube_pod_annotation(p, "profefe.com/enable");
 	if (!en || strcmp(en, "true")) {
+		/* exactly "true", as kube-profefe; but a "True" or "yes" surely meant it: say why
+		 * nothing happens (the verdict stays: not annotated) */
 		*skip = PD_KS_NOT_ANNOTATED;
+		if (pd_scrape_kube_enable_meant(en))
+			whyf(why, whycap, "profefe.com/enable is \"%.16s\": only \"true\" (lower case) turns profiling on",
+			     en);
 		return 0;
 	}
 	/* the config file's kubernetes entries: the first that matches decides */
@@ -447,7 +460,10 @@ static void count_error(struct pd_scrape_kube *d, int code, const char *msg)
 
 static void report_skip(struct pd_scrape_kube *d, const struct pd_kube_pod *p, int skip, const char *why)
 {
-	if (skip == PD_KS_BAD_ANNOTATION) {
+	if (skip == PD_KS_NOT_ANNOTATED && why && *why) {
+		klog(d, "warn", "pod %s/%s: not scraped: %s", p->namespace ? p->namespace : "", p->name ? p->name : "",
+		     why);
+	} else if (skip == PD_KS_BAD_ANNOTATION) {
 		atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
 		klog(d, "warn", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
 		     p->name ? p->name : "", why);
@@ -606,7 +622,7 @@ static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev,
 		}
 	} else if (found) {
 		klog(d, skip == PD_KS_BAD_ANNOTATION ? "warn" : "info", "pod %s: no longer a target: %s", id,
-		     skip == PD_KS_NOT_ANNOTATED ? "profefe.com/enable is not \"true\" any more" : why);
+		     skip == PD_KS_NOT_ANNOTATED && !*why ? "profefe.com/enable is not \"true\" any more" : why);
 		if (skip == PD_KS_BAD_ANNOTATION)
 			atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
 		remove_at(d, at);

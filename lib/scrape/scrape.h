@@ -549,6 +549,9 @@ enum pd_scrape_kube_skip {
 int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_kube_opts *o,
 			  struct pd_scrape_targets *l, int *skip, char *why, size_t whycap, struct pd_err *err) PD_WUR;
 
+/* A profefe.com/enable value other than "true" that surely meant it ("True",
+ * "yes", "on", "1"...): not honoured (kube-profefe's rule), but said. */
+bool pd_scrape_kube_enable_meant(const char *v);
 /* The pieces of a pod's target, shared with `capture`:
  * port: spec is a port number or the name of one of the pod's container
  * ports -> the port, 0 if it is neither; *container (may be NULL) gets the

@@ -170,6 +170,7 @@ cat >"$T/pods.json" <<EOF
  {"metadata": {"name": "plain-1", "namespace": "shop", "labels": {"app": "plain"}},
   "spec": {"containers": [{"name": "main", "ports": [{"name": "http", "containerPort": 8080}, {"name": "debug", "containerPort": $PD}]}]}},
  {"metadata": {"name": "down-0", "namespace": "shop", "labels": {"app": "down"}, "annotations": {"profefe.com/port": "1"}}},
+ {"metadata": {"name": "typo-1", "namespace": "shop", "labels": {"app": "typo"}, "annotations": {"profefe.com/enable": "True"}}},
  {"metadata": {"name": "secret-0", "namespace": "shop", "labels": {"app": "secret"},
    "annotations": {"profefe.com/port": "$PS", "profefe.com/path": "/html/debug/pprof"}}},
  {"metadata": {"name": "secret-1", "namespace": "shop", "labels": {"app": "secret"},
@@ -335,6 +336,9 @@ expect "no pod matches -A -l: exit 1, one line (no 'try -A' when -A was given)" 
 run_cap noport -n shop "$GOOD" plain-1 --types heap --output-dir "$T/f-noport"
 fault_case "pod not annotated and no --port" noport \
 	'^kubectl profd capture: shop/plain-1: not annotated with its pprof port \(profefe.com/port\) and no --port given: give --port'
+run_cap typo -n shop typo-1 --types heap --output-dir "$T/f-noport"
+expect "profefe.com/enable \"True\", no port: exit 1, the line says only \"true\" means 6060" "1 1" \
+	"$(rc_of typo) $(grep -c '^kubectl profd capture: shop/typo-1: .*profefe.com/enable is "True", not "true" (only "true" means the default port 6060)' "$T/typo.err")"
 run_cap proxy503 -n shop "$GOOD" down-0 --output-dir "$T/f-proxy503"
 fault_case "proxy error 503 (every type of the pod: one line)" proxy503 \
 	'^kubectl profd capture: shop/down-0 \(all types\): pod proxy \(port 1\): HTTP 503 Service Unavailable: error trying to reach service: .*check profefe.com/port or --port\)$'

@@ -7,7 +7,8 @@
 #      service (Deployment from a ReplicaSet pod, StatefulSet, DaemonSet with a
 #      profefe.com/service override, a named container port) and labels
 #      (namespace, pod, container, node, kept pod labels); not annotated,
-#      enable=false, Pending, Succeeded, being deleted: not scraped; a wrong
+#      enable=false, enable=True (a warning says why), Pending, Succeeded,
+#      being deleted: not scraped; a wrong
 #      port: target down, reported; profefe.com/path honoured (a goapp serving
 #      pprof under /custom/pprof; a pod with a path nothing serves gets 404);
 #      a bad port annotation is reported and counted
@@ -118,6 +119,7 @@ cat >"$T/pods.json" <<EOF
    "ownerReferences": [{"kind": "DaemonSet", "name": "agent"}]},
   "spec": {"nodeName": "node-2", "containers": [{"name": "agent", "ports": [{"name": "pprof", "containerPort": $PC}]}]}},
  {"metadata": {"name": "disabled-1", "namespace": "ops", "annotations": {"profefe.com/enable": "false", "profefe.com/port": "$PC"}}},
+ {"metadata": {"name": "typo-1", "namespace": "ops", "annotations": {"profefe.com/enable": "True", "profefe.com/port": "$PC"}}},
  {"metadata": {"name": "done-1", "namespace": "ops", "annotations": {$EN, "profefe.com/port": "$PC"}},
   "status": {"phase": "Succeeded"}},
  {"metadata": {"name": "leaving-1", "namespace": "ops", "deletionTimestamp": "2025-01-01T00:00:00Z",
@@ -176,12 +178,13 @@ expect "once -A: labels of a StatefulSet's pod (default container, node)" \
 expect "once -A: a DaemonSet's pod: profefe.com/service override, named port, its node" \
 	"app=agent,container=agent,namespace=ops,node=node-2,pod=agent-7mxkq" "$(labels_of node-agent pod=agent-7mxkq)"
 n=0
-for s in plain-1 pending-1 badport-1 disabled-1 done-1 leaving-1 wrongport-1; do n=$((n + $(count $s))); done
+for s in plain-1 pending-1 badport-1 disabled-1 typo-1 done-1 leaving-1 wrongport-1; do n=$((n + $(count $s))); done
 nweb=$(count web pod=plain-1)$(count web pod=pending-1)
-expect "once -A: nothing from pods not annotated, enable=false, Pending, Succeeded, being deleted, down" "0 00" "$n $nweb"
+expect "once -A: nothing from pods not annotated, enable=false or True, Pending, Succeeded, being deleted, down" "0 00" "$n $nweb"
 grep -q 'pod shop/pending-1: annotated for profiling but skipped: phase Pending' "$T/once.err" &&
 	grep -q 'level=warn component=kube msg="pod shop/badport-1: annotated for profiling but skipped: profefe.com/port \\"pprof\\" is neither' "$T/once.err" &&
-	grep -q 'listed 13 pod(s) in all namespaces: 11 annotated profefe.com/enable=true, 7 target(s)' "$T/once.err" &&
+	grep -q 'level=warn component=kube msg="pod ops/typo-1: not scraped: profefe.com/enable is \\"True\\": only \\"true\\" (lower case) turns profiling on"' "$T/once.err" &&
+	grep -q 'listed 14 pod(s) in all namespaces: 11 annotated profefe.com/enable=true, 7 target(s)' "$T/once.err" &&
 	ok "once -A: the log says which annotated pods were skipped and why, and counts" ||
 	fail "once -A: log" "$(grep component=kube "$T/once.err")"
 grep -q '7 target(s) failed\|2 of 7 target(s) failed' "$T/once.err" && ok "once -A: the last line counts the Kubernetes targets" ||

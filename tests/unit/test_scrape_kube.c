@@ -125,11 +125,24 @@ static void test_selection(void **state)
 	          "\"True\"}}," RUNNING "}",
 	          &o, &l, why, sizeof why),
 	    PD_KS_NOT_ANNOTATED);
+	/* ... said why when it surely meant "true" (the log warns), silent for "false" */
+	assert_string_equal(why, "profefe.com/enable is \"True\": only \"true\" (lower case) turns profiling on");
+	static const char *const meant[] = {"TRUE", "yes", "Yes", "on", "1", "y"};
+	for (size_t i = 0; i < sizeof meant / sizeof *meant; i++) {
+		char json[300];
+		snprintf(json, sizeof json,
+		         "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"annotations\":{\"profefe.com/enable\":"
+		         "\"%s\"}}," RUNNING "}",
+		         meant[i]);
+		assert_int_equal(judge(json, &o, &l, why, sizeof why), PD_KS_NOT_ANNOTATED);
+		assert_contains(why, "only \"true\"");
+	}
 	assert_int_equal(
 	    judge("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"annotations\":{\"profefe.com/enable\":"
 	          "\"false\"}}," RUNNING "}",
 	          &o, &l, why, sizeof why),
 	    PD_KS_NOT_ANNOTATED);
+	assert_string_equal(why, "");
 	/* not Running */
 	assert_int_equal(
 	    judge("{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"annotations\":{\"profefe.com/enable\":"
