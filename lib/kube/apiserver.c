@@ -47,6 +47,7 @@ struct pd_kube_client {
 	double ftoken_at;               /* ... and when it was read (c->o.now) */
 	struct kube_cred xcred;         /* exec plugin credential */
 	bool have_xcred;
+	uint64_t xgen;                  /* ... its generation: +1 per plugin run */
 };
 
 static double wall(void)
@@ -128,8 +129,13 @@ static int add_header(struct curl_slist **hdrs, const char *fmt, const char *v, 
 	return 0;
 }
 
-/* Apply authentication to h; refresh: after a 401. */
-static int apply_auth(struct pd_kube_client *c, CURL *h, struct curl_slist **hdrs, bool refresh, struct pd_err *err)
+/* Apply authentication to h; refresh: after a 401 to a request made with
+ * the exec credential of generation *gen. *gen gets the generation used.
+ * Only the first of the requests that failed with the same credential runs
+ * the plugin again; the others take its new credential (client-go does the
+ * same): 64 concurrent 401s are one plugin run, not 64 one after another. */
+static int apply_auth(struct pd_kube_client *c, CURL *h, struct curl_slist **hdrs, bool refresh, uint64_t *gen,
+		      struct pd_err *err)
 {
 	const struct pd_kube_config *cfg = c->cfg;
 	int rc = 0;
@@ -138,15 +144,18 @@ static int apply_auth(struct pd_kube_client *c, CURL *h, struct curl_slist **hdr
 	double now = c->o.now();
 	const char *token = NULL;
 	if (cfg->exec) {
-		if (!c->have_xcred || refresh || (c->xcred.expiry && now >= c->xcred.expiry)) {
+		bool stale = refresh && *gen == c->xgen; /* nobody ran the plugin since that request */
+		if (!c->have_xcred || stale || (c->xcred.expiry && now >= c->xcred.expiry)) {
 			kube_cred_clear(&c->xcred);
 			c->have_xcred = false;
+			c->xgen++;
 			if ((rc = kube_exec_run(cfg, c->o.exec_timeout_ms, &c->xcred, err))) {
 				pd_err_prefix(err, "%s: user \"%s\"", cfg->origin, cfg->user ? cfg->user : "");
 				goto out;
 			}
 			c->have_xcred = true;
 		}
+		*gen = c->xgen;
 		token = c->xcred.token;
 		if (c->xcred.cert) {
 			struct curl_blob cb = {c->xcred.cert, c->xcred.cert_len, CURL_BLOB_COPY};
@@ -491,6 +500,7 @@ static int perform(struct pd_kube_client *c, const struct req *r, struct res *ou
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	snprintf(out->url, n, "%s%s", c->base, r->path);
 	int rc = 0;
+	uint64_t gen = 0; /* the exec credential's generation the last attempt used */
 	for (int attempt = 0; attempt < 2; attempt++) {
 		CURL *h = acquire(c);
 		if (!h)
@@ -519,7 +529,7 @@ static int perform(struct pd_kube_client *c, const struct req *r, struct res *ou
 			curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 		}
 		set_tls(c, h);
-		rc = apply_auth(c, h, &hdrs, attempt > 0, err);
+		rc = apply_auth(c, h, &hdrs, attempt > 0, &gen, err);
 		if (!rc)
 			rc = add_header(&hdrs, "Accept: %s", r->accept, err);
 		if (!rc && c->host_hdr)

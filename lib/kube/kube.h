@@ -14,7 +14,8 @@
  *   - struct pd_kube_client: requests. It owns the mutable credential state:
  *     the token file (re-read at most once a minute, and at once on a 401),
  *     exec-plugin credentials (cached until their expirationTimestamp, re-run
- *     on a 401). Thread-safe: requests may run concurrently.
+ *     on a 401: once for all the requests that failed with that credential).
+ *     Thread-safe: requests may run concurrently.
  *
  * Secrets (tokens, keys, certificates) stay in memory — handed to libcurl as
  * in-memory blobs (CURLOPT_*_BLOB), never written to disk — and our copies

@@ -1966,6 +1966,63 @@ static void test_client_exec(void **state)
 #undef GET
 }
 
+struct getter {
+	struct pd_kube_client *c;
+	long status;
+};
+
+static void *getter_main(void *arg)
+{
+	struct getter *g = arg;
+	struct pd_err err = {0, ""};
+	struct pd_kube_response resp;
+	if (pd_kube_get(g->c, "/version", NULL, &resp, &err) == 0)
+		g->status = resp.status;
+	pd_kube_response_free(&resp);
+	return NULL;
+}
+
+/* The exec credential revoked under 8 concurrent requests: the first 401
+ * runs the plugin again, the other seven take its credential (they used to
+ * run it once each, one after another, each new token replacing the last). */
+static void test_client_exec_concurrent_401(void **state)
+{
+	(void)state;
+	struct api api = {.npods = 1, .sleep_ms = 20};
+	struct hsrv s;
+	hsrv_start(&s, api_handler, &api);
+	wfile_mode("plugin.sh", plugin_sh, 0755);
+	unlink(tp("count"));
+	char server[64];
+	snprintf(server, sizeof server, "http://127.0.0.1:%d", s.port);
+	struct pd_kube_config *cfg = exec_config(server, tp("plugin.sh"), "2099-01-01T00:00:00Z", NULL);
+	fake_clock = 1714644000;
+	struct pd_kube_client_opts o = {.now = fake_now};
+	struct pd_kube_client *c = client(cfg, &o);
+	struct getter g[8];
+	pthread_t th[8];
+	g[0] = (struct getter){c, 0};
+	getter_main(&g[0]); /* exec-tok-1 */
+	assert_int_equal(g[0].status, 200);
+	api.require_auth = "Bearer exec-tok-2";
+	for (int i = 0; i < 8; i++) {
+		g[i] = (struct getter){c, 0};
+		assert_int_equal(pthread_create(&th[i], NULL, getter_main, &g[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(g[i].status, 200);
+	}
+	struct pd_buf b = PD_BUF_INIT(64);
+	struct pd_err err;
+	assert_int_equal(pd_buf_read_file(&b, tp("count"), &err), 0);
+	assert_int_equal(atoi((const char *)b.ptr), 2); /* the first run, and one after the 401s */
+	pd_buf_free(&b);
+	pd_kube_client_free(c);
+	pd_kube_config_free(cfg);
+	hsrv_stop(&s);
+}
+
 struct worker {
 	struct pd_kube_client *c;
 	int ok;
@@ -2216,6 +2273,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_token_rotation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_exec_concurrent_401, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	};
