@@ -619,7 +619,7 @@ int cmd_capture(int argc, char **argv)
 		if (problems)
 			fprintf(stderr, "; %zu name(s) or selector(s) found nothing usable", problems);
 		if (skipped)
-			fprintf(stderr, "; %zu pod(s) skipped (not Running)", skipped);
+			fprintf(stderr, "; %zu pod(s) skipped (not Running, or not readable)", skipped);
 		fputc('\n', stderr);
 	}
 	ret = bad ? EXIT_INPUT : EXIT_OK;

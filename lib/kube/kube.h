@@ -182,6 +182,12 @@ struct pd_kube_pod {
 	const char *pod_ip, *node_name;
 	bool ready;            /* condition Ready is "True" */
 	bool deleting;         /* metadata.deletionTimestamp is set */
+	/* Lists and watches only: non-NULL when the object could not be decoded
+	 * (over a cap, a field of the wrong type): why. Then only namespace,
+	 * name, uid and resource_version are set. One unreadable pod must not
+	 * stop a list or a watch (it would stop them for good: every retry
+	 * meets it again); its reader decides (discovery skips it). */
+	const char *invalid;
 	struct pd_kube_kv *labels;
 	uint32_t nlabels;
 	struct pd_kube_kv *annotations;
@@ -219,7 +225,9 @@ const char *pd_kube_pod_annotation(const struct pd_kube_pod *p, const char *key)
  */
 const char *pd_kube_pod_workload(const struct pd_kube_pod *p, char *buf, size_t cap, const char **kind);
 
-/* A page of a pod list. */
+/* A page of a pod list. Items that cannot be decoded are kept with their
+ * `invalid` message (and the metadata that could be read); an item without
+ * a readable metadata.namespace and metadata.name fails the page. */
 struct pd_kube_pod_page {
 	struct pd_kube_pod *items;
 	size_t n;
@@ -250,7 +258,9 @@ typedef int (*pd_kube_event_fn)(void *ctx, const struct pd_kube_event *ev, struc
  * Incremental parser of a watch response body: JSON event objects, one after
  * another (newline-separated as the API server writes them, but any
  * whitespace or none works), fed in chunks split anywhere. Each complete
- * event is decoded and handed to fn. An ERROR event with code 410 returns
+ * event is decoded and handed to fn (a pod that cannot be decoded but has a
+ * readable namespace and name comes with its `invalid` message, as in a
+ * list). An ERROR event with code 410 returns
  * PD_KUBE_EGONE (re-list); another ERROR event PD_KUBE_EHTTP, both with the
  * Status message. After any non-zero return the parser is done.
  */

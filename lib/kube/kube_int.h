@@ -53,6 +53,10 @@ bool kube_is_pem(const uint8_t *p, size_t n);
  * ("pod JSON", "items[3]"). */
 int kube_pod_from_json(json_t *o, struct pd_arena *a, struct pd_kube_pod *out, const char *where,
 		       struct pd_err *err) PD_WUR;
+/* kube_pod_from_json failed (err says why): keep the pod as invalid, with
+ * what of its metadata can be read. PD_ENOMEM, or the original error when
+ * not even metadata.namespace and metadata.name are strings. */
+int kube_pod_invalid(json_t *o, struct pd_arena *a, struct pd_kube_pod *out, int rc, struct pd_err *err) PD_WUR;
 /* A namespace or object name safe to put in a URL path: letters, digits,
  * '-', '.', '_', at most 253 bytes, not "." or "..". */
 bool kube_name_ok(const char *s);

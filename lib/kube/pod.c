@@ -309,6 +309,31 @@ int kube_pod_from_json(json_t *o, struct pd_arena *a, struct pd_kube_pod *p, con
 	return 0;
 }
 
+int kube_pod_invalid(json_t *o, struct pd_arena *a, struct pd_kube_pod *out, int rc, struct pd_err *err)
+{
+	memset(out, 0, sizeof *out);
+	if (rc == PD_ENOMEM)
+		return rc;
+	json_t *md = json_object_get(o, "metadata");
+	json_t *ns = json_object_get(md, "namespace"), *name = json_object_get(md, "name");
+	if (!json_is_string(ns) || !json_is_string(name) || !json_string_length(ns) || !json_string_length(name))
+		return rc;
+	json_t *uid = json_object_get(md, "uid"), *rv = json_object_get(md, "resourceVersion");
+	struct jc c = {a, "", err};
+	char *msg = pd_arena_dup(a, err ? err->msg : "", strlen(err ? err->msg : "") + 1);
+	out->namespace = jdup(&c, ns);
+	out->name = jdup(&c, name);
+	out->uid = json_is_string(uid) ? jdup(&c, uid) : NULL;
+	out->resource_version = json_is_string(rv) ? jdup(&c, rv) : NULL;
+	out->invalid = msg;
+	if (!msg || !out->namespace || !out->name || (json_is_string(uid) && !out->uid) ||
+	    (json_is_string(rv) && !out->resource_version)) {
+		memset(out, 0, sizeof *out);
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int pd_kube_pod_parse(const void *json, size_t len, struct pd_arena *a, struct pd_kube_pod *out, struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
@@ -359,7 +384,9 @@ int pd_kube_pod_page_parse(const void *json, size_t len, struct pd_arena *a, str
 	for (size_t i = 0; i < n; i++) {
 		char where[48];
 		snprintf(where, sizeof where, "pod list JSON: items[%zu]", i);
-		if ((rc = kube_pod_from_json(json_array_get(items, i), a, &out->items[i], where, err)))
+		json_t *it = json_array_get(items, i);
+		if ((rc = kube_pod_from_json(it, a, &out->items[i], where, err)) &&
+		    (rc = kube_pod_invalid(it, a, &out->items[i], rc, err)))
 			goto out;
 		out->n++;
 	}
@@ -409,6 +436,7 @@ int pd_kube_pod_copy(struct pd_arena *a, const struct pd_kube_pod *s, struct pd_
 	d->phase = cdup(a, s->phase, &oom);
 	d->pod_ip = cdup(a, s->pod_ip, &oom);
 	d->node_name = cdup(a, s->node_name, &oom);
+	d->invalid = cdup(a, s->invalid, &oom);
 	d->labels = kvdup(a, s->labels, s->nlabels, &oom);
 	d->annotations = kvdup(a, s->annotations, s->nannotations, &oom);
 	d->owners = NULL;

@@ -99,7 +99,7 @@ static int decode(struct pd_kube_watch_parser *p, const char *s, size_t n, struc
 			rc = pd_errf(err, PD_ENOMEM, "%s: out of memory", where);
 			goto out;
 		}
-		if ((rc = kube_pod_from_json(obj, a, &pod, where, err)))
+		if ((rc = kube_pod_from_json(obj, a, &pod, where, err)) && (rc = kube_pod_invalid(obj, a, &pod, rc, err)))
 			goto out;
 		ev.pod = &pod;
 		ev.resource_version = pod.resource_version ? pod.resource_version : "";

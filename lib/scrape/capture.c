@@ -315,7 +315,9 @@ static int plan(struct pd_capture *c, size_t i, struct pd_err *err)
 	const struct pd_kube_pod *p = cp->pod;
 	bool named = c->named[i];
 	const char *why = NULL;
-	if (p->deleting)
+	if (p->invalid)
+		why = afmt(c, "the API's pod cannot be read (%.200s)", p->invalid);
+	else if (p->deleting)
 		why = "being deleted";
 	else if (!p->phase || strcmp(p->phase, "Running"))
 		why = afmt(c, "phase %s, not Running", p->phase ? p->phase : "unknown");

@@ -184,6 +184,11 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 {
 	if (why && whycap)
 		why[0] = 0;
+	if (p->invalid) {
+		*skip = PD_KS_INVALID;
+		whyf(why, whycap, "%s", p->invalid);
+		return 0;
+	}
 	const char *en = pd_kube_pod_annotation(p, "profefe.com/enable");
 	if (!en || strcmp(en, "true")) {
 		/* exactly "true", as kube-profefe; but a "True" or "yes" surely meant it: say why
@@ -463,6 +468,10 @@ static void report_skip(struct pd_scrape_kube *d, const struct pd_kube_pod *p, i
 	if (skip == PD_KS_NOT_ANNOTATED && why && *why) {
 		klog(d, "warn", "pod %s/%s: not scraped: %s", p->namespace ? p->namespace : "", p->name ? p->name : "",
 		     why);
+	} else if (skip == PD_KS_INVALID) {
+		atomic_fetch_add(&d->errors[KR_INVALID], 1);
+		klog(d, "warn", "pod %s/%s: cannot be read, skipped: %s", p->namespace ? p->namespace : "",
+		     p->name ? p->name : "", why);
 	} else if (skip == PD_KS_BAD_ANNOTATION) {
 		atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
 		klog(d, "warn", "pod %s/%s: annotated for profiling but skipped: %s", p->namespace ? p->namespace : "",
@@ -491,7 +500,7 @@ static int on_list_pod(void *ctx, const struct pd_kube_pod *p, struct pd_err *er
 	int rc = judge(lc->d, p, &k, &skip, why, sizeof why, err);
 	if (rc)
 		return rc;
-	lc->annotated += skip != PD_KS_NOT_ANNOTATED;
+	lc->annotated += skip != PD_KS_NOT_ANNOTATED && skip != PD_KS_INVALID;
 	if (skip != PD_KS_TARGET) {
 		report_skip(lc->d, p, skip, why);
 		return 0;
@@ -621,10 +630,13 @@ static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev,
 			rc = push(d, err);
 		}
 	} else if (found) {
-		klog(d, skip == PD_KS_BAD_ANNOTATION ? "warn" : "info", "pod %s: no longer a target: %s", id,
+		klog(d, skip == PD_KS_BAD_ANNOTATION || skip == PD_KS_INVALID ? "warn" : "info",
+		     "pod %s: no longer a target: %s%s", id, skip == PD_KS_INVALID ? "cannot be read: " : "",
 		     skip == PD_KS_NOT_ANNOTATED && !*why ? "profefe.com/enable is not \"true\" any more" : why);
 		if (skip == PD_KS_BAD_ANNOTATION)
 			atomic_fetch_add(&d->errors[KR_ANNOTATION], 1);
+		if (skip == PD_KS_INVALID)
+			atomic_fetch_add(&d->errors[KR_INVALID], 1);
 		remove_at(d, at);
 		rc = push(d, err);
 	} else if (ev->type == PD_KUBE_ADDED) {

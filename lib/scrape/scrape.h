@@ -538,6 +538,7 @@ enum pd_scrape_kube_skip {
 	PD_KS_NO_IP,           /* no status.podIP yet */
 	PD_KS_BAD_ANNOTATION,  /* port or path unusable (why says which) */
 	PD_KS_NO_RULE,         /* matches none of the config file's kubernetes entries */
+	PD_KS_INVALID,         /* the API's pod could not be read (pod->invalid; why says it) */
 };
 
 /*

@@ -336,6 +336,14 @@ expect "no pod matches -A -l: exit 1, one line (no 'try -A' when -A was given)" 
 run_cap noport -n shop "$GOOD" plain-1 --types heap --output-dir "$T/f-noport"
 fault_case "pod not annotated and no --port" noport \
 	'^kubectl profd capture: shop/plain-1: not annotated with its pprof port \(profefe.com/port\) and no --port given: give --port'
+# a pod the API accepts but capture cannot read (5000 annotations: over the cap of 4096), chosen by
+# -l: skipped with a line saying why (the whole list used to fail)
+seq -f '"a%g":"x"' 5000 | paste -sd, |
+	awk '{print "{\"metadata\":{\"name\":\"huge-0\",\"namespace\":\"shop\",\"labels\":{\"app\":\"huge\"},\"annotations\":{" $0 "}}}"}' >"$T/huge.json"
+api -X POST --data @"$T/huge.json" "$API/admin/pods" >/dev/null
+run_cap huge -n shop -l app=huge --types heap --output-dir "$T/f-noport"
+expect "-l choosing a pod that cannot be read: skipped with why, exit 1 (nothing captured)" "1 1" \
+	"$(rc_of huge) $(grep -c "^shop/huge-0: skipped (the API's pod cannot be read (pod list JSON: items\[0\]: metadata.annotations: 5000 entries, over the limit of 4096), chosen by -l app=huge)$" "$T/huge.err")"
 run_cap typo -n shop typo-1 --types heap --output-dir "$T/f-noport"
 expect "profefe.com/enable \"True\", no port: exit 1, the line says only \"true\" means 6060" "1 1" \
 	"$(rc_of typo) $(grep -c '^kubectl profd capture: shop/typo-1: .*profefe.com/enable is "True", not "true" (only "true" means the default port 6060)' "$T/typo.err")"

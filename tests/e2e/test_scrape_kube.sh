@@ -19,7 +19,8 @@
 #      faults: 500 (back off, recover), 410 (compaction while the watch is
 #      down: re-list), 401 (the kubeconfig's token revoked: reported, counted,
 #      the known targets still scraped; token back: recovers); a watch cut
-#      mid-stream after it was up: retried after 1 s, not the old backoff; /metrics
+#      mid-stream after it was up: retried after 1 s, not the old backoff; a pod
+#      discovery cannot read (over a cap): skipped, the watch goes on; /metrics
 #      counts each; SIGTERM exits 0
 #   3b. 10000 pods: 40 watch events in a row are applied within seconds;
 #      SIGTERM during a slow paged list ends it at once
@@ -349,6 +350,17 @@ grep -q 'watching pods failed (unauthorized): .*HTTP 401 Unauthorized' "$T/cont.
 api -X POST "$API/admin/token?value=$OLD_TOKEN" >/dev/null
 api -X POST --data "$(pod_json six "$PC")" "$API/admin/pods" >/dev/null
 if until_true 120 has_profiles six; then ok "continuous: the token valid again: discovery recovers (a new pod is scraped)"; else fail "continuous: recover after 401" "$(tail -5 "$T/cont.err")"; fi
+
+# a pod the API accepts but discovery cannot read (5000 annotations: over its cap of 4096): skipped
+# with a warning; the watch goes on (it used to fail on that event, and again on every retry)
+seq -f '"a%g":"x"' 5000 | paste -sd, | awk '{print "{\"metadata\":{\"name\":\"huge\",\"namespace\":\"cont\",\"annotations\":{" $0 "}}}"}' >"$T/huge.json"
+api -X POST --data @"$T/huge.json" "$API/admin/pods" >/dev/null
+api -X POST --data "$(pod_json seven "$PA")" "$API/admin/pods" >/dev/null
+if until_true 80 has_profiles seven && grep -q 'level=warn component=kube msg="pod cont/huge: cannot be read, skipped: watch stream: .*5000 entries, over the limit of 4096' "$T/cont.err"; then
+	ok "continuous: an unreadable pod is skipped with a warning, the watch goes on (a later pod is scraped)"
+else
+	fail "continuous: unreadable pod" "$(grep component=kube "$T/cont.err" | tail -3)"
+fi
 expect "continuous: API up again" 1 "$(metric profd_scrape_kube_api_up)"
 if metric_ge profd_scrape_kube_watch_restarts_total 5 && metric_ge profd_scrape_kube_watch_events_total 5; then
 	ok "continuous: /metrics counts watch restarts ($(metric profd_scrape_kube_watch_restarts_total)) and events"

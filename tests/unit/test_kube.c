@@ -1050,6 +1050,30 @@ static void test_pod_errors(void **state)
 	assert_int_equal(pd_buf_append(&big, "}}}", 3), 0);
 	assert_int_equal(pd_kube_pod_parse(big.ptr, big.len, a, &p, &err), PD_ELIMIT);
 	assert_str(err.msg, "pod JSON: metadata.labels: 4097 entries, over the limit of 4096");
+	/* in a list, such a pod is kept as invalid (the others, and the list, go on); one
+	 * without a readable namespace and name still fails the page */
+	struct pd_buf page = PD_BUF_INIT(0);
+	const char *head = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{" MD "}},";
+	assert_int_equal(pd_buf_append(&page, head, strlen(head)), 0);
+	assert_int_equal(pd_buf_append(&page, big.ptr, big.len - 2), 0); /* its metadata gets a uid */
+	const char *tail = ",\"uid\":\"u-1\"}},{\"metadata\":{\"name\":\"q\",\"namespace\":\"n\"}}]}";
+	assert_int_equal(pd_buf_append(&page, tail, strlen(tail)), 0);
+	struct pd_kube_pod_page pg;
+	if (pd_kube_pod_page_parse(page.ptr, page.len, a, &pg, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(pg.n, 3);
+	assert_null(pg.items[0].invalid);
+	assert_str(pg.items[1].name, "p");
+	assert_str(pg.items[1].namespace, "n");
+	assert_str(pg.items[1].uid, "u-1");
+	assert_str(pg.items[1].invalid, "pod list JSON: items[1]: metadata.labels: 4097 entries, over the limit of 4096");
+	assert_int_equal(pg.items[1].nlabels, 0);
+	assert_null(pg.items[2].invalid);
+	assert_str(pg.items[2].name, "q");
+	const char *noname = "{\"items\":[{\"metadata\":{\"namespace\":\"n\",\"labels\":[]}}]}";
+	assert_int_equal(pd_kube_pod_page_parse(noname, strlen(noname), a, &pg, &err), PD_EINVAL);
+	assert_str(err.msg, "pod list JSON: items[0]: metadata.name: missing or empty");
+	pd_buf_free(&page);
 	pd_buf_free(&big);
 	pd_arena_free(a);
 #undef MD
@@ -1100,8 +1124,9 @@ static int on_event(void *ctx, const struct pd_kube_event *ev, struct pd_err *er
 	struct evlog *l = ctx;
 	static const char *const names[] = {"?", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
 	size_t n = strlen(l->s);
-	snprintf(l->s + n, sizeof l->s - n, "%s %s %s%s;", names[ev->type], ev->pod ? ev->pod->name : "-",
-		 ev->resource_version, ev->pod && ev->pod->deleting ? " deleting" : "");
+	snprintf(l->s + n, sizeof l->s - n, "%s %s %s%s%s;", names[ev->type], ev->pod ? ev->pod->name : "-",
+		 ev->resource_version, ev->pod && ev->pod->deleting ? " deleting" : "",
+		 ev->pod && ev->pod->invalid ? " invalid" : "");
 	l->n++;
 	if (l->flag)
 		atomic_store(l->flag, 1);
@@ -1228,6 +1253,17 @@ static void test_watch_410_and_errors(void **state)
 		if (rc != cases[i].code)
 			fail_msg("case %zu: rc %d (%s)", i, rc, err.msg);
 		assert_str(err.msg, cases[i].msg);
+		pd_kube_watch_parser_free(p);
+	}
+	/* a pod that cannot be decoded (a label of the wrong type, over a cap) but has a namespace and
+	 * a name: delivered as invalid, the stream goes on (it used to end it, and every watch again) */
+	{
+		const char *bad = EV("ADDED", "a", "5", ",\"labels\":{\"app\":true}") "\n" EV("ADDED", "b", "6", "") "\n";
+		struct evlog lb = {"", 0, 0, NULL};
+		assert_int_equal(pd_kube_watch_parser_new(0, on_event, &lb, &p), 0);
+		assert_int_equal(pd_kube_watch_feed(p, bad, strlen(bad), &err), 0);
+		assert_int_equal(pd_kube_watch_finish(p, &err), 0);
+		assert_str(lb.s, "ADDED a 5 invalid;ADDED b 6;");
 		pd_kube_watch_parser_free(p);
 	}
 	/* the cap holds across chunks too */
