@@ -39,6 +39,8 @@ int cli_bad_option(const char *cmd, int opt, char **argv);
 /* Print a --help text to stdout, each command line "profd ..." in it
  * written with cli_prog ("kubectl profd ..." as the plugin). */
 void cli_help(const char *text);
+/* The same to f. */
+void cli_fhelp(FILE *f, const char *text);
 /* Parse a non-negative integer option value; -1 on error. */
 long cli_parse_count(const char *s);
 /* A Go duration flag (90s, 15m, 1h30m) of command cmd into *out (ns):

@@ -159,8 +159,11 @@ static void usage(FILE *f)
 {
 	fprintf(f, "profd — continuous profiling for Go services\n\n"
 		   "Usage: %s <command> [options]\n\nCommands:\n", cli_prog);
-	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+		fprintf(f, "  %-12s ", commands[i].name);
+		cli_fhelp(f, commands[i].summary); /* "profd help merge" -> "kubectl profd help merge" */
+		fputc('\n', f);
+	}
 	fprintf(f, "\nRun '%s <command> --help' for the options of a command.\n"
 		   "Installed as kubectl-profd (make install links it), the same binary is the\n"
 		   "kubectl plugin `kubectl profd <command>`.\n"
@@ -241,7 +244,9 @@ int cli_bad_option(const char *cmd, int opt, char **argv)
 	return cli_usage_error(cmd, "bad option");
 }
 
-void cli_help(const char *text)
+void cli_help(const char *text) { cli_fhelp(stdout, text); }
+
+void cli_fhelp(FILE *f, const char *text)
 {
 	/* "profd " as a word (not in kubectl-profd, $PROFD_..., profd-data) */
 	size_t plen = strlen(cli_prog);
@@ -253,11 +258,11 @@ void cli_help(const char *text)
 			(q - text >= 8 && !strncmp(q - 8, "kubectl ", 8))))
 			q = strstr(q + 1, "profd ");
 		if (!q) {
-			fputs(p, stdout);
+			fputs(p, f);
 			break;
 		}
-		fwrite(p, 1, (size_t)(q - p), stdout);
-		fputs(cli_prog, stdout);
+		fwrite(p, 1, (size_t)(q - p), f);
+		fputs(cli_prog, f);
 		p = q + 5;
 	}
 }

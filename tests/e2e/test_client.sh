@@ -786,8 +786,9 @@ expect_ok "top -o json: a hostile name" top --service termesc -o json &&
 mkdir -p "$T/bin"
 ln -s "$PROFD" "$T/bin/kubectl-profd"
 if expect_ok "argv[0] kubectl-profd" --help 2>/dev/null && "$T/bin/kubectl-profd" --help >"$T/o" 2>&1 &&
-	grep -q "^Usage: kubectl profd <command>" "$T/o"; then
-	ok "as kubectl-profd: usage says 'kubectl profd'"
+	grep -q "^Usage: kubectl profd <command>" "$T/o" && grep -q 'help about a command: kubectl profd help merge$' "$T/o" &&
+	! grep -q 'help about a command: profd help' "$T/o"; then
+	ok "as kubectl-profd: usage says 'kubectl profd' (the command list too)"
 else
 	fail "as kubectl-profd: usage says 'kubectl profd'" "$(head -c 300 "$T/o")"
 fi
