@@ -740,6 +740,13 @@ static int list_impl(struct pd_kube_client *c, const struct pd_kube_pod_query *q
 				NULL, stop};
 		rc = perform(c, &r, &res, err);
 		pd_buf_free(&path);
+		if (rc == PD_ELIMIT && limit > 1) {
+			/* a page over max_response (big pods: 500 of 130 kB are 64 MB): the same
+			 * page in halves, down to one pod, rather than no list at all */
+			res_free(&res);
+			limit /= 2;
+			continue;
+		}
 		if (!rc && res.stopped)
 			rc = pd_errf(err, PD_EIO, "GET %s: stopped", res.url);
 		if (!rc && res.status != 200) {

@@ -315,7 +315,8 @@ typedef int (*pd_kube_pod_fn)(void *ctx, const struct pd_kube_pod *pod, struct p
  * List pods page by page (limit/continue), fn per pod. *resource_version
  * (may be NULL) gets the list's resourceVersion, malloc'd (caller frees): the
  * point to start a watch from. An expired continue token is PD_KUBE_EGONE
- * (pods already delivered stay delivered: start over).
+ * (pods already delivered stay delivered: start over). A page over
+ * max_response is asked again with half the limit (down to 1).
  */
 int pd_kube_list_pods(struct pd_kube_client *c, const struct pd_kube_pod_query *q, pd_kube_pod_fn fn, void *ctx,
 		      char **resource_version, struct pd_err *err) PD_WUR;

@@ -1598,6 +1598,40 @@ static int on_pod(void *ctx, const struct pd_kube_pod *p, struct pd_err *err)
 	return 0;
 }
 
+/* A page over max_response: the same page again with half the limit (it used to end the list). */
+static void test_client_list_big_pages(void **state)
+{
+	(void)state;
+	struct api api = {.npods = 5};
+	struct hsrv s;
+	hsrv_start(&s, api_handler, &api);
+	struct pd_kube_config *cfg = http_config(&s, "    token: t\n");
+	struct pd_kube_client_opts o = {.max_response = 1200}; /* 2 pods fit, 4 do not */
+	struct pd_kube_client *c = client(cfg, &o);
+	struct pd_err err = {0, ""};
+	struct pd_kube_pod_query q = {.namespace = "shop", .limit = 4};
+	struct podnames pn = {"", 0, 0};
+	char *rv = NULL;
+	if (pd_kube_list_pods(c, &q, on_pod, &pn, &rv, &err))
+		fail_msg("%s", err.msg);
+	assert_str(pn.s, "web-5f7b9d4c8-p0;web-5f7b9d4c8-p1;web-5f7b9d4c8-p2;web-5f7b9d4c8-p3;web-5f7b9d4c8-p4;");
+	assert_str(rv, "777");
+	free(rv);
+	assert_str(hlog(&s, 0).target, "/api/v1/namespaces/shop/pods?limit=4");
+	assert_str(hlog(&s, 1).target, "/api/v1/namespaces/shop/pods?limit=2");
+	assert_str(hlog(&s, 2).target, "/api/v1/namespaces/shop/pods?limit=2&continue=c2");
+	assert_int_equal(s.nlog, 4);
+	/* one pod over the cap: no smaller page, an error */
+	pd_kube_client_free(c);
+	o.max_response = 100;
+	c = client(cfg, &o);
+	assert_int_equal(pd_kube_list_pods(c, &q, on_pod, &pn, NULL, &err), PD_ELIMIT);
+	assert_contains(err.msg, "limit=1: the response is over the 100-byte limit");
+	pd_kube_client_free(c);
+	pd_kube_config_free(cfg);
+	hsrv_stop(&s);
+}
+
 /* Sets *halt on the first pod (a SIGTERM while the list runs). */
 struct halt_ctx {
 	atomic_int *halt;
@@ -2308,6 +2342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_bad_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_token_rotation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_list_big_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_exec_concurrent_401, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_concurrent, setup, teardown),
