@@ -15,7 +15,9 @@
  *
  * Threads: the map, the resourceVersion and the logging belong to the
  * discovery thread (or to the caller of pd_scrape_kube_sync, before the
- * scraper runs); counters are atomics, read by /metrics.
+ * scraper runs); in continuous mode a second thread reads the map (under
+ * pmu) to hand it to the scraper, coalescing bursts of events; counters are
+ * atomics, read by /metrics.
  */
 #define _GNU_SOURCE
 #include "scrape.h"
@@ -355,6 +357,16 @@ struct pd_scrape_kube {
 	bool dirty; /* the last push failed */
 	pthread_t th;
 	bool started;
+	/* Continuous mode: the map is handed to the scraper by a thread of its own,
+	 * at most about every PUSH_COALESCE_NS (one copy of every target per push: per
+	 * event it was 30 ms at 10000 pods, a minute for a burst of 2000 events).
+	 * pmu guards the map against that thread; only the discovery thread writes it. */
+	bool async;
+	pthread_t pth;
+	bool pstarted;
+	bool changed; /* under pmu: the map changed since the last push */
+	pthread_mutex_t pmu;
+	pthread_cond_t pcv;
 	atomic_int stop;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -437,11 +449,16 @@ static int judge(struct pd_scrape_kube *d, const struct pd_kube_pod *p, struct k
 	return 0;
 }
 
+#define PUSH_COALESCE_NS 100000000LL /* 100 ms */
+
 /* Hand the scraper the statics and the selected pods. */
 static int push(struct pd_scrape_kube *d, struct pd_err *err)
 {
 	struct pd_scrape_targets l = {0};
 	int rc = 0;
+	pthread_mutex_lock(&d->pmu);
+	d->changed = false;
+	size_t npods = d->npods;
 	/* unique keys by construction (statics: checked when added; pods: one per
 	 * namespace/name, keyed namespace/name/uid, never a URL as statics are);
 	 * pd_scraper_set_targets checks them once more, in O(n) */
@@ -449,13 +466,68 @@ static int push(struct pd_scrape_kube *d, struct pd_err *err)
 		rc = pd_scrape_targets_append(&l, &d->statics.v[i], err);
 	for (size_t i = 0; !rc && i < d->npods; i++)
 		rc = pd_scrape_targets_append(&l, &d->pods[i].t.v[0], err);
+	pthread_mutex_unlock(&d->pmu);
 	if (!rc)
 		rc = pd_scraper_set_targets(d->s, &l, err);
 	pd_scrape_targets_free(&l);
 	d->dirty = rc != 0; /* the scraper has not got the selection: push again later */
 	if (!rc)
-		atomic_store(&d->ntargets, d->npods);
+		atomic_store(&d->ntargets, npods);
 	return rc;
+}
+
+/* The map changed: push now (--once), or let the pusher thread do it. */
+static int publish(struct pd_scrape_kube *d, struct pd_err *err)
+{
+	if (!d->async)
+		return push(d, err);
+	pthread_mutex_lock(&d->pmu);
+	d->changed = true;
+	pthread_cond_signal(&d->pcv);
+	pthread_mutex_unlock(&d->pmu);
+	return 0;
+}
+
+static void deadline_in(struct timespec *t, int64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	int64_t v = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec + ns;
+	t->tv_sec = (time_t)(v / 1000000000);
+	t->tv_nsec = (long)(v % 1000000000);
+}
+
+/* Continuous mode: push the map when it changed, the changes of the next
+ * 100 ms (a burst of events) in the same push; a failed push is tried
+ * again a second later. */
+static void *pusher(void *arg)
+{
+	struct pd_scrape_kube *d = arg;
+	pthread_mutex_lock(&d->pmu);
+	while (!atomic_load(&d->stop)) {
+		if (!d->changed) {
+			pthread_cond_wait(&d->pcv, &d->pmu);
+			continue;
+		}
+		struct timespec until;
+		deadline_in(&until, PUSH_COALESCE_NS);
+		while (!atomic_load(&d->stop) && pthread_cond_timedwait(&d->pcv, &d->pmu, &until) == 0)
+			;
+		if (atomic_load(&d->stop))
+			break;
+		pthread_mutex_unlock(&d->pmu);
+		struct pd_err err = {0};
+		int rc = push(d, &err);
+		pthread_mutex_lock(&d->pmu);
+		if (rc) {
+			d->changed = true;
+			klog(d, "warn", "handing %zu target(s) to the scraper failed: %s; again in 1s", d->npods, err.msg);
+			deadline_in(&until, 1000000000LL);
+			while (!atomic_load(&d->stop) && pthread_cond_timedwait(&d->pcv, &d->pmu, &until) == 0)
+				;
+		}
+	}
+	pthread_mutex_unlock(&d->pmu);
+	return NULL;
 }
 
 static void count_error(struct pd_scrape_kube *d, int code, const char *msg)
@@ -561,9 +633,13 @@ static int do_list(struct pd_scrape_kube *d, struct pd_err *err)
 		}
 	}
 	lc.n = w;
-	pods_clear(d->pods, d->npods);
+	pthread_mutex_lock(&d->pmu);
+	struct kpod *old = d->pods;
+	size_t nold = d->npods;
 	d->pods = lc.v;
 	d->npods = d->cap = lc.n;
+	pthread_mutex_unlock(&d->pmu);
+	pods_clear(old, nold);
 	free(d->rv);
 	d->rv = rv;
 	atomic_fetch_add(&d->lists, 1);
@@ -571,14 +647,17 @@ static int do_list(struct pd_scrape_kube *d, struct pd_err *err)
 	char wh[600];
 	klog(d, "info", "listed %zu pod(s) in %s: %zu annotated profefe.com/enable=true, %zu target(s)", lc.listed,
 	     where(d, wh, sizeof wh), lc.annotated, lc.n);
-	return push(d, err);
+	return publish(d, err);
 }
 
 static void remove_at(struct pd_scrape_kube *d, size_t at)
 {
-	kpod_free(&d->pods[at]);
+	pthread_mutex_lock(&d->pmu);
+	struct kpod k = d->pods[at];
 	memmove(&d->pods[at], &d->pods[at + 1], (d->npods - at - 1) * sizeof *d->pods);
 	d->npods--;
+	pthread_mutex_unlock(&d->pmu);
+	kpod_free(&k);
 }
 
 /* One ADDED, MODIFIED or DELETED event: the selection and the scraper's list. */
@@ -596,7 +675,7 @@ static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev,
 		if (found && (!p->uid || !*p->uid || !strcmp(p->uid, d->pods[at].uid))) {
 			klog(d, "info", "pod %s deleted: no longer a target", id);
 			remove_at(d, at);
-			rc = push(d, err);
+			rc = publish(d, err);
 		}
 		free(id);
 		return rc;
@@ -615,19 +694,27 @@ static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev,
 			const struct pd_scrape_target *t = &k.t.v[0];
 			klog(d, "info", "pod %s: %s target (service %s, %s)", id, found ? "changed" : "new", t->service,
 			     t->url);
+			pthread_mutex_lock(&d->pmu);
+			struct kpod old = {0};
+			bool oom = false;
 			if (found) {
-				kpod_free(&d->pods[at]);
+				old = d->pods[at];
 				d->pods[at] = k;
 			} else if (pd_grow((void **)&d->pods, &d->cap, d->npods + 1, sizeof *d->pods)) {
-				kpod_free(&k);
-				free(id);
-				return pd_errf(err, PD_ENOMEM, "out of memory");
+				oom = true;
 			} else {
 				memmove(&d->pods[at + 1], &d->pods[at], (d->npods - at) * sizeof *d->pods);
 				d->pods[at] = k;
 				d->npods++;
 			}
-			rc = push(d, err);
+			pthread_mutex_unlock(&d->pmu);
+			if (oom) {
+				kpod_free(&k);
+				free(id);
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			}
+			kpod_free(&old);
+			rc = publish(d, err);
 		}
 	} else if (found) {
 		klog(d, skip == PD_KS_BAD_ANNOTATION || skip == PD_KS_INVALID ? "warn" : "info",
@@ -638,7 +725,7 @@ static int apply_event(struct pd_scrape_kube *d, const struct pd_kube_event *ev,
 		if (skip == PD_KS_INVALID)
 			atomic_fetch_add(&d->errors[KR_INVALID], 1);
 		remove_at(d, at);
-		rc = push(d, err);
+		rc = publish(d, err);
 	} else if (ev->type == PD_KUBE_ADDED) {
 		report_skip(d, p, skip, why);
 	}
@@ -654,8 +741,8 @@ static int on_event(void *ctx, const struct pd_kube_event *ev, struct pd_err *er
 	int rc = 0;
 	if (ev->type != PD_KUBE_BOOKMARK && ev->pod)
 		rc = apply_event(d, ev, err);
-	if (!rc && d->dirty)
-		rc = push(d, err); /* an earlier push failed */
+	if (!rc && !d->async && d->dirty)
+		rc = push(d, err); /* an earlier push failed (the pusher thread retries its own) */
 	/* resume after this event only once it is applied */
 	if (!rc && ev->resource_version && *ev->resource_version) {
 		char *rv = strdup(ev->resource_version);
@@ -716,8 +803,6 @@ static void *run(void *arg)
 			need_list = false;
 			backoff = 0;
 		}
-		if (d->dirty)
-			(void)push(d, &err); /* failed again: the next event or watch tries again */
 		if (watched)
 			atomic_fetch_add(&d->restarts, 1);
 		watched = true;
@@ -768,10 +853,12 @@ int pd_scrape_kube_new(struct pd_scraper *s, struct pd_kube_client *c, const str
 	d->c = c;
 	d->o = *o;
 	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->pmu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->cv, &ca);
+	pthread_cond_init(&d->pcv, &ca);
 	pthread_condattr_destroy(&ca);
 	bool ok = true;
 	if (o->namespace && *o->namespace)
@@ -824,6 +911,12 @@ int pd_scrape_kube_start(struct pd_scrape_kube *d, struct pd_err *err)
 {
 	if (d->started)
 		return 0;
+	d->async = true;
+	if (pthread_create(&d->pth, NULL, pusher, d)) {
+		d->async = false;
+		return pd_errf(err, PD_EIO, "cannot start the Kubernetes discovery thread");
+	}
+	d->pstarted = true;
 	if (pthread_create(&d->th, NULL, run, d))
 		return pd_errf(err, PD_EIO, "cannot start the Kubernetes discovery thread");
 	d->started = true;
@@ -838,6 +931,9 @@ void pd_scrape_kube_stop(struct pd_scrape_kube *d)
 	atomic_store(&d->stop, 1);
 	pthread_cond_broadcast(&d->cv);
 	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_lock(&d->pmu);
+	pthread_cond_broadcast(&d->pcv);
+	pthread_mutex_unlock(&d->pmu);
 }
 
 void pd_scrape_kube_free(struct pd_scrape_kube *d)
@@ -847,6 +943,8 @@ void pd_scrape_kube_free(struct pd_scrape_kube *d)
 	pd_scrape_kube_stop(d);
 	if (d->started)
 		pthread_join(d->th, NULL);
+	if (d->pstarted)
+		pthread_join(d->pth, NULL);
 	if (d->s)
 		pd_scraper_set_metrics_hook(d->s, NULL, NULL);
 	pods_clear(d->pods, d->npods);
@@ -864,6 +962,8 @@ void pd_scrape_kube_free(struct pd_scrape_kube *d)
 	free(d->labels);
 	pthread_cond_destroy(&d->cv);
 	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->pcv);
+	pthread_mutex_destroy(&d->pmu);
 	free(d);
 }
 

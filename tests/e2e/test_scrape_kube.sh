@@ -22,8 +22,9 @@
 #      mid-stream after it was up: retried after 1 s, not the old backoff; a pod
 #      discovery cannot read (over a cap): skipped, the watch goes on; /metrics
 #      counts each; SIGTERM exits 0
-#   3b. 10000 pods: 40 watch events in a row are applied within seconds;
-#      SIGTERM during a slow paged list ends it at once
+#   3b. 10000 pods: 40 watch events in a row, and a burst of 2000 new
+#      pods, are applied within seconds; SIGTERM during a slow paged list
+#      ends it at once
 #   4. zero config in a pod: KUBERNETES_SERVICE_HOST + the service account
 #      (token file, CA, namespace): --once finds the pods of its namespace;
 #      continuous, the token rotated (file rewritten): re-read, no error
@@ -408,6 +409,19 @@ if until_true 300 grep -q "listed $NBIG pod(s) in namespace big: $NBIG annotated
 		ok "$NBIG pods: 40 watch events applied within $((SECONDS - t0)) s"
 	else
 		fail "$NBIG pods: 40 watch events" "$(grep -c 'changed target' "$T/big.err") applied after $((SECONDS - t0)) s"
+	fi
+	# a burst: 2000 pods at once (a big rollout), 2000 ADDED events: handed to the scraper in a few
+	# lists, not one copy of 12000 targets per event (that took a minute)
+	seq -f 'q-%05g' 2000 | awk 'BEGIN {printf "["} NR > 1 {printf ","}
+		{printf "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"big\",\"annotations\":{\"profefe.com/enable\":\"true\",\"profefe.com/port\":\"1\"}}}", $1}
+		END {print "]"}' >"$T/burst.json"
+	t0=$SECONDS
+	curl -sS --max-time 30 --cacert "$T/certsbig/ca.crt" -H "Authorization: Bearer $(cat "$T/certsbig/token")" \
+		-X POST --data @"$T/burst.json" "$APIB/admin/pods" >/dev/null
+	if until_true 100 grep -q "targets: $((NBIG + 2000)) " "$T/big.err"; then
+		ok "$NBIG pods: a burst of 2000 new pods is with the scraper within $((SECONDS - t0)) s ($(grep -c 'component=scrape msg="targets: ' "$T/big.err") target lists)"
+	else
+		fail "$NBIG pods: a burst of 2000" "$(grep -c 'new target' "$T/big.err") applied after $((SECONDS - t0)) s; $(grep 'targets: ' "$T/big.err" | tail -1)"
 	fi
 else
 	fail "$NBIG pods: listed" "$(tail -3 "$T/big.err")"
