@@ -197,8 +197,8 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 		 * nothing happens (the verdict stays: not annotated) */
 		*skip = PD_KS_NOT_ANNOTATED;
 		if (pd_scrape_kube_enable_meant(en))
-			whyf(why, whycap, "profefe.com/enable is \"%.16s\": only \"true\" (lower case) turns profiling on",
-			     en);
+			whyf(why, whycap,
+			     "profefe.com/enable is \"%.16s\": only \"true\" (lower case) turns profiling on", en);
 		return 0;
 	}
 	/* the config file's kubernetes entries: the first that matches decides */
@@ -520,7 +520,8 @@ static void *pusher(void *arg)
 		pthread_mutex_lock(&d->pmu);
 		if (rc) {
 			d->changed = true;
-			klog(d, "warn", "handing %zu target(s) to the scraper failed: %s; again in 1s", d->npods, err.msg);
+			klog(d, "warn", "handing %zu target(s) to the scraper failed: %s; again in 1s", d->npods,
+			     err.msg);
 			deadline_in(&until, 1000000000LL);
 			while (!atomic_load(&d->stop) && pthread_cond_timedwait(&d->pcv, &d->pmu, &until) == 0)
 				;
