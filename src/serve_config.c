@@ -61,6 +61,17 @@ static bool not_a_key(const char *name)
 	return !strcmp(name, "help") || !strcmp(name, "config") || !strcmp(name, "print-config");
 }
 
+/* The byte offset of libyaml's mark index chars (it counts characters, not
+ * bytes, and not a byte order mark) in the UTF-8 text t[0..len). */
+static size_t byte_offset(const unsigned char *t, size_t len, size_t chars)
+{
+	size_t i = len >= 3 && !memcmp(t, "\xef\xbb\xbf", 3) ? 3 : 0;
+	for (; i < len; i++)
+		if ((t[i] & 0xc0) != 0x80 && !chars--)
+			break;
+	return i;
+}
+
 static int at(const char *path, const yaml_node_t *n, const char *fmt, const char *what)
 {
 	fprintf(stderr, "%s serve: %s:%zu:%zu: ", cli_prog, path, n->start_mark.line + 1, n->start_mark.column + 1);
@@ -122,8 +133,15 @@ static int from_file(struct serve_cfg *c, const char *path, const struct option 
 				        "scrape: want a mapping (global:, scrape_configs:), as profd scrape --config");
 				break;
 			}
+			if (p.encoding != YAML_UTF8_ENCODING) { /* the section is copied as bytes below */
+				rc = at(path, v, "%s", "scrape: the file is UTF-16: save it as UTF-8");
+				break;
+			}
+			/* marks count characters: a comment's "é" before the section
+			 * would shift a copy by bytes (env: production read as env: product) */
 			size_t lines = v->start_mark.line, col = v->start_mark.column;
-			size_t n = v->end_mark.index - v->start_mark.index;
+			size_t from = byte_offset(c->text.ptr, c->text.len, v->start_mark.index);
+			size_t n = byte_offset(c->text.ptr, c->text.len, v->end_mark.index) - from;
 			c->scrape = malloc(lines + col + n + 1);
 			if (!c->scrape) {
 				rc = EXIT_INPUT;
@@ -131,7 +149,7 @@ static int from_file(struct serve_cfg *c, const char *path, const struct option 
 			}
 			memset(c->scrape, '\n', lines);
 			memset(c->scrape + lines, ' ', col);
-			memcpy(c->scrape + lines + col, c->text.ptr + v->start_mark.index, n);
+			memcpy(c->scrape + lines + col, c->text.ptr + from, n);
 			c->scrape_len = lines + col + n;
 			c->scrape[c->scrape_len] = 0;
 			continue;

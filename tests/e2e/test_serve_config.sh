@@ -11,7 +11,8 @@
 #      scraped into the store;
 #   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
 #      a list for a value, a bad boolean, not YAML, a scrape: error at its
-#      own line); a missing file exits 1.
+#      own line, after non-ASCII text or a byte order mark too; a UTF-16
+#      file with scrape:); a missing file exits 1.
 # Run: BUILD=build bash tests/e2e/test_serve_config.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -128,6 +129,16 @@ expect_exit "bad config: scrape: given twice: exit 2" 2 "twice.yaml:4:1: key \"s
 bad "not YAML" $'addr: "\n' "bad.yaml:2:1: not YAML"
 bad "not a mapping" $'- addr\n' "bad.yaml:1:1: want a mapping"
 bad "a scrape: error, at its line in the file" $'addr: :0\nscrape:\n  global:\n    intervl: 1s\n' "bad.yaml:4:5: global: unknown key \"intervl\""
+# libyaml's marks count characters: the section is cut from the file by bytes
+printf '# \xc3\xa9quipe d\xc3\xa9ploiement\ndata-dir: /x\nscrape:\n  global:\n    labels:\n      env: production\n' >"$T/utf8.yaml"
+if "$PROFD" serve --config "$T/utf8.yaml" --print-config >"$T/p-utf8.yaml" 2>&1 && grep -q '^      env: production$' "$T/p-utf8.yaml" &&
+	! grep -q '^  :' "$T/p-utf8.yaml"; then
+	ok "scrape: after non-ASCII text is the section as written (env: production, not env: product)"
+else fail "scrape: after non-ASCII text" "$(cat "$T/p-utf8.yaml")"; fi
+bad "a scrape: error after a byte order mark, at its line" $'\xef\xbb\xbfaddr: :0\nscrape:\n  global:\n    intervl: 1s\n' "bad.yaml:4:5: global: unknown key \"intervl\""
+printf 'scrape:\n  global:\n    intervl: 1s\n' | iconv -f utf-8 -t utf-16 >"$T/u16.yaml"
+expect_exit "bad config: a UTF-16 file with scrape: is refused (the section is cut as UTF-8)" 2 "u16.yaml:2:3: scrape: the file is UTF-16: save it as UTF-8" \
+	"$PROFD" serve --config "$T/u16.yaml" --print-config
 bad "a bad value, as the flag says it" $'max-body: lots\n' "max-body: bad size 'lots'"
 expect_exit "a missing config file: exit 1" 1 "no-such.yaml" "$PROFD" serve --config "$T/no-such.yaml"
 no_sanitizer "config: no sanitizer report" "$T"/s*.log
