@@ -14,7 +14,9 @@
  *               \xHH \ooo \uHHHH \UHHHHHHHH; no NUL) | `...` (raw)
  *
  * White space is allowed between tokens. No type (`{...}`) = every type.
- * The name `service` matches the profile's service; any other name matches
+ * The name `service` matches the profile's service, `__name__` its type
+ * ({__name__="cpu"} parses as cpu{}; not with a type before the braces, as
+ * Prometheus); any other name matches
  * the profile label of that key, and a missing label reads as "" (as in
  * Prometheus: `pod!="x"` matches profiles without a pod label, `pod=~".+"`
  * requires one). Regexes are RE2 syntax, as Prometheus' (Go regexp), run

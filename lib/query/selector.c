@@ -924,6 +924,51 @@ out:
 	return rc;
 }
 
+/* The index of the profile type t[0..n) in pd_query_types, or an error at at. */
+static int type_of(struct ps *p, size_t at, const char *t, size_t n, size_t *k)
+{
+	for (*k = 0; pd_query_types[*k]; (*k)++)
+		if (strlen(pd_query_types[*k]) == n && !memcmp(pd_query_types[*k], t, n))
+			return 0;
+	if (n == 5 && !memcmp(t, "trace", 5))
+		return perr(p, at, PD_EINVAL,
+			    "profile type \"trace\" is not supported: profd stores pprof profiles only "
+			    "(valid: cpu, heap, allocs, block, mutex, goroutine, threadcreate, other)");
+	return perr(p, at, PD_EINVAL,
+		    "unknown profile type \"%.*s\" (valid: cpu, heap, allocs, block, mutex, goroutine, threadcreate, other)",
+		    (int)(n > 64 ? 64 : n), t);
+}
+
+/*
+ * The matcher just parsed (the last, at at) names __name__: Prometheus' metric
+ * name, here the profile type. {__name__="cpu"} is cpu{} (the matcher becomes
+ * the type: the same store lookups and plans); other operators stay matchers
+ * on the type (label_of). With a type before the braces it is an error, as
+ * Prometheus' "metric name must not be set twice".
+ */
+static int name_matcher(struct ps *p, size_t at, bool outside, struct pd_selector *sel)
+{
+	struct pd_matcher *m = &sel->m[sel->n - 1];
+	if (strcmp(m->name, "__name__"))
+		return 0;
+	if (outside)
+		return perr(p, at, PD_EINVAL,
+			    "the profile type is given twice: \"%s\" before the braces and __name__ %s \"%.64s\" "
+			    "(__name__ is the type: give one)",
+			    sel->type, op_names[m->op], m->value);
+	size_t k;
+	if (m->op != PD_MATCH_EQ || (sel->type && strcmp(sel->type, m->value)))
+		return 0; /* a regex, a negation, a second type (matches nothing, as in Prometheus) */
+	int rc = type_of(p, at, m->value, strlen(m->value), &k);
+	if (rc)
+		return rc;
+	if (!sel->type && !(sel->type = strdup(pd_query_types[k])))
+		return pd_errf(p->err, PD_ENOMEM, "out of memory");
+	matcher_free(m);
+	sel->n--;
+	return 0;
+}
+
 int pd_selector_parse(const char *s, struct pd_selector *out, struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
@@ -941,19 +986,8 @@ int pd_selector_parse(const char *s, struct pd_selector *out, struct pd_err *err
 		while (is_alpha(p.s[e]) || is_digit(p.s[e]) || p.s[e] == ':')
 			e++;
 		size_t k;
-		for (k = 0; pd_query_types[k]; k++)
-			if (strlen(pd_query_types[k]) == e - at && !memcmp(pd_query_types[k], p.s + at, e - at))
-				break;
-		if (!pd_query_types[k]) {
-			if (e - at == 5 && !memcmp(p.s + at, "trace", 5))
-				return perr(&p, at, PD_EINVAL,
-					    "profile type \"trace\" is not supported: profd stores pprof profiles only "
-					    "(valid: cpu, heap, allocs, block, mutex, goroutine, threadcreate, other)");
-			return perr(&p, at, PD_EINVAL,
-				    "unknown profile type \"%.*s\" (valid: cpu, heap, allocs, block, mutex, goroutine, "
-				    "threadcreate, other)",
-				    (int)(e - at > 64 ? 64 : e - at), p.s + at);
-		}
+		if ((rc = type_of(&p, at, p.s + at, e - at, &k)))
+			return rc;
 		if (!(out->type = strdup(pd_query_types[k])))
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 		p.i = e;
@@ -967,11 +1001,13 @@ int pd_selector_parse(const char *s, struct pd_selector *out, struct pd_err *err
 		goto out;
 	}
 	p.i++;
+	bool outside = out->type != NULL;
 	for (;;) {
 		skip_ws(&p);
 		if (p.s[p.i] == '}')
 			break;
-		if ((rc = parse_matcher(&p, out)))
+		size_t at = p.i;
+		if ((rc = parse_matcher(&p, out)) || (rc = name_matcher(&p, at, outside, out)))
 			goto out;
 		skip_ws(&p);
 		if (p.s[p.i] == ',') {
@@ -1011,6 +1047,8 @@ static const char *label_of(const struct pd_profile_meta *m, const char *name)
 {
 	if (!strcmp(name, "service"))
 		return m->service;
+	if (!strcmp(name, "__name__")) /* Prometheus' metric name: the type */
+		return m->type;
 	for (size_t i = 0; i < m->nlabels; i++)
 		if (!strcmp(m->labels[i].key, name))
 			return m->labels[i].value;
@@ -1087,9 +1125,18 @@ const char *pd_selector_format(const struct pd_selector *sel, char *buf, size_t 
 {
 	if (!n)
 		return buf;
-	size_t o = (size_t)snprintf(buf, n, "%s{", sel->type ? sel->type : "");
+	/* a type with __name__ matchers left ({__name__="cpu",__name__!~"x"}) is
+	 * written as the first of them: cpu{__name__!~"x"} would not parse */
+	bool inside = false;
+	for (size_t i = 0; sel->type && i < sel->n; i++)
+		inside |= !strcmp(sel->m[i].name, "__name__");
+	size_t o = (size_t)snprintf(buf, n, "%s{", sel->type && !inside ? sel->type : "");
 	if (o >= n)
 		return buf;
+	if (inside) {
+		int w = snprintf(buf + o, n - o, "__name__=\"%s\"%s", sel->type, sel->n ? "," : "");
+		o = w < 0 || (size_t)w >= n - o ? n - 1 : o + (size_t)w;
+	}
 	for (size_t i = 0; i < sel->n; i++) {
 		const struct pd_matcher *m = &sel->m[i];
 		bool plain = is_alpha(m->name[0]);
@@ -1192,7 +1239,8 @@ int pd_query_each(struct pd_store *st, const struct pd_selector *sel, int64_t fr
 	}
 	size_t nkv = 0;
 	for (size_t i = 0; i < sel->n; i++)
-		if (sel->m[i].op == PD_MATCH_EQ && sel->m[i].value[0] && strcmp(sel->m[i].name, "service")) {
+		if (sel->m[i].op == PD_MATCH_EQ && sel->m[i].value[0] && strcmp(sel->m[i].name, "service") &&
+		    strcmp(sel->m[i].name, "__name__")) {
 			kv[nkv].key = sel->m[i].name;
 			kv[nkv].value = sel->m[i].value;
 			nkv++;

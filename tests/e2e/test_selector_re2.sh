@@ -4,7 +4,7 @@
 #   - generated CPU profiles (valid for Google's parser) POSTed with labels
 #     version=1.2 / 1.10 / 2.0, team=Auth / Search, pod=a...ab (4,000 bytes);
 #   - /api/1/profiles?query=cpu{version=~"1\\.\\d"}: \d works, anchored (1.10 is out);
-#   - (?i), \w, [[:alpha:]], a|b anchoring, !~;
+#   - (?i), \w, [[:alpha:]], a|b anchoring, !~; __name__ as the type;
 #   - back-reference and lookahead: 400 "unsupported in RE2/Prometheus selector syntax: ...";
 #   - a catastrophic regex, (a+)+$ on the long pod label: a 400 naming the
 #     match limit, within seconds; the collector still answers.
@@ -99,6 +99,9 @@ expect 'version=~"1|2": fully anchored, matches neither 1.2 nor 2.0' 0 "$(count 
 expect 'version!~"1\\..*": negative regex' 1 "$(count 'cpu{version!~"1\\..*"}')"
 expect 'service=~`a.*`, raw string' 2 "$(count 'cpu{service=~`a.*`}')"
 expect 'which versions match 1\.\d' 1.2 "$(versions 'cpu{version=~"1\\.\\d"}')"
+expect '{__name__="cpu"}: Prometheus'"'"' metric name is the type (as cpu{})' 3 "$(count '{__name__="cpu",team!=""}')"
+expect '{__name__=~"heap|cpu"}: a regex on the type' 2 "$(count '{__name__=~"heap|cpu",service="auth"}')"
+expect '{__name__="heap"}: no heap profile' 0 "$(count '{__name__="heap"}')"
 
 # refused: 400 with a message saying so
 expect_400() { # NAME QUERY WANT
@@ -115,6 +118,8 @@ expect_400 "lookahead: 400 unsupported in RE2" 'cpu{version=~"(?=1)1.*"}' \
 	'unsupported in RE2/Prometheus selector syntax: lookahead (?='
 expect_400 "possessive quantifier: 400 unsupported in RE2" 'cpu{version=~"1.*+"}' \
 	'unsupported in RE2/Prometheus selector syntax: possessive quantifier'
+expect_400 "a type and __name__: 400, as Prometheus' 'metric name must not be set twice'" 'cpu{__name__="cpu"}' \
+	'the profile type is given twice'
 expect_400 "regex that does not compile: 400 with the reason" 'cpu{version=~"1.("}' \
 	'regex "1.(" does not compile: missing closing parenthesis'
 

@@ -90,6 +90,26 @@ static void test_parse_accepts(void **state)
 		assert_string_equal(s.type, *t);
 		pd_selector_free(&s);
 	}
+	/* __name__ is Prometheus' metric name: the type ({__name__="cpu"} = cpu{}) */
+	s = parse_ok("{service=\"auth\", __name__=\"cpu\"}");
+	assert_string_equal(s.type, "cpu");
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.m[0].name, "service");
+	pd_selector_free(&s);
+	s = parse_ok("{__name__=~\"cpu|heap\"}");
+	assert_null(s.type);
+	assert_int_equal(s.n, 1);
+	pd_selector_free(&s);
+	/* the canonical text parses back: the type stays inside with __name__ matchers */
+	char buf[128];
+	s = parse_ok("{service=\"a\",__name__=\"cpu\",__name__!~\"c.*\"}");
+	assert_string_equal(pd_selector_format(&s, buf, sizeof buf),
+			    "{__name__=\"cpu\",service=\"a\",__name__!~\"c.*\"}");
+	pd_selector_free(&s);
+	s = parse_ok(buf);
+	assert_string_equal(s.type, "cpu");
+	assert_int_equal(s.n, 2);
+	pd_selector_free(&s);
 }
 
 static void test_parse_escapes(void **state)
@@ -128,6 +148,10 @@ static void test_parse_rejects(void **state)
 	parse_bad("cpu{a=\"x\" b=\"y\"}", PD_EINVAL, "at 10: expected ',' or '}' after a matcher, got 'b'");
 	parse_bad("cpu{}x", PD_EINVAL, "at 5: unexpected 'x' after '}'");
 	parse_bad("cpu x", PD_EINVAL, "at 4: expected '{' or end of query, got 'x'");
+	/* as Prometheus: "metric name must not be set twice" */
+	parse_bad("cpu{__name__=\"cpu\"}", PD_EINVAL, "at 4: the profile type is given twice");
+	parse_bad("heap{a=\"b\",__name__=~\"c.*\"}", PD_EINVAL, "at 11: the profile type is given twice");
+	parse_bad("{__name__=\"cpux\"}", PD_EINVAL, "at 1: unknown profile type \"cpux\"");
 	parse_bad("=\"x\"", PD_EINVAL, "at 0: expected a profile type or '{'");
 	parse_bad("cpu{a==\"x\"}", PD_EINVAL, "at 6: expected a quoted value after =, got '='");
 	parse_bad("cpu{a=\"\\q\"}", PD_EINVAL, "at 7: unknown escape \\q");
@@ -237,6 +261,13 @@ static void test_match(void **state)
 	assert_true(matches("cpu{env=\"prod\",version=\"1.2\"}", &a));
 	assert_false(matches("cpu{env=\"prod\",version=\"1.3\"}", &a));
 	assert_true(matches("cpu{env=\"prod\",env!=\"dev\"}", &a));
+	/* __name__: the type */
+	assert_true(matches("{__name__=\"cpu\"}", &a));
+	assert_false(matches("{__name__=\"cpu\"}", &b));
+	assert_true(matches("{__name__=~\"cpu|heap\"}", &b));
+	assert_false(matches("{__name__!~\"h.*\"}", &b));
+	assert_true(matches("{__name__!=\"heap\"}", &a));
+	assert_false(matches("{__name__=\"cpu\",__name__=\"heap\"}", &a));
 	/* glibc ERE extensions */
 	assert_true(matches("cpu{version=~\"\\\\w\\\\.\\\\w\"}", &a));
 	/* service pre-filter */
@@ -585,6 +616,11 @@ static void test_select(void **state)
 	assert_int_equal(sel_count(st, "cpu{env=\"prod\",pod!=\"x\"}", a, b, NULL), 6);
 	assert_int_equal(sel_count(st, "cpu{pod=~\".+\"}", a, b, NULL), 0);
 	assert_int_equal(sel_count(st, "cpu{env=\"\"}", a, b, NULL), 0);
+	/* __name__ is the type, never a label pushed to the store */
+	assert_int_equal(sel_count(st, "{__name__=\"cpu\"}", a, b, NULL), 6);
+	assert_int_equal(sel_count(st, "{__name__=~\"cpu|heap\"}", a, b, NULL), 8);
+	assert_int_equal(sel_count(st, "{__name__=\"heap\",__name__=\"heap\"}", a, b, NULL), 2);
+	assert_int_equal(sel_count(st, "{__name__!=\"cpu\",service=\"auth\"}", a, b, NULL), 1);
 	/* window [from, to], inclusive */
 	assert_int_equal(sel_count(st, "cpu", T0 + 20 * SEC, T0 + 30 * SEC, NULL), 3);
 	assert_int_equal(sel_count(st, "cpu", T0 + 30 * SEC, T0 + 20 * SEC, NULL), 0);
