@@ -348,6 +348,56 @@ static void idxpath(char *buf, const char *path, size_t i)
 }
 
 /*
+ * Prometheus' keys, which a Prometheus user writes here: what profd has
+ * instead, or why it has none, added to the "unknown key" message (never
+ * accepted with another meaning, never ignored).
+ */
+static const struct {
+	const char *key, *hint;
+} prom_keys[] = {
+    {"scrape_interval", "write interval (a Go duration: 30s, 1m30s)"},
+    {"scrape_timeout", "write timeout (per request; a cpu request gets cpu_duration more)"},
+    {"metrics_path", "write path: where the pprof handlers are (/debug/pprof), not one endpoint"},
+    {"scheme", "write the scheme in the target: https://host:port (TLS: --target-ca FILE)"},
+    {"external_labels", "write labels (on every profile)"},
+    {"evaluation_interval", "profd has no rules: leave it out"},
+    {"rule_files", "profd has no rules: leave it out"},
+    {"alerting", "profd sends no alerts: leave it out"},
+    {"remote_write", "profiles go to --collector: leave it out"},
+    {"remote_read", "not in profd: leave it out"},
+    {"storage", "not in profd: leave it out"},
+    {"tracing", "not in profd: leave it out"},
+    {"query_log_file", "not in profd: leave it out"},
+    {"scrape_config_files", "write every scrape_configs entry in this file"},
+    {"honor_labels", "targets send no labels (a profile's are labels:): leave it out"},
+    {"honor_timestamps", "a profile's time is its scrape's: leave it out"},
+    {"track_timestamps_staleness", "not in profd: leave it out"},
+    {"relabel_configs", "no relabelling: labels adds labels, label_keep keeps only those it names"},
+    {"metric_relabel_configs", "no relabelling: labels adds labels, label_keep keeps only those it names"},
+    {"kubernetes_sd_configs", "write an entry of its own: - kubernetes: {namespaces: [...], selector: \"app=web\"} "
+			      "(pods annotated profefe.com/enable: \"true\")"},
+    {"tls_config", "TLS to targets is the whole process': --target-ca FILE, --target-insecure"},
+    {"basic_auth", "targets are fetched without credentials (not supported)"},
+    {"authorization", "targets are fetched without credentials (not supported)"},
+    {"bearer_token", "targets are fetched without credentials (not supported)"},
+    {"bearer_token_file", "targets are fetched without credentials (not supported)"},
+    {"oauth2", "targets are fetched without credentials (not supported)"},
+    {"proxy_url", "no proxy per group (not supported)"},
+    {"follow_redirects", "profd follows no redirect: leave it out"},
+    {"enable_http2", "not in profd: leave it out"},
+    {"body_size_limit", "write --max-body SIZE (the flag)"},
+    {"sample_limit", "not in profd: leave it out"},
+    {"target_limit", "not in profd: leave it out"},
+    {"label_limit", "a profile has at most 64 labels (label_keep drops some)"},
+    {"label_name_length_limit", "not in profd: leave it out"},
+    {"label_value_length_limit", "not in profd: leave it out"},
+    {"role", "profd discovers pods only: leave it out"},
+    {"selectors", "write selector: \"app=web,tier!=db\" (a Kubernetes label selector)"},
+    {"api_server", "the API server is the kubeconfig's (--kubeconfig, --context) or the pod's service account"},
+    {"kubeconfig_file", "write --kubeconfig FILE (the flag)"},
+};
+
+/*
  * The pairs of mapping m: every key one of keys[] and given once, else an
  * error at the key. vals[i] gets the value node of keys[i] (NULL if absent;
  * a null value is a node: pd_ynull() tells).
@@ -376,9 +426,23 @@ static int fields(struct cw *w, yaml_node_t *m, const char *path, const char *co
 			valid[0] = 0;
 			for (size_t j = 0; j < nk && o < sizeof valid; j++)
 				o += (size_t)snprintf(valid + o, sizeof valid - o, "%s%s", j ? ", " : "", keys[j]);
-			return cerr(w, k, PD_EUSAGE, path, "unknown key \"%.*s\" (valid: %s)",
-				    (int)(k->data.scalar.length > 64 ? 64 : k->data.scalar.length),
-				    (const char *)k->data.scalar.value, valid);
+			const char *hint = NULL;
+			for (size_t j = 0; j < sizeof prom_keys / sizeof *prom_keys && !hint; j++)
+				if (pd_yis(k, prom_keys[j].key))
+					hint = prom_keys[j].hint;
+			int kl = (int)(k->data.scalar.length > 64 ? 64 : k->data.scalar.length);
+			const char *ks = (const char *)k->data.scalar.value;
+			if (pd_yis(k, "<<"))
+				return cerr(w, k, PD_EUSAGE, path,
+					    "YAML merge keys (<<) are not supported: repeat the keys (an alias "
+					    "(*a) works for a whole value)");
+			if (!hint && k->data.scalar.length > 11 &&
+			    !memcmp(k->data.scalar.value + k->data.scalar.length - 11, "_sd_configs", 11))
+				hint = "profd's targets are static_configs and kubernetes entries";
+			if (hint)
+				return cerr(w, k, PD_EUSAGE, path, "unknown key \"%.*s\" (a Prometheus key): %s", kl, ks,
+					    hint);
+			return cerr(w, k, PD_EUSAGE, path, "unknown key \"%.*s\" (valid: %s)", kl, ks, valid);
 		}
 		if (vals[i])
 			return cerr(w, k, PD_EUSAGE, path, "key \"%s\" given twice", keys[i]);
@@ -445,8 +509,9 @@ static int get_dur(struct cw *w, yaml_node_t *v, const char *path, int which, in
 	int rc = scalar(w, v, path, "a duration (like 30s, 5m, 1h30m)", &s);
 	if (rc)
 		return rc;
-	if (pd_api_parse_duration(s, strlen(s), out, &e))
-		return cerr(w, v, PD_EUSAGE, path, "%s", e.msg);
+	if (pd_api_parse_duration(s, strlen(s), out, &e)) /* Prometheus' 1d, 1w, 1y: no unit of Go's */
+		return cerr(w, v, PD_EUSAGE, path, "%s%s", e.msg,
+			    strstr(e.msg, "unknown unit") ? " (units: ns, us, ms, s, m, h; 1d is 24h)" : "");
 	if (*out <= 0)
 		return cerr(w, v, PD_EUSAGE, path, "must be positive, got \"%.64s\"", s);
 	if (which == D_INTERVAL && *out < 1000000000LL)
@@ -949,6 +1014,9 @@ static int kube_match(struct cw *w, yaml_node_t *v, const char *path, struct pd_
 	if ((rc = fields(w, v, path, keys, 3, vals)))
 		return rc;
 	subpath(p, path, "namespaces");
+	if (vals[0] && vals[0]->type == YAML_MAPPING_NODE) /* Prometheus' {names: [...]} */
+		return cerr(w, vals[0], PD_EUSAGE, p, "expected a list of namespaces: namespaces: [shop, web] "
+						      "(not Prometheus' {names: [...]})");
 	if ((rc = list(w, vals[0], p, &n)))
 		return rc;
 	if (vals[0] && !n)

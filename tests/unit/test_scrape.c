@@ -580,6 +580,41 @@ static void test_yaml_errors(void **state)
 		 "set at position 10",
 		 NULL},
 		{"global:\n  labels: {\"a\\0b\": c}\n", PD_EUSAGE, "t.yaml:2:12: global.labels: contains a NUL byte", NULL},
+		/* Prometheus' keys: what to write instead */
+		{"global:\n  scrape_interval: 30s\n", PD_EUSAGE,
+		 "t.yaml:2:3: global: unknown key \"scrape_interval\" (a Prometheus key): write interval", NULL},
+		{"scrape_configs:\n  - job_name: a\n    scrape_timeout: 5s\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"scrape_timeout\" (a Prometheus key): write timeout", NULL},
+		{"scrape_configs:\n  - job_name: a\n    metrics_path: /debug/pprof\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"metrics_path\" (a Prometheus key): write path", NULL},
+		{"scrape_configs:\n  - job_name: a\n    scheme: https\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"scheme\" (a Prometheus key): write the scheme in the target",
+		 NULL},
+		{"scrape_configs:\n  - job_name: a\n    relabel_configs: []\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"relabel_configs\" (a Prometheus key): no relabelling", NULL},
+		{"scrape_configs:\n  - job_name: a\n    kubernetes_sd_configs: [{role: pod}]\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"kubernetes_sd_configs\" (a Prometheus key): write an entry of "
+		 "its own: - kubernetes:",
+		 NULL},
+		{"scrape_configs:\n  - job_name: a\n    consul_sd_configs: []\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"consul_sd_configs\" (a Prometheus key): profd's targets are "
+		 "static_configs and kubernetes entries",
+		 NULL},
+		{"scrape_configs:\n  - job_name: a\n    tls_config: {ca_file: x}\n", PD_EUSAGE,
+		 "t.yaml:3:5: scrape_configs[0]: unknown key \"tls_config\" (a Prometheus key): ", "--target-ca FILE"},
+		{"scrape_configs:\n  - kubernetes: {role: pod}\n", PD_EUSAGE,
+		 "t.yaml:2:18: scrape_configs[0].kubernetes: unknown key \"role\" (a Prometheus key): profd discovers pods only",
+		 NULL},
+		{"scrape_configs:\n  - kubernetes: {namespaces: {names: [a]}}\n", PD_EUSAGE,
+		 "t.yaml:2:30: scrape_configs[0].kubernetes.namespaces: expected a list of namespaces: namespaces: [shop, web] "
+		 "(not Prometheus' {names: [...]})",
+		 NULL},
+		{"global:\n  interval: 1d\n", PD_EUSAGE,
+		 "t.yaml:2:13: global.interval: time: unknown unit \"d\" in duration \"1d\" (units: ns, us, ms, s, m, h; 1d is "
+		 "24h)",
+		 NULL},
+		{"global:\n  <<: {interval: 1m}\n", PD_EUSAGE, "t.yaml:2:3: global: YAML merge keys (<<) are not supported",
+		 NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		struct pd_scrape_file f;
