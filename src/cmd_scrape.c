@@ -241,6 +241,8 @@ static int add_label(struct pd_kv **v, size_t *n, size_t *cap, char *arg)
 	char *eq = strchr(arg, '=');
 	if (!eq || eq == arg)
 		return cli_usage_error(cmdname, "-L: want KEY=VALUE, got '%s'", arg);
+	if (eq - arg == 7 && !memcmp(arg, "service", 7)) /* a selector's service= is the profile's service */
+		return cli_usage_error(cmdname, "-L %s: service is not a label: --service NAME sets the service", arg);
 	if (pd_grow((void **)v, cap, *n + 1, sizeof **v))
 		return EXIT_INPUT;
 	*eq = 0; /* argv strings are ours to cut */

@@ -604,6 +604,17 @@ static int get_labels(struct cw *w, yaml_node_t *m, const char *path, struct pd_
 		subpath(p, path, ks);
 		if (!*ks)
 			return cerr(w, k, PD_EUSAGE, path, "a label name must not be empty");
+		/* names a selector or Prometheus reads otherwise: never stored with another meaning */
+		if (!strcmp(ks, "service"))
+			return cerr(w, k, PD_EUSAGE, path,
+				    "\"service\" is not a label: the group's service (or job_name) sets the profiles' service, "
+				    "which service=\"...\" in a selector matches (a label of that name could not be selected)");
+		if (!strncmp(ks, "__", 2))
+			return cerr(w, k, PD_EUSAGE, path,
+				    "label \"%.64s\": names starting with __ are reserved, as in Prometheus (__address__, "
+				    "__metrics_path__, __scheme__, __param_NAME: write the target's URL, path, params; __name__ "
+				    "in a selector is the type)",
+				    ks);
 		for (size_t i = 0; i < nseen; i++)
 			if (!strcmp(seen[i], ks))
 				return cerr(w, k, PD_EUSAGE, path, "label \"%.64s\" given twice", ks);

@@ -434,6 +434,8 @@ expect_exit "usage: unknown type" 2 "unknown profile type \"bogus\"" "$PROFD" sc
 expect_exit "usage: fractional cpu duration" 2 "whole seconds" "$PROFD" scrape --cpu-duration 1.5s --target h:1 --service s
 expect_exit "usage: target without service" 2 "has no service" "$PROFD" scrape --once --target h:1
 expect_exit "usage: bad label" 2 "KEY=VALUE" "$PROFD" scrape --once --target h:1 --service s -L novalue
+expect_exit "usage: -L service=... (a selector's service is the profile's, never such a label)" 2 \
+	"-L service=b: service is not a label: --service NAME sets the service" "$PROFD" scrape --once --target h:1 --service s -L service=b
 expect_exit "usage: bad interval" 2 "interval" "$PROFD" scrape --interval 0 --target h:1 --service s
 expect_exit "usage: cpu duration not shorter than the interval" 2 "shorter than --interval" "$PROFD" scrape --interval 5s --cpu-duration 5s --target h:1 --service s
 expect_exit "usage: ftp target" 2 "only http" "$PROFD" scrape --once --target ftp://h:1 --service s
@@ -512,6 +514,12 @@ expect_exit "yaml: unknown type: exit 2, FILE:LINE:COLUMN and the key" 2 \
 printf '# typo\nscrape_configs:\n  - service: x\n    intervall: 1m\n    static_configs: [{targets: [h:1]}]\n' >"$T/typo.yml"
 expect_exit "yaml: a typo is an unknown key, not ignored" 2 "typo.yml:4:5: scrape_configs\[0\]: unknown key \"intervall\" \(valid: " \
 	"$PROFD" scrape --once --config "$T/typo.yml"
+printf 'scrape_configs:\n  - job_name: x\n    scrape_interval: 30s\n    static_configs: [{targets: [h:1]}]\n' >"$T/prom.yml"
+expect_exit "yaml: a Prometheus key says what to write instead" 2 \
+	"prom.yml:3:5: scrape_configs\[0\]: unknown key \"scrape_interval\" \(a Prometheus key\): write interval" "$PROFD" scrape --once --config "$T/prom.yml"
+printf 'scrape_configs:\n  - job_name: x\n    static_configs:\n      - targets: [h:1]\n        labels: {service: y}\n' >"$T/svc.yml"
+expect_exit "yaml: a label named service is refused (a selector could not reach it)" 2 \
+	"svc.yml:5:18: scrape_configs\[0\]\.static_configs\[0\]\.labels: \"service\" is not a label" "$PROFD" scrape --once --config "$T/svc.yml"
 printf 'scrape_configs:\n  - service: x\n    static_configs:\n      - targets: [h:1]\n  - service: y\n    static_configs:\n      - targets: ["http://h:1/debug/pprof"]\n' >"$T/dup"
 expect_exit "yaml (by content, no .yaml name): duplicate target" 2 "dup:7:19: .*given twice \(first at .*dup:4:19\)" \
 	"$PROFD" scrape --once --config "$T/dup"

@@ -615,6 +615,14 @@ static void test_yaml_errors(void **state)
 		 NULL},
 		{"global:\n  <<: {interval: 1m}\n", PD_EUSAGE, "t.yaml:2:3: global: YAML merge keys (<<) are not supported",
 		 NULL},
+		/* label names a selector or Prometheus reads otherwise */
+		{"global:\n  labels: {env: a, service: b}\n", PD_EUSAGE,
+		 "t.yaml:2:20: global.labels: \"service\" is not a label: the group's service", NULL},
+		{"scrape_configs:\n  - job_name: a\n    static_configs:\n      - targets: [h:1]\n        labels: {__param_debug: 1}\n",
+		 PD_EUSAGE,
+		 "t.yaml:5:18: scrape_configs[0].static_configs[0].labels: label \"__param_debug\": names starting with __ are "
+		 "reserved",
+		 NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		struct pd_scrape_file f;
