@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../lib/scrape/scrape.h"
 #include "../lib/util/pdyaml.h"
 
 #include "../lib/util/ynode.h"
@@ -84,7 +85,8 @@ static int at(const char *path, const yaml_node_t *n, const char *fmt, const cha
 static int from_file(struct serve_cfg *c, const char *path, const struct option *opts)
 {
 	struct pd_err err;
-	c->text = (struct pd_buf)PD_BUF_INIT(4u << 20);
+	/* as profd scrape --config takes it: the scrape: section may be as big */
+	c->text = (struct pd_buf)PD_BUF_INIT(PD_SCRAPE_CFG_MAX_BYTES);
 	if (pd_buf_read_file(&c->text, path, &err)) {
 		cli_error("serve: --config: %s", err.msg);
 		return EXIT_INPUT;

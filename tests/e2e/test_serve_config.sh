@@ -139,6 +139,12 @@ bad "a scrape: error after a byte order mark, at its line" $'\xef\xbb\xbfaddr: :
 printf 'scrape:\n  global:\n    intervl: 1s\n' | iconv -f utf-8 -t utf-16 >"$T/u16.yaml"
 expect_exit "bad config: a UTF-16 file with scrape: is refused (the section is cut as UTF-8)" 2 "u16.yaml:2:3: scrape: the file is UTF-16: save it as UTF-8" \
 	"$PROFD" serve --config "$T/u16.yaml" --print-config
+# as big a scrape: section as profd scrape --config takes (16 MiB): 5 MB of targets
+python3 -c '
+print("data-dir: /x\nscrape:\n  scrape_configs:\n    - service: a\n      static_configs:\n        - targets:")
+for i in range(9000): print("          - h%d.example:6060  # %s" % (i, "x" * 500))' >"$T/big.yaml"
+n=$("$PROFD" serve --config "$T/big.yaml" --print-config 2>"$T/big.err" | grep -c 'example:6060')
+expect "a 5 MB file with 9000 targets in scrape: is read (profd scrape --config takes 16 MiB) $(head -c 200 "$T/big.err")" 9000 "$n"
 bad "a bad value, as the flag says it" $'max-body: lots\n' "max-body: bad size 'lots'"
 expect_exit "a missing config file: exit 1" 1 "no-such.yaml" "$PROFD" serve --config "$T/no-such.yaml"
 no_sanitizer "config: no sanitizer report" "$T"/s*.log
