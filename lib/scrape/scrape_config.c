@@ -1267,20 +1267,22 @@ int pd_scrape_parse_yaml(const char *name, const void *text, size_t len, const s
 	}
 	struct cw w = {&doc, name, CFG_BUDGET, err, fl, out, NULL, 0};
 	int rc = document(&w, yaml_document_get_root_node(&doc));
-	if (!rc) {
-		/* a second document would be ignored: refuse it */
+	/* a second document would be ignored: refuse it, unless it is empty (a
+	 * trailing "---", which Prometheus reads too) */
+	for (bool end = false; !rc && !end;) {
 		if (!yaml_parser_load(&ps, &more)) {
 			rc = pd_errf(err, ps.error == YAML_MEMORY_ERROR ? PD_ENOMEM : PD_EUSAGE,
 				     "%s:%zu:%zu: invalid YAML: %s%s%s", name, ps.problem_mark.line + 1,
 				     ps.problem_mark.column + 1, ps.problem ? ps.problem : "syntax error",
 				     ps.context ? " " : "", ps.context ? ps.context : "");
-		} else {
-			yaml_node_t *r2 = yaml_document_get_root_node(&more);
-			if (r2)
-				rc = pd_errf(err, PD_EUSAGE, "%s:%zu:%zu: a second YAML document: give one only", name,
-					     r2->start_mark.line + 1, r2->start_mark.column + 1);
-			yaml_document_delete(&more);
+			break;
 		}
+		yaml_node_t *r2 = yaml_document_get_root_node(&more);
+		end = !r2; /* the end of the stream */
+		if (r2 && !pd_ynull(r2))
+			rc = pd_errf(err, PD_EUSAGE, "%s:%zu:%zu: a second YAML document: give one only", name,
+				     r2->start_mark.line + 1, r2->start_mark.column + 1);
+		yaml_document_delete(&more);
 	}
 	free(w.pos);
 	yaml_document_delete(&doc);

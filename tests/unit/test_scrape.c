@@ -346,6 +346,14 @@ static void test_yaml_config(void **state)
 	struct pd_scrape_cfg_flags fl = no_flags();
 	fl.labels = fl_labels;
 	fl.nlabels = 2;
+	/* an empty document after it (a trailing ---) is nothing, as Prometheus reads it */
+	static const char *const trailing[] = {"global: {interval: 2m}\n---\n", "global: {interval: 2m}\n...\n---\n# end\n"};
+	for (size_t i = 0; i < 2; i++) {
+		if (pd_scrape_parse_yaml("t.yaml", trailing[i], strlen(trailing[i]), &fl, &f, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(f.global.interval_ns, 120 * SEC);
+		pd_scrape_file_free(&f);
+	}
 	if (pd_scrape_parse_yaml("t.yaml", yaml_ok, strlen(yaml_ok), &fl, &f, &err))
 		fail_msg("%s", err.msg);
 	/* global: its own keys, the flags' defaults, -L over its labels */
@@ -530,6 +538,7 @@ static void test_yaml_errors(void **state)
 		{"- a\n", PD_EUSAGE, "t.yaml:1:1: expected a mapping (global:, scrape_configs:) at the top level, got a list",
 		 NULL},
 		{"global: {}\n---\nglobal: {}\n", PD_EUSAGE, "t.yaml:3:1: a second YAML document", NULL},
+		{"global: {}\n---\n---\nglobal: {}\n", PD_EUSAGE, "t.yaml:4:1: a second YAML document", NULL},
 		{"scrape_configs: {a: 1}\n", PD_EUSAGE, "t.yaml:1:17: scrape_configs: expected a list, got a mapping", NULL},
 		{"scrape_configs:\n  - service: a\n", PD_EUSAGE,
 		 "t.yaml:2:5: scrape_configs[0]: want static_configs (static targets) or kubernetes (pods)", NULL},
