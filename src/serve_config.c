@@ -185,6 +185,22 @@ static int from_file(struct serve_cfg *c, const char *path, const struct option 
 	}
 	if (rc == EXIT_INPUT)
 		cli_error("serve: out of memory");
+	/* a second document would be ignored (its tokens: with it): refuse it,
+	 * unless it is empty (a trailing ---), as profd scrape --config does */
+	for (bool end = false; !rc && !end;) {
+		yaml_document_t more;
+		if (!yaml_parser_load(&p, &more)) {
+			fprintf(stderr, "%s serve: %s:%zu:%zu: not YAML: %s\n", cli_prog, path, p.problem_mark.line + 1,
+			        p.problem_mark.column + 1, p.problem ? p.problem : "syntax error");
+			rc = EXIT_USAGE;
+			break;
+		}
+		yaml_node_t *r2 = yaml_document_get_root_node(&more);
+		end = !r2;
+		if (r2 && !pd_ynull(r2))
+			rc = at(path, r2, "%s", "a second YAML document (after ---): give one only");
+		yaml_document_delete(&more);
+	}
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&p);
 	return rc;

@@ -12,7 +12,7 @@
 #   3. bad files exit 2 with FILE:LINE:COL (unknown key, a key given twice,
 #      a list for a value, a bad boolean, not YAML, a scrape: error at its
 #      own line, after non-ASCII text or a byte order mark too; a UTF-16
-#      file with scrape:); a missing file exits 1.
+#      file with scrape:, a second YAML document); a missing file exits 1.
 # Run: BUILD=build bash tests/e2e/test_serve_config.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -128,6 +128,12 @@ expect_exit "bad config: scrape: given twice: exit 2" 2 "twice.yaml:4:1: key \"s
 	"$PROFD" serve --config "$T/twice.yaml" --print-config
 bad "not YAML" $'addr: "\n' "bad.yaml:2:1: not YAML"
 bad "not a mapping" $'- addr\n' "bad.yaml:1:1: want a mapping"
+bad "a second document (its tokens: would be ignored, the collector open)" $'addr: :0\n---\ntokens: /etc/profd/tokens\n' \
+	"bad.yaml:3:1: a second YAML document \\(after ---\\): give one only"
+printf 'data-dir: %s\n---\n' "$T/d9" >"$T/trail.yaml"
+if "$PROFD" serve --config "$T/trail.yaml" --print-config >"$T/p-trail.yaml" 2>&1 && grep -q "^data-dir: $T/d9\$" "$T/p-trail.yaml"; then
+	ok "an empty document after the file's (a trailing ---) is nothing"
+else fail "a trailing ---" "$(cat "$T/p-trail.yaml")"; fi
 bad "a scrape: error, at its line in the file" $'addr: :0\nscrape:\n  global:\n    intervl: 1s\n' "bad.yaml:4:5: global: unknown key \"intervl\""
 # libyaml's marks count characters: the section is cut from the file by bytes
 printf '# \xc3\xa9quipe d\xc3\xa9ploiement\ndata-dir: /x\nscrape:\n  global:\n    labels:\n      env: production\n' >"$T/utf8.yaml"
