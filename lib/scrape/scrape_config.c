@@ -657,6 +657,13 @@ static int get_keep(struct cw *w, yaml_node_t *v, const char *path, char ***out,
 			rc = cerr(w, it, PD_EUSAGE, p, "a label name must not be empty");
 			break;
 		}
+		if (strpbrk(s, "*+?|()[]{}^$\\")) { /* "team_.*" would keep no label, silently */
+			rc = cerr(w, it, PD_EUSAGE, p,
+				  "\"%.64s\": label_keep names labels exactly, it is not a regex (as Prometheus' labelkeep "
+				  "is): list the names",
+				  s);
+			break;
+		}
 		if (!(arr[i] = strdup(s))) {
 			rc = cerr(w, it, PD_ENOMEM, p, "out of memory");
 			break;

@@ -624,6 +624,8 @@ static void test_yaml_errors(void **state)
 		 NULL},
 		{"global:\n  <<: {interval: 1m}\n", PD_EUSAGE, "t.yaml:2:3: global: YAML merge keys (<<) are not supported",
 		 NULL},
+		{"global:\n  label_keep: [env, \"team_.*\"]\n", PD_EUSAGE,
+		 "t.yaml:2:21: global.label_keep[1]: \"team_.*\": label_keep names labels exactly, it is not a regex", NULL},
 		/* label names a selector or Prometheus reads otherwise */
 		{"global:\n  labels: {env: a, service: b}\n", PD_EUSAGE,
 		 "t.yaml:2:20: global.labels: \"service\" is not a label: the group's service", NULL},
