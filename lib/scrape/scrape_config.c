@@ -713,6 +713,15 @@ static int get_params(struct cw *w, yaml_node_t *m, const char *path, char **out
 			rc = cerr(w, k, PD_EUSAGE, p, "seconds is the scraper's own parameter (cpu_duration, --cpu-duration)");
 			break;
 		}
+		for (yaml_node_pair_t *pk = m->data.mapping.pairs.start; pk < pp && !rc; pk++) { /* as every key */
+			yaml_node_t *k0 = yaml_document_get_node(w->doc, pk->key);
+			if (k0 && k0->type == YAML_SCALAR_NODE && k0->data.scalar.length == k->data.scalar.length &&
+			    !memcmp(k0->data.scalar.value, k->data.scalar.value, k->data.scalar.length))
+				rc = cerr(w, k, PD_EUSAGE, path, "parameter \"%.64s\" given twice (for several values: %s: [a, b])",
+					  ks, ks);
+		}
+		if (rc)
+			break;
 		size_t nv = 1;
 		bool seq = val->type == YAML_SEQUENCE_NODE;
 		if (seq && (rc = list(w, val, p, &nv)))

@@ -626,6 +626,8 @@ static void test_yaml_errors(void **state)
 		 NULL},
 		{"global:\n  label_keep: [env, \"team_.*\"]\n", PD_EUSAGE,
 		 "t.yaml:2:21: global.label_keep[1]: \"team_.*\": label_keep names labels exactly, it is not a regex", NULL},
+		{"scrape_configs:\n  - job_name: a\n    params: {debug: 1, debug: 2}\n    static_configs: [{targets: [h:1]}]\n",
+		 PD_EUSAGE, "t.yaml:3:24: scrape_configs[0].params: parameter \"debug\" given twice", NULL},
 		/* label names a selector or Prometheus reads otherwise */
 		{"global:\n  labels: {env: a, service: b}\n", PD_EUSAGE,
 		 "t.yaml:2:20: global.labels: \"service\" is not a label: the group's service", NULL},
