@@ -476,6 +476,8 @@ static int distinct_add(void *ctx, const struct pd_profile_meta *m)
 	}
 	if (!strcmp(d->name, "service"))
 		return count_key(d->o, m->service);
+	if (!strcmp(d->name, "__name__")) /* as a selector reads it: the type (Prometheus' metric names) */
+		return count_key(d->o, m->type);
 	for (size_t i = 0; i < m->nlabels; i++)
 		if (!strcmp(m->labels[i].key, d->name))
 			return count_key(d->o, m->labels[i].value);

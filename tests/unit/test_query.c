@@ -851,6 +851,13 @@ static void test_api1(void **state)
 	assert_string_equal(s, "[\"auth\",\"ingest\"]");
 	free(s);
 	pd_api1_resp_free(&r);
+	/* __name__'s values are the types, as a selector reads __name__ */
+	pp = P({"from", F}, {"query", "{__name__=~\"cpu|heap\"}"});
+	call(st, "labels/__name__/values", &pp, &r);
+	s = json_of(&r);
+	assert_string_equal(s, "[\"cpu\",\"heap\"]");
+	free(s);
+	pd_api1_resp_free(&r);
 	pp = P({NULL, NULL});
 	call(st, "types", &pp, &r);
 	s = json_of(&r);
