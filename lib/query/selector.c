@@ -251,7 +251,8 @@ struct rx {
 	 * atom's */
 	unsigned gmax[RX_DEPTH + 1], last;
 	size_t d;
-	char *o; /* output, cap 24 * strlen + 64 (\S in a class, 2 bytes to 43, expands most) */
+	bool ci[RX_DEPTH + 1]; /* (?i) in force in open group d */
+	char *o; /* output, cap 96 * strlen + 64 (\W in a class under (?i), 2 bytes to 89, expands most) */
 	size_t n;
 	char *why;
 	size_t nwhy;
@@ -300,6 +301,117 @@ static const char *pcre_only_escape(char c)
 	case 'e': return "\\e escape";
 	default: return NULL;
 	}
+}
+
+/*
+ * Under (?i) RE2 folds a class: an ASCII class with k or s in it then holds
+ * U+212A (Kelvin sign) and U+017F (long s) too, whose other cases they are
+ * ((?i)\w and (?i)[[:alpha:]] match them, (?i)\W does not). PCRE2 folds
+ * literal ranges but not \w or [:alpha:], so under (?i) those are written as
+ * the ranges of the folded set: [set] or [^set] (in_class: the ranges, or
+ * those of the complement).
+ */
+struct aset {
+	bool has[128];
+};
+
+static void aset_range(struct aset *a, int lo, int hi)
+{
+	for (int c = lo; c <= hi; c++)
+		a->has[c] = true;
+}
+
+/* The ASCII set of POSIX class name[0..n) (RE2's), false if none. */
+static bool posix_set(const char *name, size_t n, struct aset *a)
+{
+	memset(a, 0, sizeof *a);
+#define IS(w) (n == strlen(w) && !memcmp(name, w, n))
+	if (IS("alnum") || IS("alpha") || IS("upper") || IS("word") || IS("xdigit"))
+		aset_range(a, 'A', IS("xdigit") ? 'F' : 'Z');
+	if (IS("alnum") || IS("alpha") || IS("lower") || IS("word") || IS("xdigit"))
+		aset_range(a, 'a', IS("xdigit") ? 'f' : 'z');
+	if (IS("alnum") || IS("digit") || IS("word") || IS("xdigit"))
+		aset_range(a, '0', '9');
+	if (IS("word"))
+		a->has['_'] = true;
+	if (IS("ascii"))
+		aset_range(a, 0, 127);
+	if (IS("blank"))
+		a->has['\t'] = a->has[' '] = true;
+	if (IS("cntrl"))
+		aset_range(a, 0, 31), a->has[127] = true;
+	if (IS("graph") || IS("print"))
+		aset_range(a, IS("print") ? ' ' : '!', '~');
+	if (IS("punct"))
+		aset_range(a, '!', '/'), aset_range(a, ':', '@'), aset_range(a, '[', '`'), aset_range(a, '{', '~');
+	if (IS("space"))
+		aset_range(a, '\t', '\r'), a->has[' '] = true;
+#undef IS
+	for (int c = 0; c < 128; c++)
+		if (a->has[c])
+			return true;
+	return false;
+}
+
+/* Does the set hold a letter (then folding changes it)? */
+static bool aset_cased(const struct aset *a)
+{
+	for (int c = 'A'; c <= 'Z'; c++)
+		if (a->has[c] || a->has[c + 32])
+			return true;
+	return false;
+}
+
+static void rx_range(struct rx *x, uint32_t lo, uint32_t hi)
+{
+	char t[32];
+	if (lo == hi)
+		snprintf(t, sizeof t, "\\x{%x}", (unsigned)lo);
+	else
+		snprintf(t, sizeof t, "\\x{%x}-\\x{%x}", (unsigned)lo, (unsigned)hi);
+	rx_puts(x, t);
+}
+
+static void rx_folded(struct rx *x, const struct aset *a0, bool neg, bool in_class)
+{
+	bool in[130]; /* 0..127, then U+017F, U+212A */
+	for (int c = 0; c < 128; c++)
+		in[c] = a0->has[c] || (c >= 'A' && c <= 'Z' && a0->has[c + 32]) || (c >= 'a' && c <= 'z' && a0->has[c - 32]);
+	in[128] = in['s'];
+	in[129] = in['k'];
+	static const uint32_t cp[2] = {0x17f, 0x212a};
+	if (!in_class)
+		rx_puts(x, neg ? "[^" : "[");
+	if (!in_class || !neg) {
+		for (int c = 0; c < 128; c++) {
+			if (!in[c] || (c && in[c - 1]))
+				continue;
+			int e = c;
+			while (e + 1 < 128 && in[e + 1])
+				e++;
+			rx_range(x, (uint32_t)c, (uint32_t)e);
+		}
+		for (int k = 0; k < 2; k++)
+			if (in[128 + k])
+				rx_range(x, cp[k], cp[k]);
+	} else { /* the complement over every code point */
+		uint32_t lo = 0;
+		for (uint32_t c = 0; c <= 0x212a; c++) {
+			bool member = c < 128 ? in[c] : c == 0x17f ? in[128] : c == 0x212a ? in[129] : false;
+			if (!member)
+				continue;
+			if (c > lo)
+				rx_range(x, lo, c - 1);
+			lo = c + 1;
+			if (c >= 127 && c < 0x17f)
+				c = 0x17e; /* nothing between */
+			else if (c >= 0x17f && c < 0x212a)
+				c = 0x2129;
+		}
+		rx_range(x, lo, 0x10ffff);
+	}
+	if (!in_class)
+		rx_putc(x, ']');
 }
 
 /* The escape at x->s[x->i] == '\\'; in a class or not. */
@@ -355,10 +467,18 @@ static int rx_escape(struct rx *x, bool in_class)
 	case 'n':
 	case 'r':
 	case 't':
-	case 'd':
-	case 'D':
 	case 'w':
-	case 'W': rx_putc(x, '\\'); rx_putc(x, c); x->i = i + 1; return 0;
+	case 'W':
+		if (x->ci[x->d]) {
+			struct aset a;
+			posix_set("word", 4, &a);
+			rx_folded(x, &a, c == 'W', in_class);
+			x->i = i + 1;
+			return 0;
+		}
+		/* fall through */
+	case 'd':
+	case 'D': rx_putc(x, '\\'); rx_putc(x, c); x->i = i + 1; return 0;
 	case 'v': rx_puts(x, "\\x{b}"); x->i = i + 1; return 0;
 	case 's': rx_puts(x, in_class ? "\\t\\n\\f\\r " : "[\\t\\n\\f\\r ]"); x->i = i + 1; return 0;
 	case 'S':
@@ -373,6 +493,12 @@ static int rx_escape(struct rx *x, bool in_class)
 				k++;
 			if (!s[i + k])
 				return rx_fail(x, " does not compile: invalid character class range \\%c{ (missing })", c);
+			/* RE2 folds a class under (?i): (?i)\p{Lu} matches "a"; PCRE2 does not fold \p */
+			const char *nm = s + i + 2 + (s[i + 2] == '^');
+			if (x->ci[x->d] && (!strncmp(nm, "Lu}", 3) || !strncmp(nm, "Ll}", 3) || !strncmp(nm, "Lt}", 3)))
+				return rx_fail(x, UNSUP "\\%c{%.*s} under (?i) (RE2 matches both cases there, PCRE2 one: "
+							"write [\\p{Lu}\\p{Ll}] or drop the (?i))",
+					       c, (int)(k - 2), s + i + 2);
 			k++;
 		} else if (!s[i + 1] || (unsigned char)s[i + 1] >= 0x80) {
 			return rx_fail(x, " does not compile: invalid character class range \\%c", c);
@@ -447,7 +573,11 @@ static int rx_class(struct rx *x)
 				if (!known)
 					return rx_fail(x, " does not compile: invalid character class range [:%.*s:]",
 						       (int)(e - k > 20 ? 20 : e - k), s + k);
-				rx_put(x, s + i, e + 2 - i);
+				struct aset a;
+				if (x->ci[x->d] && posix_set(s + k, e - k, &a) && aset_cased(&a))
+					rx_folded(x, &a, s[i + 2] == '^', true);
+				else
+					rx_put(x, s + i, e + 2 - i);
 				i = e + 2;
 				continue;
 			}
@@ -480,6 +610,7 @@ static int rx_open(struct rx *x)
 	if (x->d == RX_DEPTH)
 		return rx_fail(x, " does not compile: expression nests too deeply (over %d groups)", RX_DEPTH);
 	x->gmax[++x->d] = 0;
+	x->ci[x->d] = x->ci[x->d - 1];
 	return 0;
 }
 
@@ -558,9 +689,18 @@ static int rx_group(struct rx *x)
 			return rx_fail(x, UNSUP "flag '%c' in (?%.*s (RE2 knows i, m, s, U)", c, (int)(k + 1), g);
 		return rx_fail(x, " does not compile: invalid or unsupported Perl syntax: (?%.*s", (int)(k + 1), g);
 	}
+	bool ci = x->ci[x->d];
+	for (size_t j = 0, off = 0; j < k; j++)
+		if (g[j] == '-')
+			off = 1;
+		else if (g[j] == 'i')
+			ci = !off;
 	rx_put(x, s + i, 2 + k + 1);
 	x->i = i + 2 + k + 1;
-	return g[k] == ':' ? rx_open(x) : 0;
+	int rc = g[k] == ':' ? rx_open(x) : 0;
+	if (!rc)
+		x->ci[x->d] = ci; /* (?i:...) for the group, (?i) for the rest of the open one */
+	return rc;
 }
 
 /* {n}, {n,} or {n,m} at s (RE2's grammar), its length, or 0 if not one. */
@@ -698,7 +838,7 @@ int pd_regex_compile(const char *re, struct pd_regex **out, char *why, size_t nw
 	int rc = PD_ENOMEM;
 	pcre2_compile_context *cc = NULL;
 	struct pd_regex *r = calloc(1, sizeof *r);
-	struct rx x = {.s = re, .o = malloc(24 * len + 64), .why = why, .nwhy = nwhy};
+	struct rx x = {.s = re, .o = malloc(96 * len + 64), .why = why, .nwhy = nwhy};
 	if (!r || !x.o)
 		goto out;
 	if ((rc = re2_translate(&x)))

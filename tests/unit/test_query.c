@@ -320,6 +320,29 @@ static void test_re2_syntax(void **state)
 	assert_int_equal(RM("(?i)AUTH", "auth"), 1);
 	assert_int_equal(RM("(?i)AUTH", "AuTh"), 1);
 	assert_int_equal(RM("(?i:a)B", "Ab"), 0); /* the flag's scope */
+	/* (?i) folds ASCII classes as RE2 does: k and s bring U+212A (Kelvin) and U+017F (long s) */
+	static const char *const kelvin = "\xe2\x84\xaa", *const longs = "\xc5\xbf";
+	static const char *const folded[] = {"(?i)\\w", "(?i)[\\w]", "(?i)[[:alpha:]]", "(?i)[[:lower:]]", "(?i)[[:upper:]]",
+					     "(?i)[[:word:]]", "(?i)[[:ascii:]]", "(?i)[^\\W]", "(?i)[^[:^alnum:]]"};
+	for (size_t i = 0; i < sizeof folded / sizeof *folded; i++) {
+		assert_int_equal(RM(folded[i], kelvin), 1);
+		assert_int_equal(RM(folded[i], longs), 1);
+		assert_int_equal(RM(folded[i], "\xc3\xa9"), 0);
+	}
+	static const char *const unfolded[] = {"(?i)\\W", "(?i)[\\W]", "(?i)[[:^alpha:]]", "(?i)[^[:upper:]]",
+					       "(?i)[^\\w]", "(?i)[\\W\\d]", "(?i:x)\\w", "\\w", "[[:alpha:]]"};
+	for (size_t i = 0; i < sizeof unfolded / sizeof *unfolded; i++) {
+		assert_int_equal(RM(unfolded[i], kelvin), 0);
+		assert_int_equal(RM(unfolded[i], longs), 0);
+	}
+	assert_int_equal(RM("(?i)[\\W\\d]", "7"), 1);
+	assert_int_equal(RM("(?i)\\W", "a"), 0);
+	assert_int_equal(RM("(?i)\\w", "Q"), 1);
+	/* RE2 folds \p{Lu} under (?i), PCRE2 does not: refused */
+	re_bad("(?i)\\p{Lu}", "unsupported in RE2/Prometheus selector syntax: \\p{Lu} under (?i)");
+	re_bad("x(?i:[\\P{^Ll}])", "\\P{^Ll} under (?i)");
+	assert_int_equal(RM("(?i:x)\\p{Lu}", "xA"), 1);
+	assert_int_equal(RM("(?i:x)\\p{Lu}", "xa"), 0);
 	assert_int_equal(RM("\\w+", "ab_19Z"), 1);
 	assert_int_equal(RM("\\w+", "ab-1"), 0);
 	assert_int_equal(RM("\\w+", "h\xc3\xa9llo"), 0); /* \w is ASCII in RE2 */
