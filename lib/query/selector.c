@@ -579,6 +579,8 @@ static int rx_class(struct rx *x)
 				else
 					rx_put(x, s + i, e + 2 - i);
 				i = e + 2;
+				if (s[i] == '-' && s[i + 1] != ']') /* [[:alpha:]-z]: a literal '-' in RE2 */
+					rx_puts(x, "\\-"), i++;
 				continue;
 			}
 			rx_puts(x, "\\["), i++; /* RE2: a literal '[' */
@@ -593,7 +595,10 @@ static int rx_class(struct rx *x)
 			int rc = rx_escape(x, true);
 			if (rc)
 				return rc;
+			bool set = strchr("dDwWsSpP", s[i + 1]) != NULL;
 			i = x->i;
+			if (set && s[i] == '-' && s[i + 1] != ']') /* [\s-a]: RE2's '-' is literal there, a range in PCRE2 */
+				rx_puts(x, "\\-"), i++;
 			continue;
 		}
 		rx_putc(x, s[i++]);

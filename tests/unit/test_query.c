@@ -338,6 +338,15 @@ static void test_re2_syntax(void **state)
 	assert_int_equal(RM("(?i)[\\W\\d]", "7"), 1);
 	assert_int_equal(RM("(?i)\\W", "a"), 0);
 	assert_int_equal(RM("(?i)\\w", "Q"), 1);
+	/* a '-' after a class in a class is literal in RE2 ([\s-a] is not " " to "a") */
+	assert_int_equal(RM("[\\s-a]", "A"), 0);
+	assert_int_equal(RM("[\\s-a]", "-"), 1);
+	assert_int_equal(RM("[\\s-a]", "a"), 1);
+	assert_int_equal(RM("[\\d-z]+", "1-z"), 1);
+	assert_int_equal(RM("[\\d-z]", "a"), 0);
+	assert_int_equal(RM("[[:alpha:]-z]", "-"), 1);
+	assert_int_equal(RM("[\\pL-z]", "-"), 1);
+	assert_int_equal(RM("[\\d--]", "-"), 1);
 	/* RE2 folds \p{Lu} under (?i), PCRE2 does not: refused */
 	re_bad("(?i)\\p{Lu}", "unsupported in RE2/Prometheus selector syntax: \\p{Lu} under (?i)");
 	re_bad("x(?i:[\\P{^Ll}])", "\\P{^Ll} under (?i)");
