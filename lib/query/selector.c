@@ -499,6 +499,19 @@ static int rx_escape(struct rx *x, bool in_class)
 				return rx_fail(x, UNSUP "\\%c{%.*s} under (?i) (RE2 matches both cases there, PCRE2 one: "
 							"write [\\p{Lu}\\p{Ll}] or drop the (?i))",
 					       c, (int)(k - 2), s + i + 2);
+			/* a script (not a category: one or two letters, or Any): RE2's is
+			 * the Script property, PCRE2's bare name Script_Extensions
+			 * (\p{Greek} would match U+0342, \p{Han} U+3001): sc: says Script */
+			size_t nl = (size_t)(s + i + k - nm);
+			if (nl > 2 && !(nl == 3 && !memcmp(nm, "Any", 3))) {
+				rx_puts(x, c == 'p' ? "\\p{" : "\\P{");
+				if (nm[-1] == '^')
+					rx_putc(x, '^');
+				rx_puts(x, "sc:");
+				rx_put(x, nm, nl + 1);
+				x->i = i + k + 1;
+				return 0;
+			}
 			k++;
 		} else if (!s[i + 1] || (unsigned char)s[i + 1] >= 0x80) {
 			return rx_fail(x, " does not compile: invalid character class range \\%c", c);

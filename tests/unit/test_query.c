@@ -338,6 +338,14 @@ static void test_re2_syntax(void **state)
 	assert_int_equal(RM("(?i)[\\W\\d]", "7"), 1);
 	assert_int_equal(RM("(?i)\\W", "a"), 0);
 	assert_int_equal(RM("(?i)\\w", "Q"), 1);
+	/* \p{Script} is the Script property, as RE2's (PCRE2's bare name is Script_Extensions) */
+	assert_int_equal(RM("\\p{Greek}", "\xce\xb1"), 1);
+	assert_int_equal(RM("\\p{Greek}", "\xcd\x82"), 0); /* U+0342: Inherited, Greek only by extension */
+	assert_int_equal(RM("\\P{Greek}", "\xcd\x82"), 1);
+	assert_int_equal(RM("[^\\p{^Greek}]", "\xcd\x82"), 0);
+	assert_int_equal(RM("\\p{Han}", "\xe3\x80\x81"), 0); /* U+3001: Common */
+	assert_int_equal(RM("\\p{Common}", "\xe3\x80\x81"), 1);
+	re_bad("\\p{scx:Greek}", "does not compile");
 	/* a '-' after a class in a class is literal in RE2 ([\s-a] is not " " to "a") */
 	assert_int_equal(RM("[\\s-a]", "A"), 0);
 	assert_int_equal(RM("[\\s-a]", "-"), 1);
