@@ -462,11 +462,6 @@ static int rx_escape(struct rx *x, bool in_class)
 		x->i = i + k;
 		return 0;
 	}
-	case 'a':
-	case 'f':
-	case 'n':
-	case 'r':
-	case 't':
 	case 'w':
 	case 'W':
 		if (x->ci[x->d]) {
@@ -476,7 +471,15 @@ static int rx_escape(struct rx *x, bool in_class)
 			x->i = i + 1;
 			return 0;
 		}
-		/* fall through */
+		rx_putc(x, '\\');
+		rx_putc(x, c);
+		x->i = i + 1;
+		return 0;
+	case 'a':
+	case 'f':
+	case 'n':
+	case 'r':
+	case 't':
 	case 'd':
 	case 'D': rx_putc(x, '\\'); rx_putc(x, c); x->i = i + 1; return 0;
 	case 'v': rx_puts(x, "\\x{b}"); x->i = i + 1; return 0;

@@ -336,6 +336,9 @@ static void test_re2_syntax(void **state)
 		assert_int_equal(RM(unfolded[i], longs), 0);
 	}
 	assert_int_equal(RM("(?i)[\\W\\d]", "7"), 1);
+	assert_int_equal(RM("(?i)\\n\\t\\r\\f\\a\\d", "\n\t\r\f\a7"), 1); /* the other escapes stay themselves */
+	assert_int_equal(RM("(?i)\\n", "a"), 0);
+	assert_int_equal(RM("(?i)[\\t]", "a"), 0);
 	assert_int_equal(RM("(?i)\\W", "a"), 0);
 	assert_int_equal(RM("(?i)\\w", "Q"), 1);
 	/* \p{Script} is the Script property, as RE2's (PCRE2's bare name is Script_Extensions) */
