@@ -136,11 +136,16 @@ test:
 	@tools/deps.sh release
 	@$(MAKE) --no-print-directory -j$(NPROC) test-run
 
+# Selector regexes on stdin lines, for the differential test against Go's regexp (oracle regex).
+$(BUILD)/rematch: tests/tools/rematch.c $(BUILD)/libprofd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(PKG_CFLAGS) $< $(BUILD)/libprofd.a -o $@ $(LDFLAGS) $(LDLIBS)
+
 $(BUILD)/gzbomb: tests/tools/gzbomb.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $< -o $@ $(LDFLAGS) -lz
 
-test-run: all $(BUILD)/man/profd.1 $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/gzbomb $(BUILD)/kubeapi $(BUILD)/influxcheck
+test-run: all $(BUILD)/man/profd.1 $(UNIT_BIN) $(REPLAY_BIN) $(BUILD)/goapp $(BUILD)/oracle $(BUILD)/rematch $(BUILD)/gzbomb $(BUILD)/kubeapi $(BUILD)/influxcheck
 	BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BIN)

@@ -7,12 +7,16 @@
 #   - (?i), \w, [[:alpha:]], a|b anchoring, !~; __name__ as the type;
 #   - back-reference and lookahead: 400 "unsupported in RE2/Prometheus selector syntax: ...";
 #   - a catastrophic regex, (a+)+$ on the long pod label: a 400 naming the
-#     match limit, within seconds; the collector still answers.
+#     match limit, within seconds; the collector still answers;
+#   - differential: ~26,000 (regex, value) pairs (re2_cases.py: regexes where
+#     PCRE2 and RE2 read the same text differently, and random ones) matched
+#     by profd (build/rematch) and by Go's regexp as Prometheus compiles a
+#     matcher (build/oracle regex): where both compile, they agree.
 # Run: BUILD=build bash tests/e2e/test_selector_re2.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-need_built 1 "make && make build/oracle" "$PROFD" "$ORACLE"
+need_built 1 "make && make build/oracle build/rematch" "$PROFD" "$ORACLE" "$ROOT/$BUILD/rematch"
 need_cmds 1 curl jq python3 gzip
 
 SPID=
@@ -136,3 +140,16 @@ expect "collector still answers after the catastrophic regex" 200 \
 	"$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/healthz")"
 expect "a linear regex on the same long value matches" 1 "$(count 'cpu{pod=~"a+b"}')"
 no_sanitizer "no sanitizer report in the collector's log" "$T/serve.log"
+
+# differential against Go's regexp (RE2_SEED=N for other random regexes)
+python3 "$ROOT/tests/e2e/re2_cases.py" "${RE2_SEED:-1}" 3000 >"$T/re2.in"
+"$ROOT/$BUILD/rematch" <"$T/re2.in" >"$T/re2.profd"
+"$ORACLE" regex <"$T/re2.in" >"$T/re2.go"
+pairs=$(wc -l <"$T/re2.in")
+paste -d ' ' "$T/re2.go" "$T/re2.profd" "$T/re2.in" | awk '$1 != "ERR" && $2 != "ERR" && $1 != $2' >"$T/re2.diff"
+both=$(paste -d ' ' "$T/re2.go" "$T/re2.profd" | awk '$1 != "ERR" && $2 != "ERR"' | wc -l)
+if [ ! -s "$T/re2.diff" ] && [ "$(wc -l <"$T/re2.profd")" = "$pairs" ] && [ "$both" -gt $((pairs * 9 / 10)) ]; then
+	ok "differential: $both of $pairs (regex, value) pairs match in profd exactly as in Go's regexp (Prometheus)"
+else
+	fail "differential against Go's regexp" "$(wc -l <"$T/re2.diff") disagree, $both of $pairs compiled in both; first (go profd regex-hex value-hex): $(head -5 "$T/re2.diff" | tr '\n' ';')"
+fi

@@ -5,11 +5,17 @@
 //	oracle merge OUT FILE...   profile.Parse each FILE, profile.Merge, Write (gzip) to OUT
 //	oracle check FILE...       profile.Parse (+CheckValid); print p.String(); exit 1 on error
 //	oracle convert IN OUT      profile.Parse IN (any format Parse reads, e.g. legacy text), Write (gzip) to OUT
+//	oracle regex               stdin: lines "HEX(regex) HEX(value)"; stdout: a line 1, 0 or ERR each:
+//	                           does value match regex as a Prometheus label matcher (^(?s:regex)$, Go's regexp)
 package main
 
 import (
+	"bufio"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -29,7 +35,41 @@ func parse(path string) *profile.Profile {
 	return p
 }
 
+// regexMatches answers "oracle regex" (see the top), as Prometheus compiles a
+// label matcher's regex (model/labels: NewFastRegexMatcher, ^(?s:re)$).
+func regexMatches() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) == 1 {
+			f = append(f, "")
+		}
+		re, err1 := hex.DecodeString(f[0])
+		v, err2 := hex.DecodeString(f[1])
+		if err1 != nil || err2 != nil {
+			fmt.Fprintln(os.Stderr, "bad line:", in.Text())
+			os.Exit(2)
+		}
+		r, err := regexp.Compile("^(?s:" + string(re) + ")$")
+		switch {
+		case err != nil:
+			fmt.Fprintln(out, "ERR")
+		case r.MatchString(string(v)):
+			fmt.Fprintln(out, "1")
+		default:
+			fmt.Fprintln(out, "0")
+		}
+	}
+}
+
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "regex" {
+		regexMatches()
+		return
+	}
 	if len(os.Args) < 3 {
 		fmt.Fprintln(os.Stderr, "usage: oracle merge OUT FILE... | oracle check FILE...")
 		os.Exit(2)
