@@ -407,6 +407,18 @@ int pd_scrape_parse_config(const char *text, const char *name, const char *defau
 				goto out;
 			}
 			*eq = 0;
+			/* a word's key once per line; a line's label replaces a default's (-L) */
+			bool twice = (!strcmp(w, "service") && service != default_service) ||
+				     (!strcmp(w, "types") && types);
+			size_t at = nl;
+			for (size_t i = 0; i < nl; i++)
+				if (!strcmp(labels[i].key, w))
+					at = i;
+			if (twice || (at < nl && at >= ndefault)) {
+				free(norm);
+				rc = pd_errf(err, PD_EUSAGE, "%s:%u: %s= given twice", name, lineno, w);
+				goto out;
+			}
 			if (!strcmp(w, "service")) {
 				service = eq + 1;
 			} else if (!strcmp(w, "types")) {
@@ -415,6 +427,8 @@ int pd_scrape_parse_config(const char *text, const char *name, const char *defau
 					pd_err_prefix(err, "%s:%u", name, lineno);
 					goto out;
 				}
+			} else if (at < nl) { /* over -L's value, at its place */
+				labels[at].value = eq + 1;
 			} else {
 				if (pd_grow((void **)&labels, &cap, nl + 1, sizeof *labels)) {
 					free(norm);

@@ -220,7 +220,21 @@ static void test_targets_and_config(void **state)
 	assert_contains(err.msg, "f:1");
 	assert_contains(err.msg, "nope");
 	assert_int_equal(pd_scrape_parse_config("ftp://h:2 service=a\n", "f", NULL, NULL, 0, &l, &err), PD_EUSAGE);
+	/* a key once per line: which one would win is not said */
+	static const char *const twice[] = {"h:2 service=a service=b\n", "h:2 service=a types=cpu types=heap\n",
+					    "h:2 service=a zone=x zone=y\n"};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(pd_scrape_parse_config(twice[i], "f", NULL, NULL, 0, &l, &err), PD_EUSAGE);
+		assert_contains(err.msg, "f:1: ");
+		assert_contains(err.msg, "= given twice");
+	}
 	assert_int_equal(l.n, 3);
+	/* a line's label replaces -L's of the same name (one env, not env=prod and env=dev) */
+	struct pd_scrape_targets l2 = {0};
+	assert_int_equal(pd_scrape_parse_config("h:5 service=a env=dev\n", "f", NULL, dl, 1, &l2, &err), 0);
+	assert_int_equal(l2.v[0].nlabels, 2);
+	assert_string_equal(label(&l2.v[0], "env"), "dev");
+	pd_scrape_targets_free(&l2);
 	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h/debug/pprof", "s", NULL, 0, 0, &err), 0);
 	assert_int_equal(pd_scrape_targets_add(&l, "k", "http://h2/debug/pprof", "s", NULL, 0, 0, &err), PD_EINVAL);
 	assert_int_equal(l.n, 4);
