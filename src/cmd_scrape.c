@@ -707,9 +707,12 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 			has_instance |= !strcmp(dl[k].key, "instance");
 			all[n++] = dl[k];
 		}
-		for (size_t k = 0; k < sp->nlabels; k++) {
+		for (size_t k = 0; k < sp->nlabels; k++) { /* the target's -L over the defaults' (one env, not two) */
 			has_instance |= !strcmp(sp->labels[k].key, "instance");
-			all[n++] = sp->labels[k];
+			size_t at = 0;
+			while (at < n && strcmp(all[at].key, sp->labels[k].key))
+				at++;
+			all[at == n ? n++ : at] = sp->labels[k];
 		}
 		char hp[256];
 		if (!has_instance) {

@@ -507,6 +507,18 @@ fi
 grep -q "config $T/scrape.yaml: 3 static target(s), 0 kubernetes entries" "$T/yaml.err" && ok "yaml: the log says what the file holds" ||
 	fail "yaml: log" "$(head -3 "$T/yaml.err")"
 no_sanitizer "yaml: no sanitizer report" "$T/yaml.err"
+# a label given at two levels is sent once, the later level's (-L before any --target < a line's or a target's)
+printf '%s service=lines-d env=line\n' "$C" >"$T/dup-labels.txt"
+"$PROFD" scrape --once --collector "$SURL" --types goroutine -L env=flag --config "$T/dup-labels.txt" \
+	--target "$B" --service tgt-e -L env=tgt >"$T/dupl.out" 2>"$T/dupl.err"
+ld=$(labels_json lines-d goroutine)
+le=$(labels_json tgt-e goroutine)
+if [ "$ld" = "\"labels\":[{\"key\":\"env\",\"value\":\"line\"},{\"key\":\"instance\",\"value\":\"$C\"}]" ] &&
+	[ "$le" = "\"labels\":[{\"key\":\"env\",\"value\":\"tgt\"},{\"key\":\"instance\",\"value\":\"$B\"}]" ]; then
+	ok "a line's env= and a target's -L env= replace -L env= before any --target (one env label each)"
+else
+	fail "labels at two levels" "line: $ld; target: $le; $(head -c 300 "$T/dupl.err")"
+fi
 # errors: FILE:LINE:COLUMN, the key, exit 2
 printf 'scrape_configs:\n  - service: x\n    types: [cpu, cpux]\n    static_configs: [{targets: [h:1]}]\n' >"$T/bad.yaml"
 expect_exit "yaml: unknown type: exit 2, FILE:LINE:COLUMN and the key" 2 \
