@@ -1216,12 +1216,32 @@ static const char *label_of(const struct pd_profile_meta *m, const char *name)
 	return "";
 }
 
+/* A profile may carry a label twice (API v0 keeps duplicate keys, as
+ * profefe): = and =~ hold if one of its values matches, != and !~ if none
+ * does (env!="prod" is false for env=prod,env=dev), as the store's index and
+ * API v0's labels= read them. */
+static bool match_label(const struct pd_matcher *mt, const struct pd_profile_meta *m)
+{
+	const char *v = label_of(m, mt->name);
+	if (!strcmp(mt->name, "service") || !strcmp(mt->name, "__name__"))
+		return match1(mt, v);
+	bool pos = mt->op == PD_MATCH_EQ || mt->op == PD_MATCH_RE, seen = false;
+	for (size_t i = 0; i < m->nlabels; i++) {
+		if (strcmp(m->labels[i].key, mt->name))
+			continue;
+		seen = true;
+		if (match1(mt, m->labels[i].value) == pos)
+			return pos;
+	}
+	return seen ? !pos : match1(mt, v);
+}
+
 bool pd_selector_match(const struct pd_selector *sel, const struct pd_profile_meta *m)
 {
 	if (sel->type && strcmp(sel->type, m->type))
 		return false;
 	for (size_t i = 0; i < sel->n; i++)
-		if (!match1(&sel->m[i], label_of(m, sel->m[i].name)))
+		if (!match_label(&sel->m[i], m))
 			return false;
 	return true;
 }

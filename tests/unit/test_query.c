@@ -261,6 +261,16 @@ static void test_match(void **state)
 	assert_true(matches("cpu{env=\"prod\",version=\"1.2\"}", &a));
 	assert_false(matches("cpu{env=\"prod\",version=\"1.3\"}", &a));
 	assert_true(matches("cpu{env=\"prod\",env!=\"dev\"}", &a));
+	/* a label twice (API v0 keeps duplicate keys): =, =~ one value; !=, !~ none */
+	struct pd_kv l2[] = {{"env", "dev"}, {"env", "prod"}};
+	struct pd_profile_meta d = meta("auth", "cpu", l2, 2);
+	assert_true(matches("{env=\"prod\"}", &d));
+	assert_true(matches("{env=\"dev\"}", &d));
+	assert_true(matches("{env=~\"pr.*\"}", &d));
+	assert_false(matches("{env!=\"prod\"}", &d));
+	assert_false(matches("{env!~\"d.*\"}", &d));
+	assert_true(matches("{env!=\"test\"}", &d));
+	assert_false(matches("{env=\"\"}", &d));
 	/* __name__: the type */
 	assert_true(matches("{__name__=\"cpu\"}", &a));
 	assert_false(matches("{__name__=\"cpu\"}", &b));
