@@ -3,7 +3,8 @@
  * (tests/oracle/main.go): "HEX(regex) HEX(value)" per line on stdin, 1, 0
  * or ERR per line on stdout (pd_regex_compile / pd_regex_match, as a
  * matcher of an API v1 selector). tests/e2e/test_selector_re2.sh runs both
- * on the same lines: where both compile, they must agree.
+ * on the same lines: where both compile, they must agree. REMATCH_WHY=1
+ * prints why a regex does not compile on stderr.
  */
 #include "../../lib/query/query.h"
 
@@ -44,6 +45,8 @@ int main(void)
 		struct pd_regex *r;
 		char why[300];
 		if (pd_regex_compile(re, &r, why, sizeof why)) {
+			if (getenv("REMATCH_WHY"))
+				fprintf(stderr, "%s\n", why);
 			puts("ERR");
 			continue;
 		}
