@@ -12,26 +12,7 @@ test needs, for comparisons with go tool pprof on inputs Go never writes
 import gzip
 import sys
 
-
-def varint(n):
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
-def field(num, payload):  # varint for ints, length-delimited for bytes
-    if isinstance(payload, int):
-        return varint(num << 3) + varint(payload)
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
-def packed(vals):
-    return b"".join(varint(v) for v in vals)
+from pbenc import field, packed
 
 
 def cpu(out, unit, period, v1, v2, duration=0):

@@ -139,6 +139,22 @@ kill_started_on_exit() {
 	trap "kill_started; $prev" EXIT
 }
 
+# exit_within PID SECONDS: wait for background job PID to end, at most
+# SECONDS (then kill -KILL it); EXIT_RC is its exit status, or "hung"
+exit_within() {
+	local pid=$1 i
+	EXIT_RC=hung
+	for ((i = 0; i < $2 * 20; i++)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			EXIT_RC=$?
+			return 0
+		fi
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null
+}
+
 # canned NAME RULE...: start tests/e2e/cannedsrv.py (a server answering from
 # rules: "METHOD PATH-PREFIX" STATUS BODY, see its header) in the background;
 # CANNED_URL is its base, CANNED_PID its pid (kill it when done)

@@ -358,15 +358,8 @@ else
 	fail "continuous: missed rounds" "queued '$mq' running '$mr'; $(grep missed "$T/cont.err" | head -3)"
 fi
 kill -TERM $SCR
-rc=hung
-for ((i = 0; i < 200; i++)); do
-	if ! kill -0 $SCR 2>/dev/null; then
-		wait $SCR
-		rc=$?
-		break
-	fi
-	sleep 0.05
-done
+exit_within $SCR 10
+rc=$EXIT_RC
 [ "$rc" = 0 ] && ok "continuous: SIGTERM: exit 0" || fail "continuous: SIGTERM" "exit $rc; $(tail -5 "$T/cont.err")"
 delivered=$(sed -n 's/.*msg="stopped" delivered=\([0-9]*\).*/\1/p' "$T/cont.err")
 stored=$(($(count cont1) + $(count cont2)))

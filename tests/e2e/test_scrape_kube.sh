@@ -373,15 +373,8 @@ grep -q '^profd_scrape_target_up{target="cont/three",service="three"} 1$' "$T/me
 	ok "continuous: scrape health series name the pod (target=\"namespace/pod\")" ||
 	fail "continuous: target_up" "$(grep target_up "$T/metrics.txt")"
 kill -TERM $SCR
-rc=hung
-for ((i = 0; i < 100; i++)); do
-	if ! kill -0 $SCR 2>/dev/null; then
-		wait $SCR
-		rc=$?
-		break
-	fi
-	sleep 0.05
-done
+exit_within $SCR 5
+rc=$EXIT_RC
 expect "continuous: SIGTERM: exit 0, promptly (discovery thread joined)" 0 "$rc"
 no_sanitizer "continuous: no sanitizer report" "$T/cont.err"
 
@@ -438,16 +431,8 @@ SCR=$!
 sleep 2
 t0=$SECONDS
 kill -TERM $SCR
-rc=hung
-for ((i = 0; i < 100; i++)); do
-	if ! kill -0 $SCR 2>/dev/null; then
-		wait $SCR
-		rc=$?
-		break
-	fi
-	sleep 0.05
-done
-[ "$rc" = hung ] && kill -KILL $SCR 2>/dev/null
+exit_within $SCR 5
+rc=$EXIT_RC
 expect "$NBIG pods: SIGTERM during a slow paged list: exit 0 within 5 s ($((SECONDS - t0)) s)" 0 "$rc"
 grep -q 'listed .* pod(s)' "$T/bigstop.err" && fail "$NBIG pods: SIGTERM during a list" "the list went on: $(grep listed "$T/bigstop.err")"
 no_sanitizer "$NBIG pods: no sanitizer report" "$T/big.err" "$T/bigstop.err"

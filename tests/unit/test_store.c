@@ -1103,6 +1103,21 @@ static void test_rollup_merge(void **state)
 	pd_store_close(st);
 }
 
+/* Ingest p as of time at into service svc (cpu): its id into id, the
+ * profile as uploaded (decoded) into *orig. */
+static void ingest_pb(struct pd_store *st, const char *svc, struct pb *p, int64_t at, char id[PD_STORE_ID_LEN + 1],
+		      struct pd_profile **orig)
+{
+	struct pd_err err;
+	struct pd_buf b = pb_gz_at(p, at);
+	struct pd_profile_meta m;
+	ingest(st, svc, "cpu", NULL, 0, &b, &m);
+	assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, orig, &err), 0);
+	memcpy(id, m.id, PD_STORE_ID_LEN + 1);
+	pd_meta_clear(&m);
+	pd_buf_free(&b);
+}
+
 /* default_sample_type and doc_url of a merge are those of the first profile
  * that has them, its period the largest after the first non-zero one, its
  * mappings the first profile's first and those samples use, as pprof's Merge takes them (go tool pprof -proto: a heap
@@ -1138,14 +1153,8 @@ static void test_merge_first_nonempty(void **state)
 			tb_int(&p.b, PF_DEFAULT_SAMPLE_TYPE, pb_s(&p, dflt[i]));
 		if (doc[i])
 			tb_int(&p.b, PF_DOC_URL, pb_s(&p, doc[i]));
-		struct pd_buf b = pb_gz_at(&p, D + (10 + 10 * i) * 60 * SEC);
-		struct pd_profile_meta m;
-		ingest(st, "first", "cpu", NULL, 0, &b, &m);
-		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
-		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ingest_pb(st, "first", &p, D + (10 + 10 * i) * 60 * SEC, idbuf[i], &orig[i]);
 		ids[i] = idbuf[i];
-		pd_meta_clear(&m);
-		pd_buf_free(&b);
 	}
 	struct pd_profile *want, *got;
 	assert_int_equal(pd_pprof_merge(orig, 3, &want, &err), 0);
@@ -1224,14 +1233,8 @@ static void test_merge_zero_sum(void **state)
 			int64_t w[2] = {va[2], va[2] * 10000000};
 			pb_sample(&p, sb, 2, w, 2, NULL, 0);
 		}
-		struct pd_buf b = pb_gz_at(&p, D + (10 + 10 * i) * 60 * SEC);
-		struct pd_profile_meta m;
-		ingest(st, "zero", "cpu", NULL, 0, &b, &m);
-		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
-		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ingest_pb(st, "zero", &p, D + (10 + 10 * i) * 60 * SEC, idbuf[i], &orig[i]);
 		ids[i] = idbuf[i];
-		pd_meta_clear(&m);
-		pd_buf_free(&b);
 	}
 	struct pd_profile *want, *got;
 	assert_int_equal(pd_pprof_merge(orig, 2, &want, &err), 0);
@@ -1299,14 +1302,8 @@ static void test_mapping_own_copy(void **state)
 		uint64_t loc = 1;
 		int64_t vals[2] = {1, 10000000};
 		pb_sample(&p, &loc, 1, vals, 2, NULL, 0);
-		struct pd_buf b = pb_gz_at(&p, D + (10 + 10 * i) * 60 * SEC);
-		struct pd_profile_meta m;
-		ingest(st, svc[i], "cpu", NULL, 0, &b, &m);
-		assert_int_equal(pd_pprof_decode(b.ptr, b.len, NULL, &orig[i], &err), 0);
-		memcpy(idbuf[i], m.id, sizeof idbuf[i]);
+		ingest_pb(st, svc[i], &p, D + (10 + 10 * i) * 60 * SEC, idbuf[i], &orig[i]);
 		ids[i] = idbuf[i];
-		pd_meta_clear(&m);
-		pd_buf_free(&b);
 	}
 	struct pd_profile *got;
 	for (int i = 0; i < 2; i++) {
