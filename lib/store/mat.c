@@ -395,6 +395,8 @@ void pd_pmerge_free(struct pd_pmerge *pm)
 		pd_agg_free(&pm->agg);
 	pd_shdr_free(&pm->h);
 	free(pm->stypes0);
+	remap_free(&pm->mseen);
+	remap_free(&pm->cseen);
 }
 
 /* Append h's mappings whose key (symbol seq) pm->h does not have yet, with
@@ -402,10 +404,11 @@ void pd_pmerge_free(struct pd_pmerge *pm)
 static int pm_add_maps(struct pd_pmerge *pm, const struct pd_shdr *h, struct pd_err *err)
 {
 	for (uint32_t i = 0; i < h->nmaps; i++) {
-		bool have = false;
-		for (uint32_t j = 0; j < pm->h.nmaps && !have; j++)
-			have = pm->h.maps[j] == h->maps[i];
-		if (have)
+		uint32_t at;
+		bool added;
+		if (remap_get(&pm->mseen, h->maps[i], &at, &added))
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+		if (!added)
 			continue;
 		uint32_t n = pm->h.nmaps;
 		int64_t *mv = realloc(pm->h.maps, (n + 2) * sizeof *mv);
@@ -436,8 +439,16 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 	int64_t time = h->time, duration = h->duration, period = h->period;
 	if (!pm->have) {
 		if (pd_agg_init(&pm->agg, nv, nrows * 2) || pd_hidx_init(&pm->stk.idx, nrows + 16) ||
-		    pd_hidx_init(&pm->ls.idx, 64))
+		    pd_hidx_init(&pm->ls.idx, 64) || pd_hidx_init(&pm->mseen.idx, 16) || pd_hidx_init(&pm->cseen.idx, 16))
 			return pd_errf(err, PD_ENOMEM, "out of memory");
+		uint32_t at;
+		bool added;
+		for (uint32_t i = 0; i < h->nmaps; i++)
+			if (remap_get(&pm->mseen, h->maps[i], &at, &added))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < h->ncomments; i++)
+			if (remap_get(&pm->cseen, h->comments[i], &at, &added))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
 		pm->have = true;
 		pm->h = *h; /* takes ownership of the first header's arrays */
 		memset(h, 0, sizeof *h);
@@ -461,10 +472,11 @@ int pd_pm_add(struct pd_pmerge *pm, const char *id, struct pd_shdr *h, const int
 			               "producers: narrow by service or labels)",
 			               id);
 		for (uint32_t i = 0; i < h->ncomments; i++) {
-			bool seen = false;
-			for (uint32_t j = 0; j < pm->h.ncomments && !seen; j++)
-				seen = pm->h.comments[j] == h->comments[i];
-			if (!seen) {
+			uint32_t at;
+			bool added;
+			if (remap_get(&pm->cseen, h->comments[i], &at, &added))
+				return pd_errf(err, PD_ENOMEM, "out of memory");
+			if (added) {
 				int64_t *nc = realloc(pm->h.comments, (pm->h.ncomments + 1) * sizeof *nc);
 				if (!nc)
 					return pd_errf(err, PD_ENOMEM, "out of memory");

@@ -161,6 +161,10 @@ struct pd_pmerge {
 	 * first profile's, alt[] the first other one seen (pd_pm_settle) */
 	int64_t alt[2];
 	bool have_alt[2];
+	/* the seqs of h's mappings and comments, so that each later profile
+	 * adds only new ones in one probe each (a merge of profiles with
+	 * thousands of them is not quadratic) */
+	struct remap mseen, cseen;
 	/* per dense stack index: the aggregate row (+1) of its first label set,
 	 * so the common case (a stack recurs with the same labels) skips the
 	 * aggregation hash (measured: ~20% of a merge) */
