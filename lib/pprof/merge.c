@@ -841,6 +841,16 @@ static int64_t scale_round(int64_t v, double r)
 	return (int64_t)x;
 }
 
+/* Go's int64(x) on amd64 (a period scaled to another unit): MinInt64 out
+ * of range or NaN, which the merge's max then passes over, as Go's does;
+ * in C such a cast would be undefined */
+static int64_t go_i64(double x)
+{
+	if (!(x > -9223372036854775808.0 && x < 9223372036854775807.0))
+		return INT64_MIN;
+	return (int64_t)x;
+}
+
 static bool same_type_name(struct pd_merger *m, const struct pd_profile *p, struct pd_vtype mv, struct pd_vtype pv)
 {
 	struct pd_str a = m->strs.v[mv.type], b = p->strings[pv.type];
@@ -883,11 +893,11 @@ static int convert_units(struct pd_merger *m, const struct pd_profile *p, int64_
 	(void)units_match(m->strs.v[m->ptype.unit], p->strings[p->period_type.unit], &fm, &fp);
 	*period = p->period;
 	if (fp < fm) {
-		m->period = (int64_t)((double)m->period * fm / fp);
+		m->period = go_i64((double)m->period * fm / fp);
 		if ((m->ptype.unit = map_str(m, p, p->period_type.unit)) == PD_NONE)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 	} else if (fp > fm) {
-		*period = (int64_t)((double)p->period * fp / fm);
+		*period = go_i64((double)p->period * fp / fm);
 	}
 	return 0;
 }
