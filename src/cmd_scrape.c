@@ -674,6 +674,14 @@ int scrape_cmd_parse(int argc, char **argv, bool in_serve, struct scrape_cmd **o
 		ret = EXIT_INPUT;
 		goto out;
 	}
+	for (size_t i = 0; i < sc->npod_labels; i++)
+		if (!strcmp(sc->pod_labels[i], "service")) { /* as -L service=... */
+			ret = cli_usage_error(cmdname,
+					      "--pod-labels: service is not a label: the profiles' service comes from the "
+					      "pod's profefe.com/service annotation (or its workload), and a selector's "
+					      "service= matches that; leave it out of --pod-labels");
+			goto out;
+		}
 
 	/* the static discovery source: --target and --config into one list */
 	sc->norm = calloc(sc->nspecs + 1, sizeof *sc->norm);

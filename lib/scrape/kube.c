@@ -309,7 +309,9 @@ int pd_scrape_kube_target(const struct pd_kube_pod *p, const struct pd_scrape_ku
 	if (p->node_name && *p->node_name)
 		lab[n++] = (struct pd_kv){(char *)"node", (char *)p->node_name};
 	for (size_t i = 0; i < npl && n < KUBE_MAX_LABELS; i++) {
-		const char *v = pd_kube_pod_label(p, pl[i]);
+		/* a pod label named service is never copied: a selector's service=
+		 * is the profiles' service, such a label could not be selected */
+		const char *v = strcmp(pl[i], "service") ? pd_kube_pod_label(p, pl[i]) : NULL;
 		if (v && !has_label(lab, n, pl[i]))
 			lab[n++] = (struct pd_kv){(char *)pl[i], (char *)v};
 	}

@@ -476,6 +476,8 @@ no_sanitizer "in a pod: no sanitizer report" "$T/zero.err" "$T/zcont.err"
 grep -q -- '--all-namespaces' "$T/help" && grep -q 'profefe.com/path' "$T/help" && grep -q -- '--pod-labels' "$T/help" &&
 	ok "usage: --help documents Kubernetes discovery" || fail "usage: --help" "$(head -5 "$T/help")"
 expect_exit "usage: bad namespace" 2 'not a namespace name' "$PROFD" scrape --once -n 'Bad_NS'
+expect_exit "usage: --pod-labels service (a selector's service is the profile's, never such a label)" 2 \
+	'--pod-labels: service is not a label' "$PROFD" scrape --once -A --pod-labels app,service
 expect_exit "usage: no targets names the Kubernetes flags" 2 'no targets: .*-A' env -u KUBERNETES_SERVICE_HOST "$PROFD" scrape --once
 expect_exit "missing --kubeconfig: exit 1, names the file" 1 "kubeconfig.*$T/nope" "$PROFD" scrape --once --kubeconfig "$T/nope"
 expect_exit "unknown --context: exit 1, lists the contexts" 1 'context "nope" not found' "$PROFD" scrape --once --kubeconfig "$K" --context nope

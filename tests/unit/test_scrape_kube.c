@@ -382,6 +382,18 @@ static void test_config_rules(void **state)
 	assert_int_equal(l.v[0].types, 0);
 	assert_int_equal(l.v[0].interval_ns, 0);
 	pd_scrape_targets_free(&l);
+	/* a pod label named service is not copied, even when label_keep names
+	 * it: a selector's service= is the profiles' service */
+	const char *svc = "{\"metadata\":{\"name\":\"s-1\",\"namespace\":\"pay\","
+	                  "\"labels\":{\"app\":\"pay\",\"service\":\"checkout\"},"
+	                  "\"annotations\":{\"profefe.com/enable\":\"true\"}}," RUNNING "}";
+	char *with_svc[] = {(char *)"pod", (char *)"service", (char *)"app"};
+	o.label_keep = with_svc;
+	o.nlabel_keep = 3;
+	assert_int_equal(judge(svc, &o, &l, NULL, 0), PD_KS_TARGET);
+	labels_str(&l.v[0], b, sizeof b);
+	assert_string_equal(b, "pod=s-1,app=pay");
+	pd_scrape_targets_free(&l);
 	pd_scrape_file_free(&f);
 }
 
