@@ -9,7 +9,8 @@ BUILD=${BUILD:-build}
 export BUILD
 passed=0 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+nok=$(mktemp) # every failure's line, said again just above the summary
+trap 'rm -f "$log" "$nok"' EXIT
 want() { [ $# -eq 0 ] && return 0; for w in $SELECT; do [ "$w" = "$1" ] && return 0; done; return 1; }
 SELECT="${*:-unit replay e2e}"
 
@@ -42,8 +43,9 @@ if want unit; then
 		"$t" 2>&1 | tee -a "$log"
 		rc=${PIPESTATUS[0]}
 		count_cmocka
+		grep '^\[  FAILED  \] test' "$log" | sed "s|^|${t##*/}: |" >>"$nok"
 		if [ "$rc" -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then
-			echo "not ok - $(basename "$t") crashed (exit $rc)"; failed=$((failed + 1))
+			echo "not ok - $(basename "$t") crashed (exit $rc)" | tee -a "$nok"; failed=$((failed + 1))
 		fi
 	done
 fi
@@ -56,7 +58,7 @@ if want replay; then
 		if out=$("$r" tests/fuzz/corpus/"$name" 2>&1); then
 			echo "ok - replay $name: $out"; passed=$((passed + 1))
 		else
-			echo "not ok - replay $name: $(echo "$out" | tail -20)"; failed=$((failed + 1))
+			echo "not ok - replay $name: $(echo "$out" | tail -20)" | tee -a "$nok"; failed=$((failed + 1))
 		fi
 	done
 fi
@@ -72,7 +74,7 @@ if want e2e; then
 	case $BUILD in *san*) jobs_max=${E2E_JOBS:-$((ncpu + 2))} ;; *) jobs_max=${E2E_JOBS:-$((2 * ncpu + 1))} ;; esac
 	echo "== end-to-end tests ($jobs_max at a time)"
 	outdir=$(mktemp -d)
-	trap 'rm -f "$log"; rm -rf "$outdir"' EXIT
+	trap 'rm -f "$log" "$nok"; rm -rf "$outdir"' EXIT
 	first="test_clickhouse_cluster test_capture test_dist_arm64 test_image test_deploy test_scrape test_ui test_clickhouse test_scrape_kube
 		test_regressions test_api1_series test_abuse test_clickhouse_env test_badinput test_client test_serve
 		test_store_faults test_serve_ops test_rollups test_prometheus test_kubeapi"
@@ -92,6 +94,7 @@ if want e2e; then
 		echo "# $s ($((SECONDS - started[$1])) s)"
 		cat "$out"
 		p=$(grep -c '^ok - ' "$out"); f=$(grep -c '^not ok - ' "$out")
+		grep '^not ok - ' "$out" | cut -c1-300 | sed "s|^|${s##*/}: |" >>"$nok"
 		passed=$((passed + p)); failed=$((failed + f))
 	}
 	reap() { # wait for one script to end and report it (the unit tests' child may end meanwhile)
@@ -127,11 +130,12 @@ if [ -n "${side_pid:-}" ]; then
 		side_rc=$?
 	fi
 	sed '$d' "$side"
+	grep -e '^not ok - ' -e '^\[  FAILED  \] test' "$side" >>"$nok"
 	echo "# unit tests and replay: $(tail -1 "$side")"
 	sp=$(tail -1 "$side" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 	sf=$(tail -1 "$side" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 	if [ -z "$sp" ]; then
-		echo "not ok - the unit tests and replay ended without their summary (exit $side_rc)"
+		echo "not ok - the unit tests and replay ended without their summary (exit $side_rc)" | tee -a "$nok"
 		failed=$((failed + 1))
 	else
 		passed=$((passed + sp)); failed=$((failed + sf))
@@ -139,5 +143,10 @@ if [ -n "${side_pid:-}" ]; then
 	rm -f "$side"
 fi
 
+if [ "$failed" -gt 0 ] && [ -z "${RUN_SH_CHILD:-}" ]; then
+	# said again just above the summary, where a log's tail shows them
+	echo "# what failed:"
+	cut -c1-300 "$nok" | awk '!seen[$0]++'
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
