@@ -391,7 +391,12 @@ mkdir -p "$T/f-coll2"
 (cd "$T/f-coll2" && timeout 60 kubectl profd capture --kubeconfig "$K" -n shop "$GOOD" --types cpu,heap --duration 3s \
 	--collector "http://127.0.0.1:$sport2" >"$T/colldies.out" 2>"$T/colldies.err") &
 CAP=$!
-sleep 1.5
+# killed once the heap is stored (the cpu profile, 3 s, still on its way): a fixed
+# sleep lost the race on a loaded machine (kubectl and the plugin not yet started)
+for ((k = 0; k < 400; k++)); do
+	curl -s --max-time 2 "http://127.0.0.1:$sport2/metrics" | grep -q '^profd_profiles_ingested_total{type="heap"} 1$' && break
+	sleep 0.05
+done
 kill "$SRV2"
 wait "$SRV2" 2>/dev/null
 wait "$CAP"
