@@ -480,7 +480,7 @@ post_files() { # type files... -> "files bytes", every answer 200
 dsize() { du -sb --exclude=.reserve "$1" | cut -f1; }
 # The first profile goes in alone (then SIGTERM, du: the size of a partition
 # holding one profile, mostly fixed cost: every table and index takes at
-# least one 4 KiB page), the rest after a restart on the same data dir; the
+# least one page, 2 KiB in a day file made since 2026-12-06), the rest after a restart on the same data dir; the
 # marginal cost per profile is what the other n-1 added.
 store_row() { # label dir "type files..."...
 	local label=$1 dir=$2

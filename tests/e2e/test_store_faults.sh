@@ -69,7 +69,7 @@ else
 	start_server full "$T/full/data" || fail "disk full: start" "$(tail -3 "$SLOG")"
 	: >"$T/acked"
 	got507=no
-	for ((i = 0; i < 400; i++)); do
+	for ((i = 0; i < 3000; i++)); do
 		code=$(post "$C/heap.pb.gz" "service=full&type=heap&labels=n=$i" "$T/a.out")
 		if [ "$code" = 200 ]; then
 			json_id "$T/a.out" >>"$T/acked"
