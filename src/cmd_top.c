@@ -471,7 +471,10 @@ static int top_local(struct client *c, const struct top_opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (pd_top_compute(p, (uint32_t)si, o->cum, &t, &err) ||
+	int trc = pd_top_compute(p, (uint32_t)si, o->cum, &t, &err);
+	if (!trc)
+		t.total = pd_report_total(p, (uint32_t)si); /* pprof's 100 %: magnitudes, or the diff base's */
+	if (trc ||
 	    pd_top_text(&t, (size_t)o->n, p->strings[p->sample_types[si].unit], &text, &err) ||
 	    pd_buf_append(&used, "", 1)) {
 		cli_cmd_error("top", "%s", err.msg[0] ? err.msg : "out of memory");

@@ -152,10 +152,13 @@ int pd_fleet_acc_add(struct pd_fleet_acc *a, uint32_t group, const struct pd_pro
 	int rc = pd_top_compute(p, si, false, &t, err);
 	if (rc)
 		return rc;
+	/* the total the percentages are of: pprof's (the sum of the values'
+	 * magnitudes, or of the diff base's), not the signed sum of t */
+	int64_t total = pd_report_total(p, si);
 	if (weight == 1)
-		a->itot[group] = pd_wadd(a->itot[group], t.total);
+		a->itot[group] = pd_wadd(a->itot[group], total);
 	else
-		a->dtot[group] += weight * (double)t.total;
+		a->dtot[group] += weight * (double)total;
 	for (size_t r = 0; r < t.n && !rc; r++)
 		rc = acc_row(a, group, &t.rows[r], weight);
 	pd_top_free(&t);

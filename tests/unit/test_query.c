@@ -807,6 +807,22 @@ static void test_fleet_top(void **state)
 		pd_top_free(&t);
 		pd_fleet_top_free(&ft);
 	}
+	/* negative values (a diff uploaded as a profile): the percentages are of
+	 * pprof's total, the sum of the magnitudes, as go tool pprof -top's */
+	struct pd_profile *q = ps[0];
+	int64_t mag = 0, sum = 0;
+	for (size_t i = 0; i < q->nsamples; i++) {
+		if (i % 2)
+			q->samples[i].values[1] = -q->samples[i].values[1];
+		mag += q->samples[i].values[1] < 0 ? -q->samples[i].values[1] : q->samples[i].values[1];
+		sum += q->samples[i].values[1];
+	}
+	assert_true(q->nsamples > 1 && mag != sum);
+	struct pd_fleet_top ft;
+	assert_int_equal(pd_fleet_top(in, 1, false, &ft, &err), 0);
+	assert_int_equal(ft.total, mag);
+	assert_int_equal(ft.totals[0], mag);
+	pd_fleet_top_free(&ft);
 	pd_profile_free(all);
 	for (int i = 0; i < 3; i++)
 		pd_profile_free(ps[i]);
