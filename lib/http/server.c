@@ -1010,12 +1010,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->bad_framing = true;
 			return srv_reply_error(c, r, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
 		}
-		/* credentials before the body is read: a client without them uploads nothing */
-		int st = authorize(c, r, url, method);
-		if (st) {
-			r->bad_framing = true;
-			return reply_auth(c, r, st, method);
-		}
 		/* A refusal before the body goes to a client that waits for 100
 		 * Continue: it then sends nothing. One already sending has its body
 		 * read (and dropped) first: answered earlier, the unread rest of the
@@ -1025,6 +1019,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 		bool waits = expect && !strcasecmp(expect, "100-continue");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		/* credentials before the body is read: a client without them
+		 * uploads nothing if it waits for 100 Continue, and at most
+		 * AUTH_DRAIN_MAX if it is already sending (a bigger body is
+		 * answered at once: the client may see the reset, not the 401) */
+		int st = authorize(c, r, url, method);
+		if (st) {
+			r->bad_framing = true;
+			const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+			char *end = NULL;
+			errno = 0;
+			unsigned long long v = cl ? strtoull(cl, &end, 10) : 0;
+			bool sending = !waits && (te || (cl && !errno && !*end && v > 0 && v <= AUTH_DRAIN_MAX));
+			if (!sending)
+				return reply_auth(c, r, st, method);
+			r->auth_st = st;
+			return MHD_YES; /* dropped as it comes, then the answer */
+		}
 		if (cl && !strcmp(method, "POST")) {
 			char *end;
 			errno = 0;
@@ -1056,7 +1067,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			 * client gets its 413 (MHD cannot answer mid-upload), but not
 			 * forever */
 			r->discarded += n;
-			return r->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+			return r->discarded > (r->auth_st ? AUTH_DRAIN_MAX : DISCARD_MAX) ? MHD_NO : MHD_YES;
 		}
 		if (r->busy) {
 			r->discarded += n;
@@ -1077,6 +1088,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->status) /* already answered (early 413, framing) */
 		return MHD_YES;
+	if (r->auth_st) /* its body drained */
+		return reply_auth(c, r, r->auth_st, method);
 	return dispatch(c, r, url, method);
 }
 

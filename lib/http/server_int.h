@@ -32,6 +32,9 @@ struct pd_server {
 };
 
 #define DISCARD_MAX (1ULL << 30)
+/* A client without credentials has up to this much of its body read (and
+ * dropped) before its 401/403, so that it reads the answer (server.c) */
+#define AUTH_DRAIN_MAX (4ULL << 20)
 
 struct req {
 	int64_t t0_ns;
@@ -50,6 +53,7 @@ struct req {
 	size_t peak;          /* most it held: a big one gives memory back to the system */
 	bool busy;            /* the body did not fit in the memory budget: 503 */
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
+	int auth_st;          /* 401 or 403 answered once the body is drained (AUTH_DRAIN_MAX) */
 	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
 	bool early;           /* on_request's first call, before the body: h_post checks the parameters only */
 	size_t nparams;       /* query parameters, over PD_SERVE_MAX_PARAMS (else 0) */
