@@ -186,27 +186,7 @@ if [ -n "$in_bytes" ] && [ "$in_bytes" -lt 20000000 ]; then ok "... its body was
 # agent's): read and dropped, then the 401, which the client reads (answered at once,
 # the unread body reset the connection under it: "broken pipe", which the agent retries
 # for ever where it drops a 4xx); the connection then serves the next request
-python3 - "${SURL#http://}" $((3 << 20)) >"$T/drain" 2>&1 <<'EOF2'
-import socket, sys
-host, port = sys.argv[1].split(":")
-s = socket.create_connection((host, int(port)), timeout=20)
-body = b"\0" * int(sys.argv[2])
-try:
-    s.sendall(b"POST /api/0/profiles?service=x&type=cpu HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-except OSError as e:
-    print("send failed:", e)
-data = b""
-try:
-    while data.count(b"HTTP/1.1 ") < 2 or not data.endswith(b"\n"):
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-except OSError as e:
-    print("recv failed:", e)
-print(data.decode("latin-1"))
-EOF2
+python3 "$ROOT/tests/e2e/rawpost.py" "${SURL##*:}" "service=x&type=cpu" $((3 << 20)) /healthz >"$T/drain" 2>&1
 if grep -q '^HTTP/1.1 401' "$T/drain" && grep -q '"error":"unauthorized: this collector needs a token' "$T/drain" &&
 	grep -q '^HTTP/1.1 200' "$T/drain" && ! grep -q 'failed' "$T/drain"; then
 	ok "3 MiB upload without a token and without Expect: the 401 after the body, then the next request on the connection"

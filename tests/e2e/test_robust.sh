@@ -230,26 +230,7 @@ get "the server still answers" 200 "/api/0/services"
 # in a reset: a Go client reported "broken pipe", not the 400), and the connection
 # stays usable
 noexpect() { # QUERY BYTES: POST BYTES zeros without Expect, then GET /api/0/version on the connection
-	python3 - "$SPORT" "$1" "$2" >"$T/.noexpect" 2>&1 <<'EOF2'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-body = b"\0" * int(sys.argv[3])
-try:
-    s.sendall(b"POST /api/0/profiles?%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (sys.argv[2].encode(), len(body)) + body)
-    s.sendall(b"GET /api/0/version HTTP/1.1\r\nHost: x\r\n\r\n")
-except OSError as e:
-    print("send failed:", e)
-data = b""
-try:
-    while data.count(b"HTTP/1.1 ") < 2 or not data.endswith(b"}\n"):
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-except OSError as e:
-    print("recv failed:", e)
-print(data.decode("latin-1"))
-EOF2
+	python3 "$ROOT/tests/e2e/rawpost.py" "$SPORT" "$1" "$2" >"$T/.noexpect" 2>&1
 }
 noexpect "type=cpu" $((4 << 20))
 if grep -q 'HTTP/1.1 400' "$T/.noexpect" && grep -q 'missing \\"service\\"' "$T/.noexpect" && grep -q 'HTTP/1.1 200' "$T/.noexpect" && ! grep -q 'failed' "$T/.noexpect"; then
