@@ -59,6 +59,59 @@ static int refusal_metric(enum pd_refusal why)
 	return PD_REJ_INTERNAL;
 }
 
+/* An upload's store work (srv_offload) and what it leaves for the answer. */
+struct post_job {
+	struct pd_api_post p;
+	struct pd_kv *kv; /* p's labels, for the store */
+	struct pd_ingest in;
+	struct pd_profile_meta meta;
+	enum pd_refusal why;
+	struct pd_err err;
+	int rc;
+};
+
+static void post_work(struct req *r)
+{
+	struct post_job *j = r->off_ctx;
+	j->why = PD_REFUSE_NONE;
+	j->rc = j->kv ? pd_store_ingest_why(r->s->st, &j->in, r->body.ptr, r->body.len, &j->meta, &j->why, &j->err)
+		      : pd_errf(&j->err, PD_ENOMEM, "out of memory");
+}
+
+static enum MHD_Result post_finish(struct MHD_Connection *c, struct req *r)
+{
+	struct pd_server *s = r->s;
+	struct pd_metrics *m = &s->m;
+	struct post_job *j = r->off_ctx;
+	r->off_ctx = NULL;
+	free(j->kv);
+	pd_api_post_free(&j->p);
+	pd_buf_free(&r->body);
+	enum MHD_Result res;
+	if (j->rc) {
+		atomic_fetch_add(&m->rejected[refusal_metric(j->why)], 1);
+		if (j->why == PD_REFUSE_TOO_OLD) {
+			char msg[sizeof j->err.msg + 64];
+			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", j->err.msg,
+				 (long long)(s->cfg.retention_ns / 3600000000000LL));
+			res = srv_reply_error(c, r, 400, msg);
+		} else {
+			if (j->why == PD_REFUSE_SERVICE) /* the service parameter's fault, as "missing \"service\"" */
+				pd_err_prefix(&j->err, "bad request");
+			res = srv_reply_err(c, r, j->rc, &j->err);
+		}
+		free(j);
+		return res;
+	}
+	pd_metrics_ingested(m, j->meta.type, j->meta.stored_bytes);
+	json_t *body = pd_api1_meta_json(&j->meta);
+	pd_meta_clear(&j->meta);
+	free(j);
+	if (!body)
+		return srv_reply_error(c, r, 500, "out of memory");
+	return srv_reply_body(c, r, body);
+}
+
 static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const char *arg)
 {
 	(void)arg;
@@ -98,42 +151,30 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const cha
 		atomic_fetch_add(&m->rejected[PD_REJ_EMPTY], 1);
 		return srv_reply_error(c, r, 400, "malformed profile: the request body is empty (send the pprof as the body)");
 	}
-	struct pd_kv *kv = to_kv(p.labels, p.nlabels);
-	int64_t cut = srv_cutoff_ns(s, now);
-	struct pd_ingest in = {.service = p.service,
-			       .type = p.type == PD_API_TYPE_ANY ? NULL : pd_api_type_name(p.type),
-			       .labels = kv,
-			       .nlabels = p.nlabels,
-			       .created_ns = p.has_created_at ? p.created_at_ns : 0,
-			       .min_created_ns = cut == INT64_MIN ? 0 : cut,
-			       .max_created_ns = s->cfg.max_future_skew_ns ? now + s->cfg.max_future_skew_ns : 0,
-			       .reserve = srv_req_reserve,
-			       .reserve_ctx = r};
-	struct pd_profile_meta meta;
-	enum pd_refusal why = PD_REFUSE_NONE;
-	rc = kv ? pd_store_ingest_why(s->st, &in, r->body.ptr, r->body.len, &meta, &why, &err)
-		: pd_errf(&err, PD_ENOMEM, "out of memory");
-	free(kv);
-	pd_api_post_free(&p);
-	pd_buf_free(&r->body);
-	if (rc) {
-		atomic_fetch_add(&m->rejected[refusal_metric(why)], 1);
-		if (why == PD_REFUSE_TOO_OLD) {
-			char msg[sizeof err.msg + 64];
-			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", err.msg,
-				 (long long)(s->cfg.retention_ns / 3600000000000LL));
-			return srv_reply_error(c, r, 400, msg);
-		}
-		if (why == PD_REFUSE_SERVICE) /* the service parameter's fault, as "missing \"service\"" */
-			pd_err_prefix(&err, "bad request");
-		return srv_reply_err(c, r, rc, &err);
-	}
-	pd_metrics_ingested(m, meta.type, meta.stored_bytes);
-	json_t *j = pd_api1_meta_json(&meta);
-	pd_meta_clear(&meta);
-	if (!j)
+	struct post_job *job = calloc(1, sizeof *job);
+	if (!job) {
+		pd_api_post_free(&p);
 		return srv_reply_error(c, r, 500, "out of memory");
-	return srv_reply_body(c, r, j);
+	}
+	job->p = p;
+	job->kv = to_kv(job->p.labels, job->p.nlabels);
+	int64_t cut = srv_cutoff_ns(s, now);
+	job->in = (struct pd_ingest){.service = job->p.service,
+				     .type = job->p.type == PD_API_TYPE_ANY ? NULL : pd_api_type_name(job->p.type),
+				     .labels = job->kv,
+				     .nlabels = job->p.nlabels,
+				     .created_ns = job->p.has_created_at ? job->p.created_at_ns : 0,
+				     .min_created_ns = cut == INT64_MIN ? 0 : cut,
+				     .max_created_ns = s->cfg.max_future_skew_ns ? now + s->cfg.max_future_skew_ns : 0,
+				     .reserve = srv_req_reserve,
+				     .reserve_ctx = r};
+	/* the store's work (decode, commit: a ClickHouse that does not answer
+	 * holds it for the store's timeout) on an offload thread */
+	if (srv_offload(c, r, post_work, post_finish, job) == 0)
+		return MHD_YES;
+	r->off_ctx = job;
+	post_work(r);
+	return post_finish(c, r);
 }
 
 /* Collect matching ids (list and merge). */

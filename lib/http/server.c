@@ -939,6 +939,84 @@ static void make_rid(struct MHD_Connection *c, struct req *r)
 	r->rid[16] = 0;
 }
 
+/* ---- offload threads (srv_offload) ---- */
+
+static void *offload_main(void *arg)
+{
+	struct pd_server *s = arg;
+	pthread_mutex_lock(&s->off_mu);
+	for (;;) {
+		while (!s->off_head && !s->off_stop)
+			pthread_cond_wait(&s->off_cv, &s->off_mu);
+		struct req *r = s->off_head;
+		if (!r) /* stopping, and nothing is left queued */
+			break;
+		s->off_head = r->off_next;
+		if (!s->off_head)
+			s->off_tail = NULL;
+		pthread_mutex_unlock(&s->off_mu);
+		r->off_work(r);
+		r->off_work = NULL;
+		/* its worker calls on_request again, which calls r->off_finish
+		 * (the resume's lock orders what the work wrote before it) */
+		MHD_resume_connection(r->off_conn);
+		pthread_mutex_lock(&s->off_mu);
+	}
+	pthread_mutex_unlock(&s->off_mu);
+	return NULL;
+}
+
+static int offload_start(struct pd_server *s, size_t n)
+{
+	pthread_mutex_init(&s->off_mu, NULL);
+	pthread_cond_init(&s->off_cv, NULL);
+	if (!(s->off_th = calloc(n, sizeof *s->off_th)))
+		return PD_ENOMEM;
+	for (; s->off_n < n; s->off_n++)
+		if (pthread_create(&s->off_th[s->off_n], NULL, offload_main, s))
+			break;
+	return s->off_n ? 0 : PD_ENOMEM;
+}
+
+/* Every queued work done (their connections resumed), the threads joined. */
+static void offload_stop(struct pd_server *s)
+{
+	pthread_mutex_lock(&s->off_mu);
+	s->off_stop = true;
+	pthread_cond_broadcast(&s->off_cv);
+	pthread_mutex_unlock(&s->off_mu);
+	for (size_t i = 0; i < s->off_n; i++)
+		pthread_join(s->off_th[i], NULL);
+	free(s->off_th);
+	s->off_th = NULL;
+	s->off_n = 0;
+	pthread_cond_destroy(&s->off_cv);
+	pthread_mutex_destroy(&s->off_mu);
+}
+
+int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req *r),
+		enum MHD_Result (*finish)(struct MHD_Connection *c, struct req *r), void *ctx)
+{
+	struct pd_server *s = r->s;
+	if (!s->off_n)
+		return PD_EBUSY;
+	r->off_work = work;
+	r->off_finish = finish;
+	r->off_conn = c;
+	r->off_ctx = ctx;
+	r->off_next = NULL;
+	MHD_suspend_connection(c);
+	pthread_mutex_lock(&s->off_mu);
+	if (s->off_tail)
+		s->off_tail->off_next = r;
+	else
+		s->off_head = r;
+	s->off_tail = r;
+	pthread_cond_signal(&s->off_cv);
+	pthread_mutex_unlock(&s->off_mu);
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -1085,6 +1163,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			pd_buf_free(&r->body);
 		}
 		return MHD_YES;
+	}
+	if (r->off_finish) { /* resumed: its offloaded work is done */
+		enum MHD_Result (*finish)(struct MHD_Connection *, struct req *) = r->off_finish;
+		r->off_finish = NULL;
+		return finish(c, r);
 	}
 	if (r->status) /* already answered (early 413, framing) */
 		return MHD_YES;
@@ -1361,7 +1444,8 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 	/* event-driven: one epoll set served by a pool of workers, so idle or
 	 * slow clients cost a socket each, not a thread (a thread per connection
 	 * let 256 idle sockets take the collector offline) */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= any ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	uint16_t port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
@@ -1376,7 +1460,12 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 			tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
 		tls[k] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	}
-	s->d = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+	/* uploads' store work runs as many at once as before (one per worker),
+	 * and no fewer than PD_SERVE_OFFLOAD_THREADS: with --threads 1, uploads
+	 * that ClickHouse holds each wait on the store, not behind each other */
+	unsigned workers = cfg->threads ? cfg->threads : PD_SERVE_THREADS;
+	bool off = offload_start(s, workers > PD_SERVE_OFFLOAD_THREADS ? workers : PD_SERVE_OFFLOAD_THREADS) == 0;
+	s->d = !off ? NULL : MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
 				MHD_OPTION_ARRAY, tls,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -1386,19 +1475,22 @@ int pd_server_start(const struct pd_server_config *cfg, struct pd_store *st, str
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_ip,
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cfg->threads ? cfg->threads : PD_SERVE_THREADS),
+				MHD_OPTION_THREAD_POOL_SIZE, workers,
 				/* a URL with an 8 KiB parameter must reach us (our 413), not MHD's 414;
 				 * MHD zeroes the pool between requests, so no bigger than needed */
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 << 10),
 				MHD_OPTION_END);
 	if (!s->d) {
-		int e = errno;
+		int e = off ? errno : 0;
+		offload_stop(s);
 		pthread_mutex_destroy(&s->log_mu);
 		pthread_rwlock_destroy(&s->auth_mu);
 		pd_tokens_free(s->tokens);
 		pd_tls_free_all();
 		free(s->client_ca);
 		free(s);
+		if (!off)
+			return pd_errf(err, PD_ENOMEM, "cannot start the offload threads");
 		return pd_errf(err, PD_EIO, "cannot listen on %s: %s", cfg->addr,
 			       e ? strerror(e) : "libmicrohttpd refused to start");
 	}
@@ -1427,6 +1519,10 @@ unsigned pd_server_stop(struct pd_server *s, unsigned timeout_s)
 		nanosleep(&ts, NULL);
 	}
 	unsigned left = (unsigned)atomic_load(&s->m.in_flight);
+	/* the offloaded work still queued or running is done (as the daemon's
+	 * stop waits for a handler that runs), its connection resumed, before
+	 * the daemon frees the connections */
+	offload_stop(s);
 	MHD_stop_daemon(s->d);
 	pthread_mutex_destroy(&s->log_mu);
 	pthread_rwlock_destroy(&s->auth_mu);

@@ -26,6 +26,7 @@
 #define PD_SERVE_MAX_CONNECTIONS 1024        /* all clients; an idle one costs a socket, no thread */
 #define PD_SERVE_MAX_PER_IP      64          /* --max-connections-per-ip */
 #define PD_SERVE_THREADS         16          /* --threads: workers of the epoll pool */
+#define PD_SERVE_OFFLOAD_THREADS 16          /* at least: threads for uploads' store work */
 #define PD_SERVE_MAX_MERGES      4           /* --max-concurrent-merges; over it = 503 */
 #define PD_SERVE_GZIP_LEVEL      1           /* libdeflate level of pprof responses */
 #define PD_SERVE_MAX_UPLOAD_MEMORY ((size_t)64 << 20)  /* what decoding + storing one upload may take */

@@ -29,6 +29,14 @@ struct pd_server {
 	atomic_uint merges;       /* merge-like requests running (cfg.max_merges) */
 	char *client_ca;          /* --tls-client-ca's PEM, NUL-terminated, for MHD */
 	struct pd_tokens *tokens; /* NULL = open */
+	/* offload threads (srv_offload): a request's slow work off the
+	 * libmicrohttpd worker, whose other connections it would hold */
+	pthread_mutex_t off_mu;
+	pthread_cond_t off_cv;
+	struct req *off_head, *off_tail;
+	bool off_stop;
+	pthread_t *off_th;
+	size_t off_n;
 };
 
 #define DISCARD_MAX (1ULL << 30)
@@ -65,7 +73,23 @@ struct req {
 	bool ranged, partial_done;
 	int64_t range_from, range_to;
 	struct pd_store_skipped skipped;
+	/* srv_offload: the work, its connection (suspended meanwhile), the
+	 * queue's link, and what answers once the work is done */
+	void (*off_work)(struct req *r);
+	enum MHD_Result (*off_finish)(struct MHD_Connection *c, struct req *r);
+	struct MHD_Connection *off_conn;
+	struct req *off_next;
+	void *off_ctx; /* the work's own state */
 };
+
+/* Run work(r) on an offload thread while r's connection is suspended (its
+ * libmicrohttpd worker goes on serving its other connections: a store
+ * that hangs, ClickHouse not answering, held every connection of each
+ * worker an upload was on); then, on the connection's worker, finish(c, r)
+ * answers. 0, or PD_ENOMEM/PD_EBUSY if it could not be offloaded (the
+ * caller then does the work itself). Called from a route handler only. */
+int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req *r),
+		enum MHD_Result (*finish)(struct MHD_Connection *c, struct req *r), void *ctx);
 
 /* ---- responses (server.c) ---- */
 /* Takes ownership of text (malloc'd, NUL-terminated). */

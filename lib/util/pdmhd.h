@@ -23,6 +23,8 @@
 	X(MHD_add_response_header) \
 	X(MHD_get_response_header) \
 	X(MHD_queue_response) \
+	X(MHD_suspend_connection) \
+	X(MHD_resume_connection) \
 	X(MHD_destroy_response)
 
 PD_DL_DECLARE(mhd, PD_MHD_FNS)
@@ -41,6 +43,8 @@ PD_DL_DECLARE(mhd, PD_MHD_FNS)
 #define MHD_add_response_header (pd_mhd()->MHD_add_response_header)
 #define MHD_get_response_header (pd_mhd()->MHD_get_response_header)
 #define MHD_queue_response (pd_mhd()->MHD_queue_response)
+#define MHD_suspend_connection (pd_mhd()->MHD_suspend_connection)
+#define MHD_resume_connection (pd_mhd()->MHD_resume_connection)
 #define MHD_destroy_response (pd_mhd()->MHD_destroy_response)
 #endif
 
