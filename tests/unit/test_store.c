@@ -2759,6 +2759,19 @@ static void test_header_in_block(void **state)
 		free(want[i]);
 }
 
+/* want[i] = canon of profile m[i], read back, for i in [from, to) */
+static void read_canon(struct pd_store *st, const struct pd_profile_meta *m, char **want, int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		struct pd_profile *p;
+		struct pd_err err;
+		if (pd_store_get(st, m[i].id, &p, &err))
+			fail_msg("get %d: %s", i, err.msg);
+		want[i] = canon(p);
+		pd_profile_free(p);
+	}
+}
+
 /* A new day file has 2 KiB pages (sqlite_part.c, day_make: half the
  * fixed cost of its one-page tables, and large blocks end in a half-empty
  * overflow page of 2 KiB, not 4); a day file made with 4 KiB pages by an
@@ -2772,13 +2785,7 @@ static void test_page_size(void **state)
 	char *want[4];
 	assert_int_equal(ingest_at(st, "a", T0 + 1000000000LL, 40, &m[0], &err), 0);
 	assert_int_equal(ingest_at(st, "b", T0 + 2000000000LL, 41, &m[1], &err), 0);
-	for (int i = 0; i < 2; i++) { /* as read from the file of 2 KiB pages */
-		struct pd_profile *p;
-		if (pd_store_get(st, m[i].id, &p, &err))
-			fail_msg("get %d: %s", i, err.msg);
-		want[i] = canon(p);
-		pd_profile_free(p);
-	}
+	read_canon(st, m, want, 0, 2); /* as read from the file of 2 KiB pages */
 	pd_store_close(st);
 	assert_int_equal(day_q(T0, "PRAGMA page_size"), 2048);
 	assert_int_equal(day_q(T0, "PRAGMA auto_vacuum"), 1);
@@ -2788,13 +2795,7 @@ static void test_page_size(void **state)
 	st = open_store();
 	assert_int_equal(ingest_at(st, "a", T0 + 3000000000LL, 42, &m[2], &err), 0);
 	assert_int_equal(ingest_at(st, "c", T0 + 4000000000LL, 43, &m[3], &err), 0);
-	for (int i = 2; i < 4; i++) {
-		struct pd_profile *p;
-		if (pd_store_get(st, m[i].id, &p, &err))
-			fail_msg("get %d: %s", i, err.msg);
-		want[i] = canon(p);
-		pd_profile_free(p);
-	}
+	read_canon(st, m, want, 2, 4);
 	pd_store_close(st);
 	size_t n = 0;
 	struct pd_store_check ck;
