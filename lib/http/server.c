@@ -956,7 +956,6 @@ static void *offload_main(void *arg)
 			s->off_tail = NULL;
 		pthread_mutex_unlock(&s->off_mu);
 		r->off_work(r);
-		r->off_work = NULL;
 		/* its worker calls on_request again, which calls r->off_finish
 		 * (the resume's lock orders what the work wrote before it) */
 		MHD_resume_connection(r->off_conn);
@@ -1097,6 +1096,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 		bool waits = expect && !strcasecmp(expect, "100-continue");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		char *end = NULL;
+		errno = 0;
+		unsigned long long clen = cl ? strtoull(cl, &end, 10) : 0;
+		bool cl_bad = cl && (errno || *end); /* not a plain number */
 		/* credentials before the body is read: a client without them
 		 * uploads nothing if it waits for 100 Continue, and at most
 		 * AUTH_DRAIN_MAX if it is already sending (a bigger body is
@@ -1105,22 +1108,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (st) {
 			r->bad_framing = true;
 			const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-			char *end = NULL;
-			errno = 0;
-			unsigned long long v = cl ? strtoull(cl, &end, 10) : 0;
-			bool sending = !waits && (te || (cl && !errno && !*end && v > 0 && v <= AUTH_DRAIN_MAX));
+			bool sending = !waits && (te || (cl && !cl_bad && clen > 0 && clen <= AUTH_DRAIN_MAX));
 			if (!sending)
 				return reply_auth(c, r, st, method);
 			r->auth_st = st;
 			return MHD_YES; /* dropped as it comes, then the answer */
 		}
 		if (cl && !strcmp(method, "POST")) {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(cl, &end, 10);
-			if (errno || *end || v > s->cfg.max_body) {
+			if (cl_bad || clen > s->cfg.max_body) {
 				r->too_large = true;
-				if (waits || errno || *end || v > DISCARD_MAX) /* no 100 Continue is sent */
+				if (waits || cl_bad || clen > DISCARD_MAX) /* no 100 Continue is sent */
 					return dispatch(c, r, url, method);
 				return MHD_YES; /* dropped as it comes, then the 413 */
 			}
