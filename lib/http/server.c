@@ -1052,7 +1052,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return srv_reply_error(c, r, 414, msg);
 		}
 		if (r->nparams) {
-			MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
 			char msg[160];
 			snprintf(msg, sizeof msg, "bad request: %zu query parameters: over the limit of %u", r->nparams,
 				 PD_SERVE_MAX_PARAMS);
@@ -1175,9 +1174,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* A connection's slot for the request on_uri made and on_done has not
  * finished: libmicrohttpd refuses some requests after the URI callback
- * (more query parameters than its per-connection memory holds: about 950)
- * and never calls the completion callback for them, so on_conn finishes
- * them when the connection closes. Each was a struct req and a count in
+ * (headers more than its per-connection memory holds) and never calls
+ * the completion callback for them, so on_conn finishes them when the
+ * connection closes. Each was a struct req and a count in
  * in_flight for ever: memory a client could grow at will, a gauge that only
  * rose and every shutdown waiting its whole --shutdown-timeout. */
 struct conn {
@@ -1228,18 +1227,22 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	 * /api/0/services, whatever a proxy in front made of it); dispatch refuses it */
 	const char *nul = uri ? strstr(uri, "%00") : NULL;
 	r->nul_path = nul && nul < uri + strcspn(uri, "?");
-	/* libmicrohttpd keeps every query parameter in the connection's 64 KiB:
-	 * past ~950 it runs out before on_request, cannot even write its own
-	 * error, and holds the connection until --timeout. Over the cap, the
-	 * connection gets 1 s until on_request, which answers 413 (and, when
-	 * libmicrohttpd gave up, the client is let go after 1 s, not 60) */
-	const char *qs = uri ? strchr(uri, '?') : NULL;
+	/* libmicrohttpd keeps every query parameter in the connection's 64 KiB,
+	 * parsed from the request line after this callback: past ~950 it ran
+	 * out before on_request, could not even write its own error and left
+	 * the client without an answer. Over the cap the parameters are not
+	 * wanted (on_request answers 413 from the count), so they are made one:
+	 * every '&' of the query, in libmicrohttpd's own (writable) line buffer,
+	 * becomes '_' before it splits them. The log keeps the URI as sent (r->uri) */
+	char *qs = uri ? strchr(uri, '?') : NULL;
 	size_t np = qs ? 1 : 0;
 	for (const char *p = qs; p && *p; p++)
 		np += *p == '&';
 	if (np > PD_SERVE_MAX_PARAMS) {
 		r->nparams = np;
-		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+		for (char *p = qs; *p; p++)
+			if (*p == '&')
+				*p = '_';
 	}
 	atomic_fetch_add(&s->m.in_flight, 1);
 	return r;
