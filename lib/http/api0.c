@@ -78,6 +78,16 @@ static void post_work(struct req *r)
 		      : pd_errf(&j->err, PD_ENOMEM, "out of memory");
 }
 
+static void post_drop(struct req *r)
+{
+	struct post_job *j = r->off_ctx;
+	r->off_ctx = NULL;
+	free(j->kv);
+	pd_api_post_free(&j->p);
+	pd_meta_clear(&j->meta);
+	free(j);
+}
+
 static enum MHD_Result post_finish(struct MHD_Connection *c, struct req *r)
 {
 	struct pd_server *s = r->s;
@@ -170,6 +180,7 @@ static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const cha
 				     .reserve_ctx = r};
 	/* the store's work (decode, commit: a ClickHouse that does not answer
 	 * holds it for the store's timeout) on an offload thread */
+	r->off_drop = post_drop;
 	if (srv_offload(c, r, post_work, post_finish, job) == 0)
 		return MHD_YES;
 	r->off_ctx = job;

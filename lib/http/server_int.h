@@ -32,10 +32,10 @@ struct pd_server {
 	/* offload threads (srv_offload): a request's slow work off the
 	 * libmicrohttpd worker, whose other connections it would hold */
 	pthread_mutex_t off_mu;
-	pthread_cond_t off_cv;
-	struct req *off_head, *off_tail;
+	struct req *off_head, *off_tail; /* work no thread was idle for */
+	struct off_thread *off_idle;     /* idle threads, the last to finish on top */
 	bool off_stop;
-	pthread_t *off_th;
+	struct off_thread *off_th;
 	size_t off_n;
 };
 
@@ -80,6 +80,14 @@ struct req {
 	struct MHD_Connection *off_conn;
 	struct req *off_next;
 	void *off_ctx; /* the work's own state */
+	void (*off_drop)(struct req *r); /* frees off_ctx if finish never runs (shutdown) */
+	/* a read dispatched on an offload thread (server.c, read_work): its
+	 * URL and method, and the answer queue() kept for the worker to send */
+	const char *off_url, *off_method;
+	bool off_defer;
+	unsigned def_status;
+	struct MHD_Response *def_resp;
+	enum MHD_Result def_res;
 };
 
 /* Run work(r) on an offload thread while r's connection is suspended (its
