@@ -1101,6 +1101,22 @@ static enum MHD_Result read_finish(struct MHD_Connection *c, struct req *r)
 	return r->def_res == MHD_NO ? MHD_NO : ok;
 }
 
+/* A refusal made from the headers alone (URI, parameters, headers over
+ * their caps; a client certificate or an origin refused): now, or, to a
+ * client already sending a body of at most AUTH_DRAIN_MAX (sending), once
+ * that body is read and dropped, so that the client reads the answer
+ * rather than a reset. */
+static enum MHD_Result refuse_early(struct MHD_Connection *c, struct req *r, bool sending, int status,
+				    const char *msg)
+{
+	r->bad_framing = true;
+	if (sending && (r->late_msg = strdup(msg))) {
+		r->late_st = status;
+		return MHD_YES;
+	}
+	return srv_reply_error(c, r, status, msg);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -1115,6 +1131,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->started = true;
 		snprintf(r->method, sizeof r->method, "%s", method);
 		make_rid(c, r);
+		/* A refusal before the body goes to a client that waits for 100
+		 * Continue: it then sends nothing. One already sending has its body
+		 * read (and dropped) first, up to AUTH_DRAIN_MAX (refuse_early):
+		 * answered earlier, the unread rest of the body resets the
+		 * connection under the answer, which a Go client reports instead of
+		 * it ("broken pipe", measured; the profefe agent retries such a
+		 * transport error, where it drops a 4xx). */
+		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+		bool waits = expect && !strcasecmp(expect, "100-continue");
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		char *end = NULL;
+		errno = 0;
+		unsigned long long clen = cl ? strtoull(cl, &end, 10) : 0;
+		bool cl_bad = cl && (errno || *end); /* not a plain number */
+		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		bool sending = !waits && (te || (cl && !cl_bad && clen > 0 && clen <= AUTH_DRAIN_MAX));
 		/* framing a proxy in front could read differently (request smuggling),
 		 * and sizes answered as JSON rather than by the library */
 		struct hdrcheck hc = {0};
@@ -1133,21 +1165,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (r->uri_len > PD_SERVE_MAX_URI) {
 			char msg[120];
 			snprintf(msg, sizeof msg, "request URI is over the limit of %u bytes", PD_SERVE_MAX_URI);
-			r->bad_framing = true;
-			return srv_reply_error(c, r, 414, msg);
+			return refuse_early(c, r, sending, 414, msg);
 		}
 		if (r->nparams) {
 			char msg[160];
 			snprintf(msg, sizeof msg, "bad request: %zu query parameters: over the limit of %u", r->nparams,
 				 PD_SERVE_MAX_PARAMS);
-			r->bad_framing = true;
-			return srv_reply_error(c, r, 413, msg);
+			return refuse_early(c, r, sending, 413, msg);
 		}
 		if (hc.bytes > PD_SERVE_MAX_HEADERS) {
 			char msg[120];
 			snprintf(msg, sizeof msg, "request headers are over the limit of %u bytes", PD_SERVE_MAX_HEADERS);
-			r->bad_framing = true;
-			return srv_reply_error(c, r, 431, msg);
+			return refuse_early(c, r, sending, 431, msg);
 		}
 		/* --tls-client-ca: a client certificate it signed, or nothing */
 		if (s->client_ca) {
@@ -1158,8 +1187,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 					snprintf(cwhy, sizeof cwhy, "no TLS session");
 				char msg[340];
 				snprintf(msg, sizeof msg, "forbidden: %s", cwhy);
-				r->bad_framing = true;
-				return srv_reply_error(c, r, 403, msg);
+				return refuse_early(c, r, sending, 403, msg);
 			}
 		}
 		if (bare) /* PREFIX -> PREFIX/, so that the page's relative URLs resolve under it */
@@ -1167,23 +1195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* a browser page of another origin may not change anything here
 		 * (a cross-origin form or fetch POST needs no preflight) */
 		const char *why_origin = cross_origin(c, r, method);
-		if (why_origin) {
-			r->bad_framing = true;
-			return srv_reply_error(c, r, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
-		}
-		/* A refusal before the body goes to a client that waits for 100
-		 * Continue: it then sends nothing. One already sending has its body
-		 * read (and dropped) first: answered earlier, the unread rest of the
-		 * body resets the connection under the answer, which a Go client
-		 * reports instead of it ("broken pipe", measured; the profefe agent
-		 * retries such a transport error, where it drops a 4xx). */
-		const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-		bool waits = expect && !strcasecmp(expect, "100-continue");
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		char *end = NULL;
-		errno = 0;
-		unsigned long long clen = cl ? strtoull(cl, &end, 10) : 0;
-		bool cl_bad = cl && (errno || *end); /* not a plain number */
+		if (why_origin)
+			return refuse_early(c, r, sending, strncmp(why_origin, "unsupported", 11) ? 403 : 415, why_origin);
 		/* credentials before the body is read: a client without them
 		 * uploads nothing if it waits for 100 Continue, and at most
 		 * AUTH_DRAIN_MAX if it is already sending (a bigger body is
@@ -1191,8 +1204,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		int st = authorize(c, r, url, method);
 		if (st) {
 			r->bad_framing = true;
-			const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-			bool sending = !waits && (te || (cl && !cl_bad && clen > 0 && clen <= AUTH_DRAIN_MAX));
 			if (!sending)
 				return reply_auth(c, r, st, method);
 			r->auth_st = st;
@@ -1226,7 +1237,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			 * client gets its 413 (MHD cannot answer mid-upload), but not
 			 * forever */
 			r->discarded += n;
-			return r->discarded > (r->auth_st ? AUTH_DRAIN_MAX : DISCARD_MAX) ? MHD_NO : MHD_YES;
+			return r->discarded > (r->auth_st || r->late_st ? AUTH_DRAIN_MAX : DISCARD_MAX) ? MHD_NO : MHD_YES;
 		}
 		if (r->busy) {
 			r->discarded += n;
@@ -1254,6 +1265,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	if (r->auth_st) /* its body drained */
 		return reply_auth(c, r, r->auth_st, method);
+	if (r->late_st) /* refuse_early's, its body drained */
+		return srv_reply_error(c, r, r->late_st, r->late_msg);
 	if (read_offloads(url, method)) {
 		r->off_url = url;
 		r->off_method = method;
@@ -1419,6 +1432,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MH
 		r->off_drop(r);
 	if (r->def_resp)
 		MHD_destroy_response(r->def_resp);
+	free(r->late_msg);
 	pd_buf_free(&r->body);
 	mem_give(s, &r->reserved);
 	/* glibc keeps freed memory in its arenas: after a big request, give it

@@ -62,6 +62,8 @@ struct req {
 	bool busy;            /* the body did not fit in the memory budget: 503 */
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
 	int auth_st;          /* 401 or 403 answered once the body is drained (AUTH_DRAIN_MAX) */
+	int late_st;          /* refuse_early's status and message, answered once the body is drained */
+	char *late_msg;
 	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
 	bool early;           /* on_request's first call, before the body: h_post checks the parameters only */
 	size_t nparams;       /* query parameters, over PD_SERVE_MAX_PARAMS (else 0) */

@@ -264,6 +264,13 @@ check "API answers carry a CSP that allows nothing" grep -qi "^content-security-
 req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: http://evil.example' --data-binary @"$C/cpu.pb.gz"
 expect "cross-origin POST (Origin: http://evil.example): 403" 403 "$CODE"
 check "... saying why and which flag allows it" grep -q 'another origin (http://evil.example).*--allowed-origins' "$T/b"
+# (refused from the headers, a body already on its way is read first: answered before
+# it, the unread rest resets the connection and the client reads no 403)
+python3 "$ROOT/tests/e2e/rawpost.py" "${SURL##*:}" "service=web&type=cpu" $((2 << 20)) /healthz \
+	'Origin: http://evil.example' >"$T/drain" 2>&1
+if grep -q 'HTTP/1.1 403' "$T/drain" && grep -q 'HTTP/1.1 200' "$T/drain" && ! grep -q failed "$T/drain"; then
+	ok "cross-origin raw 2 MiB upload: the 403 after the body, then the next request on the connection"
+else fail "cross-origin raw 2 MiB upload: the 403, then the next request" "$(head -c 400 "$T/drain")"; fi
 req DELETE "/api/0/profiles/$ID" "" -H 'Origin: http://evil.example'
 expect "cross-origin DELETE: 403" 403 "$CODE"
 req POST "/api/0/profiles?service=web&type=cpu" "" -H 'Origin: null' --data-binary @"$C/cpu.pb.gz"

@@ -229,6 +229,14 @@ else
 	fail "33 MiB upload without Expect: the 413" "$(head -c 500 "$T/.noexpect")"
 fi
 
+# the same for a refusal from the request line: 600 query parameters on an upload
+noexpect "service=x&type=cpu$(printf '&x=1%.0s' $(seq 1 600))" $((1 << 20))
+if grep -q 'HTTP/1.1 413' "$T/.noexpect" && grep -q '602 query parameters' "$T/.noexpect" && grep -q 'HTTP/1.1 200' "$T/.noexpect" && ! grep -q 'failed' "$T/.noexpect"; then
+	ok "1 MiB upload of 602 query parameters without Expect: the 413 after the body, then the next request"
+else
+	fail "1 MiB upload of 602 query parameters without Expect: the 413" "$(head -c 500 "$T/.noexpect")"
+fi
+
 # ---- 4. memory -----------------------------------------------------------------------------------
 python3 "$ROOT/tests/tools/tiny_samples.py" "$T/tiny.pb.gz"
 tsz=$(stat -c %s "$T/tiny.pb.gz")
