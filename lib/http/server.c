@@ -517,6 +517,18 @@ static const char *unprefixed(const struct pd_server *s, const char *url, bool *
 	return url[n] ? url + n : "/";
 }
 
+/* The path of a request line in absolute form (GET http://host/path
+ * HTTP/1.1), which a server must accept (RFC 9112, 3.2.2): some clients
+ * send it, and it was a 404 for every path. */
+static const char *origin_form(const char *url)
+{
+	const char *p = !strncasecmp(url, "http://", 7) ? url + 7 : !strncasecmp(url, "https://", 8) ? url + 8 : NULL;
+	if (!p)
+		return url;
+	p += strcspn(p, "/");
+	return *p ? p : "/";
+}
+
 /* The scope a request needs: none for the probes (and /metrics with
  * --metrics-open), write for POST, admin for DELETE, read for the rest. */
 static unsigned needed_scope(const struct pd_server *s, const char *url, const char *method)
@@ -1126,7 +1138,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!r) /* the URI log callback failed to allocate */
 		return MHD_NO;
 	bool bare;
-	url = unprefixed(s, url, &bare);
+	url = unprefixed(s, origin_form(url), &bare);
 	if (!r->started) {
 		r->started = true;
 		snprintf(r->method, sizeof r->method, "%s", method);

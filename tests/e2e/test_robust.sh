@@ -188,6 +188,9 @@ raw "URI of 20 KB: 414 JSON" 414 "$T/req4"
 } >"$T/req5"
 raw "headers of 40 KB: 431 JSON" 431 "$T/req5"
 get "the server still answers" 200 "/api/0/services"
+printf 'GET http://localhost:%s/api/0/version HTTP/1.1\r\nHost: localhost\r\n\r\n' "$SPORT" >"$T/req7"
+raw "a request line in absolute form (RFC 9112 3.2.2): served" 200 "$T/req7"
+check "... as its path" grep -q '"version"' "$T/.raw"
 # query parameters: over 512, a 413 JSON. Past ~950 libmicrohttpd used to run out
 # of the connection's memory before profd saw the request and the client got no
 # answer at all (the request stayed "in flight" until the connection closed): now
