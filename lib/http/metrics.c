@@ -257,6 +257,13 @@ int pd_metrics_render(const struct pd_metrics *cm, const struct pd_store_stats *
 	}
 	head(&o, "profd_http_requests_in_flight", "gauge", "Requests being served.");
 	put(&o, "profd_http_requests_in_flight %llu\n", LD(m->in_flight));
+	head(&o, "profd_http_offload_threads", "gauge",
+	     "Threads that run requests' store work (uploads, reads) off the HTTP workers.");
+	put(&o, "profd_http_offload_threads %llu\n", (unsigned long long)m->offload_threads);
+	head(&o, "profd_http_offload_busy", "gauge", "Offload threads at work.");
+	put(&o, "profd_http_offload_busy %llu\n", LD(m->offload_busy));
+	head(&o, "profd_http_offload_waiting", "gauge", "Requests whose store work waits for an offload thread.");
+	put(&o, "profd_http_offload_waiting %llu\n", LD(m->offload_waiting));
 	head(&o, "profd_start_time_seconds", "gauge", "Start time of the process, unix seconds.");
 	put(&o, "profd_start_time_seconds %.3f\n", (double)m->start_ns / 1e9);
 	if (m->version) {

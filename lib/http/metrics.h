@@ -76,6 +76,10 @@ struct pd_metrics {
 	_Atomic uint64_t req_bucket[PD_RT_N][PD_METRICS_NREQ_BUCKETS + 1]; /* last = +Inf */
 	_Atomic uint64_t req_ns_sum[PD_RT_N];
 	_Atomic uint64_t in_flight;
+	/* store work on the offload threads (server.c, srv_offload): threads
+	 * at work, and requests waiting for one */
+	_Atomic uint64_t offload_busy, offload_waiting;
+	uint64_t offload_threads;
 	int64_t start_ns;
 	const char *version, *commit, *build_time; /* profd_build_info (borrowed; may be NULL) */
 };

@@ -983,6 +983,7 @@ static void *offload_main(void *arg)
 			s->off_head = r->off_next;
 			if (!s->off_head)
 				s->off_tail = NULL;
+			atomic_fetch_sub(&s->m.offload_waiting, 1);
 		}
 		if (!r) {
 			if (s->off_stop) /* nothing is left queued */
@@ -994,7 +995,9 @@ static void *offload_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->off_mu);
+		atomic_fetch_add(&s->m.offload_busy, 1);
 		r->off_work(r);
+		atomic_fetch_sub(&s->m.offload_busy, 1);
 		/* its worker calls on_request again, which calls r->off_finish
 		 * (the resume's lock orders what the work wrote before it) */
 		MHD_resume_connection(r->off_conn);
@@ -1018,6 +1021,7 @@ static int offload_start(struct pd_server *s, size_t n)
 			break;
 		}
 	}
+	s->m.offload_threads = s->off_n;
 	return s->off_n ? 0 : PD_ENOMEM;
 }
 
@@ -1075,6 +1079,7 @@ int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req
 		else
 			s->off_head = r;
 		s->off_tail = r;
+		atomic_fetch_add(&s->m.offload_waiting, 1);
 	}
 	pthread_mutex_unlock(&s->off_mu);
 	return 0;

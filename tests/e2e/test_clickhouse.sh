@@ -313,6 +313,12 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0 
 	if [ "$code" = 200 ] && [ "$ms" -lt 8000 ] && grep -q '^profd_ingest_received_bytes_total ' "$T/fm.txt"; then
 		ok "errors: ClickHouse not answering: /metrics 200 in $ms ms, with the collector's counters"
 	else fail "errors: /metrics while ClickHouse hangs" "$code in $ms ms"; fi
+	# the 4 uploads and the list, each on an offload thread the store holds (on a
+	# loaded machine, one may still be on its way)
+	check "errors: ... which count the requests ClickHouse holds on the offload threads (4 or 5)" \
+		grep -Eq '^profd_http_offload_busy [45]$' "$T/fm.txt"
+	check "... none waiting for a thread" grep -q '^profd_http_offload_waiting 0$' "$T/fm.txt"
+	check "... of 16 threads (--threads 1)" grep -q '^profd_http_offload_threads 16$' "$T/fm.txt"
 	wait "${hp[@]}"
 	fr=$(cat "$T"/hang*.txt | awk '$1 == 503 && $2 < 45 { n++ } END { print n + 0 }')
 	if [ "$fr" = 4 ]; then ok "errors: ClickHouse not answering: 4 uploads (1 s apart) all 503 within 45 s"; else
