@@ -154,6 +154,16 @@ struct chs {
 	size_t cn, ccap;
 	struct pd_buf cbytes;
 	uint64_t sym_reads, sym_cached; /* pd_store_stats; under cmu */
+	/* /metrics' stats (ch_stats): one refresh at a time on a thread of its
+	 * own, under smu; the last one's result */
+	pthread_mutex_t smu;
+	pthread_cond_t scv;
+	pthread_t sth;
+	bool s_running, s_joinable, s_have;
+	uint64_t s_gen; /* refreshes done */
+	struct pd_store_stats s_st;
+	struct pd_err s_err;
+	int s_rc;
 	/* the last look for /readyz */
 	int64_t health_at; /* CLOCK_MONOTONIC ns, 0 = never */
 	bool health_bad;
@@ -1262,11 +1272,15 @@ static int ch_retain(struct pd_store *base, int64_t cutoff, size_t *dropped, str
 	return rc;
 }
 
-/* /metrics asks for the stats: within CH_STATS_MS in all, so that a
- * ClickHouse that does not answer costs a scrape seconds, not the request
- * timeout per query (Prometheus gives up after 10 s by default, and the
- * collector's own counters are what would show the outage) */
+/* The stats' queries: within CH_STATS_MS in all, so that a ClickHouse
+ * that does not answer holds a refresh seconds, not the request timeout per
+ * query (the collector's own counters are what would show the outage) */
 #define CH_STATS_MS 5000
+/* how long /metrics waits for a refresh before it answers with the last
+ * one's figures: it runs on an HTTP worker, whose other connections
+ * (/healthz among them) wait with it; the queries of a large ClickHouse
+ * (count() ... FINAL) may take longer than a scrape should */
+#define CH_STATS_WAIT_MS 500
 static int stats_q(struct chs *s, const char *sql, struct pd_buf *ans, int64_t end, struct pd_err *err)
 {
 	int64_t left = (end - pd_mono_ns()) / 1000000;
@@ -1276,9 +1290,9 @@ static int stats_q(struct chs *s, const char *sql, struct pd_buf *ans, int64_t e
 	return pd_ch_query_to(s->ch, sql, NULL, 0, CH_QUERY_SETTINGS, ans, (long)left, err);
 }
 
-static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
+/* The figures ClickHouse holds: parts, bytes on disk, live profiles, valid rollups. */
+static int stats_fetch(struct chs *s, struct pd_store_stats *st, struct pd_err *err)
 {
-	struct chs *s = (struct chs *)base;
 	memset(st, 0, sizeof *st);
 	int64_t end = pd_mono_ns() + CH_STATS_MS * 1000000LL;
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(1 << 16);
@@ -1335,6 +1349,66 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	}
 	pd_buf_free(&sql);
 	pd_buf_free(&ans);
+	return rc;
+}
+
+static void *stats_main(void *arg)
+{
+	struct chs *s = arg;
+	struct pd_store_stats st;
+	struct pd_err err = {0};
+	int rc = stats_fetch(s, &st, &err);
+	pthread_mutex_lock(&s->smu);
+	s->s_rc = rc;
+	s->s_have = rc == 0;
+	if (rc)
+		s->s_err = err;
+	else
+		s->s_st = st;
+	s->s_gen++;
+	s->s_running = false;
+	pthread_cond_broadcast(&s->scv);
+	pthread_mutex_unlock(&s->smu);
+	return NULL;
+}
+
+/* /metrics: a refresh (one at a time, on a thread of its own) waited for
+ * up to CH_STATS_WAIT_MS; past that, the last refresh's figures, or its
+ * error if it failed (the store's gauges are then left out). */
+static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
+{
+	struct chs *s = (struct chs *)base;
+	memset(st, 0, sizeof *st);
+	int rc = 0;
+	pthread_mutex_lock(&s->smu);
+	uint64_t gen = s->s_gen;
+	if (!s->s_running) {
+		if (s->s_joinable) /* the last refresh's thread, done */
+			pthread_join(s->sth, NULL);
+		s->s_joinable = s->s_running = pthread_create(&s->sth, NULL, stats_main, s) == 0;
+	}
+	if (!s->s_running) { /* no thread: here, as long as it takes */
+		pthread_mutex_unlock(&s->smu);
+		rc = stats_fetch(s, st, err);
+	} else {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += CH_STATS_WAIT_MS * 1000000L;
+		dl.tv_sec += dl.tv_nsec / 1000000000L;
+		dl.tv_nsec %= 1000000000L;
+		while (s->s_gen == gen && pthread_cond_timedwait(&s->scv, &s->smu, &dl) == 0)
+			;
+		/* this refresh's result if it came, else the last one's */
+		if (s->s_have)
+			*st = s->s_st;
+		else if (s->s_gen)
+			*err = s->s_err;
+		rc = s->s_have ? 0
+		     : s->s_gen ? s->s_rc
+		                : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
+		                          pd_ch_where(s->ch), CH_STATS_WAIT_MS);
+		pthread_mutex_unlock(&s->smu);
+	}
 	pthread_mutex_lock(&s->cmu);
 	st->sym_reads = s->sym_reads;
 	st->sym_cached = s->sym_cached;
@@ -2593,6 +2667,10 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 static void ch_close(struct pd_store *base)
 {
 	struct chs *s = (struct chs *)base;
+	if (s->s_joinable) /* a refresh of the stats still running: its queries end within CH_STATS_MS */
+		pthread_join(s->sth, NULL);
+	pthread_mutex_destroy(&s->smu);
+	pthread_cond_destroy(&s->scv);
 	pd_ch_close(s->ch);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->bmu);
@@ -2767,7 +2845,9 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->bcv, &ca);
+	pthread_cond_init(&s->scv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&s->smu, NULL);
 	s->kmask = (CH_KNOWN_MAX * 2) - 1;
 	s->known = calloc(s->kmask + 1, sizeof *s->known);
 	if (lim)
