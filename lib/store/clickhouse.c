@@ -124,6 +124,21 @@ struct chbatch {
 	struct pd_err err;
 };
 
+/* A refresh that /metrics or /readyz asks for: one at a time, on a thread
+ * of its own, waited for a while (bg_run). Those requests run on an HTTP
+ * worker, whose other connections (/healthz among them) wait with them:
+ * a ClickHouse that is slow or does not answer must not hold them for its
+ * timeout. */
+struct bg {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	bool running, joinable;
+	uint64_t gen;   /* refreshes done */
+	int64_t done_ns; /* CLOCK_MONOTONIC: when the last one ended */
+	void *(*fn)(void *);
+};
+
 struct chs {
 	struct pd_store base;
 	struct pd_ch *ch;
@@ -154,18 +169,13 @@ struct chs {
 	size_t cn, ccap;
 	struct pd_buf cbytes;
 	uint64_t sym_reads, sym_cached; /* pd_store_stats; under cmu */
-	/* /metrics' stats (ch_stats): one refresh at a time on a thread of its
-	 * own, under smu; the last one's result */
-	pthread_mutex_t smu;
-	pthread_cond_t scv;
-	pthread_t sth;
-	bool s_running, s_joinable, s_have;
-	uint64_t s_gen; /* refreshes done */
+	/* /metrics' stats (ch_stats) and /readyz's look (ch_health): each
+	 * refreshed on a thread of its own (struct bg), with the last result */
+	struct bg sbg, hbg;
+	bool s_have;
 	struct pd_store_stats s_st;
 	struct pd_err s_err;
 	int s_rc;
-	/* the last look for /readyz */
-	int64_t health_at; /* CLOCK_MONOTONIC ns, 0 = never */
 	bool health_bad;
 	char health_msg[512];
 };
@@ -1352,62 +1362,102 @@ static int stats_fetch(struct chs *s, struct pd_store_stats *st, struct pd_err *
 	return rc;
 }
 
+static void bg_init(struct bg *b, void *(*fn)(void *))
+{
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	b->fn = fn;
+}
+
+/* The refresh still running, if one is (it ends within its own bound). */
+static void bg_free(struct bg *b)
+{
+	if (b->joinable)
+		pthread_join(b->th, NULL);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+}
+
+/* Called by the refresh, its result stored under b->mu. */
+static void bg_done(struct bg *b)
+{
+	b->gen++;
+	b->done_ns = pd_mono_ns();
+	b->running = false;
+	pthread_cond_broadcast(&b->cv);
+}
+
+/* With b->mu held: a refresh started unless one is running or the last
+ * ended less than fresh_ns ago, then waited for up to wait_ms. Returns
+ * false if no thread could be started (the caller refreshes itself,
+ * without the lock). */
+static bool bg_run(struct bg *b, void *arg, int64_t fresh_ns, int wait_ms)
+{
+	if (b->gen && !b->running && pd_mono_ns() - b->done_ns < fresh_ns)
+		return true;
+	uint64_t gen = b->gen;
+	if (!b->running) {
+		if (b->joinable) /* the last refresh's thread, done */
+			pthread_join(b->th, NULL);
+		b->joinable = b->running = pthread_create(&b->th, NULL, b->fn, arg) == 0;
+		if (!b->running)
+			return false;
+	}
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += wait_ms * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	while (b->gen == gen && pthread_cond_timedwait(&b->cv, &b->mu, &dl) == 0)
+		;
+	return true;
+}
+
 static void *stats_main(void *arg)
 {
 	struct chs *s = arg;
 	struct pd_store_stats st;
 	struct pd_err err = {0};
 	int rc = stats_fetch(s, &st, &err);
-	pthread_mutex_lock(&s->smu);
+	pthread_mutex_lock(&s->sbg.mu);
 	s->s_rc = rc;
 	s->s_have = rc == 0;
 	if (rc)
 		s->s_err = err;
 	else
 		s->s_st = st;
-	s->s_gen++;
-	s->s_running = false;
-	pthread_cond_broadcast(&s->scv);
-	pthread_mutex_unlock(&s->smu);
+	bg_done(&s->sbg);
+	pthread_mutex_unlock(&s->sbg.mu);
 	return NULL;
 }
 
-/* /metrics: a refresh (one at a time, on a thread of its own) waited for
- * up to CH_STATS_WAIT_MS; past that, the last refresh's figures, or its
- * error if it failed (the store's gauges are then left out). */
+/* /metrics: a refresh waited for up to CH_STATS_WAIT_MS; past that, the
+ * last refresh's figures, or its error if it failed (the store's gauges
+ * are then left out). */
 static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
 {
 	struct chs *s = (struct chs *)base;
 	memset(st, 0, sizeof *st);
-	int rc = 0;
-	pthread_mutex_lock(&s->smu);
-	uint64_t gen = s->s_gen;
-	if (!s->s_running) {
-		if (s->s_joinable) /* the last refresh's thread, done */
-			pthread_join(s->sth, NULL);
-		s->s_joinable = s->s_running = pthread_create(&s->sth, NULL, stats_main, s) == 0;
-	}
-	if (!s->s_running) { /* no thread: here, as long as it takes */
-		pthread_mutex_unlock(&s->smu);
+	int rc;
+	pthread_mutex_lock(&s->sbg.mu);
+	if (!bg_run(&s->sbg, s, 0, CH_STATS_WAIT_MS)) { /* no thread: here, as long as it takes */
+		pthread_mutex_unlock(&s->sbg.mu);
 		rc = stats_fetch(s, st, err);
 	} else {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += CH_STATS_WAIT_MS * 1000000L;
-		dl.tv_sec += dl.tv_nsec / 1000000000L;
-		dl.tv_nsec %= 1000000000L;
-		while (s->s_gen == gen && pthread_cond_timedwait(&s->scv, &s->smu, &dl) == 0)
-			;
 		/* this refresh's result if it came, else the last one's */
 		if (s->s_have)
 			*st = s->s_st;
-		else if (s->s_gen)
+		else if (s->sbg.gen)
 			*err = s->s_err;
 		rc = s->s_have ? 0
-		     : s->s_gen ? s->s_rc
-		                : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
-		                          pd_ch_where(s->ch), CH_STATS_WAIT_MS);
-		pthread_mutex_unlock(&s->smu);
+		     : s->sbg.gen ? s->s_rc
+		                  : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
+		                            pd_ch_where(s->ch), CH_STATS_WAIT_MS);
+		pthread_mutex_unlock(&s->sbg.mu);
 	}
 	pthread_mutex_lock(&s->cmu);
 	st->sym_reads = s->sym_reads;
@@ -2667,10 +2717,8 @@ static int ch_merge_range(struct pd_store *base, const struct pd_merge_range *rq
 static void ch_close(struct pd_store *base)
 {
 	struct chs *s = (struct chs *)base;
-	if (s->s_joinable) /* a refresh of the stats still running: its queries end within CH_STATS_MS */
-		pthread_join(s->sth, NULL);
-	pthread_mutex_destroy(&s->smu);
-	pthread_cond_destroy(&s->scv);
+	bg_free(&s->sbg);
+	bg_free(&s->hbg);
 	pd_ch_close(s->ch);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->bmu);
@@ -2687,34 +2735,55 @@ static void ch_close(struct pd_store *base)
 }
 
 /* /readyz: whether ClickHouse answers (SELECT 1 within 2 s), asked at
- * most once a second. */
+ * most once a second, on a thread of its own (struct bg): a probe waits
+ * for it CH_STATS_WAIT_MS at most, then has the last answer (none yet:
+ * not ready). */
+static int health_look(struct chs *s, struct pd_err *err)
+{
+	struct pd_buf ans = PD_BUF_INIT(4096);
+	int rc = pd_ch_query_to(s->ch, "SELECT 1", NULL, 0, NULL, &ans, 2000, err);
+	pd_buf_free(&ans);
+	return rc;
+}
+
+static void health_set(struct chs *s, int rc, const struct pd_err *err)
+{
+	s->health_bad = rc != 0;
+	snprintf(s->health_msg, sizeof s->health_msg, "%s", rc ? err->msg : "");
+}
+
+static void *health_main(void *arg)
+{
+	struct chs *s = arg;
+	struct pd_err err = {0};
+	int rc = health_look(s, &err);
+	pthread_mutex_lock(&s->hbg.mu);
+	health_set(s, rc, &err);
+	bg_done(&s->hbg);
+	pthread_mutex_unlock(&s->hbg.mu);
+	return NULL;
+}
+
 static void ch_health(struct pd_store *base, struct pd_store_health *out)
 {
 	struct chs *s = (struct chs *)base;
 	memset(out, 0, sizeof *out);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	pthread_mutex_lock(&s->mu);
-	bool fresh = s->health_at && now - s->health_at < 1000000000LL;
-	if (fresh) {
+	pthread_mutex_lock(&s->hbg.mu);
+	if (!bg_run(&s->hbg, s, 1000000000LL, CH_STATS_WAIT_MS)) { /* no thread: here */
+		struct pd_err err = {0};
+		int rc = health_look(s, &err);
+		health_set(s, rc, &err);
+		bg_done(&s->hbg);
+	}
+	if (s->hbg.gen) {
 		out->cannot_write = s->health_bad;
 		snprintf(out->write_error, sizeof out->write_error, "%s", s->health_msg);
+	} else {
+		out->cannot_write = true;
+		snprintf(out->write_error, sizeof out->write_error,
+		         "ClickHouse at %s: no answer to SELECT 1 within %d ms yet", pd_ch_where(s->ch), CH_STATS_WAIT_MS);
 	}
-	pthread_mutex_unlock(&s->mu);
-	if (fresh)
-		return;
-	struct pd_err err = {0};
-	struct pd_buf ans = PD_BUF_INIT(4096);
-	int rc = pd_ch_query_to(s->ch, "SELECT 1", NULL, 0, NULL, &ans, 2000, &err);
-	pd_buf_free(&ans);
-	pthread_mutex_lock(&s->mu);
-	s->health_at = now;
-	s->health_bad = rc != 0;
-	snprintf(s->health_msg, sizeof s->health_msg, "%s", rc ? err.msg : "");
-	out->cannot_write = s->health_bad;
-	snprintf(out->write_error, sizeof out->write_error, "%s", s->health_msg);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->hbg.mu);
 }
 
 /* pd_store_warm: the symbols of the newest `days` days read into the
@@ -2845,9 +2914,9 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->bcv, &ca);
-	pthread_cond_init(&s->scv, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&s->smu, NULL);
+	bg_init(&s->sbg, stats_main);
+	bg_init(&s->hbg, health_main);
 	s->kmask = (CH_KNOWN_MAX * 2) - 1;
 	s->known = calloc(s->kmask + 1, sizeof *s->known);
 	if (lim)

@@ -325,6 +325,23 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0 
 		grep -Eq '^profd_http_offload_busy [45]$' "$T/fm.txt"
 	check "... none waiting for a thread" grep -q '^profd_http_offload_waiting 0$' "$T/fm.txt"
 	check "... of 16 threads (--threads 1)" grep -q '^profd_http_offload_threads 16$' "$T/fm.txt"
+	# /readyz: its SELECT 1 (2 s bound) on a thread of its own, waited 0.5 s: the
+	# probe (on the worker, like /healthz) answers at once with the last look's
+	# answer, and turns 503 once a look failed
+	t0=$(date +%s%N)
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$F/readyz")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ "$ms" -lt 1500 ]; then ok "errors: ClickHouse not answering: /readyz answers in $ms ms ($code)"; else
+		fail "errors: /readyz while ClickHouse hangs: within 1.5 s" "$code in $ms ms"
+	fi
+	for _ in $(seq 1 20); do
+		code=$(curl -sS -o "$T/fr.txt" -w '%{http_code}' --max-time 10 "$F/readyz")
+		[ "$code" = 503 ] && break
+		sleep 0.5
+	done
+	if [ "$code" = 503 ] && grep -q 'ClickHouse' "$T/fr.txt"; then ok "errors: ... and turns 503 naming ClickHouse"; else
+		fail "errors: /readyz while ClickHouse hangs: 503" "$code $(cat "$T/fr.txt")"
+	fi
 	wait "${hp[@]}"
 	fr=$(cat "$T"/hang*.txt | awk '$1 == 503 && $2 < 45 { n++ } END { print n + 0 }')
 	if [ "$fr" = 4 ]; then ok "errors: ClickHouse not answering: 4 uploads (1 s apart) all 503 within 45 s"; else
