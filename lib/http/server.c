@@ -1090,9 +1090,10 @@ int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req
  * other connection of its libmicrohttpd worker, /healthz and /metrics
  * included. The whole dispatch runs there while the connection is
  * suspended; queue() keeps the answer, which the worker queues once the
- * connection is resumed. /healthz, /readyz, /metrics (the store's stats
- * have their own bound) and the UI's files stay on the worker: they
- * must answer when every offload thread is held. */
+ * connection is resumed. /healthz, /readyz, /metrics and the UI's files
+ * stay on the worker: they must answer when every offload thread is held
+ * (what /readyz and /metrics ask ClickHouse is waited for 0.5 s at most:
+ * clickhouse.c, struct bg). */
 static bool read_offloads(const char *url, const char *method)
 {
 	if (strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "DELETE"))
