@@ -296,6 +296,9 @@ if [ -n "$FPORT" ] && CHURL=clickhouse://127.0.0.1:$FPORT serve F --retention 0 
 	# later each (and a pile of them behind); /metrics still answers
 	# within seconds (Prometheus gives up after 10 s), with the
 	# collector's own counters
+	# (a look at ClickHouse that answered: /readyz then has an answer to give)
+	echo pass >"$T/chmode"
+	expect "errors: the proxy passing: /readyz 200" 200 "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$F/readyz")"
 	echo hang >"$T/chmode"
 	hp=()
 	for i in 1 2 3 4; do
