@@ -1362,14 +1362,20 @@ static int stats_fetch(struct chs *s, struct pd_store_stats *st, struct pd_err *
 	return rc;
 }
 
-static void bg_init(struct bg *b, void *(*fn)(void *))
+/* A condition variable whose timed waits count on CLOCK_MONOTONIC. */
+static void cond_init_mono(pthread_cond_t *cv)
 {
-	pthread_mutex_init(&b->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cv, &ca);
+	pthread_cond_init(cv, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+static void bg_init(struct bg *b, void *(*fn)(void *))
+{
+	pthread_mutex_init(&b->mu, NULL);
+	cond_init_mono(&b->cv);
 	b->fn = fn;
 }
 
@@ -2912,11 +2918,7 @@ int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, 
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->bmu, NULL);
 	pthread_mutex_init(&s->cmu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->bcv, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_mono(&s->bcv);
 	bg_init(&s->sbg, stats_main);
 	bg_init(&s->hbg, health_main);
 	s->kmask = (CH_KNOWN_MAX * 2) - 1;
