@@ -78,6 +78,7 @@ static void post_work(struct req *r)
 		      : pd_errf(&j->err, PD_ENOMEM, "out of memory");
 }
 
+/* Also what finish never came to use (its connection closed: shutdown). */
 static void post_drop(struct req *r)
 {
 	struct post_job *j = r->off_ctx;
@@ -88,38 +89,35 @@ static void post_drop(struct req *r)
 	free(j);
 }
 
-static enum MHD_Result post_finish(struct MHD_Connection *c, struct req *r)
+static enum MHD_Result post_answer(struct MHD_Connection *c, struct req *r, struct post_job *j)
 {
 	struct pd_server *s = r->s;
 	struct pd_metrics *m = &s->m;
-	struct post_job *j = r->off_ctx;
-	r->off_ctx = NULL;
-	free(j->kv);
-	pd_api_post_free(&j->p);
-	pd_buf_free(&r->body);
-	enum MHD_Result res;
 	if (j->rc) {
 		atomic_fetch_add(&m->rejected[refusal_metric(j->why)], 1);
 		if (j->why == PD_REFUSE_TOO_OLD) {
 			char msg[sizeof j->err.msg + 64];
 			snprintf(msg, sizeof msg, "bad request: %s (--retention %lldh)", j->err.msg,
 				 (long long)(s->cfg.retention_ns / 3600000000000LL));
-			res = srv_reply_error(c, r, 400, msg);
-		} else {
-			if (j->why == PD_REFUSE_SERVICE) /* the service parameter's fault, as "missing \"service\"" */
-				pd_err_prefix(&j->err, "bad request");
-			res = srv_reply_err(c, r, j->rc, &j->err);
+			return srv_reply_error(c, r, 400, msg);
 		}
-		free(j);
-		return res;
+		if (j->why == PD_REFUSE_SERVICE) /* the service parameter's fault, as "missing \"service\"" */
+			pd_err_prefix(&j->err, "bad request");
+		return srv_reply_err(c, r, j->rc, &j->err);
 	}
 	pd_metrics_ingested(m, j->meta.type, j->meta.stored_bytes);
 	json_t *body = pd_api1_meta_json(&j->meta);
-	pd_meta_clear(&j->meta);
-	free(j);
 	if (!body)
 		return srv_reply_error(c, r, 500, "out of memory");
 	return srv_reply_body(c, r, body);
+}
+
+static enum MHD_Result post_finish(struct MHD_Connection *c, struct req *r)
+{
+	pd_buf_free(&r->body);
+	enum MHD_Result res = post_answer(c, r, r->off_ctx);
+	post_drop(r);
+	return res;
 }
 
 static enum MHD_Result h_post(struct MHD_Connection *c, struct req *r, const char *arg)

@@ -1224,7 +1224,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->bad_framing = true;
 			if (!sending)
 				return reply_auth(c, r, st, method);
-			r->auth_st = st;
+			r->late_st = st; /* late_msg NULL: reply_auth's answer */
 			return MHD_YES; /* dropped as it comes, then the answer */
 		}
 		if (cl && !strcmp(method, "POST")) {
@@ -1255,7 +1255,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			 * client gets its 413 (MHD cannot answer mid-upload), but not
 			 * forever */
 			r->discarded += n;
-			return r->discarded > (r->auth_st || r->late_st ? AUTH_DRAIN_MAX : DISCARD_MAX) ? MHD_NO : MHD_YES;
+			return r->discarded > (r->late_st ? AUTH_DRAIN_MAX : DISCARD_MAX) ? MHD_NO : MHD_YES;
 		}
 		if (r->busy) {
 			r->discarded += n;
@@ -1281,10 +1281,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->status) /* already answered (early 413, framing) */
 		return MHD_YES;
-	if (r->auth_st) /* its body drained */
-		return reply_auth(c, r, r->auth_st, method);
-	if (r->late_st) /* refuse_early's, its body drained */
-		return srv_reply_error(c, r, r->late_st, r->late_msg);
+	if (r->late_st) /* a refusal from the headers, its body drained */
+		return r->late_msg ? srv_reply_error(c, r, r->late_st, r->late_msg) : reply_auth(c, r, r->late_st, method);
 	if (read_offloads(url, method)) {
 		r->off_url = url;
 		r->off_method = method;

@@ -61,8 +61,10 @@ struct req {
 	size_t peak;          /* most it held: a big one gives memory back to the system */
 	bool busy;            /* the body did not fit in the memory budget: 503 */
 	bool bad_framing;     /* refused before the body (framing, sizes, credentials): drain it */
-	int auth_st;          /* 401 or 403 answered once the body is drained (AUTH_DRAIN_MAX) */
-	int late_st;          /* refuse_early's status and message, answered once the body is drained */
+	/* a refusal from the headers, answered once the body is drained (up to
+	 * AUTH_DRAIN_MAX): its status, and refuse_early's message (NULL: a
+	 * missing or refused credential, reply_auth's 401 or 403) */
+	int late_st;
 	char *late_msg;
 	bool nul_path;        /* the raw path has a %00 (MHD's decoded one ends there) */
 	bool early;           /* on_request's first call, before the body: h_post checks the parameters only */

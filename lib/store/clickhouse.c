@@ -1398,20 +1398,24 @@ static void bg_done(struct bg *b)
 }
 
 /* With b->mu held: a refresh started unless one is running or the last
- * ended less than fresh_ns ago, then waited for up to wait_ms. Returns
- * false if no thread could be started (the caller refreshes itself,
- * without the lock). */
-static bool bg_run(struct bg *b, void *arg, int64_t fresh_ns, int wait_ms)
+ * ended less than fresh_ns ago, then waited for up to wait_ms (if no
+ * thread can be started, done here as long as it takes). */
+static void bg_run(struct bg *b, void *arg, int64_t fresh_ns, int wait_ms)
 {
 	if (b->gen && !b->running && pd_mono_ns() - b->done_ns < fresh_ns)
-		return true;
+		return;
 	uint64_t gen = b->gen;
 	if (!b->running) {
 		if (b->joinable) /* the last refresh's thread, done */
 			pthread_join(b->th, NULL);
 		b->joinable = b->running = pthread_create(&b->th, NULL, b->fn, arg) == 0;
-		if (!b->running)
-			return false;
+		if (!b->running) {
+			b->running = true; /* (no other starts one meanwhile) */
+			pthread_mutex_unlock(&b->mu);
+			b->fn(arg);
+			pthread_mutex_lock(&b->mu);
+			return;
+		}
 	}
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -1420,7 +1424,6 @@ static bool bg_run(struct bg *b, void *arg, int64_t fresh_ns, int wait_ms)
 	dl.tv_nsec %= 1000000000L;
 	while (b->gen == gen && pthread_cond_timedwait(&b->cv, &b->mu, &dl) == 0)
 		;
-	return true;
 }
 
 static void *stats_main(void *arg)
@@ -1448,23 +1451,18 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 {
 	struct chs *s = (struct chs *)base;
 	memset(st, 0, sizeof *st);
-	int rc;
 	pthread_mutex_lock(&s->sbg.mu);
-	if (!bg_run(&s->sbg, s, 0, CH_STATS_WAIT_MS)) { /* no thread: here, as long as it takes */
-		pthread_mutex_unlock(&s->sbg.mu);
-		rc = stats_fetch(s, st, err);
-	} else {
-		/* this refresh's result if it came, else the last one's */
-		if (s->s_have)
-			*st = s->s_st;
-		else if (s->sbg.gen)
-			*err = s->s_err;
-		rc = s->s_have ? 0
-		     : s->sbg.gen ? s->s_rc
-		                  : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
-		                            pd_ch_where(s->ch), CH_STATS_WAIT_MS);
-		pthread_mutex_unlock(&s->sbg.mu);
-	}
+	bg_run(&s->sbg, s, 0, CH_STATS_WAIT_MS);
+	/* this refresh's result if it came, else the last one's */
+	if (s->s_have)
+		*st = s->s_st;
+	else if (s->sbg.gen)
+		*err = s->s_err;
+	int rc = s->s_have ? 0
+	         : s->sbg.gen ? s->s_rc
+	                      : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
+	                                pd_ch_where(s->ch), CH_STATS_WAIT_MS);
+	pthread_mutex_unlock(&s->sbg.mu);
 	pthread_mutex_lock(&s->cmu);
 	st->sym_reads = s->sym_reads;
 	st->sym_cached = s->sym_cached;
@@ -2744,27 +2742,16 @@ static void ch_close(struct pd_store *base)
  * most once a second, on a thread of its own (struct bg): a probe waits
  * for it CH_STATS_WAIT_MS at most (the first look: all of it), then has
  * the last answer. */
-static int health_look(struct chs *s, struct pd_err *err)
-{
-	struct pd_buf ans = PD_BUF_INIT(4096);
-	int rc = pd_ch_query_to(s->ch, "SELECT 1", NULL, 0, NULL, &ans, 2000, err);
-	pd_buf_free(&ans);
-	return rc;
-}
-
-static void health_set(struct chs *s, int rc, const struct pd_err *err)
-{
-	s->health_bad = rc != 0;
-	snprintf(s->health_msg, sizeof s->health_msg, "%s", rc ? err->msg : "");
-}
-
 static void *health_main(void *arg)
 {
 	struct chs *s = arg;
 	struct pd_err err = {0};
-	int rc = health_look(s, &err);
+	struct pd_buf ans = PD_BUF_INIT(4096);
+	int rc = pd_ch_query_to(s->ch, "SELECT 1", NULL, 0, NULL, &ans, 2000, &err);
+	pd_buf_free(&ans);
 	pthread_mutex_lock(&s->hbg.mu);
-	health_set(s, rc, &err);
+	s->health_bad = rc != 0;
+	snprintf(s->health_msg, sizeof s->health_msg, "%s", rc ? err.msg : "");
 	bg_done(&s->hbg);
 	pthread_mutex_unlock(&s->hbg.mu);
 	return NULL;
@@ -2777,12 +2764,7 @@ static void ch_health(struct pd_store *base, struct pd_store_health *out)
 	pthread_mutex_lock(&s->hbg.mu);
 	/* the first look is waited for as long as it may take (2 s): no
 	 * answer yet is no cause to report */
-	if (!bg_run(&s->hbg, s, 1000000000LL, s->hbg.gen ? CH_STATS_WAIT_MS : 2100)) { /* no thread: here */
-		struct pd_err err = {0};
-		int rc = health_look(s, &err);
-		health_set(s, rc, &err);
-		bg_done(&s->hbg);
-	}
+	bg_run(&s->hbg, s, 1000000000LL, s->hbg.gen ? CH_STATS_WAIT_MS : 2100);
 	if (s->hbg.gen) {
 		out->cannot_write = s->health_bad;
 		snprintf(out->write_error, sizeof out->write_error, "%s", s->health_msg);
