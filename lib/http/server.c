@@ -332,7 +332,7 @@ static enum MHD_Result h_metrics(struct MHD_Connection *c, struct req *r)
 {
 	struct pd_store_stats st;
 	struct pd_err err;
-	bool have = pd_store_stats(r->s->st, &st, &err) == 0;
+	bool have = pd_store_stats_quick(r->s->st, &st, &err) == 0;
 	struct pd_buf b = PD_BUF_INIT(0);
 	if (pd_metrics_render(&r->s->m, have ? &st : NULL, &b) ||
 	    (r->s->cfg.metrics_extra && r->s->cfg.metrics_extra(r->s->cfg.metrics_ctx, &b)) ||

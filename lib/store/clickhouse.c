@@ -1444,10 +1444,28 @@ static void *stats_main(void *arg)
 	return NULL;
 }
 
-/* /metrics: a refresh waited for up to CH_STATS_WAIT_MS; past that, the
- * last refresh's figures, or its error if it failed (the store's gauges
- * are then left out). */
+/* What this process counted itself (the symbol cache's). */
+static void stats_syms(struct chs *s, struct pd_store_stats *st)
+{
+	pthread_mutex_lock(&s->cmu);
+	st->sym_reads = s->sym_reads;
+	st->sym_cached = s->sym_cached;
+	st->read_cache_bytes = s->cbytes.len;
+	pthread_mutex_unlock(&s->cmu);
+}
+
 static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
+{
+	struct chs *s = (struct chs *)base;
+	int rc = stats_fetch(s, st, err);
+	stats_syms(s, st);
+	return rc;
+}
+
+/* /metrics (pd_store_stats_quick): a refresh waited for up to
+ * CH_STATS_WAIT_MS; past that, the last refresh's figures, or its error if
+ * it failed (the store's gauges are then left out). */
+static int ch_stats_quick(struct pd_store *base, struct pd_store_stats *st, struct pd_err *err)
 {
 	struct chs *s = (struct chs *)base;
 	memset(st, 0, sizeof *st);
@@ -1463,11 +1481,7 @@ static int ch_stats(struct pd_store *base, struct pd_store_stats *st, struct pd_
 	                      : pd_errf(err, PD_EUNAVAIL, "ClickHouse at %s: the stats did not come within %d ms",
 	                                pd_ch_where(s->ch), CH_STATS_WAIT_MS);
 	pthread_mutex_unlock(&s->sbg.mu);
-	pthread_mutex_lock(&s->cmu);
-	st->sym_reads = s->sym_reads;
-	st->sym_cached = s->sym_cached;
-	st->read_cache_bytes = s->cbytes.len;
-	pthread_mutex_unlock(&s->cmu);
+	stats_syms(s, st);
 	return rc;
 }
 
@@ -2856,6 +2870,7 @@ static const struct pd_store_ops ch_ops = {
     .services = ch_services,
     .retain = ch_retain,
     .stats = ch_stats,
+    .stats_quick = ch_stats_quick,
     .close = ch_close,
     .health = ch_health,
     .warm = ch_warm,

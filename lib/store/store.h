@@ -233,6 +233,10 @@ struct pd_store_ops {
 	void (*skipped_in)(struct pd_store *s, int64_t from_ns, int64_t to_ns, struct pd_store_skipped *out);
 	/* Optional: get ready for the first queries (pd_store_warm). */
 	void (*warm)(struct pd_store *s, size_t days);
+	/* Optional (NULL: stats): the stats for a caller that must not wait on
+	 * a slow backend (/metrics, on an HTTP worker): a refresh's figures if
+	 * it comes within the backend's bound, else the last refresh's. */
+	int (*stats_quick)(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err);
 };
 
 struct pd_store {
@@ -349,6 +353,10 @@ static inline int pd_store_retain(struct pd_store *s, int64_t cutoff_ns, size_t 
 static inline int pd_store_stats(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err)
 {
 	return s->ops->stats(s, out, err);
+}
+static inline int pd_store_stats_quick(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err)
+{
+	return (s->ops->stats_quick ? s->ops->stats_quick : s->ops->stats)(s, out, err);
 }
 static inline void pd_store_close(struct pd_store *s)
 {
