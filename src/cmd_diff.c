@@ -94,21 +94,12 @@ const struct cli_doc diff_doc = {
     NULL,
 };
 
-static int64_t jint(json_t *o, const char *k)
-{
-	return (int64_t)json_integer_value(json_object_get(o, k));
-}
-static const char *jstr(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "";
-}
-
 static void print_side(const char *what, json_t *s, struct pd_str unit)
 {
 	char v[48];
-	printf("%s: %s, %" PRId64 " profiles, %s to %s (UTC), total %s\n", what, jstr(s, "query"), jint(s, "profiles"),
-	       jstr(s, "from"), jstr(s, "to"), pd_fmt_value(v, sizeof v, jint(s, "total"), unit));
+	printf("%s: %s, %" PRId64 " profiles, %s to %s (UTC), total %s\n", what, client_jstr(s, "query"),
+	       client_jint(s, "profiles"), client_jstr(s, "from"), client_jstr(s, "to"),
+	       pd_fmt_value(v, sizeof v, client_jint(s, "total"), unit));
 }
 
 /* Print the collector's format=top answer as `pprof -top -diff_base`. */
@@ -122,22 +113,12 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 		cli_cmd_error(c->cmd, "out of memory");
 		return EXIT_INPUT;
 	}
-	t.n = (size_t)jint(body, "functions");
+	t.n = (size_t)client_jint(body, "functions");
 	if (t.n < n)
 		t.n = n;
-	t.total = jint(body, "total");
-	for (size_t i = 0; i < n; i++) {
-		json_t *r = json_array_get(rows, i);
-		const char *nm = jstr(r, "name"), *inl = jstr(r, "inline");
-		t.rows[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)},
-		                                jint(r, "delta_flat"),
-		                                jint(r, "delta_cum"),
-						!strcmp(inl, "inline")		 ? PD_TOP_INLINED
-						: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
-										 : PD_TOP_NOT_INLINED,
-						false};
-	}
-	const char *u = jstr(body, "unit");
+	t.total = client_jint(body, "total");
+	client_top_rows(rows, n, "delta_flat", "delta_cum", t.rows);
+	const char *u = client_jstr(body, "unit");
 	struct pd_str unit = {u, (uint32_t)strlen(u)};
 	struct pd_buf text = PD_BUF_INIT(0);
 	struct pd_err err = {0};
@@ -148,7 +129,7 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 		pd_buf_free(&text);
 		return EXIT_INPUT;
 	}
-	printf("Type: %s\n", jstr(body, "sample_type"));
+	printf("Type: %s\n", client_jstr(body, "sample_type"));
 	print_side("Base", json_object_get(body, "base"), unit);
 	print_side("Target", json_object_get(body, "target"), unit);
 	if (json_is_true(json_object_get(body, "normalized")))

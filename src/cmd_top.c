@@ -198,20 +198,10 @@ static void nothing(const struct client *c, bool all)
 
 /* ---- API v1 ------------------------------------------------------------------------ */
 
-static int64_t jint(json_t *o, const char *k)
-{
-	return (int64_t)json_integer_value(json_object_get(o, k));
-}
-static const char *jstr(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "";
-}
-
 /* What the answer's "normalization" did, in one header line (none for a plain sum). */
 static void print_normalization(json_t *nm)
 {
-	const char *mode = jstr(nm, "mode");
+	const char *mode = client_jstr(nm, "mode");
 	if (!strcmp(mode, "none")) {
 		printf("Normalized: no (--raw): the profiles summed as they are\n");
 		return;
@@ -221,9 +211,9 @@ static void print_normalization(json_t *nm)
 		return;
 	printf("Normalized: %s%s%s (%lld sources, %lld profiles", gauge ? "each source's snapshots averaged" : "",
 	       gauge && cumul ? "; " : "", cumul ? "each source's latest minus earliest cumulative snapshot" : "",
-	       (long long)jint(nm, "sources"), (long long)jint(nm, "profiles"));
-	if (jint(nm, "excluded"))
-		printf(", %lld left out: a source's only cumulative snapshot", (long long)jint(nm, "excluded"));
+	       (long long)client_jint(nm, "sources"), (long long)client_jint(nm, "profiles"));
+	if (client_jint(nm, "excluded"))
+		printf(", %lld left out: a source's only cumulative snapshot", (long long)client_jint(nm, "excluded"));
 	printf("); --raw sums them\n");
 }
 
@@ -306,14 +296,14 @@ static int top_api1(struct client *c, const struct top_opts *o)
 		rc = EXIT_INPUT;
 		goto out;
 	}
-	size_t n = json_array_size(rows), functions = (size_t)jint(body, "functions");
+	size_t n = json_array_size(rows), functions = (size_t)client_jint(body, "functions");
 	if (o->json) {
 		json_dumpf(body, stdout, JSON_INDENT(2));
 		putchar('\n');
 		rc = EXIT_OK;
 		goto out;
 	}
-	if (jint(body, "profiles") == 0 || !json_array_size(svcs)) {
+	if (client_jint(body, "profiles") == 0 || !json_array_size(svcs)) {
 		nothing(c, o->all);
 		rc = EXIT_INPUT;
 		goto out;
@@ -331,19 +321,9 @@ static int top_api1(struct client *c, const struct top_opts *o)
 		goto out;
 	}
 	t.n = functions < n ? n : functions;
-	t.total = jint(body, "total");
-	for (size_t i = 0; i < n; i++) {
-		json_t *row = json_array_get(rows, i);
-		const char *nm = jstr(row, "name"), *inl = jstr(row, "inline");
-		t.rows[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)},
-						jint(row, "flat"),
-						jint(row, "cum"),
-						!strcmp(inl, "inline")		 ? PD_TOP_INLINED
-						: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
-										 : PD_TOP_NOT_INLINED,
-						false};
-	}
-	const char *u = jstr(body, "unit");
+	t.total = client_jint(body, "total");
+	client_top_rows(rows, n, "flat", "cum", t.rows);
+	const char *u = client_jstr(body, "unit");
 	struct pd_str unit = {u, (uint32_t)strlen(u)};
 	if (pd_top_text(&t, need, unit, &text, &err)) {
 		cli_cmd_error("top", "%s", err.msg);
@@ -352,7 +332,7 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	}
 	/* the services used, and (--all) how many the collector has */
 	for (size_t i = 0; i < json_array_size(svcs); i++) {
-		const char *s = jstr(json_array_get(svcs, i), "service");
+		const char *s = client_jstr(json_array_get(svcs, i), "service");
 		if ((used.len && pd_buf_append(&used, ", ", 2)) || pd_buf_append(&used, s, strlen(s))) {
 			cli_cmd_error("top", "out of memory");
 			rc = EXIT_INPUT;
@@ -366,7 +346,7 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	}
 	if (o->all && (rc = client_services(c, &sv, &nsv)))
 		goto out;
-	print_header(c, o->all, jstr(body, "sample_type"), (const char *)used.ptr, json_array_size(svcs), nsv);
+	print_header(c, o->all, client_jstr(body, "sample_type"), (const char *)used.ptr, json_array_size(svcs), nsv);
 	print_normalization(json_object_get(body, "normalization"));
 	json_t *cores = json_object_get(body, "cores");
 	if (json_is_number(cores))

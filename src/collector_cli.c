@@ -7,6 +7,7 @@
 #include "version.h"
 #include "../lib/http/auth.h"
 #include "../lib/http/params.h"
+#include "../lib/pprof/report.h"
 #include "../lib/scrape/scrape.h" /* pd_scrape_query_escape */
 
 #include <getopt.h>
@@ -436,4 +437,30 @@ const char *client_labels_str(const struct client *c, char *buf, size_t n)
 		o += (size_t)snprintf(buf + o, n - o, "%s%s=%s", i ? "," : " with labels ", c->labels[i].key,
 				      c->labels[i].value);
 	return buf;
+}
+
+int64_t client_jint(json_t *o, const char *k)
+{
+	return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+const char *client_jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+void client_top_rows(json_t *rows, size_t n, const char *flat, const char *cum, struct pd_top_row *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = json_array_get(rows, i);
+		const char *nm = client_jstr(r, "name"), *inl = client_jstr(r, "inline");
+		out[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)},
+					     client_jint(r, flat),
+					     client_jint(r, cum),
+					     !strcmp(inl, "inline")		? PD_TOP_INLINED
+					     : !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
+									      : PD_TOP_NOT_INLINED,
+					     false};
+	}
 }

@@ -149,4 +149,14 @@ const char *client_range_str(const struct client *c, char *buf, size_t n);
 /* " with labels k=v,k2=v2" or "" */
 const char *client_labels_str(const struct client *c, char *buf, size_t n);
 
+/* Members of an API v1 answer: 0 and "" when absent or of another type. */
+int64_t client_jint(json_t *o, const char *k);
+const char *client_jstr(json_t *o, const char *k);
+
+/* An API v1 top's rows [0, n) as the table's rows (names point into the
+ * JSON): flat and cum are the members holding their values ("flat" and
+ * "cum"; "delta_flat" and "delta_cum" in a diff). */
+struct pd_top_row;
+void client_top_rows(json_t *rows, size_t n, const char *flat, const char *cum, struct pd_top_row *out);
+
 #endif
