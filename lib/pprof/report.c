@@ -719,8 +719,9 @@ int pd_profile_check_type(const struct pd_profile *p, const char *declared, cons
 			       "(send type=other for profiles of other kinds)",
 			       declared, desc, name);
 	return pd_errf(err, PD_EINVAL,
-		       "declared type \"%s\" but the profile is a %s profile %s: send type=%s, or no type to infer it",
-		       declared, kind, desc, !strcmp(kind, "block/mutex") ? "block or type=mutex" : kind);
+		       "declared type \"%s\" but the profile is %s %s profile %s: send type=%s, or no type to infer it",
+		       declared, kind[0] && strchr("aeiou", kind[0]) ? "an" : "a", kind, desc,
+		       !strcmp(kind, "block/mutex") ? "block or type=mutex" : kind);
 }
 
 int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct pd_buf *out, struct pd_err *err)

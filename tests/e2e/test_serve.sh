@@ -716,6 +716,9 @@ VALID='(valid: cpu, heap, block, mutex, goroutine, threadcreate, allocs, other)'
 bad_post "POST a cpu profile as type allocs: 400 naming both types" 400 \
 	'declared type \"allocs\" but the profile is a cpu profile [samples/count cpu/nanoseconds]' \
 	bad_request "service=bad&type=allocs" --data-binary "@$C/1/cpu.pb.gz"
+bad_post "POST an allocs profile as type cpu: 400 naming both types" 400 \
+	'declared type \"cpu\" but the profile is an allocs profile [alloc_objects/count' \
+	bad_request "service=bad&type=cpu" --data-binary "@$C/1/allocs.pb.gz"
 bad_post "POST type=CPU: 400 unknown profile type (case-sensitive)" 400 "bad request: unknown profile type \\\"CPU\\\" $VALID" \
 	bad_request "service=bad&type=CPU" --data-binary "@$C/1/cpu.pb.gz"
 bad_post "POST type=trace: 400 not supported" 400 'bad request: profile type \"trace\" is not supported: profd stores pprof profiles only' \
