@@ -40,9 +40,9 @@ int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t 
 
 int pd_agg_add2(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values, uint32_t *row)
 {
-	uint64_t h = pd_hash_u64((uint64_t)stack << 32 | labels);
+	uint64_t h = pd_agg_hash(stack, labels);
 	struct rowkey k = {a, stack, labels};
-	uint32_t r = pd_hidx_find(&a->idx, h, row_eq, &k);
+	uint32_t r = pd_hidx_find_u64(&a->idx, h, row_eq, &k);
 	uint32_t nv = a->nvalues;
 	if (r != UINT32_MAX) {
 		pd_agg_add_row(a, r, values);

@@ -31,6 +31,12 @@ void pd_agg_free(struct pd_agg *a);
 int pd_agg_add(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values) PD_WUR;
 /* The same, returning the row's index in *row (for pd_agg_add_row). */
 int pd_agg_add2(struct pd_agg *a, uint32_t stack, uint32_t labels, const int64_t *values, uint32_t *row) PD_WUR;
+/* The hash of (stack, labels) in the row index (pd_hidx_find_u64): a
+ * caller may prefetch its slot. */
+static inline uint64_t pd_agg_hash(uint32_t stack, uint32_t labels)
+{
+	return pd_hash_u64((uint64_t)stack << 32 | labels);
+}
 /* Add values to a row whose index the caller remembered. */
 static inline void pd_agg_add_row(struct pd_agg *a, uint32_t row, const int64_t *values)
 {

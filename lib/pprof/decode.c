@@ -238,7 +238,7 @@ static int idmap_build(struct dec *d, struct idmap *m, const void *arr, size_t s
 		if (k.id == 0)
 			return pd_errf(d->err, PD_EINVAL, "%s #%zu has the reserved id 0", what, i);
 		uint64_t h = pd_hash_u64(k.id);
-		if (pd_hidx_find(&m->h, h, id_eq, &k) != UINT32_MAX)
+		if (pd_hidx_find_u64(&m->h, h, id_eq, &k) != UINT32_MAX)
 			return pd_errf(d->err, PD_EINVAL, "multiple %ss with the same id %llu", what,
 				       (unsigned long long)k.id);
 		if (pd_hidx_insert(&m->h, h, (uint32_t)i))
@@ -254,7 +254,7 @@ static inline uint32_t idmap_find(const struct idmap *m, uint64_t id)
 	if (m->n == 0)
 		return PD_NONE;
 	struct idkey k = {m, id};
-	return pd_hidx_find(&m->h, pd_hash_u64(id), id_eq, &k);
+	return pd_hidx_find_u64(&m->h, pd_hash_u64(id), id_eq, &k);
 }
 
 /* ---- sub-messages ---------------------------------------------------------- */

@@ -239,7 +239,7 @@ static bool addr_eq(void *ctx, uint32_t v)
 static uint32_t find_addr(const struct lb *b, uint64_t a)
 {
 	struct addreq_ctx c = {b->addrs, a};
-	return pd_hidx_find(&b->lh, pd_hash_u64(a), addr_eq, &c);
+	return pd_hidx_find_u64(&b->lh, pd_hash_u64(a), addr_eq, &c);
 }
 
 static int push_addr(struct lb *b, uint64_t a)

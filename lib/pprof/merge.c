@@ -1011,8 +1011,8 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
  * aggregation overlap instead of adding up: on arrival a sample's locations
  * are mapped, its stack hashed and the stack index slot prefetched; PF_B
  * samples later the slot is read and the stack entry it names prefetched;
- * PF_C samples later the stack's locations and its aggregation row are
- * prefetched; PF_DEPTH samples later it is interned and added. Samples
+ * PF_C samples later the stack's locations and its aggregation row (for a
+ * labelled sample, the row index's slot) are prefetched; PF_DEPTH samples later it is interned and added. Samples
  * leave in arrival order and every decision is taken at the last stage, so
  * the result is exactly that of one-at-a-time processing; the earlier
  * stages only prefetch.
@@ -1135,6 +1135,9 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 				__builtin_prefetch(sp + o);
 			if (se->row0 != PD_NONE && c->lset == 0)
 				__builtin_prefetch(m->agg.vals + (size_t)se->row0 * m->agg.nvalues);
+			else if (c->lset != 0) /* a labelled sample's row is found by its hash */
+				__builtin_prefetch(&m->agg.idx.slots[pd__hidx_fix(pd_agg_hash(c->hint, c->lset)) &
+								     m->agg.idx.mask]);
 		}
 	}
 	return 0;

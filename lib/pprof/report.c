@@ -301,7 +301,7 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 					bool inl = j != nframes(l) - 1;
 					struct edgekey ek = {ev, parent, ni};
 					uint64_t h = pd_hash_u64((uint64_t)parent << 32 | ni);
-					uint32_t e = pd_hidx_find(&eidx, h, edge_eq, &ek);
+					uint32_t e = pd_hidx_find_u64(&eidx, h, edge_eq, &ek);
 					if (e == UINT32_MAX) {
 						if (pd_grow((void **)&ev, &ecap, ne + 1, sizeof *ev) ||
 						    pd_hidx_insert(&eidx, h, (uint32_t)ne))

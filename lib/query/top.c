@@ -62,6 +62,7 @@ static bool cell_eq(void *ctx, uint32_t i)
 	return a->cells[i].fn == a->kfn && a->cells[i].group == a->kgroup;
 }
 
+/* a bijection of (fn, group): pd_hidx_find_u64 */
 static uint64_t cell_hash(uint32_t fn, uint32_t group) { return pd_hash_u64(((uint64_t)fn << 32 | group) + 0x9e37); }
 
 void pd_fleet_acc_free(struct pd_fleet_acc *a)
@@ -117,7 +118,7 @@ static int acc_row(struct pd_fleet_acc *a, uint32_t group, const struct pd_top_r
 	a->kfn = i;
 	a->kgroup = group;
 	uint64_t ch = cell_hash(i, group);
-	uint32_t c = pd_hidx_find(&a->cidx, ch, cell_eq, a);
+	uint32_t c = pd_hidx_find_u64(&a->cidx, ch, cell_eq, a);
 	if (c == UINT32_MAX) {
 		if (a->nc >= UINT32_MAX - 1 || pd_grow((void **)&a->cells, &a->cc, a->nc + 1, sizeof *a->cells) ||
 		    pd_hidx_insert(&a->cidx, ch, (uint32_t)a->nc))

@@ -157,6 +157,24 @@ static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_h
 		i = (i + 1) & h->mask;
 	}
 }
+/* For an index whose hash is pd_hash_u64 of the whole key: that is a
+ * bijection (each step of it can be undone), so an equal hash is an equal
+ * key, and eq is not asked (its load of the stored key was a cache miss on
+ * every lookup). But for the one hash two keys share: 0 (the key 0) is
+ * stored as 1, as is the key whose hash is 1; eq tells those apart. */
+static inline uint32_t pd_hidx_find_u64(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
+{
+	hash = pd__hidx_fix(hash);
+	size_t i = hash & h->mask;
+	for (;;) {
+		const struct pd_hidx_slot *s = &h->slots[i];
+		if (s->hash == 0)
+			return UINT32_MAX;
+		if (s->hash == hash && (hash != 1 || eq(ctx, s->val)))
+			return s->val;
+		i = (i + 1) & h->mask;
+	}
+}
 /* Insert without checking for an existing equal entry. */
 int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
 

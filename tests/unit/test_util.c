@@ -317,6 +317,81 @@ static void test_hidx_collisions(void **state)
 	free(keys);
 }
 
+/* The inverse of pd_hash_u64 (each of its steps undone, last first). */
+static uint64_t unshift33(uint64_t x) { return x ^ (x >> 33); } /* x ^= x >> 33 is its own inverse for 64 bits */
+static uint64_t mul_inverse(uint64_t a) /* a odd: Newton's iteration, 6 steps give 64 bits */
+{
+	uint64_t y = a;
+	for (int i = 0; i < 6; i++)
+		y *= 2 - a * y;
+	return y;
+}
+static uint64_t unhash_u64(uint64_t h)
+{
+	h = unshift33(h);
+	h *= mul_inverse(0xc4ceb9fe1a85ec53ULL);
+	h = unshift33(h);
+	h *= mul_inverse(0xff51afd7ed558ccdULL);
+	return unshift33(h);
+}
+
+struct eqctx64 {
+	const uint64_t *keys; /* value -> key */
+	uint64_t want;
+	unsigned calls;
+};
+
+static bool eq_key64(void *ctx, uint32_t v)
+{
+	struct eqctx64 *c = ctx;
+	c->calls++;
+	return c->keys[v] == c->want;
+}
+
+static void test_hidx_find_u64(void **state)
+{
+	(void)state;
+	/* pd_hash_u64 is a bijection: the premise of pd_hidx_find_u64 */
+	for (uint64_t k = 0; k < 100000; k++)
+		assert_true(unhash_u64(pd_hash_u64(k * 0x9e3779b97f4a7c15ULL)) == k * 0x9e3779b97f4a7c15ULL);
+	enum { N = 50000 };
+	uint64_t *keys = malloc((N + 2) * sizeof *keys);
+	assert_non_null(keys);
+	struct pd_hidx h;
+	assert_int_equal(pd_hidx_init(&h, 16), 0);
+	/* keys 0 and k1 (whose hash is 1) share the stored hash 1; the others
+	 * are told apart by their hash alone */
+	uint64_t k1 = unhash_u64(1);
+	assert_true(pd_hash_u64(k1) == 1 && pd_hash_u64(0) == 0 && k1 != 0);
+	keys[0] = 0;
+	keys[1] = k1;
+	for (uint32_t i = 2; i < N + 2; i++)
+		keys[i] = (uint64_t)i << 32 | (i * 7u);
+	for (uint32_t i = 0; i < N + 2; i++)
+		assert_int_equal(pd_hidx_insert(&h, pd_hash_u64(keys[i]), i), 0);
+	struct eqctx64 c = {keys, 0, 0};
+	for (uint32_t i = 2; i < N + 2; i++) {
+		c.want = keys[i];
+		assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(keys[i]), eq_key64, &c), i);
+	}
+	assert_int_equal(c.calls, 0); /* no stored key was read */
+	c.want = 0;
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key64, &c), 0);
+	c.want = k1;
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(k1), eq_key64, &c), 1);
+	assert_true(c.calls >= 2);
+	/* absent keys: not found (the shared hash asks eq) */
+	c.want = 12345;
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(12345), eq_key64, &c), UINT32_MAX);
+	pd_hidx_free(&h);
+	assert_int_equal(pd_hidx_init(&h, 16), 0);
+	assert_int_equal(pd_hidx_insert(&h, pd_hash_u64(k1), 1), 0);
+	c.want = 0; /* only k1 stored: 0 has its stored hash, and is not it */
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key64, &c), UINT32_MAX);
+	pd_hidx_free(&h);
+	free(keys);
+}
+
 static void test_hash(void **state)
 {
 	(void)state;
@@ -691,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_arena_alloc_overflow),
 		cmocka_unit_test(test_buf_caps),
 		cmocka_unit_test(test_hidx_collisions),
+		cmocka_unit_test(test_hidx_find_u64),
 		cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_err_prefix_truncation),
 		cmocka_unit_test(test_strerror),
