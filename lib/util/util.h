@@ -142,9 +142,9 @@ typedef bool (*pd_hidx_eq)(void *ctx, uint32_t val);
 int pd_hidx_init(struct pd_hidx *h, size_t expected) PD_WUR;
 void pd_hidx_free(struct pd_hidx *h);
 static inline uint64_t pd__hidx_fix(uint64_t h) { return h ? h : 1; }
-/* Returns the value found or UINT32_MAX. Inline, so that each call site's
- * eq (a constant) is inlined into the probe loop. */
-static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
+/* The probe of both lookups below; whole: the hash is pd_hash_u64 of the
+ * whole key (pd_hidx_find_u64). */
+static inline uint32_t pd__hidx_probe(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx, bool whole)
 {
 	hash = pd__hidx_fix(hash);
 	size_t i = hash & h->mask;
@@ -152,10 +152,16 @@ static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_h
 		const struct pd_hidx_slot *s = &h->slots[i];
 		if (s->hash == 0)
 			return UINT32_MAX;
-		if (s->hash == hash && eq(ctx, s->val))
+		if (s->hash == hash && ((whole && hash != 1) || eq(ctx, s->val)))
 			return s->val;
 		i = (i + 1) & h->mask;
 	}
+}
+/* Returns the value found or UINT32_MAX. Inline, so that each call site's
+ * eq (a constant) is inlined into the probe loop. */
+static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
+{
+	return pd__hidx_probe(h, hash, eq, ctx, false);
 }
 /* For an index whose hash is pd_hash_u64 of the whole key: that is a
  * bijection (each step of it can be undone), so an equal hash is an equal
@@ -164,16 +170,7 @@ static inline uint32_t pd_hidx_find(const struct pd_hidx *h, uint64_t hash, pd_h
  * stored as 1, as is the key whose hash is 1; eq tells those apart. */
 static inline uint32_t pd_hidx_find_u64(const struct pd_hidx *h, uint64_t hash, pd_hidx_eq eq, void *ctx)
 {
-	hash = pd__hidx_fix(hash);
-	size_t i = hash & h->mask;
-	for (;;) {
-		const struct pd_hidx_slot *s = &h->slots[i];
-		if (s->hash == 0)
-			return UINT32_MAX;
-		if (s->hash == hash && (hash != 1 || eq(ctx, s->val)))
-			return s->val;
-		i = (i + 1) & h->mask;
-	}
+	return pd__hidx_probe(h, hash, eq, ctx, true);
 }
 /* Insert without checking for an existing equal entry. */
 int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;

@@ -247,8 +247,8 @@ static void test_buf_caps(void **state)
 /* ---- hash index ------------------------------------------------------------ */
 
 struct eqctx {
-	const uint32_t *keys; /* value -> key */
-	uint32_t want;
+	const uint64_t *keys; /* value -> key */
+	uint64_t want;
 	unsigned calls;
 };
 
@@ -263,7 +263,7 @@ static void test_hidx_collisions(void **state)
 {
 	(void)state;
 	enum { N = 2000 };
-	uint32_t *keys = malloc(N * sizeof *keys);
+	uint64_t *keys = malloc(N * sizeof *keys);
 	assert_non_null(keys);
 	struct pd_hidx h;
 	assert_int_equal(pd_hidx_init(&h, 1), 0);
@@ -299,7 +299,7 @@ static void test_hidx_collisions(void **state)
 
 	/* many distinct hashes, including ones colliding in the low bits */
 	assert_int_equal(pd_hidx_init(&h, 16), 0);
-	uint32_t *k2 = malloc(100000 * sizeof *k2);
+	uint64_t *k2 = malloc(100000 * sizeof *k2);
 	assert_non_null(k2);
 	for (uint32_t i = 0; i < 100000; i++) {
 		k2[i] = i;
@@ -335,19 +335,6 @@ static uint64_t unhash_u64(uint64_t h)
 	return unshift33(h);
 }
 
-struct eqctx64 {
-	const uint64_t *keys; /* value -> key */
-	uint64_t want;
-	unsigned calls;
-};
-
-static bool eq_key64(void *ctx, uint32_t v)
-{
-	struct eqctx64 *c = ctx;
-	c->calls++;
-	return c->keys[v] == c->want;
-}
-
 static void test_hidx_find_u64(void **state)
 {
 	(void)state;
@@ -369,25 +356,25 @@ static void test_hidx_find_u64(void **state)
 		keys[i] = (uint64_t)i << 32 | (i * 7u);
 	for (uint32_t i = 0; i < N + 2; i++)
 		assert_int_equal(pd_hidx_insert(&h, pd_hash_u64(keys[i]), i), 0);
-	struct eqctx64 c = {keys, 0, 0};
+	struct eqctx c = {keys, 0, 0};
 	for (uint32_t i = 2; i < N + 2; i++) {
 		c.want = keys[i];
-		assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(keys[i]), eq_key64, &c), i);
+		assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(keys[i]), eq_key, &c), i);
 	}
 	assert_int_equal(c.calls, 0); /* no stored key was read */
 	c.want = 0;
-	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key64, &c), 0);
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key, &c), 0);
 	c.want = k1;
-	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(k1), eq_key64, &c), 1);
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(k1), eq_key, &c), 1);
 	assert_true(c.calls >= 2);
 	/* absent keys: not found (the shared hash asks eq) */
 	c.want = 12345;
-	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(12345), eq_key64, &c), UINT32_MAX);
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(12345), eq_key, &c), UINT32_MAX);
 	pd_hidx_free(&h);
 	assert_int_equal(pd_hidx_init(&h, 16), 0);
 	assert_int_equal(pd_hidx_insert(&h, pd_hash_u64(k1), 1), 0);
 	c.want = 0; /* only k1 stored: 0 has its stored hash, and is not it */
-	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key64, &c), UINT32_MAX);
+	assert_int_equal(pd_hidx_find_u64(&h, pd_hash_u64(0), eq_key, &c), UINT32_MAX);
 	pd_hidx_free(&h);
 	free(keys);
 }
