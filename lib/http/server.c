@@ -1072,7 +1072,6 @@ int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req
 	if (t) {
 		s->off_idle = t->next_idle;
 		t->job = r;
-		pthread_cond_signal(&t->cv);
 	} else {
 		if (s->off_tail)
 			s->off_tail->off_next = r;
@@ -1082,6 +1081,11 @@ int srv_offload(struct MHD_Connection *c, struct req *r, void (*work)(struct req
 		atomic_fetch_add(&s->m.offload_waiting, 1);
 	}
 	pthread_mutex_unlock(&s->off_mu);
+	/* after the unlock: signalled under it, the thread woke only to block
+	 * on off_mu until this unlock woke it again (t and its condition live
+	 * until offload_free, after every worker has stopped) */
+	if (t)
+		pthread_cond_signal(&t->cv);
 	return 0;
 }
 
