@@ -1012,10 +1012,10 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
  * are mapped, its stack hashed and the stack index slot prefetched; PF_B
  * samples later the slot is read and the stack entry it names prefetched;
  * PF_C samples later the stack's locations and its aggregation row (for a
- * labelled sample, the row index's slot) are prefetched; PF_DEPTH samples later it is interned and added. Samples
- * leave in arrival order and every decision is taken at the last stage, so
- * the result is exactly that of one-at-a-time processing; the earlier
- * stages only prefetch.
+ * labelled sample, the row index's slot) are prefetched; PF_DEPTH samples
+ * later it is interned and added. Samples leave in arrival order and every
+ * decision is taken at the last stage, so the result is exactly that of
+ * one-at-a-time processing; the earlier stages only prefetch.
  */
 static inline struct pending *pf_at(struct pd_merger *m, size_t age) /* age 0 = newest */
 {
