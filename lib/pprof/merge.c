@@ -468,7 +468,7 @@ static int premap_locations(struct pd_merger *m, const struct pd_profile *p)
 	}
 	for (size_t i = 0; i < n + PL_A; i++) {
 		if (i < n)
-			__builtin_prefetch(&ix->slots[pl[i].hash & ix->mask]);
+			pd_hidx_prefetch(ix, pl[i].hash);
 		if (i >= PL_A - PL_B && i - (PL_A - PL_B) < n) {
 			struct preloc *b = &pl[i - (PL_A - PL_B)];
 			const struct pd_hidx_slot *sl = &ix->slots[b->hash & ix->mask];
@@ -1088,7 +1088,7 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 		for (uint32_t j = 0; j < p->nsample_types; j++)
 			e->vals.v[j] = scale_round(e->vals.v[j], m->in_ratio.v[j]);
 	e->hash = stack_hash(st, s->nlocs);
-	__builtin_prefetch(&m->stacks_idx.slots[pd__hidx_fix(e->hash) & m->stacks_idx.mask]);
+	pd_hidx_prefetch(&m->stacks_idx, e->hash);
 	struct pd_label *lb = m->tmp_labels.v;
 	for (uint32_t j = 0; j < s->nlabels; j++) {
 		const struct pd_label *l = &s->labels[j];
@@ -1136,8 +1136,7 @@ static int merger_sample(struct pd_merger *m, const struct pd_profile *p, const 
 			if (se->row0 != PD_NONE && c->lset == 0)
 				__builtin_prefetch(m->agg.vals + (size_t)se->row0 * m->agg.nvalues);
 			else if (c->lset != 0) /* a labelled sample's row is found by its hash */
-				__builtin_prefetch(&m->agg.idx.slots[pd__hidx_fix(pd_agg_hash(c->hint, c->lset)) &
-								     m->agg.idx.mask]);
+				pd_hidx_prefetch(&m->agg.idx, pd_agg_hash(c->hint, c->lset));
 		}
 	}
 	return 0;

@@ -1546,7 +1546,7 @@ static void cday_prefetch(const struct cday *d, int k, const uint8_t *p, size_t 
 		uint64_t lo, hi;
 		memcpy(&lo, p, 8);
 		memcpy(&hi, p + 8, 8);
-		__builtin_prefetch(&ix->slots[pd__hidx_fix(lo ^ hi) & ix->mask]);
+		pd_hidx_prefetch(ix, lo ^ hi);
 	}
 }
 

@@ -172,6 +172,12 @@ static inline uint32_t pd_hidx_find_u64(const struct pd_hidx *h, uint64_t hash, 
 {
 	return pd__hidx_probe(h, hash, eq, ctx, true);
 }
+/* Bring the slot a lookup of hash starts at into the cache (a pipeline's
+ * early stage, ahead of the lookup). */
+static inline void pd_hidx_prefetch(const struct pd_hidx *h, uint64_t hash)
+{
+	__builtin_prefetch(&h->slots[pd__hidx_fix(hash) & h->mask]);
+}
 /* Insert without checking for an existing equal entry. */
 int pd_hidx_insert(struct pd_hidx *h, uint64_t hash, uint32_t val) PD_WUR;
 
