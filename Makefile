@@ -113,7 +113,7 @@ $(BUILD)/goapp: $(wildcard examples/goapp/*.go) examples/goapp/go.mod
 
 # The reference oracle: Google's pprof profile package (Debian source package),
 # built offline in GOPATH mode.
-$(BUILD)/oracle: tests/oracle/main.go
+$(BUILD)/oracle: $(wildcard tests/oracle/*.go)
 	@mkdir -p $(BUILD)/gohome
 	cd tests/oracle && GO111MODULE=off GOPATH=/usr/share/gocode HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache go build -o $(CURDIR)/$@ .
 

@@ -455,12 +455,11 @@ void client_top_rows(json_t *rows, size_t n, const char *flat, const char *cum, 
 	for (size_t i = 0; i < n; i++) {
 		json_t *r = json_array_get(rows, i);
 		const char *nm = client_jstr(r, "name"), *inl = client_jstr(r, "inline");
-		out[i] = (struct pd_top_row){{nm, (uint32_t)strlen(nm)},
-					     client_jint(r, flat),
-					     client_jint(r, cum),
-					     !strcmp(inl, "inline")		? PD_TOP_INLINED
-					     : !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
-									      : PD_TOP_NOT_INLINED,
-					     false};
+		out[i] = (struct pd_top_row){.name = {nm, (uint32_t)strlen(nm)},
+					     .flat = client_jint(r, flat),
+					     .cum = client_jint(r, cum),
+					     .inlined = !strcmp(inl, "inline")		  ? PD_TOP_INLINED
+							: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
+											 : PD_TOP_NOT_INLINED};
 	}
 }

@@ -13,12 +13,75 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j, struct pd_arena *a,
-			    bool pprof_style)
+/* pprof's looksLikeDemangledCPlusPlus */
+static bool looks_demangled_cpp(struct pd_str s)
+{
+	bool cpp = false;
+	for (uint32_t i = 0; i < s.len; i++) {
+		char c = s.ptr[i];
+		if (c == '.' && i + 1 < s.len && s.ptr[i + 1] == '<')
+			return false; /* Java's "class.<init>" */
+		if (c == ']' && i + 2 < s.len && s.ptr[i + 1] == ')' && s.ptr[i + 2] == '.')
+			return false; /* Go's "pkg.(*T[...]).M" */
+		if (c == '<' || c == '>' || c == '[' || c == ']' || (c == ':' && i + 1 < s.len && s.ptr[i + 1] == ':'))
+			cpp = true;
+	}
+	return cpp;
+}
+
+/* pprof's removeMatching: every outermost open..close pair removed, in
+ * place; a close without its open stops it (what was removed stays
+ * removed). The new length. */
+static uint32_t remove_matching(char *s, uint32_t n, char open, char close)
+{
+	uint32_t nest = 0, first = 0, cur = 0;
+	while (cur < n) {
+		if (s[cur] == open) {
+			if (++nest == 1)
+				first = cur;
+		} else if (s[cur] == close) {
+			if (!nest)
+				return n;
+			if (!--nest) {
+				memmove(s + first, s + cur + 1, n - cur - 1);
+				n -= cur + 1 - first;
+				cur = first;
+				continue;
+			}
+		}
+		cur++;
+	}
+	return n;
+}
+
+struct pd_str pd_func_name(const struct pd_profile *p, uint32_t f, struct pd_arena **a, int *rc)
+{
+	const struct pd_function *fn = &p->functions[f];
+	struct pd_str nm = p->strings[fn->name], sys = p->strings[fn->system_name];
+	if (nm.len && fn->name != fn->system_name && pd_str_cmp(nm, sys))
+		return nm; /* "already demangled" */
+	if (!looks_demangled_cpp(sys))
+		return sys;
+	if (!*a && !(*a = pd_arena_new(4096)))
+		goto oom;
+	char *c = pd_arena_dup(*a, sys.ptr, sys.len);
+	if (!c)
+		goto oom;
+	uint32_t n = remove_matching(c, sys.len, '(', ')');
+	n = remove_matching(c, n, '<', '>');
+	return (struct pd_str){c, n};
+oom:
+	*rc = PD_ENOMEM;
+	return sys;
+}
+
+struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_prune *pr, const struct pd_location *l,
+			    uint32_t j, struct pd_arena *a, bool pprof_style)
 {
 	if (l->nlines) {
-		struct pd_str nm = p->strings[p->functions[l->lines[j].function].name];
-		if (nm.len || !pprof_style)
+		uint32_t f = l->lines[j].function;
+		struct pd_str nm = pr->fname ? pr->fname[f] : p->strings[p->functions[f].name];
+		if (nm.len)
 			return nm;
 	}
 	char tmp[300];
@@ -95,7 +158,12 @@ int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err
 {
 	memset(pr, 0, sizeof *pr);
 	int rc = 0;
-	struct pd_regex *drop = frames_regex(p, p->drop_frames, &rc), *keep = NULL;
+	pr->fname = malloc(((size_t)p->nfunctions + 1) * sizeof *pr->fname);
+	if (!pr->fname)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	for (uint32_t f = 0; f < p->nfunctions && !rc; f++)
+		pr->fname[f] = pd_func_name(p, f, &pr->farena, &rc);
+	struct pd_regex *drop = rc ? NULL : frames_regex(p, p->drop_frames, &rc), *keep = NULL;
 	if (drop && !rc)
 		keep = frames_regex(p, p->keep_frames, &rc);
 	int8_t *fm = NULL; /* per function: -1 not yet, 0 kept, 1 dropped */
@@ -117,7 +185,7 @@ int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err
 			if (f >= p->nfunctions)
 				continue;
 			if (fm[f] < 0) {
-				struct pd_str nm = p->strings[p->functions[f].name];
+				struct pd_str nm = pr->fname[f];
 				fm[f] = 0;
 				if (nm.len) {
 					struct pd_str sn = simplify_func(nm);
@@ -137,8 +205,14 @@ out:
 	free(fm);
 	pd_regex_free(drop);
 	pd_regex_free(keep);
-	if (rc || !pr->on)
+	if (rc) {
 		pd_prune_free(pr);
+	} else if (!pr->on) {
+		free(pr->line0);
+		free(pr->how);
+		pr->line0 = NULL;
+		pr->how = NULL;
+	}
 	return rc ? pd_errf(err, rc, "out of memory") : 0;
 }
 
@@ -161,6 +235,8 @@ void pd_prune_free(struct pd_prune *pr)
 {
 	free(pr->line0);
 	free(pr->how);
+	free(pr->fname);
+	pd_arena_free(pr->farena);
 	memset(pr, 0, sizeof *pr);
 }
 
@@ -171,6 +247,9 @@ struct node {
 	int64_t flat, cum;
 	size_t stamp; /* last sample that added to cum, +1 */
 	bool in_inline, in_call; /* has inlined / non-inlined incoming edges */
+	bool anon;               /* no function name: obj and sline tell it apart */
+	struct pd_str obj;
+	int64_t sline;
 };
 
 /* caller -> callee edge, inline iff every contribution was inlined */
@@ -186,22 +265,32 @@ struct nodes {
 	struct pd_hidx idx;
 };
 
+/* A node's identity, as pprof's NodeInfo at the functions granularity: its
+ * name; for a frame without one, the binary's path and the function's start
+ * line instead (what is printed, "[base]" or "<unknown>", may repeat). */
 struct namekey {
 	struct nodes *ns;
-	struct pd_str s;
+	struct pd_str s, obj;
+	int64_t sline;
+	bool anon;
 };
 
 static bool name_eq(void *ctx, uint32_t v)
 {
 	struct namekey *k = ctx;
-	struct pd_str a = k->ns->v[v].name;
-	return a.len == k->s.len && memcmp(a.ptr, k->s.ptr, a.len) == 0;
+	const struct node *n = &k->ns->v[v];
+	if (n->anon != k->anon || n->name.len != k->s.len || memcmp(n->name.ptr, k->s.ptr, k->s.len))
+		return false;
+	return !k->anon || (n->sline == k->sline && !pd_str_cmp(n->obj, k->obj));
 }
 
-static struct node *node_get(struct nodes *ns, struct pd_str s)
+static struct node *node_get(struct nodes *ns, const struct namekey *key)
 {
-	uint64_t h = pd_hash(s.ptr, s.len, 7);
-	struct namekey k = {ns, s};
+	uint64_t h = pd_hash(key->s.ptr, key->s.len, 7);
+	if (key->anon)
+		h = pd_hash(key->obj.ptr, key->obj.len, h ^ (uint64_t)key->sline);
+	struct namekey k = *key;
+	k.ns = ns;
 	uint32_t v = pd_hidx_find(&ns->idx, h, name_eq, &k);
 	if (v != UINT32_MAX)
 		return &ns->v[v];
@@ -210,13 +299,47 @@ static struct node *node_get(struct nodes *ns, struct pd_str s)
 	if (pd_hidx_insert(&ns->idx, h, (uint32_t)ns->n))
 		return NULL;
 	struct node *n = &ns->v[ns->n++];
-	n->name = s;
-	n->flat = n->cum = 0;
-	n->stamp = 0;
-	n->in_inline = n->in_call = false;
+	*n = (struct node){.name = key->s, .anon = key->anon, .obj = key->obj, .sline = key->sline};
 	return n;
 }
 
+/* The key of frame j of location l (its name from pd_frame_name). */
+static struct namekey frame_key(const struct pd_profile *p, const struct pd_prune *pr, const struct pd_location *l,
+				uint32_t j, struct pd_str name)
+{
+	struct namekey k = {.s = name};
+	uint32_t f = l->nlines ? l->lines[j].function : PD_NONE;
+	if (f != PD_NONE && pr->fname[f].len)
+		return k;
+	k.anon = true;
+	if (l->mapping != PD_NONE)
+		k.obj = p->strings[p->mappings[l->mapping].filename];
+	if (f != PD_NONE)
+		k.sline = p->functions[f].start_line;
+	return k;
+}
+
+/* pprof's last tie-break (compareNodes): fmt.Sprint of the NodeInfo,
+ * "{Name OrigName Address File StartLine Lineno Objfile}", as strings. */
+static int cmp_nodeinfo(const struct pd_top_row *a, const struct pd_top_row *b)
+{
+	struct pd_buf x = PD_BUF_INIT(0), y = PD_BUF_INIT(0);
+	const struct pd_top_row *r[2] = {a, b};
+	struct pd_buf *o[2] = {&x, &y};
+	int c = 0;
+	for (int i = 0; i < 2; i++) {
+		struct pd_str nm = r[i]->anon ? (struct pd_str){"", 0} : r[i]->name;
+		if (pd_buf_append(o[i], "{", 1) || pd_buf_append(o[i], nm.ptr, nm.len) ||
+		    pd_buf_appendf(o[i], "  0  %" PRId64 " 0 ", r[i]->sline) ||
+		    pd_buf_append(o[i], r[i]->obj.ptr, r[i]->obj.len) || pd_buf_append(o[i], "}", 1))
+			goto out;
+	}
+	c = pd_str_cmp((struct pd_str){(const char *)x.ptr, (uint32_t)x.len}, (struct pd_str){(const char *)y.ptr, (uint32_t)y.len});
+out:
+	pd_buf_free(&x);
+	pd_buf_free(&y);
+	return c;
+}
 
 static int cmp_flat(const void *x, const void *y)
 {
@@ -228,7 +351,7 @@ static int cmp_flat(const void *x, const void *y)
 		return c;
 	if (pd_wabs(a->cum) != pd_wabs(b->cum))
 		return pd_wabs(a->cum) > pd_wabs(b->cum) ? -1 : 1;
-	return 0;
+	return cmp_nodeinfo(a, b);
 }
 
 static int cmp_cum(const void *x, const void *y)
@@ -241,7 +364,7 @@ static int cmp_cum(const void *x, const void *y)
 		return c;
 	if (pd_wabs(a->flat) != pd_wabs(b->flat))
 		return pd_wabs(a->flat) > pd_wabs(b->flat) ? -1 : 1;
-	return 0;
+	return cmp_nodeinfo(a, b);
 }
 
 struct edgekey {
@@ -257,6 +380,12 @@ static bool edge_eq(void *ctx, uint32_t i)
 
 int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out, struct pd_err *err)
 {
+	return pd_top_compute_opt(p, si, by_cum ? PD_TOP_BY_CUM : 0, out, err);
+}
+
+int pd_top_compute_opt(const struct pd_profile *p, uint32_t si, unsigned flags, struct pd_top *out, struct pd_err *err)
+{
+	bool by_cum = flags & PD_TOP_BY_CUM;
 	memset(out, 0, sizeof *out);
 	if (si >= p->nsample_types && p->nsamples)
 		return pd_errf(err, PD_EINVAL, "sample index %u out of range (%u sample types)", si,
@@ -287,7 +416,10 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
 			for (uint32_t j = nframes(l); j-- > j0;) {
-				struct node *n = node_get(&ns, pd_frame_name(p, l, j, out->arena, true));
+				struct namekey key = {.s = pd_frame_name(p, &pr, l, j, out->arena, true)};
+				if (!(flags & PD_TOP_BY_NAME))
+					key = frame_key(p, &pr, l, j, key.s);
+				struct node *n = node_get(&ns, &key);
 				if (!n)
 					goto out;
 				uint32_t ni = (uint32_t)(n - ns.v);
@@ -333,7 +465,8 @@ int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct 
 		if (n->flat == 0 && n->cum == 0)
 			continue;
 		int inl = !n->in_inline ? PD_TOP_NOT_INLINED : n->in_call ? PD_TOP_PARTIAL_INLINE : PD_TOP_INLINED;
-		out->rows[out->n++] = (struct pd_top_row){n->name, n->flat, n->cum, inl, n->in_call};
+		out->rows[out->n++] =
+			(struct pd_top_row){n->name, n->flat, n->cum, inl, n->in_call, n->anon, n->obj, n->sline};
 	}
 	qsort(out->rows, out->n, sizeof *out->rows, by_cum ? cmp_cum : cmp_flat);
 	rc = 0;
@@ -430,7 +563,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
 			for (uint32_t j = nframes(l); j-- > j0;) {
-				struct pd_str nm = pd_frame_name(p, l, j, a, false);
+				struct pd_str nm = pd_frame_name(p, &pr, l, j, a, false);
 				if ((line.len && pd_buf_append(&line, ";", 1)) || pd_buf_append(&line, nm.ptr, nm.len))
 					goto out;
 				/* ';' separates frames and '\\n' lines: keep them out of names, and
@@ -745,12 +878,16 @@ int pd_top_text(const struct pd_top *t, size_t nrows, struct pd_str unit, struct
 		const struct pd_top_row *r = &t->rows[i];
 		sum = pd_wadd(sum, r->flat);
 		static const char *const inl[] = {"", " (inline)", " (partial-inline)"};
-		rc = pd_buf_appendf(out, "%10s %s %s %10s %s  %.*s%s\n", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
-			     pd_fmt_percent(c1, sizeof c1, r->flat, t->total),
-			     pd_fmt_percent(c2, sizeof c2, sum, t->total),
-			     pd_fmt_value_to(b, sizeof b, r->cum, unit, u),
-			     pd_fmt_percent(c3, sizeof c3, r->cum, t->total), (int)r->name.len, r->name.ptr,
-			     inl[r->inlined]);
+		/* the name appended as bytes: a NUL in it is printed, as pprof does */
+		rc = pd_buf_appendf(out, "%10s %s %s %10s %s  ", pd_fmt_value_to(a, sizeof a, r->flat, unit, u),
+				    pd_fmt_percent(c1, sizeof c1, r->flat, t->total),
+				    pd_fmt_percent(c2, sizeof c2, sum, t->total),
+				    pd_fmt_value_to(b, sizeof b, r->cum, unit, u),
+				    pd_fmt_percent(c3, sizeof c3, r->cum, t->total));
+		if (!rc)
+			rc = pd_buf_append(out, r->name.ptr, r->name.len);
+		if (!rc)
+			rc = pd_buf_appendf(out, "%s\n", inl[r->inlined]);
 	}
 	if (rc)
 		return pd_errf(err, rc, "top: %s", rc == PD_ELIMIT ? "output over the limit" : "out of memory");

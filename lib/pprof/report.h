@@ -19,6 +19,12 @@ struct pd_top_row {
 	int inlined; /* PD_TOP_*: how the function was reached from its callers */
 	bool called; /* has a non-inlined incoming edge (with inlined: the markers of a sum of
 		      * profiles are the OR of their rows' in-edges, lib/query/top.c) */
+	/* A frame without a function name ("[binary]", "<unknown>") is told
+	 * apart, as pprof's graph does, by its binary's whole path and its
+	 * function's start line: rows of one name may repeat. */
+	bool anon;
+	struct pd_str obj;
+	int64_t sline;
 };
 
 struct pd_top {
@@ -42,10 +48,15 @@ struct pd_top {
  * root down to location pd_prune_leaf() and, in each location l, to line
  * pd_prune_line0(l) instead of 0. Caller frees with pd_prune_free.
  */
+/* What pprof's views change in a profile before they show it: function
+ * names as its symbolizer's Demangle leaves them (pd_func_name), and the
+ * frames drop_frames cuts (RemoveUninteresting, which matches those names). */
 struct pd_prune {
 	uint32_t *line0; /* per location: its innermost line kept */
 	uint8_t *how;    /* per location: 0 kept, 1 lines cut (prune beneath), 2 matched whole */
-	bool on;
+	bool on;         /* drop_frames cuts something */
+	struct pd_str *fname;     /* per function: the name pprof shows (pd_func_name) */
+	struct pd_arena *farena; /* the names pd_func_name rewrote */
 };
 int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err *err) PD_WUR;
 /* Index in s->locs of the sample's leaf once pruned (0: nothing cut). */
@@ -63,6 +74,13 @@ void pd_prune_free(struct pd_prune *pr);
  * (by |flat|, then name, then |cum|) or, with by_cum, by |cum| then name. */
 int pd_top_compute(const struct pd_profile *p, uint32_t si, bool by_cum, struct pd_top *out,
 		   struct pd_err *err) PD_WUR;
+/* pd_top_compute with flags: PD_TOP_BY_CUM sorts as by_cum does;
+ * PD_TOP_BY_NAME makes one row per name, the frames without a function name
+ * of all binaries and start lines together (for tables keyed by name: the
+ * fleet's, rollups, diffs). */
+enum { PD_TOP_BY_CUM = 1, PD_TOP_BY_NAME = 2 };
+int pd_top_compute_opt(const struct pd_profile *p, uint32_t si, unsigned flags, struct pd_top *out,
+		       struct pd_err *err) PD_WUR;
 void pd_top_free(struct pd_top *t);
 /* The total a pprof report's percentages are of (report.go's computeTotal):
  * the sum of |v| over the samples, or over those labelled pprof::base=true
@@ -70,11 +88,21 @@ void pd_top_free(struct pd_top *t);
  * of the values: a delta or diff profile has negative ones. */
 int64_t pd_report_total(const struct pd_profile *p, uint32_t si);
 
-/* Name of frame j (0 = innermost line) of location l. pprof style (top): a
- * frame without a function name is "[basename of the binary]" or
- * "<unknown>"; else (folded) its hex address. Synthesized names live in a. */
-struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_location *l, uint32_t j, struct pd_arena *a,
-			    bool pprof_style);
+/* The name go tool pprof shows for function f, as its symbolizer's Demangle
+ * (default mode) leaves it: the name, when set and not the system name;
+ * else the system name, with each (...) and <...> removed when it looks like
+ * demangled C++ ("::" or one of "<>[]", but not Java's ".<" or Go's "]).").
+ * pprof also demangles mangled C++ and Rust names (_Z..., _R...): profd
+ * shows those as they are. Rewritten names are allocated in *a (created on
+ * first use); *rc is set on out of memory. */
+struct pd_str pd_func_name(const struct pd_profile *p, uint32_t f, struct pd_arena **a, int *rc);
+
+/* Name of frame j (0 = innermost line) of location l, its function's
+ * pd_func_name (from pr). Without one, pprof style (top): "[basename of the
+ * binary]" or "<unknown>"; else (folded) its hex address. Synthesized names
+ * live in a. */
+struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_prune *pr, const struct pd_location *l,
+			    uint32_t j, struct pd_arena *a, bool pprof_style);
 
 /* Collapsed stacks ("root;...;leaf value\n"), aggregated and sorted,
  * appended to out, frames cut by drop_frames as pd_prune says. Samples with

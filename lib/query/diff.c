@@ -240,8 +240,9 @@ int pd_diff_top(const struct pd_profile *d, uint32_t si, bool by_cum, struct pd_
 			ts[tp.nsamples++] = *s;
 		}
 	}
-	if ((rc = pd_top_compute(&bp, si, false, &bt, err)) || (rc = pd_top_compute(&tp, si, false, &tt, err)) ||
-	    (rc = pd_top_compute(d, si, by_cum, &out->top, err)))
+	if ((rc = pd_top_compute_opt(&bp, si, PD_TOP_BY_NAME, &bt, err)) ||
+	    (rc = pd_top_compute_opt(&tp, si, PD_TOP_BY_NAME, &tt, err)) ||
+	    (rc = pd_top_compute_opt(d, si, PD_TOP_BY_NAME | (by_cum ? PD_TOP_BY_CUM : 0), &out->top, err)))
 		goto out;
 	rc = PD_ENOMEM;
 	if (index_rows(&bt, &bh) || index_rows(&tt, &th))
@@ -363,7 +364,7 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 			const struct pd_location *l = &d->locations[s->locs[k]];
 			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
 			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > j0 && depth < PD_FLAME_MAX_DEPTH;) {
-				struct kidkey kk = {f, cur, parent_of, pd_frame_name(d, l, j, names, true)};
+				struct kidkey kk = {f, cur, parent_of, pd_frame_name(d, &pr, l, j, names, true)};
 				uint32_t c = pd_hidx_find(&h, pd_hash(kk.name.ptr, kk.name.len, cur), kid_eq, &kk);
 				if (c == UINT32_MAX) {
 					c = other_of[cur];

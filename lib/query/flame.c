@@ -142,7 +142,7 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 			const struct pd_location *l = &p->locations[s->locs[k]];
 			uint32_t j0 = pd_prune_line0(&pr, s->locs[k]);
 			for (uint32_t j = l->nlines ? l->nlines : 1; j-- > j0 && depth < PD_FLAME_MAX_DEPTH;) {
-				struct pd_str nm = pd_frame_name(p, l, j, out->arena, true);
+				struct pd_str nm = pd_frame_name(p, &pr, l, j, out->arena, true);
 				uint32_t c = child(&t, cur, nm);
 				if (c == UINT32_MAX)
 					goto out;

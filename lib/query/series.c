@@ -133,7 +133,7 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 				if (nslots + nf >= UINT32_MAX || pd_grow((void **)&slots, &cslots, nslots + nf, sizeof *slots))
 					goto out;
 				for (uint32_t j = 0; j < nf; j++) {
-					uint32_t x = sfn_get(&f, pd_frame_name(p, l, j, a, true), re);
+					uint32_t x = sfn_get(&f, pd_frame_name(p, &pr, l, j, a, true), re);
 					if (x == UINT32_MAX)
 						goto out;
 					slots[nslots + j] = x;

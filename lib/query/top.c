@@ -150,7 +150,7 @@ int pd_fleet_acc_add(struct pd_fleet_acc *a, uint32_t group, const struct pd_pro
 {
 	PD_ASSERT(group < a->ngroups);
 	struct pd_top t;
-	int rc = pd_top_compute(p, si, false, &t, err);
+	int rc = pd_top_compute_opt(p, si, PD_TOP_BY_NAME, &t, err);
 	if (rc)
 		return rc;
 	/* the total the percentages are of: pprof's (the sum of the values'

@@ -294,7 +294,7 @@ int pd_fnt_add_profile(struct pd_fnt_acc *a, const struct pd_profile *p, const c
 		goto out;
 	for (uint32_t j = 0; j < nv && !rc; j++) {
 		struct pd_top top;
-		if ((rc = pd_top_compute(p, j, false, &top, err)))
+		if ((rc = pd_top_compute_opt(p, j, PD_TOP_BY_NAME, &top, err)))
 			break;
 		memset(v, 0, 2 * (size_t)nv * sizeof *v);
 		for (size_t r = 0; r < top.n && !rc; r++) {

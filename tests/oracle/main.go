@@ -5,6 +5,8 @@
 //	oracle merge OUT FILE...   profile.Parse each FILE, profile.Merge, Write (gzip) to OUT
 //	oracle check FILE...       profile.Parse (+CheckValid); print p.String(); exit 1 on error
 //	oracle convert IN OUT      profile.Parse IN (any format Parse reads, e.g. legacy text), Write (gzip) to OUT
+//	oracle random SEED N DIR   N random valid profiles of one family into DIR (random.go)
+//	oracle dump FILE...        p.String() plus default type, drop/keep frames, functions (random.go)
 //	oracle regex               stdin: lines "HEX(regex) HEX(value)"; stdout: a line 1, 0 or ERR each:
 //	                           does value match regex as a Prometheus label matcher (^(?s:regex)$, Go's regexp)
 package main
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -75,6 +78,25 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
+	case "random":
+		if len(os.Args) != 5 {
+			fmt.Fprintln(os.Stderr, "usage: oracle random SEED N DIR")
+			os.Exit(2)
+		}
+		seed, err1 := strconv.ParseInt(os.Args[2], 10, 64)
+		n, err2 := strconv.Atoi(os.Args[3])
+		if err1 != nil || err2 != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "oracle random: bad SEED or N")
+			os.Exit(2)
+		}
+		if err := randomSet(seed, n, os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "oracle random:", err)
+			os.Exit(1)
+		}
+	case "dump":
+		for _, a := range os.Args[2:] {
+			dump(a)
+		}
 	case "merge":
 		var ps []*profile.Profile
 		for _, a := range os.Args[3:] {

@@ -1241,7 +1241,7 @@ static void test_percent_as_go(void **state)
 	char buf[32];
 	assert_string_equal(pd_fmt_percent(buf, sizeof buf, 0, -5), "    0%");
 	assert_string_equal(pd_fmt_percent(buf, sizeof buf, 5, -10), "50.00%");
-	struct pd_top_row row = {{"main", 4}, INT64_MAX, INT64_MAX, PD_TOP_NOT_INLINED, false};
+	struct pd_top_row row = {.name = {"main", 4}, .flat = INT64_MAX, .cum = INT64_MAX, .inlined = PD_TOP_NOT_INLINED};
 	struct pd_top t = {&row, 1, 3, NULL};
 	struct pd_buf out = PD_BUF_INIT(0);
 	struct pd_err err;

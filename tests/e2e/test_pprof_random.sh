@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# test_pprof_random.sh — profd against Google's profile package and go tool
+# pprof on random profiles that Go writes (`oracle random SEED N DIR`,
+# tests/oracle/random.go: 1-4 sample types, fake, ASLR-moved and reordered
+# mappings, equal names in other files, nameless and duplicated functions,
+# locations without mapping, address or lines, inlining, folded frames,
+# sparse and shuffled ids, zero and negative values, string and numeric
+# labels, comments, drop/keep frames, odd strings), a set per seed:
+#   1. profd pprof merge = profile.Merge (the whole parsed profile, ids and
+#      order included)
+#   2. profd pprof convert keeps every file as it is
+#   3. profd pprof top -n 0 = go tool pprof -top, byte for byte
+#   4. the collector: the set POSTed, GET /merge reads as profile.Merge of
+#      the same files in time order, under go tool pprof -top and -traces
+# A failure names its seed: `build/oracle random SEED N DIR` writes the set.
+# Env: RANDOM_SETS (default 40; 4. runs on every other one), RANDOM_SEED0
+# (default 1). Run: BUILD=build bash tests/e2e/test_pprof_random.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+need_built 1 "make && make build/oracle" "$PROFD" "$ORACLE"
+need_cmds 1 go curl python3
+PPROF=$(go env GOROOT)/pkg/tool/$(go env GOOS)_$(go env GOARCH)/pprof
+[ -x "$PPROF" ] || {
+	fail "setup: go's pprof tool" "not found at $PPROF"
+	exit 1
+}
+SETS=${RANDOM_SETS:-40}
+SEED0=${RANDOM_SEED0:-1}
+TOP=(-nodecount=100000 -nodefraction=0 -edgefraction=0)
+
+# report KIND FILE...: go tool pprof's KIND (-top, -traces) report of the
+# FILEs, its header lines that name the file, build or time left out (stderr
+# too: its warnings come in map order)
+report() {
+	"$PPROF" "$1" "${TOP[@]}" "${@:2}" 2>/dev/null | grep -a -v -E '^(File|Build ID|Time|Duration):'
+}
+
+# canon_traces: -traces with its samples sorted (a collector's merge need
+# not keep profile.Merge's sample order)
+canon_traces() {
+	python3 -c '
+import sys
+sep = b"-----------+-------------------------------------------------------"
+head, blocks, cur = [], [], None
+for l in sys.stdin.buffer.read().split(b"\n"):
+    if l == sep:
+        if cur is not None: blocks.append(b"\n".join(cur))
+        cur = []
+    elif cur is None: head.append(l)
+    else: cur.append(l)
+if cur is not None: blocks.append(b"\n".join(cur))
+sys.stdout.buffer.write(b"\n".join(head) + b"\n" + b"\n==\n".join(sorted(blocks)) + b"\n")'
+}
+
+# has_samples FILE: the oracle parses FILE and finds a sample in it
+has_samples() {
+	"$ORACLE" dump "$1" | awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+		s && /^ *-?[0-9]+( +-?[0-9]+)*: / { n++ } END { exit !n }'
+}
+
+# first_diff A B: the first lines that differ, printable
+first_diff() { diff -a "$1" "$2" | head -8 | cat -v; }
+
+# ---- the collector, for 4. ------------------------------------------------------------
+kill_started_on_exit
+"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 2>"$T/serve.log" &
+SERVE=$!
+PORT=$(serve_port "$T/serve.log" $SERVE)
+if [ -z "$PORT" ]; then
+	fail "setup: profd serve" "$(head -c 600 "$T/serve.log")"
+	exit 1
+fi
+URL=http://127.0.0.1:$PORT
+
+for ((k = 0; k < SETS; k++)); do
+	s=$((SEED0 + k))
+	n=$((1 + s % 6))
+	d=$T/s$s
+	mkdir -p "$d"
+	if ! "$ORACLE" random "$s" "$n" "$d" 2>"$d/gen.err"; then
+		fail "seed $s: oracle random" "$(head -c 300 "$d/gen.err")"
+		continue
+	fi
+	files=("$d"/r*.pb.gz)
+
+	# 1. merge
+	if ! "$ORACLE" merge "$d/o.pb.gz" "${files[@]}" 2>"$d/o.err"; then
+		fail "seed $s: oracle merge" "$(head -c 300 "$d/o.err")"
+	elif ! "$PROFD" pprof merge -q -o "$d/p.pb.gz" "${files[@]}" 2>"$d/p.err"; then
+		fail "seed $s: profd pprof merge of $n files" "$(head -c 300 "$d/p.err")"
+	else
+		"$ORACLE" dump "$d/o.pb.gz" >"$d/o.dump" 2>&1
+		"$ORACLE" dump "$d/p.pb.gz" >"$d/p.dump" 2>&1
+		if [ -s "$d/o.dump" ] && cmp -s "$d/o.dump" "$d/p.dump"; then
+			ok "seed $s: profd pprof merge of $n files = profile.Merge ($(grep -a -c '^ *-\?[0-9]\+\( \+-\?[0-9]\+\)*: ' "$d/o.dump") lines)"
+		else fail "seed $s: profd pprof merge = profile.Merge" "$(first_diff "$d/o.dump" "$d/p.dump")"; fi
+	fi
+
+	# 2. convert
+	bad=""
+	for f in "${files[@]}"; do
+		if ! "$PROFD" pprof convert "$f" "$d/c.pb.gz" 2>"$d/c.err"; then
+			bad="$f: $(head -c 200 "$d/c.err")"
+			break
+		fi
+		"$ORACLE" dump "$f" >"$d/in.dump" 2>&1
+		"$ORACLE" dump "$d/c.pb.gz" >"$d/c.dump" 2>&1
+		if ! cmp -s "$d/in.dump" "$d/c.dump"; then
+			bad="${f##*/}: $(first_diff "$d/in.dump" "$d/c.dump")"
+			break
+		fi
+	done
+	if [ -z "$bad" ]; then ok "seed $s: profd pprof convert keeps each of the $n files as profile.Parse reads it"
+	else fail "seed $s: profd pprof convert" "$bad"; fi
+
+	# 3. top
+	report -top "${files[@]}" | sed -n '/flat%/,$p' >"$d/g.top"
+	"$PROFD" pprof top -n 0 "${files[@]}" 2>"$d/t.err" | sed -n '/flat%/,$p' >"$d/p.top"
+	if [ -s "$d/g.top" ] && cmp -s "$d/g.top" "$d/p.top"; then
+		ok "seed $s: profd pprof top -n 0 = go tool pprof -top ($(($(wc -l <"$d/g.top") - 1)) rows)"
+	else fail "seed $s: profd pprof top = go tool pprof -top" "$(first_diff "$d/g.top" "$d/p.top") $(head -c 200 "$d/t.err")"; fi
+
+	# 4. the collector, every other set: the files with samples (it refuses
+	# the others, as profefe does) posted in time order, merged back
+	if ((k % 2 == 0)); then
+		svc=rand$s
+		sorted=$(for f in "${files[@]}"; do
+			has_samples "$f" || continue
+			echo "$("$ORACLE" dump "$f" | grep -a -m1 '^Time:') $f"
+		done | sort | awk '{ print $NF }')
+		if [ -z "$sorted" ]; then
+			ok "seed $s: collector: no file with samples to post"
+			continue
+		fi
+		# shellcheck disable=SC2086 # one path per word
+		"$ORACLE" merge "$d/om.pb.gz" $sorted 2>"$d/om.err"
+		bad=""
+		for f in $sorted; do
+			code=$(curl -s -o "$d/post" -w '%{http_code}' --data-binary "@$f" "$URL/api/0/profiles?service=$svc&type=other")
+			if [ "$code" != 200 ]; then
+				bad="POST ${f##*/}: $code $(head -c 300 "$d/post")"
+				break
+			fi
+		done
+		if [ -z "$bad" ]; then
+			code=$(curl -s -o "$d/m.pb.gz" -w '%{http_code}' "$URL/api/0/profiles/merge?service=$svc&type=other&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00")
+			[ "$code" = 200 ] || bad="merge: $code $(head -c 300 "$d/m.pb.gz")"
+		fi
+		if [ -z "$bad" ]; then
+			report -top "$d/om.pb.gz" >"$d/om.top"
+			report -top "$d/m.pb.gz" >"$d/m.top"
+			report -traces "$d/om.pb.gz" | canon_traces >"$d/om.tr"
+			report -traces "$d/m.pb.gz" | canon_traces >"$d/m.tr"
+			if [ ! -s "$d/om.top" ]; then bad="go tool pprof -top printed nothing"
+			elif ! cmp -s "$d/om.top" "$d/m.top"; then bad="-top: $(first_diff "$d/om.top" "$d/m.top")"
+			elif ! cmp -s "$d/om.tr" "$d/m.tr"; then bad="-traces: $(first_diff "$d/om.tr" "$d/m.tr")"; fi
+		fi
+		if [ -z "$bad" ]; then ok "seed $s: collector: $(echo "$sorted" | wc -w) posted, /merge = profile.Merge under -top and -traces"
+		else fail "seed $s: collector: posted, /merge = profile.Merge" "$bad"; fi
+	fi
+	rm -rf "$d"
+done
+
+kill -TERM $SERVE
+exit_within $SERVE 10
+expect "profd serve exits 0 on SIGTERM" 0 "$EXIT_RC"
+no_sanitizer "profd serve" "$T/serve.log"
