@@ -9,14 +9,19 @@
 #   1. profd pprof merge = profile.Merge (the whole parsed profile, ids and
 #      order included)
 #   2. profd pprof convert keeps every file as it is
-#   3. profd pprof top -n 0 = go tool pprof -top, byte for byte
-#   4. the collector: the set POSTed, GET /merge reads as profile.Merge of
-#      the same files in time order, under go tool pprof -top and -traces
+#   3. profd pprof top -n 0 = go tool pprof -top, byte for byte, by flat, by
+#      cum and for the first sample type
+#   4. the collector, on its embedded store and (where clickhouse-server is
+#      installed) on ClickHouse: the set POSTed, GET /merge reads as
+#      profile.Merge of the same files in time order, under go tool pprof
+#      -top and -traces
 # A failure names its seed: `build/oracle random SEED N DIR` writes the set.
 # Env: RANDOM_SETS (default 40; 4. runs on every other one), RANDOM_SEED0
 # (default 1). Run: BUILD=build bash tests/e2e/test_pprof_random.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=clickhouse.sh
+source "$(dirname "$0")/clickhouse.sh"
 
 need_built 1 "make && make build/oracle" "$PROFD" "$ORACLE"
 need_cmds 1 go curl python3
@@ -29,11 +34,17 @@ SETS=${RANDOM_SETS:-40}
 SEED0=${RANDOM_SEED0:-1}
 TOP=(-nodecount=100000 -nodefraction=0 -edgefraction=0)
 
-# report KIND FILE...: go tool pprof's KIND (-top, -traces) report of the
-# FILEs, its header lines that name the file, build or time left out (stderr
-# too: its warnings come in map order)
+# report KIND [FLAG] FILE...: go tool pprof's KIND (-top, -traces) report of
+# the FILEs, its header lines that name the file, build or time left out
+# (stderr too: its warnings come in map order)
 report() {
-	"$PPROF" "$1" "${TOP[@]}" "${@:2}" 2>/dev/null | grep -a -v -E '^(File|Build ID|Time|Duration):'
+	local flags=("$1" "${TOP[@]}")
+	shift
+	while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+		flags+=("$1")
+		shift
+	done
+	"$PPROF" "${flags[@]}" "$@" 2>/dev/null | grep -a -v -E '^(File|Build ID|Time|Duration):'
 }
 
 # canon_traces: -traces with its samples sorted (a collector's merge need
@@ -62,39 +73,54 @@ has_samples() {
 # first_diff A B: the first lines that differ, printable
 first_diff() { diff -a "$1" "$2" | head -8 | cat -v; }
 
-# ---- the collector, for 4. ------------------------------------------------------------
+# ---- the collectors, for 4.: embedded store, ClickHouse -------------------------------
 kill_started_on_exit
-"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 2>"$T/serve.log" &
-SERVE=$!
-PORT=$(serve_port "$T/serve.log" $SERVE)
-if [ -z "$PORT" ]; then
-	fail "setup: profd serve" "$(head -c 600 "$T/serve.log")"
-	exit 1
+URLS=() SERVES=() STORES=()
+# start_serve NAME ARGS...: profd serve ARGS in the background; appends to URLS
+start_serve() {
+	local name=$1 pid port
+	shift
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" --retention 0 "$@" 2>"$T/serve-$name.log" &
+	pid=$!
+	port=$(serve_port "$T/serve-$name.log" $pid)
+	if [ -z "$port" ]; then
+		fail "setup: profd serve ($name)" "$(head -c 600 "$T/serve-$name.log")"
+		exit 1
+	fi
+	URLS+=("http://127.0.0.1:$port") SERVES+=("$pid") STORES+=("$name")
+}
+start_serve sqlite
+if ! ch_available; then
+	ok "collector on ClickHouse # SKIP clickhouse-server not installed (make deps)"
+elif ! ch_start rnd; then
+	fail "setup: clickhouse-server" "did not answer"
+else
+	# shellcheck disable=SC2154 # exported by ch_start
+	start_serve clickhouse --store "clickhouse://127.0.0.1:$CH_HTTP_rnd/default"
 fi
-URL=http://127.0.0.1:$PORT
 
 for ((k = 0; k < SETS; k++)); do
-	s=$((SEED0 + k))
-	n=$((1 + s % 6))
-	d=$T/s$s
+	seed=$((SEED0 + k))
+	n=$((1 + seed % 6))
+	d=$T/s$seed
 	mkdir -p "$d"
-	if ! "$ORACLE" random "$s" "$n" "$d" 2>"$d/gen.err"; then
-		fail "seed $s: oracle random" "$(head -c 300 "$d/gen.err")"
+	if ! "$ORACLE" random "$seed" "$n" "$d" 2>"$d/gen.err"; then
+		fail "seed $seed: oracle random" "$(head -c 300 "$d/gen.err")"
 		continue
 	fi
 	files=("$d"/r*.pb.gz)
 
 	# 1. merge
 	if ! "$ORACLE" merge "$d/o.pb.gz" "${files[@]}" 2>"$d/o.err"; then
-		fail "seed $s: oracle merge" "$(head -c 300 "$d/o.err")"
+		fail "seed $seed: oracle merge" "$(head -c 300 "$d/o.err")"
 	elif ! "$PROFD" pprof merge -q -o "$d/p.pb.gz" "${files[@]}" 2>"$d/p.err"; then
-		fail "seed $s: profd pprof merge of $n files" "$(head -c 300 "$d/p.err")"
+		fail "seed $seed: profd pprof merge of $n files" "$(head -c 300 "$d/p.err")"
 	else
 		"$ORACLE" dump "$d/o.pb.gz" >"$d/o.dump" 2>&1
 		"$ORACLE" dump "$d/p.pb.gz" >"$d/p.dump" 2>&1
 		if [ -s "$d/o.dump" ] && cmp -s "$d/o.dump" "$d/p.dump"; then
-			ok "seed $s: profd pprof merge of $n files = profile.Merge ($(grep -a -c '^ *-\?[0-9]\+\( \+-\?[0-9]\+\)*: ' "$d/o.dump") lines)"
-		else fail "seed $s: profd pprof merge = profile.Merge" "$(first_diff "$d/o.dump" "$d/p.dump")"; fi
+			ok "seed $seed: profd pprof merge of $n files = profile.Merge ($(grep -a -c '^ *-\?[0-9]\+\( \+-\?[0-9]\+\)*: ' "$d/o.dump") lines)"
+		else fail "seed $seed: profd pprof merge = profile.Merge" "$(first_diff "$d/o.dump" "$d/p.dump")"; fi
 	fi
 
 	# 2. convert
@@ -111,58 +137,67 @@ for ((k = 0; k < SETS; k++)); do
 			break
 		fi
 	done
-	if [ -z "$bad" ]; then ok "seed $s: profd pprof convert keeps each of the $n files as profile.Parse reads it"
-	else fail "seed $s: profd pprof convert" "$bad"; fi
+	if [ -z "$bad" ]; then ok "seed $seed: profd pprof convert keeps each of the $n files as profile.Parse reads it"
+	else fail "seed $seed: profd pprof convert" "$bad"; fi
 
-	# 3. top
-	report -top "${files[@]}" | sed -n '/flat%/,$p' >"$d/g.top"
-	"$PROFD" pprof top -n 0 "${files[@]}" 2>"$d/t.err" | sed -n '/flat%/,$p' >"$d/p.top"
-	if [ -s "$d/g.top" ] && cmp -s "$d/g.top" "$d/p.top"; then
-		ok "seed $s: profd pprof top -n 0 = go tool pprof -top ($(($(wc -l <"$d/g.top") - 1)) rows)"
-	else fail "seed $s: profd pprof top = go tool pprof -top" "$(first_diff "$d/g.top" "$d/p.top") $(head -c 200 "$d/t.err")"; fi
+	# 3. top: by flat, by cum, of the first sample type
+	for v in "flat:" "cum:-cum:--cum" "index 0:-sample_index=0:-i 0"; do
+		IFS=: read -r what gflag pflag <<<"$v"
+		# shellcheck disable=SC2086 # the flags are words or nothing
+		report -top $gflag "${files[@]}" | sed -n '/flat%/,$p' >"$d/g.top"
+		# shellcheck disable=SC2086
+		"$PROFD" pprof top -n 0 $pflag "${files[@]}" 2>"$d/t.err" | sed -n '/flat%/,$p' >"$d/p.top"
+		if [ -s "$d/g.top" ] && cmp -s "$d/g.top" "$d/p.top"; then
+			ok "seed $seed: profd pprof top -n 0 $pflag = go tool pprof -top $gflag ($(($(wc -l <"$d/g.top") - 1)) rows)"
+		else fail "seed $seed: profd pprof top ($what) = go tool pprof -top $gflag" "$(first_diff "$d/g.top" "$d/p.top") $(head -c 200 "$d/t.err")"; fi
+	done
 
 	# 4. the collector, every other set: the files with samples (it refuses
 	# the others, as profefe does) posted in time order, merged back
 	if ((k % 2 == 0)); then
-		svc=rand$s
+		svc=rand$seed
 		sorted=$(for f in "${files[@]}"; do
 			has_samples "$f" || continue
 			echo "$("$ORACLE" dump "$f" | grep -a -m1 '^Time:') $f"
 		done | sort | awk '{ print $NF }')
 		if [ -z "$sorted" ]; then
-			ok "seed $s: collector: no file with samples to post"
+			ok "seed $seed: collector: no file with samples to post"
 			continue
 		fi
 		# shellcheck disable=SC2086 # one path per word
 		"$ORACLE" merge "$d/om.pb.gz" $sorted 2>"$d/om.err"
-		bad=""
-		for f in $sorted; do
-			code=$(curl -s -o "$d/post" -w '%{http_code}' --data-binary "@$f" "$URL/api/0/profiles?service=$svc&type=other")
-			if [ "$code" != 200 ]; then
-				bad="POST ${f##*/}: $code $(head -c 300 "$d/post")"
-				break
+		report -top "$d/om.pb.gz" >"$d/om.top"
+		report -traces "$d/om.pb.gz" | canon_traces >"$d/om.tr"
+		for i in "${!URLS[@]}"; do
+			url=${URLS[$i]} bad=""
+			for f in $sorted; do
+				code=$(curl -s -o "$d/post" -w '%{http_code}' --data-binary "@$f" "$url/api/0/profiles?service=$svc&type=other")
+				if [ "$code" != 200 ]; then
+					bad="POST ${f##*/}: $code $(head -c 300 "$d/post")"
+					break
+				fi
+			done
+			if [ -z "$bad" ]; then
+				code=$(curl -s -o "$d/m.pb.gz" -w '%{http_code}' "$url/api/0/profiles/merge?service=$svc&type=other&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00")
+				[ "$code" = 200 ] || bad="merge: $code $(head -c 300 "$d/m.pb.gz")"
 			fi
+			if [ -z "$bad" ]; then
+				report -top "$d/m.pb.gz" >"$d/m.top"
+				report -traces "$d/m.pb.gz" | canon_traces >"$d/m.tr"
+				if [ ! -s "$d/om.top" ]; then bad="go tool pprof -top printed nothing"
+				elif ! cmp -s "$d/om.top" "$d/m.top"; then bad="-top: $(first_diff "$d/om.top" "$d/m.top")"
+				elif ! cmp -s "$d/om.tr" "$d/m.tr"; then bad="-traces: $(first_diff "$d/om.tr" "$d/m.tr")"; fi
+			fi
+			if [ -z "$bad" ]; then ok "seed $seed: collector (${STORES[$i]}): $(echo "$sorted" | wc -w) posted, /merge = profile.Merge under -top and -traces"
+			else fail "seed $seed: collector (${STORES[$i]}): posted, /merge = profile.Merge" "$bad"; fi
 		done
-		if [ -z "$bad" ]; then
-			code=$(curl -s -o "$d/m.pb.gz" -w '%{http_code}' "$URL/api/0/profiles/merge?service=$svc&type=other&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00")
-			[ "$code" = 200 ] || bad="merge: $code $(head -c 300 "$d/m.pb.gz")"
-		fi
-		if [ -z "$bad" ]; then
-			report -top "$d/om.pb.gz" >"$d/om.top"
-			report -top "$d/m.pb.gz" >"$d/m.top"
-			report -traces "$d/om.pb.gz" | canon_traces >"$d/om.tr"
-			report -traces "$d/m.pb.gz" | canon_traces >"$d/m.tr"
-			if [ ! -s "$d/om.top" ]; then bad="go tool pprof -top printed nothing"
-			elif ! cmp -s "$d/om.top" "$d/m.top"; then bad="-top: $(first_diff "$d/om.top" "$d/m.top")"
-			elif ! cmp -s "$d/om.tr" "$d/m.tr"; then bad="-traces: $(first_diff "$d/om.tr" "$d/m.tr")"; fi
-		fi
-		if [ -z "$bad" ]; then ok "seed $s: collector: $(echo "$sorted" | wc -w) posted, /merge = profile.Merge under -top and -traces"
-		else fail "seed $s: collector: posted, /merge = profile.Merge" "$bad"; fi
 	fi
 	rm -rf "$d"
 done
 
-kill -TERM $SERVE
-exit_within $SERVE 10
-expect "profd serve exits 0 on SIGTERM" 0 "$EXIT_RC"
-no_sanitizer "profd serve" "$T/serve.log"
+for i in "${!SERVES[@]}"; do
+	kill -TERM "${SERVES[$i]}"
+	exit_within "${SERVES[$i]}" 10
+	expect "profd serve (${STORES[$i]}) exits 0 on SIGTERM" 0 "$EXIT_RC"
+	no_sanitizer "profd serve (${STORES[$i]})" "$T/serve-${STORES[$i]}.log"
+done

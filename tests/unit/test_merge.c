@@ -527,6 +527,45 @@ static void test_function_key(void **state)
 	pd_profile_free(m);
 }
 
+/* The names go tool pprof shows (its symbolizer's Demangle, default mode,
+ * Go 1.19): a set name that differs from the system name is kept; else the
+ * system name, (...) and <...> removed from what looks like demangled C++;
+ * Java's ".<" and Go's "])." are left alone; a close without its open stops
+ * the removal where it is. */
+static void test_func_name_as_pprof(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *sys, *want;
+	} c[] = {
+		{"", "main.f", "main.f"},
+		{"std::vector<int>::push_back(int const&)", "std::vector<int>::push_back(int const&)",
+		 "std::vector::push_back"},
+		{"", "ns::f(std::map<int, std::pair<a, b> >)", "ns::f"},
+		{"foo<int>(int)", "_Z3fooIiEvi", "foo<int>(int)"},
+		{"_Z3fooIiEvi", "_Z3fooIiEvi", "_Z3fooIiEvi"},
+		{"java.util.Foo.<init>(I)V", "java.util.Foo.<init>(I)V", "java.util.Foo.<init>(I)V"},
+		{"pkg.(*T[...]).M", "pkg.(*T[...]).M", "pkg.(*T[...]).M"},
+		{"main.Map[...]", "main.Map[...]", "main.Map[...]"},
+		{"main.(*T).M", "", "main.(*T).M"},
+		{"a::b(c(d)e)f)g", "a::b(c(d)e)f)g", "a::bf)g"},
+		{"x<y", "x<y", "x<y"},
+		{"", "", ""},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(c); i++) {
+		struct pd_profile *p = fn_profile(c[i].name, c[i].sys, "a.go", 0, 1);
+		struct pd_arena *a = NULL;
+		int rc = 0;
+		struct pd_str got = pd_func_name(p, 0, &a, &rc);
+		assert_int_equal(rc, 0);
+		if (got.len != strlen(c[i].want) || memcmp(got.ptr, c[i].want, got.len))
+			fail_msg("case %zu (%s / %s): got \"%.*s\", want \"%s\"", i, c[i].name, c[i].sys, (int)got.len,
+				 got.ptr, c[i].want);
+		pd_arena_free(a);
+		pd_profile_free(p);
+	}
+}
+
 /* Profile with one mapping and samples at the given addresses (function per address). */
 static struct pd_profile *mapped_profile(uint64_t start, uint64_t limit, uint64_t offset, const char *file,
 					 const char *build_id, const uint64_t *addrs, const char *const *fns,
@@ -1739,6 +1778,7 @@ int main(void)
 		cmocka_unit_test(test_report_total_as_go),
 		cmocka_unit_test(test_drop_frames_as_go),
 		cmocka_unit_test(test_percent_as_go),
+		cmocka_unit_test(test_func_name_as_pprof),
 		cmocka_unit_test(test_partial_merge_equals_sequential),
 		cmocka_unit_test(test_partial_merge_data_has_zero_rows),
 		cmocka_unit_test(test_add_encoded_equals_decode_add),
