@@ -1,19 +1,130 @@
 /*
  * bench_codec.c — microbenchmark of the pprof codec on real files.
  *
- *   bench_codec [-r ROUNDS] FILE...
+ *   bench_codec [-r ROUNDS] [-j THREADS] FILE...
  *
  * Loads every FILE, gunzips it once, then times (best and median of ROUNDS)
  * over the whole set: gunzip, decode of the raw protobuf (MB/s of raw
  * protobuf, one core), encode (raw), and the streaming merge of the decoded
- * profiles. Output is one "name value unit" line per figure, for run.sh.
+ * profiles. Then the floor of reading the set: each gzip'd file inflated
+ * (libdeflate, into a buffer reused) and every field of profile.proto looked
+ * at (each varint decoded, packed ones too, strings skipped), nothing kept,
+ * on one thread and on THREADS (default 2) threads that each take a
+ * consecutive run of the files, as `profd pprof merge -j` does. No merge can
+ * read its inputs in less. Output is one "name value" line per figure, for
+ * run.sh.
  */
 #include "../lib/pprof/pprof.h"
+#include "../lib/pprof/wire.h"
 #include "../lib/util/gz.h"
 
+#include <libdeflate.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the floor: inflate + a walk of every field -------------------------------------- */
+
+enum { W_PROFILE, W_SAMPLE, W_LOCATION, W_FLAT };
+
+/* Every varint of the message at [p, end) decoded, nested messages walked;
+ * their sum, so that nothing is optimized away. */
+static uint64_t walk(const uint8_t *p, const uint8_t *end, int kind)
+{
+	uint64_t sum = 0, key, v;
+	while (p < end) {
+		if (pd_varint(&p, end, &key))
+			return sum;
+		uint32_t f = (uint32_t)(key >> 3);
+		switch (key & 7) {
+		case WT_VARINT:
+			if (pd_varint(&p, end, &v))
+				return sum;
+			sum += v;
+			break;
+		case WT_I64:
+			p += 8;
+			break;
+		case WT_I32:
+			p += 4;
+			break;
+		case WT_LEN: {
+			if (pd_varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return sum;
+			const uint8_t *q = p, *qe = p + v;
+			p = qe;
+			if (kind == W_PROFILE && f == 2)
+				sum += walk(q, qe, W_SAMPLE);
+			else if (kind == W_PROFILE && f == 4)
+				sum += walk(q, qe, W_LOCATION);
+			else if ((kind == W_PROFILE && (f == 1 || f == 3 || f == 5 || f == 11)) ||
+				 (kind == W_SAMPLE && f == 3) || (kind == W_LOCATION && f == 4))
+				sum += walk(q, qe, W_FLAT);
+			else if (kind == W_SAMPLE && (f == 1 || f == 2))
+				while (q < qe && !pd_varint(&q, qe, &v)) /* packed ids, values */
+					sum += v;
+			break; /* strings: skipped */
+		}
+		default:
+			return sum;
+		}
+	}
+	return sum;
+}
+
+struct floor_job {
+	const struct pd_buf *gz;
+	const size_t *rawlen;
+	int from, to;
+	size_t maxraw;
+	uint64_t sum;
+	int rc;
+};
+
+static void *floor_run(void *arg)
+{
+	struct floor_job *j = arg;
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	uint8_t *buf = malloc(j->maxraw ? j->maxraw : 1);
+	j->rc = !d || !buf;
+	for (int i = j->from; i < j->to && !j->rc; i++) {
+		size_t got;
+		if (libdeflate_gzip_decompress(d, j->gz[i].ptr, j->gz[i].len, buf, j->maxraw, &got) !=
+		    LIBDEFLATE_SUCCESS) {
+			j->rc = 1;
+			break;
+		}
+		j->sum += walk(buf, buf + got, W_PROFILE);
+	}
+	free(buf);
+	if (d)
+		libdeflate_free_decompressor(d);
+	return NULL;
+}
+
+/* One pass over the n files on nt threads; 0, or 1 if a file did not inflate. */
+static int floor_pass(const struct pd_buf *gz, const size_t *rawlen, int n, size_t maxraw, int nt, uint64_t *sum)
+{
+	struct floor_job job[16];
+	pthread_t th[16];
+	if (nt > 16)
+		nt = 16;
+	for (int t = 0; t < nt; t++)
+		job[t] = (struct floor_job){gz, rawlen, (int)((long)n * t / nt), (int)((long)n * (t + 1) / nt), maxraw, 0, 0};
+	for (int t = 1; t < nt; t++)
+		if (pthread_create(&th[t], NULL, floor_run, &job[t]))
+			return 1;
+	floor_run(&job[0]);
+	int rc = job[0].rc;
+	*sum = job[0].sum;
+	for (int t = 1; t < nt; t++) {
+		pthread_join(th[t], NULL);
+		rc |= job[t].rc;
+		*sum += job[t].sum;
+	}
+	return rc;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -23,14 +134,14 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	int rounds = 7, first = 1;
-	if (argc > 2 && !strcmp(argv[1], "-r")) {
-		rounds = atoi(argv[2]);
-		first = 3;
+	int rounds = 7, threads = 2, first = 1;
+	while (argc > first + 1 && (!strcmp(argv[first], "-r") || !strcmp(argv[first], "-j"))) {
+		*(!strcmp(argv[first], "-r") ? &rounds : &threads) = atoi(argv[first + 1]);
+		first += 2;
 	}
 	int n = argc - first;
-	if (n <= 0 || rounds <= 0) {
-		fprintf(stderr, "usage: bench_codec [-r ROUNDS] FILE...\n");
+	if (n <= 0 || rounds <= 0 || threads <= 0 || threads > 16) {
+		fprintf(stderr, "usage: bench_codec [-r ROUNDS] [-j THREADS (1-16)] FILE...\n");
 		return 2;
 	}
 	struct pd_buf *gz = calloc((size_t)n, sizeof *gz);
@@ -100,6 +211,17 @@ int main(int argc, char **argv)
 		}
 		pd_profile_free(m);
 	});
+	size_t maxraw = 0;
+	for (int i = 0; i < n; i++)
+		maxraw = rawlen[i] > maxraw ? rawlen[i] : maxraw;
+	uint64_t sum1 = 0, sumj = 0;
+	MEDIAN("floor_read_1t", "s", if (floor_pass(gz, rawlen, n, maxraw, 1, &sum1)) return 1);
+	MEDIAN("floor_read_jt", "s", if (floor_pass(gz, rawlen, n, maxraw, threads, &sumj)) return 1);
+	if (sum1 != sumj) {
+		fprintf(stderr, "bench_codec: the floor's walks disagree\n");
+		return 1;
+	}
+	printf("floor_threads %d\n", threads);
 	for (int i = 0; i < n; i++) {
 		pd_profile_free(ps[i]);
 		free(raw[i]);

@@ -70,6 +70,7 @@ time_cmd() {
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 results=$BUILD/bench-results.md
+declare -A GOW PDW # per set label: the medians of go tool pprof -proto and of profd, s
 {
 	echo "| input | files | input size | profd merge | go tool pprof -proto | speed-up | profd peak RSS | pprof peak RSS | RSS ratio |"
 	echo "|---|---|---|---|---|---|---|---|---|"
@@ -100,6 +101,7 @@ bench_set() { # label files...
 	pr=$(awk '{print $2}' "$tmp/profd" | median)
 	gr=$(awk '{print $2}' "$tmp/go" | median)
 	size=$(du -cb "$@" | tail -1 | awk '{ if ($1 >= 1e6) printf "%.1f MB", $1/1e6; else printf "%.0f KB", $1/1e3 }')
+	GOW[$label]=$gw PDW[$label]=$pw
 	awk -v l="$label" -v n=$# -v s="$size" -v pw="$pw" -v gw="$gw" -v pr="$pr" -v gr="$gr" 'BEGIN {
 		printf "| %s | %d | %s | %.3f s | %.3f s | %.1fx | %.1f MB | %.1f MB | 1/%.0f |\n", l, n, s, pw, gw, gw / pw,
 			pr / 1024, gr / 1024, gr / pr }' | tee -a "$results"
@@ -120,12 +122,31 @@ bench_set "(e) deep shape, large" "$DATA"/deep/*.pb.gz
 echo
 echo "Codec alone, one core ($BUILD/bench_codec, median of 9):"
 for set in small large deepsmall deep; do
-	"$BUILD/bench_codec" -r 9 "$DATA/$set"/*.pb.gz >"$DATA/codec-$set.txt"
+	"$BUILD/bench_codec" -r 9 -j "$(nproc)" "$DATA/$set"/*.pb.gz >"$DATA/codec-$set.txt"
 	awk -v s="$set" '
 		/^raw_bytes/ {raw=$2} /^gz_bytes/ {gz=$2}
 		/^decode_raw_MBps/ {d=$2} /^gunzip_raw_MBps/ {g=$2} /^encode_raw_MBps/ {e=$2}
 		/^merge_decoded_median_s/ {m=$2}
 		END {printf "  %-9s: %.1f MB raw protobuf (%.1f MB gz): decode %.0f MB/s, gunzip %.0f MB/s, encode %.0f MB/s, merge of decoded %.3f s\n", s, raw/1e6, gz/1e6, d, g, e, m}' \
+		"$DATA/codec-$set.txt" | tee -a "$results"
+done
+
+# The floor of any file merge on this machine: reading the inputs alone
+# (each file inflated and every protobuf field looked at, nothing kept, no
+# output written), on as many threads as profd merges with. Go's time over
+# it is the most any merge could be faster than go tool pprof -proto here.
+echo
+echo "The floor of a file merge here: reading alone ($BUILD/bench_codec: inflate + every field walked, nothing kept, no output; median of 9):"
+echo "| input | floor, 1 thread | floor, $(nproc) threads | go tool pprof -proto | at most | profd merge | profd |" | tee -a "$results"
+echo "|---|---|---|---|---|---|---|" | tee -a "$results"
+for set in small large deepsmall deep; do
+	case $set in
+	small) label="(a) small CPU" ;; large) label="(b) large CPU" ;;
+	deepsmall) label="(d) deep shape, small" ;; deep) label="(e) deep shape, large" ;;
+	esac
+	awk -v l="$label" -v gw="${GOW[$label]}" -v pw="${PDW[$label]}" '
+		/^floor_read_1t_median_s/ {f1=$2} /^floor_read_jt_median_s/ {fj=$2}
+		END {printf "| %s | %.3f s | %.3f s | %.3f s | %.0fx | %.3f s | %.1fx |\n", l, f1, fj, gw, gw / fj, pw, gw / pw}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
 done
 
