@@ -154,10 +154,12 @@ static struct pd_regex *frames_regex(const struct pd_profile *p, uint32_t rx, in
 	return c ? NULL : re;
 }
 
-int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err *err)
+int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_arena *names, struct pd_err *err)
 {
 	memset(pr, 0, sizeof *pr);
 	int rc = 0;
+	pr->farena = names; /* NULL: pd_func_name creates one, the prune's own */
+	pr->own_farena = !names;
 	pr->fname = malloc(((size_t)p->nfunctions + 1) * sizeof *pr->fname);
 	if (!pr->fname)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
@@ -236,7 +238,8 @@ void pd_prune_free(struct pd_prune *pr)
 	free(pr->line0);
 	free(pr->how);
 	free(pr->fname);
-	pd_arena_free(pr->farena);
+	if (pr->own_farena)
+		pd_arena_free(pr->farena);
 	memset(pr, 0, sizeof *pr);
 }
 
@@ -395,11 +398,16 @@ int pd_top_compute_opt(const struct pd_profile *p, uint32_t si, unsigned flags, 
 	size_t ne = 0, ecap = 0;
 	struct pd_hidx eidx = {0};
 	int rc = PD_ENOMEM;
-	struct pd_prune pr;
-	if (pd_prune_init(p, &pr, err))
-		return PD_ENOMEM;
+	struct pd_prune pr = {0};
 	out->arena = pd_arena_new(64 * 1024);
-	if (!out->arena || pd_hidx_init(&ns.idx, 1024) || pd_hidx_init(&eidx, 4096))
+	if (!out->arena)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	if (pd_prune_init(p, &pr, out->arena, err)) {
+		pd_arena_free(out->arena);
+		out->arena = NULL;
+		return PD_ENOMEM;
+	}
+	if (pd_hidx_init(&ns.idx, 1024) || pd_hidx_init(&eidx, 4096))
 		goto out;
 	/* Mirrors pprof's graph.New: walk each stack root to leaf; a node adds
 	 * the value to cum once per sample; an edge parent -> node is added once
@@ -549,7 +557,7 @@ int pd_folded(const struct pd_profile *p, uint32_t si, struct pd_buf *out, struc
 	struct pd_arena *a = pd_arena_new(256 * 1024);
 	struct pd_prune pr = {0}; /* drop_frames, cut as pd_top_compute cuts them */
 	int rc = PD_ENOMEM;
-	if (!a || pd_hidx_init(&fs.idx, 1024) || pd_prune_init(p, &pr, err))
+	if (!a || pd_hidx_init(&fs.idx, 1024) || pd_prune_init(p, &pr, NULL, err))
 		goto out;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];

@@ -57,8 +57,13 @@ struct pd_prune {
 	bool on;         /* drop_frames cuts something */
 	struct pd_str *fname;     /* per function: the name pprof shows (pd_func_name) */
 	struct pd_arena *farena; /* the names pd_func_name rewrote */
+	bool own_farena;         /* farena is the prune's own, freed with it */
 };
-int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_err *err) PD_WUR;
+/* names: where the names pd_func_name rewrites are allocated, for a caller
+ * whose result keeps them (a top's rows, a flame graph's nodes): they must
+ * outlive pd_prune_free. NULL: the prune's own arena, freed with it. */
+int pd_prune_init(const struct pd_profile *p, struct pd_prune *pr, struct pd_arena *names,
+		  struct pd_err *err) PD_WUR;
 /* Index in s->locs of the sample's leaf once pruned (0: nothing cut). */
 uint32_t pd_prune_leaf(const struct pd_prune *pr, const struct pd_sample *s);
 static inline uint32_t pd_prune_line0(const struct pd_prune *pr, uint32_t loc)

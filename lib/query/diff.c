@@ -318,7 +318,7 @@ int pd_diff_flame(const struct pd_profile *d, uint32_t si, size_t max_nodes, str
 	struct pd_arena *names = pd_arena_new(4096);
 	struct pd_prune pr = {0}; /* as pd_flame_build cut the samples */
 	rc = PD_ENOMEM;
-	if (pd_prune_init(d, &pr, err))
+	if (pd_prune_init(d, &pr, NULL, err))
 		goto out;
 	out->base = pd_arena_calloc(f->arena, f->n, sizeof *out->base);
 	out->base_self = pd_arena_calloc(f->arena, f->n, sizeof *out->base);

@@ -123,7 +123,7 @@ int pd_flame_build(const struct pd_profile *p, uint32_t si, size_t max_nodes, st
 	struct pd_prune pr = {0}; /* drop_frames, as pprof's views cut them */
 	int rc = PD_ENOMEM;
 	out->arena = pd_arena_new(64 * 1024);
-	if (!out->arena || pd_hidx_init(&t.idx, 1024) || pd_prune_init(p, &pr, err))
+	if (!out->arena || pd_hidx_init(&t.idx, 1024) || pd_prune_init(p, &pr, out->arena, err))
 		goto out;
 	if (pd_grow((void **)&t.v, &t.cap, 1, sizeof *t.v))
 		goto out;

@@ -115,7 +115,7 @@ int pd_series_step(const struct pd_profile *p, uint32_t si, const struct pd_rege
 	int64_t gflat = 0, gcum = 0; /* !by_function: the group sums */
 	struct pd_prune pr = {0}; /* drop_frames: what pd_top_compute cuts, cut here too */
 	int rc = PD_ENOMEM;
-	if (!loff || !a || pd_hidx_init(&f.idx, 1024) || pd_prune_init(p, &pr, err))
+	if (!loff || !a || pd_hidx_init(&f.idx, 1024) || pd_prune_init(p, &pr, a, err))
 		goto out;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pd_sample *s = &p->samples[i];

@@ -38,6 +38,11 @@ var randNames = []string{
 	"compress/flate.(*compressor).deflate", "sort.Slice", "x", "",
 	"äöü.Größe", "name with spaces", "semi;colon", "quote\"d", "nul\x00byte",
 	"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.very.long.function.name",
+	// what pprof's names step rewrites or leaves alone on purpose (not
+	// mangled names: pprof demangles _Z... and _R..., profd shows them as
+	// they are, docs/pprof-tools.md)
+	"std::vector<int>::push_back(int const&)", "ns::f(std::map<int, std::pair<a, b> >)",
+	"java.util.HashMap.<init>", "main.Map[...]", "pkg.(*T[...]).M", "x<y",
 }
 var randFiles = []string{"/src/main.go", "/usr/lib/go/src/runtime/malloc.go", "", "x.go", "/a b/c;d.go"}
 var randValueTypes = []*profile.ValueType{
