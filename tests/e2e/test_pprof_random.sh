@@ -11,12 +11,14 @@
 #   2. profd pprof convert keeps every file as it is
 #   3. profd pprof top -n 0 = go tool pprof -top, byte for byte, by flat, by
 #      cum and for the first sample type
-#   4. the collector, on its embedded store and (where clickhouse-server is
+#   4. profd pprof delta = what go tool pprof -base reads (prev negated,
+#      merged), on prev and prev merged with another file
+#   5. the collector, on its embedded store and (where clickhouse-server is
 #      installed) on ClickHouse: the set POSTed, GET /merge reads as
 #      profile.Merge of the same files in time order, under go tool pprof
 #      -top and -traces
 # A failure names its seed: `build/oracle random SEED N DIR` writes the set.
-# Env: RANDOM_SETS (default 40; 4. runs on every other one), RANDOM_SEED0
+# Env: RANDOM_SETS (default 40; 5. runs on every other one), RANDOM_SEED0
 # (default 1). Run: BUILD=build bash tests/e2e/test_pprof_random.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -73,7 +75,7 @@ has_samples() {
 # first_diff A B: the first lines that differ, printable
 first_diff() { diff -a "$1" "$2" | head -8 | cat -v; }
 
-# ---- the collectors, for 4.: embedded store, ClickHouse -------------------------------
+# ---- the collectors, for 5.: embedded store, ClickHouse -------------------------------
 kill_started_on_exit
 URLS=() SERVES=() STORES=()
 # start_serve NAME ARGS...: profd serve ARGS in the background; appends to URLS
@@ -152,7 +154,30 @@ for ((k = 0; k < SETS; k++)); do
 		else fail "seed $seed: profd pprof top ($what) = go tool pprof -top $gflag" "$(first_diff "$d/g.top" "$d/p.top") $(head -c 200 "$d/t.err")"; fi
 	done
 
-	# 4. the collector, every other set: the files with samples (it refuses
+	# 4. delta: prev = the first file, cur = profile.Merge of the first two;
+	# what go tool pprof -base prev cur reads (oracle delta), but for the
+	# time and duration (profd's: cur's time, the time between the two). A
+	# total that went down (a second file whose values sum below zero) is a
+	# counter reset: cur written as it is, with a note
+	if [ "$n" -ge 2 ]; then
+		bad=""
+		if ! "$ORACLE" merge "$d/cur.pb.gz" "${files[0]}" "${files[1]}" 2>"$d/cur.err" ||
+			! "$ORACLE" delta "$d/od.pb.gz" "${files[0]}" "$d/cur.pb.gz" 2>>"$d/cur.err"; then
+			bad="oracle: $(head -c 300 "$d/cur.err")"
+		elif ! "$PROFD" pprof delta -o "$d/pd.pb.gz" "${files[0]}" "$d/cur.pb.gz" 2>"$d/pd.err"; then
+			bad="profd pprof delta: $(head -c 300 "$d/pd.err")"
+		else
+			want=$d/od.pb.gz what="oracle delta"
+			if [ -s "$d/pd.err" ]; then want=$d/cur.pb.gz what="cur (a counter reset: $(head -c 100 "$d/pd.err"))"; fi
+			"$ORACLE" dump "$want" | grep -a -v -E '^(Time|Duration):' >"$d/od.dump"
+			"$ORACLE" dump "$d/pd.pb.gz" | grep -a -v -E '^(Time|Duration):' >"$d/pd.dump"
+			cmp -s "$d/od.dump" "$d/pd.dump" || bad="against $what: $(first_diff "$d/od.dump" "$d/pd.dump")"
+		fi
+		if [ -z "$bad" ]; then ok "seed $seed: profd pprof delta = go tool pprof -base's (prev negated, merged)"
+		else fail "seed $seed: profd pprof delta" "$bad"; fi
+	fi
+
+	# 5. the collector, every other set: the files with samples (it refuses
 	# the others, as profefe does) posted in time order, merged back
 	if ((k % 2 == 0)); then
 		svc=rand$seed

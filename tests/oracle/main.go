@@ -6,6 +6,7 @@
 //	oracle check FILE...       profile.Parse (+CheckValid); print p.String(); exit 1 on error
 //	oracle convert IN OUT      profile.Parse IN (any format Parse reads, e.g. legacy text), Write (gzip) to OUT
 //	oracle random SEED N DIR   N random valid profiles of one family into DIR (random.go)
+//	oracle delta OUT PREV CUR  PREV.Scale(-1), Merge([CUR, PREV]) (what go tool pprof -base reads)
 //	oracle dump FILE...        p.String() plus default type, drop/keep frames, functions (random.go)
 //	oracle regex               stdin: lines "HEX(regex) HEX(value)"; stdout: a line 1, 0 or ERR each:
 //	                           does value match regex as a Prometheus label matcher (^(?s:regex)$, Go's regexp)
@@ -91,6 +92,31 @@ func main() {
 		}
 		if err := randomSet(seed, n, os.Args[4]); err != nil {
 			fmt.Fprintln(os.Stderr, "oracle random:", err)
+			os.Exit(1)
+		}
+	case "delta":
+		// what go tool pprof -base PREV CUR reads: PREV's values negated
+		// (Scale(-1)), then Merge([CUR, PREV])
+		if len(os.Args) != 5 {
+			fmt.Fprintln(os.Stderr, "usage: oracle delta OUT PREV CUR")
+			os.Exit(2)
+		}
+		prev, cur := parse(os.Args[3]), parse(os.Args[4])
+		prev.Scale(-1)
+		m, err := profile.Merge([]*profile.Profile{cur, prev})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		out, err := os.Create(os.Args[2])
+		if err == nil {
+			err = m.Write(out)
+		}
+		if err == nil {
+			err = out.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	case "dump":
