@@ -16,7 +16,8 @@
 #   5. the collector, on its embedded store and (where clickhouse-server is
 #      installed) on ClickHouse: the set POSTed, GET /merge reads as
 #      profile.Merge of the same files in time order, under go tool pprof
-#      -top and -traces
+#      -top and -traces; the first half as version 1, the rest as version 2:
+#      /api/1/diff of the two = go tool pprof -top -diff_base
 # A failure names its seed: `build/oracle random SEED N DIR` writes the set.
 # Env: RANDOM_SETS (default 40; 5. runs on every other one), RANDOM_SEED0
 # (default 1). Run: BUILD=build bash tests/e2e/test_pprof_random.sh
@@ -66,6 +67,9 @@ if cur is not None: blocks.append(b"\n".join(cur))
 sys.stdout.buffer.write(b"\n".join(head) + b"\n" + b"\n==\n".join(sorted(blocks)) + b"\n")'
 }
 
+# sel SERVICE VERSION: the API v1 selector other{service="SERVICE",version="VERSION"}, URL-encoded
+sel() { printf 'other%%7Bservice%%3D%%22%s%%22%%2Cversion%%3D%%22%s%%22%%7D' "$1" "$2"; }
+
 # has_samples FILE: the oracle parses FILE and finds a sample in it
 has_samples() {
 	"$ORACLE" dump "$1" | awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
@@ -82,7 +86,8 @@ URLS=() SERVES=() STORES=()
 start_serve() {
 	local name=$1 pid port
 	shift
-	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" --retention 0 "$@" 2>"$T/serve-$name.log" &
+	"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data-$name" --retention 0 --max-query-range 1000000h "$@" \
+		2>"$T/serve-$name.log" &
 	pid=$!
 	port=$(serve_port "$T/serve-$name.log" $pid)
 	if [ -z "$port" ]; then
@@ -193,12 +198,22 @@ for ((k = 0; k < SETS; k++)); do
 		"$ORACLE" merge "$d/om.pb.gz" $sorted 2>"$d/om.err"
 		report -top "$d/om.pb.gz" >"$d/om.top"
 		report -traces "$d/om.pb.gz" | canon_traces >"$d/om.tr"
+		# the first half of the files as version 1, the rest as version 2:
+		# /api/1/diff of the two = go tool pprof -diff_base of their merges
+		mapfile -t sf <<<"$sorted"
+		half=$((${#sf[@]} / 2))
+		if [ "$half" -gt 0 ]; then
+			"$ORACLE" merge "$d/ob.pb.gz" "${sf[@]:0:half}" 2>>"$d/om.err"
+			"$ORACLE" merge "$d/ot.pb.gz" "${sf[@]:half}" 2>>"$d/om.err"
+			report -top -diff_base="$d/ob.pb.gz" "$d/ot.pb.gz" >"$d/od.top"
+		fi
 		for i in "${!URLS[@]}"; do
 			url=${URLS[$i]} bad=""
-			for f in $sorted; do
-				code=$(curl -s -o "$d/post" -w '%{http_code}' --data-binary "@$f" "$url/api/0/profiles?service=$svc&type=other")
+			for j in "${!sf[@]}"; do
+				code=$(curl -s -o "$d/post" -w '%{http_code}' --data-binary "@${sf[$j]}" \
+					"$url/api/0/profiles?service=$svc&type=other&labels=version=$((j < half ? 1 : 2))")
 				if [ "$code" != 200 ]; then
-					bad="POST ${f##*/}: $code $(head -c 300 "$d/post")"
+					bad="POST ${sf[$j]##*/}: $code $(head -c 300 "$d/post")"
 					break
 				fi
 			done
@@ -215,6 +230,16 @@ for ((k = 0; k < SETS; k++)); do
 			fi
 			if [ -z "$bad" ]; then ok "seed $seed: collector (${STORES[$i]}): $(echo "$sorted" | wc -w) posted, /merge = profile.Merge under -top and -traces"
 			else fail "seed $seed: collector (${STORES[$i]}): posted, /merge = profile.Merge" "$bad"; fi
+			if [ "$half" -eq 0 ] || [ -n "$bad" ]; then continue; fi
+			code=$(curl -s -o "$d/d.pb.gz" -w '%{http_code}' "$url/api/1/diff?base=$(sel "$svc" 1)&target=$(sel "$svc" 2)&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&format=pprof&raw=true")
+			if [ "$code" != 200 ]; then bad="/api/1/diff: $code $(head -c 300 "$d/d.pb.gz")"
+			else
+				report -top "$d/d.pb.gz" >"$d/d.top"
+				if [ ! -s "$d/od.top" ]; then bad="go tool pprof -top -diff_base printed nothing"
+				elif ! cmp -s "$d/od.top" "$d/d.top"; then bad="$(first_diff "$d/od.top" "$d/d.top")"; fi
+			fi
+			if [ -z "$bad" ]; then ok "seed $seed: collector (${STORES[$i]}): /api/1/diff (pprof) = go tool pprof -top -diff_base"
+			else fail "seed $seed: collector (${STORES[$i]}): /api/1/diff = go tool pprof -diff_base" "$bad"; fi
 		done
 	fi
 	rm -rf "$d"
