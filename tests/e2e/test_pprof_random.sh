@@ -17,7 +17,8 @@
 #      installed) on ClickHouse: the set POSTed, GET /merge reads as
 #      profile.Merge of the same files in time order, under go tool pprof
 #      -top and -traces; the first half as version 1, the rest as version 2:
-#      /api/1/diff of the two = go tool pprof -top -diff_base
+#      /api/1/diff of the two = go tool pprof -top -diff_base; the flame
+#      graph of the merge = the call tree of go tool pprof -traces
 # A failure names its seed: `build/oracle random SEED N DIR` writes the set.
 # Env: RANDOM_SETS (default 40; 5. runs on every other one), RANDOM_SEED0
 # (default 1). Run: BUILD=build bash tests/e2e/test_pprof_random.sh
@@ -65,6 +66,75 @@ for l in sys.stdin.buffer.read().split(b"\n"):
     else: cur.append(l)
 if cur is not None: blocks.append(b"\n".join(cur))
 sys.stdout.buffer.write(b"\n".join(head) + b"\n" + b"\n==\n".join(sorted(blocks)) + b"\n")'
+}
+
+# flame_vs_traces JSON TRACES: the /api/1/merge flame graph JSON against the
+# call tree that go tool pprof -traces (with -unit= the sample type's own,
+# which prints integers, but huge ones through a float64: compared to 1e-9)
+# gives: the same nodes under the root, each
+# with the same value and self. Samples of value 0 are left out of the tree
+# (the flame graph skips them); so is the root's self (pprof -traces does
+# not print samples without a frame). Prints the first difference.
+flame_vs_traces() {
+	python3 - "$1" "$2" <<'PY'
+import json, re, sys
+body = json.load(open(sys.argv[1], encoding="utf-8", errors="surrogateescape"))["body"]
+sep = "-----------+-------------------------------------------------------"
+val = re.compile(r"^ *(-?[0-9]+(?:\.[0-9]+)?)[A-Za-z]*   (.*)$")
+tree = {}
+def add(stack, v):
+    node = None
+    kids = tree
+    for name in stack:
+        node = kids.setdefault(name, {"v": 0, "s": 0, "k": {}})
+        node["v"] += v
+        kids = node["k"]
+    node["s"] += v
+lines = open(sys.argv[2], encoding="utf-8", errors="surrogateescape").read().split("\n")
+i = 0
+while i < len(lines):
+    if lines[i] != sep:
+        i += 1
+        continue
+    i += 1
+    while i < len(lines) and lines[i] != sep and not val.match(lines[i]):
+        i += 1  # labels
+    if i >= len(lines) or lines[i] == sep:
+        continue
+    m = val.match(lines[i])
+    v, stack = float(m.group(1)), [m.group(2)]
+    i += 1
+    while i < len(lines) and lines[i].startswith(" " * 13):
+        stack.append(lines[i][13:])
+        i += 1
+    stack = [f[:-9] if f.endswith(" (inline)") else f for f in stack]
+    if v:
+        add(stack[::-1], v)
+def near(a, b):  # pprof prints huge values through a float64 (1020253399358343.88us)
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b)) + 0.5
+def cmp(path, want, got):
+    gk = {c["name"]: c for c in got}
+    if len(gk) != len(got):
+        return "%s: two children of one name" % path
+    if set(want) != set(gk):
+        return "%s: children %r, want %r" % (path, sorted(gk)[:5], sorted(want)[:5])
+    for name, w in want.items():
+        g = gk[name]
+        if not near(g["value"], w["v"]) or not near(g["self"], w["s"]):
+            return "%s/%s: value %d self %d, want %.0f %.0f" % (path, name, g["value"], g["self"], w["v"], w["s"])
+        r = cmp(path + "/" + name, w["k"], g.get("children", []))
+        if r:
+            return r
+    return None
+if body.get("truncated"):
+    print("truncated")
+    sys.exit(1)
+r = cmp("root", tree, body["root"].get("children", []))
+if r:
+    print(r.replace("\0", "\\0"))
+    sys.exit(1)
+print("%d nodes" % body["frames"])
+PY
 }
 
 # sel SERVICE VERSION: the API v1 selector other{service="SERVICE",version="VERSION"}, URL-encoded
@@ -198,6 +268,10 @@ for ((k = 0; k < SETS; k++)); do
 		"$ORACLE" merge "$d/om.pb.gz" $sorted 2>"$d/om.err"
 		report -top "$d/om.pb.gz" >"$d/om.top"
 		report -traces "$d/om.pb.gz" | canon_traces >"$d/om.tr"
+		# exact values for the flame graph check: -unit= the default sample type's unit
+		unit=$("$ORACLE" dump "$d/om.pb.gz" | awk '/^Samples:/ { getline; n = split($0, t, " ")
+			u = t[n]; for (j = 1; j <= n; j++) if (t[j] ~ /\[dflt\]$/) u = t[j]; sub(/\[dflt\]$/, "", u); sub(/^.*\//, "", u); print u; exit }')
+		report -traces -unit="$unit" "$d/om.pb.gz" >"$d/om.traces"
 		# the first half of the files as version 1, the rest as version 2:
 		# /api/1/diff of the two = go tool pprof -diff_base of their merges
 		mapfile -t sf <<<"$sorted"
@@ -230,6 +304,13 @@ for ((k = 0; k < SETS; k++)); do
 			fi
 			if [ -z "$bad" ]; then ok "seed $seed: collector (${STORES[$i]}): $(echo "$sorted" | wc -w) posted, /merge = profile.Merge under -top and -traces"
 			else fail "seed $seed: collector (${STORES[$i]}): posted, /merge = profile.Merge" "$bad"; fi
+			# the flame graph of the same merge against -traces' call tree
+			if [ -z "$bad" ]; then
+				code=$(curl -s -o "$d/fl.json" -w '%{http_code}' "$url/api/1/merge?query=other%7Bservice%3D%22$svc%22%7D&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&format=flamegraph&max_nodes=100000&normalize=false")
+				if [ "$code" != 200 ]; then fail "seed $seed: collector (${STORES[$i]}): flame graph" "$code $(head -c 300 "$d/fl.json")"
+				elif why=$(flame_vs_traces "$d/fl.json" "$d/om.traces"); then ok "seed $seed: collector (${STORES[$i]}): the flame graph = go tool pprof -traces' call tree ($why)"
+				else fail "seed $seed: collector (${STORES[$i]}): the flame graph = go tool pprof -traces' call tree" "$why"; fi
+			fi
 			if [ "$half" -eq 0 ] || [ -n "$bad" ]; then continue; fi
 			code=$(curl -s -o "$d/d.pb.gz" -w '%{http_code}' "$url/api/1/diff?base=$(sel "$svc" 1)&target=$(sel "$svc" 2)&from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&format=pprof&raw=true")
 			if [ "$code" != 200 ]; then bad="/api/1/diff: $code $(head -c 300 "$d/d.pb.gz")"
