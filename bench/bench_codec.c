@@ -75,7 +75,6 @@ static uint64_t walk(const uint8_t *p, const uint8_t *end, int kind)
 
 struct floor_job {
 	const struct pd_buf *gz;
-	const size_t *rawlen;
 	int from, to;
 	size_t maxraw;
 	uint64_t sum;
@@ -104,14 +103,14 @@ static void *floor_run(void *arg)
 }
 
 /* One pass over the n files on nt threads; 0, or 1 if a file did not inflate. */
-static int floor_pass(const struct pd_buf *gz, const size_t *rawlen, int n, size_t maxraw, int nt, uint64_t *sum)
+static int floor_pass(const struct pd_buf *gz, int n, size_t maxraw, int nt, uint64_t *sum)
 {
 	struct floor_job job[16];
 	pthread_t th[16];
 	if (nt > 16)
 		nt = 16;
 	for (int t = 0; t < nt; t++)
-		job[t] = (struct floor_job){gz, rawlen, (int)((long)n * t / nt), (int)((long)n * (t + 1) / nt), maxraw, 0, 0};
+		job[t] = (struct floor_job){gz, (int)((long)n * t / nt), (int)((long)n * (t + 1) / nt), maxraw, 0, 0};
 	for (int t = 1; t < nt; t++)
 		if (pthread_create(&th[t], NULL, floor_run, &job[t]))
 			return 1;
@@ -215,8 +214,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		maxraw = rawlen[i] > maxraw ? rawlen[i] : maxraw;
 	uint64_t sum1 = 0, sumj = 0;
-	MEDIAN("floor_read_1t", "s", if (floor_pass(gz, rawlen, n, maxraw, 1, &sum1)) return 1);
-	MEDIAN("floor_read_jt", "s", if (floor_pass(gz, rawlen, n, maxraw, threads, &sumj)) return 1);
+	MEDIAN("floor_read_1t", "s", if (floor_pass(gz, n, maxraw, 1, &sum1)) return 1);
+	MEDIAN("floor_read_jt", "s", if (floor_pass(gz, n, maxraw, threads, &sumj)) return 1);
 	if (sum1 != sumj) {
 		fprintf(stderr, "bench_codec: the floor's walks disagree\n");
 		return 1;

@@ -337,7 +337,8 @@ static int cmp_nodeinfo(const struct pd_top_row *a, const struct pd_top_row *b)
 		    pd_buf_append(o[i], r[i]->obj.ptr, r[i]->obj.len) || pd_buf_append(o[i], "}", 1))
 			goto out;
 	}
-	c = pd_str_cmp((struct pd_str){(const char *)x.ptr, (uint32_t)x.len}, (struct pd_str){(const char *)y.ptr, (uint32_t)y.len});
+	c = pd_str_cmp((struct pd_str){(const char *)x.ptr, (uint32_t)x.len},
+		       (struct pd_str){(const char *)y.ptr, (uint32_t)y.len});
 out:
 	pd_buf_free(&x);
 	pd_buf_free(&y);

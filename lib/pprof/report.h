@@ -47,10 +47,11 @@ struct pd_top {
  * does not compile cuts nothing, as in pprof. Views walk a sample from its
  * root down to location pd_prune_leaf() and, in each location l, to line
  * pd_prune_line0(l) instead of 0. Caller frees with pd_prune_free.
+ * With the frames, the names: what pprof's views change in a profile before
+ * they show it are its functions' names, as its symbolizer's Demangle leaves
+ * them (pd_func_name, which drop_frames is matched against), and the frames
+ * drop_frames cuts (RemoveUninteresting).
  */
-/* What pprof's views change in a profile before they show it: function
- * names as its symbolizer's Demangle leaves them (pd_func_name), and the
- * frames drop_frames cuts (RemoveUninteresting, which matches those names). */
 struct pd_prune {
 	uint32_t *line0; /* per location: its innermost line kept */
 	uint8_t *how;    /* per location: 0 kept, 1 lines cut (prune beneath), 2 matched whole */
