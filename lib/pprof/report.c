@@ -80,9 +80,8 @@ struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_prune *p
 {
 	if (l->nlines) {
 		uint32_t f = l->lines[j].function;
-		struct pd_str nm = pr->fname ? pr->fname[f] : p->strings[p->functions[f].name];
-		if (nm.len)
-			return nm;
+		if (pr->fname[f].len)
+			return pr->fname[f];
 	}
 	char tmp[300];
 	int n;

@@ -104,9 +104,9 @@ int64_t pd_report_total(const struct pd_profile *p, uint32_t si);
 struct pd_str pd_func_name(const struct pd_profile *p, uint32_t f, struct pd_arena **a, int *rc);
 
 /* Name of frame j (0 = innermost line) of location l, its function's
- * pd_func_name (from pr). Without one, pprof style (top): "[basename of the
- * binary]" or "<unknown>"; else (folded) its hex address. Synthesized names
- * live in a. */
+ * pd_func_name (from pr, set up by pd_prune_init). Without one, pprof style
+ * (top): "[basename of the binary]" or "<unknown>"; else (folded) its hex
+ * address. Synthesized names live in a. */
 struct pd_str pd_frame_name(const struct pd_profile *p, const struct pd_prune *pr, const struct pd_location *l,
 			    uint32_t j, struct pd_arena *a, bool pprof_style);
 

@@ -140,10 +140,11 @@ PY
 # sel SERVICE VERSION: the API v1 selector other{service="SERVICE",version="VERSION"}, URL-encoded
 sel() { printf 'other%%7Bservice%%3D%%22%s%%22%%2Cversion%%3D%%22%s%%22%%7D' "$1" "$2"; }
 
-# has_samples FILE: the oracle parses FILE and finds a sample in it
-has_samples() {
-	"$ORACLE" dump "$1" | awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
-		s && /^ *-?[0-9]+( +-?[0-9]+)*: / { n++ } END { exit !n }'
+# time_if_samples FILE: the "Time:" line of FILE as the oracle parses it,
+# nothing (and status 1) if FILE has no sample
+time_if_samples() {
+	"$ORACLE" dump "$1" | awk '/^Time:/ && !t { t = $0 } /^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+		s && /^ *-?[0-9]+( +-?[0-9]+)*: / { n++ } END { if (n) print t; exit !n }'
 }
 
 # first_diff A B: the first lines that differ, printable
@@ -257,8 +258,8 @@ for ((k = 0; k < SETS; k++)); do
 	if ((k % 2 == 0)); then
 		svc=rand$seed
 		sorted=$(for f in "${files[@]}"; do
-			has_samples "$f" || continue
-			echo "$("$ORACLE" dump "$f" | grep -a -m1 '^Time:') $f"
+			t=$(time_if_samples "$f") || continue
+			echo "$t $f"
 		done | sort | awk '{ print $NF }')
 		if [ -z "$sorted" ]; then
 			ok "seed $seed: collector: no file with samples to post"

@@ -65,22 +65,19 @@ func ids(r *rand.Rand, n int) []uint64 {
 	mode := r.Intn(3)
 	used := map[uint64]bool{}
 	for i := range out {
-		switch mode {
-		case 0:
+		if mode < 2 {
 			out[i] = uint64(i + 1)
-		case 1:
-			out[i] = uint64(i + 1)
-		default:
-			for {
-				v := uint64(1 + r.Int63n(1<<40))
-				if r.Intn(4) == 0 {
-					v = uint64(1 + r.Intn(10*n+10))
-				}
-				if !used[v] {
-					used[v] = true
-					out[i] = v
-					break
-				}
+			continue
+		}
+		for {
+			v := uint64(1 + r.Int63n(1<<40))
+			if r.Intn(4) == 0 {
+				v = uint64(1 + r.Intn(10*n+10))
+			}
+			if !used[v] {
+				used[v] = true
+				out[i] = v
+				break
 			}
 		}
 	}
