@@ -231,6 +231,11 @@ static void check_file(struct chk *c, const char *path)
 		sqlite3_close(db);
 		return;
 	}
+	if (sq_xid_fn(db)) { /* ids are read through pd_xid (codec.h) */
+		say(c, "cannot open: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return;
+	}
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(20)", -1, &st, NULL) != SQLITE_OK) {
 		say(c, "not a profd day file: %s", sqlite3_errmsg(db));
@@ -260,12 +265,14 @@ static void check_file(struct chk *c, const char *path)
 	st = NULL;
 	/* profiles (in order: a block's base comes before it) */
 	if (sqlite3_prepare_v2(db,
-			       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases"
-			       " WHERE pk = ?1",
+			       "SELECT pd_xid(created, xid), block FROM profiles WHERE pk = ?1 UNION ALL"
+			       " SELECT xid, block FROM bases WHERE pk = ?1",
 			       -1, &c->base_get, NULL) != SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT xid, block FROM profiles WHERE pk = ?1", -1, &c->base_get, NULL) != SQLITE_OK)
+	    sqlite3_prepare_v2(db, "SELECT pd_xid(created, xid), block FROM profiles WHERE pk = ?1", -1, &c->base_get,
+			       NULL) != SQLITE_OK)
 		c->base_get = NULL; /* reported below */
-	if (sqlite3_prepare_v2(db, "SELECT xid, header, block, created FROM profiles ORDER BY pk", -1, &st, NULL) !=
+	if (sqlite3_prepare_v2(db, "SELECT pd_xid(created, xid), header, block, created FROM profiles ORDER BY pk", -1,
+			       &st, NULL) !=
 	    SQLITE_OK) {
 		say(c, "profiles: %s", sqlite3_errmsg(db));
 		goto out;
@@ -305,7 +312,7 @@ static void check_file(struct chk *c, const char *path)
 		sqlite3_finalize(st);
 		st = NULL;
 		if (sqlite3_prepare_v2(db,
-				       "SELECT xid, lset FROM profiles p WHERE lset != 0 AND NOT EXISTS"
+				       "SELECT pd_xid(created, xid), lset FROM profiles p WHERE lset != 0 AND NOT EXISTS"
 				       " (SELECT 1 FROM label_sets s WHERE s.seq = p.lset)",
 				       -1, &st, NULL) != SQLITE_OK) {
 			say(c, "profiles: %s", sqlite3_errmsg(db));

@@ -146,8 +146,20 @@ int pd_enc_header(const struct pd_shdr *h, struct pd_buf *out, struct pd_err *er
  * the schema), 5 profiles without an index on their xid (an older profd
  * would scan the table for an id), 6 a profile's labels as one row per
  * distinct set (label_sets, below) instead of one row per label and
- * profile (an older profd would list them without their labels). */
-#define PD_DAYFILE_SCHEMA 6
+ * profile (an older profd would list them without their labels), 7 a
+ * profile's id as an integer in a file made since (sq_xid_fn: an older
+ * profd would not find it by its id). */
+#define PD_DAYFILE_SCHEMA 7
+
+/* A day file made since schema 7 keeps a profile's xid without its
+ * seconds (the created column holds them): the 8 bytes after them
+ * (pd_xid_tail) as an integer, its sign bit flipped so that integer order
+ * is the ids' order. A file made before keeps the 20 characters, and its
+ * rows stay so. sq_xid_fn defines the SQL function pd_xid(created, xid)
+ * on db, the 20 characters of either: every query reads an id through it. */
+struct sqlite3;
+int sq_xid_fn(struct sqlite3 *db);
+static inline int64_t sq_xid_key(uint64_t tail) { return (int64_t)(tail ^ (UINT64_C(1) << 63)); }
 struct pd_blkbase {
 	int64_t pk;         /* > 0 */
 	uint64_t hash;      /* pd_block_raw_hash(raw, rawlen) */

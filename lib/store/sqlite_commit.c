@@ -112,7 +112,11 @@ static int job_apply(struct part *pt, struct job *j)
 	if (rc)
 		return rc;
 	st = pt->ins_prof;
-	sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+	uint64_t tail;
+	if (pt->xid_int && !pd_xid_tail(j->id, &tail))
+		sqlite3_bind_int64(st, 1, sq_xid_key(tail));
+	else
+		sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, j->typ, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, j->created);

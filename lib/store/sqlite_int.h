@@ -158,6 +158,7 @@ struct part {
 	 * day's services as listed in read transaction svc_at (svc_ok), listed
 	 * again if that was an earlier one and the id was not found */
 	bool xidx, svc_ok;
+	bool xid_int; /* xid an integer (codec.h, sq_xid_key), a file made since schema 7 */
 	sqlite3_stmt *svc_first, *svc_next;
 	char **svc, *svc_last;
 	size_t nsvc;

@@ -296,8 +296,10 @@ static const char schema[] =
 	 * found by its service and time (the xid's second; get_prof), so a
 	 * profile costs one index entry where it cost two (~37 bytes each,
 	 * measured with dbstat). Files before schema 5 keep xid UNIQUE, an
-	 * index their lookups still use. */
-	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
+	 * index their lookups still use. Since schema 7 an integer, the xid
+	 * without its seconds (codec.h, sq_xid_key): 9 bytes of a row where
+	 * the 20 characters took 21. Files before keep xid TEXT (part.xid_int). */
+	"CREATE TABLE IF NOT EXISTS profiles(pk INTEGER PRIMARY KEY, xid INTEGER NOT NULL, service TEXT NOT NULL,"
 	" type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
 	" nsamples INTEGER NOT NULL, lset INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS profiles_svc ON profiles(service, created);"
@@ -320,6 +322,7 @@ static const char schema[] =
 	/* the blocks of removed profiles that others may be based on (codec.h:
 	 * chains); pk is not unique (SQLite may give a removed last row's pk
 	 * to the next one) */
+	/* xid: the 20 characters in every file (pd_xid) */
 	"CREATE TABLE IF NOT EXISTS bases(pk INTEGER NOT NULL, xid TEXT NOT NULL, block BLOB NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS bases_pk ON bases(pk);";
 
@@ -457,6 +460,28 @@ void sq_part_close(struct part *p)
 	sqlite3_close(p->db);
 	sqlite3_close(p->wdb); /* the last connection: checkpoints and removes the WAL */
 	free(p);
+}
+
+/* pd_xid(created, xid): the 20 characters of a profile's id, from either
+ * form (codec.h): an integer with created's second, text as it is. */
+static void xid_sql(sqlite3_context *cx, int argc, sqlite3_value **v)
+{
+	(void)argc;
+	if (sqlite3_value_type(v[1]) != SQLITE_INTEGER) {
+		sqlite3_result_value(cx, v[1]);
+		return;
+	}
+	char id[PD_STORE_ID_LEN + 1];
+	pd_xid_make(sqlite3_value_int64(v[0]), (uint64_t)sq_xid_key((uint64_t)sqlite3_value_int64(v[1])), id);
+	sqlite3_result_text(cx, id, PD_STORE_ID_LEN, SQLITE_TRANSIENT);
+}
+
+int sq_xid_fn(sqlite3 *db)
+{
+	return sqlite3_create_function_v2(db, "pd_xid", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+					  xid_sql, NULL, NULL, NULL) == SQLITE_OK
+		       ? 0
+		       : PD_ENOMEM;
 }
 
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct pd_err *err)
@@ -639,6 +664,8 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 		snprintf(why, sizeof why, "cannot open: %s", strerror(se));
 		rc = refuse_damaged(s, day, f, why, err);
 	}
+	if (!rc && sq_xid_fn(p->wdb))
+		rc = sq_err(err, p->wdb, "pd_xid");
 	if (rc)
 		goto fail;
 	char *msg = NULL;
@@ -690,6 +717,10 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	}
 	if ((rc = open_db(path, false, &p->db, err)))
 		goto fail;
+	if (sq_xid_fn(p->db)) {
+		rc = sq_err(err, p->db, "pd_xid");
+		goto fail;
+	}
 	sqlite3_exec(p->db, "PRAGMA query_only=1", NULL, NULL, NULL);
 	/* packs: kg = k * 2^40 + first (the schema above) */
 	if ((rc = prep(p->db,
@@ -777,6 +808,14 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 			goto fail;
 		}
 	}
+	{ /* the xid column's type: INTEGER in a file made since schema 7 */
+		int64_t n;
+		if ((rc = count_of(p->db, "SELECT count(*) FROM pragma_table_info('profiles')"
+					  " WHERE name = 'xid' AND upper(type) = 'INTEGER'",
+				   &n, err)))
+			goto fail;
+		p->xid_int = n > 0;
+	}
 	{ /* profile_labels: a file before schema 6 */
 		int64_t n;
 		if ((rc = count_of(p->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'profile_labels'",
@@ -804,11 +843,12 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	    (rc = prep(p->db, "SELECT min(service) FROM profiles WHERE service > ?", &p->svc_next, err)) ||
 	    (rc = prep(p->wdb, "DELETE FROM profiles WHERE pk = ?", &p->del_prof, err)) ||
 	    (rc = prep(p->wdb,
-		       "INSERT INTO bases(pk, xid, block) SELECT pk, xid, block FROM profiles"
+		       "INSERT INTO bases(pk, xid, block) SELECT pk, pd_xid(created, xid), block FROM profiles"
 		       " WHERE pk = ? AND substr(block, 10, 1) IN (x'02', x'03')",
 		       &p->keep_base, err)) ||
 	    (rc = prep(p->db,
-		       "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL SELECT xid, block FROM bases WHERE pk = ?1",
+		       "SELECT pd_xid(created, xid), block FROM profiles WHERE pk = ?1"
+		       " UNION ALL SELECT xid, block FROM bases WHERE pk = ?1",
 		       &p->base_get, err)) ||
 	    (p->plabels && (rc = prep(p->wdb, "DELETE FROM profile_labels WHERE pk = ?", &p->del_labels, err))) ||
 	    (p->plabels &&
@@ -823,7 +863,7 @@ int sq_part_get(struct sq *s, int64_t day, bool create, struct part **out, struc
 	    (rc = prep(p->wdb, "SELECT gen FROM hour_gen WHERE service = ?1 AND type = ?2 AND hour = ?3", &p->gen_wget,
 		       err)) ||
 	    (rc = prep(p->db,
-		       "SELECT xid, header, block FROM profiles WHERE service = ?1 AND type = ?2"
+		       "SELECT pd_xid(created, xid), header, block FROM profiles WHERE service = ?1 AND type = ?2"
 		       " AND created BETWEEN ?3 AND ?4 ORDER BY created, xid",
 		       &p->range_get, err)) ||
 	    (rc = prep(p->db,

@@ -149,8 +149,8 @@ static int load_labels(struct part *pt, int64_t pk, int64_t lset, struct pd_prof
  * value are ?(5 + 2i) and ?(6 + 2i). */
 static int find_sql(const struct pd_store_query *q, bool plabels, struct pd_buf *sql)
 {
-	const char *base = "SELECT p.pk, p.xid, p.service, p.type, p.created, length(p.block) + length(p.header), p.lset"
-			   " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
+	const char *base = "SELECT p.pk, pd_xid(p.created, p.xid), p.service, p.type, p.created,"
+			   " length(p.block) + length(p.header), p.lset FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
 			   " AND (?4 IS NULL OR p.type = ?4)";
 	int rc = pd_buf_append(sql, base, strlen(base));
 	for (size_t i = 0; i < q->nlabels && !rc; i++) {
@@ -355,7 +355,13 @@ int sq_locate(struct sq *s, const char *id, struct part **pt, struct pd_err *err
 	struct part *p = *pt;
 	sqlite3_stmt *g = p->get_prof;
 	sqlite3_reset(g);
-	sqlite3_bind_text(g, 1, id, -1, SQLITE_TRANSIENT);
+	uint64_t tail;
+	if (!p->xid_int)
+		sqlite3_bind_text(g, 1, id, -1, SQLITE_TRANSIENT);
+	else if (!pd_xid_tail(id, &tail))
+		sqlite3_bind_int64(g, 1, sq_xid_key(tail));
+	else /* not an id pd_xid_new writes: no row has it */
+		return pd_errf(err, PD_ENOTFOUND, "profile id \"%s\" not found", id);
 	if (p->xidx) {
 		int r = sqlite3_step(g);
 		if (r == SQLITE_ROW)

@@ -400,5 +400,10 @@ int pd_store_rollup(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, siz
 void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1]);
 /* The creation time (ns, second resolution) in an xid; -1 if malformed. */
 int64_t pd_xid_time(const char *id);
+/* The 8 bytes after an xid's seconds (machine, pid, counter) as a
+ * big-endian integer: 0, or -1 if id is not an xid as pd_xid_new writes
+ * them. pd_xid_make(t_ns, tail) is the xid of t_ns's second and tail. */
+int pd_xid_tail(const char *id, uint64_t *tail);
+void pd_xid_make(int64_t t_ns, uint64_t tail, char out[PD_STORE_ID_LEN + 1]);
 
 #endif

@@ -35,19 +35,9 @@ static void xid_init(void)
 	xid_pid = (uint32_t)getpid() & 0xffff;
 }
 
-void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
+/* 12 bytes -> 20 base32hex digits (the last one carries 1 bit, padded) */
+static void xid_encode(const uint8_t b[12], char out[PD_STORE_ID_LEN + 1])
 {
-	/* the counter's seed, the machine id and the pid: once, as rs/xid does
-	 * (they were a gethostname and a getpid per id: two system calls per
-	 * upload, seen with strace) */
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, xid_init);
-	uint32_t secs = (uint32_t)(t_ns / 1000000000), mid = xid_mid, pid = xid_pid;
-	uint32_t c = atomic_fetch_add(&xid_counter, 1) & 0xffffff;
-	uint8_t b[12] = {(uint8_t)(secs >> 24), (uint8_t)(secs >> 16), (uint8_t)(secs >> 8), (uint8_t)secs,
-			 (uint8_t)(mid >> 16),  (uint8_t)(mid >> 8),   (uint8_t)mid,         (uint8_t)(pid >> 8),
-			 (uint8_t)pid,          (uint8_t)(c >> 16),    (uint8_t)(c >> 8),    (uint8_t)c};
-	/* 96 bits -> 20 base32 digits (the last one carries 1 bit, padded) */
 	int bits = 0, o = 0;
 	uint32_t acc = 0;
 	for (int i = 0; i < 12; i++) {
@@ -61,6 +51,58 @@ void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
 	if (bits)
 		out[o++] = b32[(acc << (5 - bits)) & 31];
 	out[o] = 0;
+}
+
+void pd_xid_make(int64_t t_ns, uint64_t tail, char out[PD_STORE_ID_LEN + 1])
+{
+	uint32_t secs = (uint32_t)(t_ns / 1000000000);
+	uint8_t b[12] = {(uint8_t)(secs >> 24), (uint8_t)(secs >> 16), (uint8_t)(secs >> 8), (uint8_t)secs};
+	for (int i = 0; i < 8; i++)
+		b[4 + i] = (uint8_t)(tail >> (56 - 8 * i));
+	xid_encode(b, out);
+}
+
+void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
+{
+	/* the counter's seed, the machine id and the pid: once, as rs/xid does
+	 * (they were a gethostname and a getpid per id: two system calls per
+	 * upload, seen with strace) */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, xid_init);
+	uint32_t mid = xid_mid, pid = xid_pid;
+	uint32_t c = atomic_fetch_add(&xid_counter, 1) & 0xffffff;
+	pd_xid_make(t_ns, (uint64_t)mid << 40 | (uint64_t)pid << 24 | c, out);
+}
+
+int pd_xid_tail(const char *id, uint64_t *tail)
+{
+	if (!id || strlen(id) != PD_STORE_ID_LEN)
+		return -1;
+	uint8_t b[12];
+	int bits = 0, o = 0;
+	uint32_t acc = 0;
+	for (int i = 0; i < PD_STORE_ID_LEN; i++) {
+		const char *p = id[i] ? strchr(b32, id[i]) : NULL;
+		if (!p)
+			return -1;
+		acc = acc << 5 | (uint32_t)(p - b32);
+		bits += 5;
+		if (bits >= 8 && o < 12) {
+			b[o++] = (uint8_t)(acc >> (bits - 8));
+			bits -= 8;
+		}
+	}
+	uint64_t t = 0;
+	for (int i = 4; i < 12; i++)
+		t = t << 8 | b[i];
+	/* only the digits pd_xid_new writes: the last one's padding bits 0
+	 * (another spelling of the same bytes is another id) */
+	char again[PD_STORE_ID_LEN + 1];
+	xid_encode(b, again);
+	if (memcmp(again, id, PD_STORE_ID_LEN))
+		return -1;
+	*tail = t;
+	return 0;
 }
 
 int64_t pd_xid_time(const char *id)

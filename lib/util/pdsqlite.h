@@ -28,6 +28,7 @@
 	X(sqlite3_column_int64) \
 	X(sqlite3_column_text) \
 	X(sqlite3_column_type) \
+	X(sqlite3_create_function_v2) \
 	X(sqlite3_db_handle) \
 	X(sqlite3_errcode) \
 	X(sqlite3_errmsg) \
@@ -42,8 +43,12 @@
 	X(sqlite3_prepare_v2) \
 	X(sqlite3_prepare_v3) \
 	X(sqlite3_reset) \
+	X(sqlite3_result_text) \
+	X(sqlite3_result_value) \
 	X(sqlite3_step) \
-	X(sqlite3_system_errno)
+	X(sqlite3_system_errno) \
+	X(sqlite3_value_int64) \
+	X(sqlite3_value_type)
 
 PD_DL_DECLARE(sqlite, PD_SQLITE_FNS)
 
@@ -65,6 +70,7 @@ PD_DL_DECLARE(sqlite, PD_SQLITE_FNS)
 #define sqlite3_column_int64 (pd_sqlite()->sqlite3_column_int64)
 #define sqlite3_column_text (pd_sqlite()->sqlite3_column_text)
 #define sqlite3_column_type (pd_sqlite()->sqlite3_column_type)
+#define sqlite3_create_function_v2 (pd_sqlite()->sqlite3_create_function_v2)
 #define sqlite3_db_handle (pd_sqlite()->sqlite3_db_handle)
 #define sqlite3_errcode (pd_sqlite()->sqlite3_errcode)
 #define sqlite3_errmsg (pd_sqlite()->sqlite3_errmsg)
@@ -79,8 +85,12 @@ PD_DL_DECLARE(sqlite, PD_SQLITE_FNS)
 #define sqlite3_prepare_v2 (pd_sqlite()->sqlite3_prepare_v2)
 #define sqlite3_prepare_v3 (pd_sqlite()->sqlite3_prepare_v3)
 #define sqlite3_reset (pd_sqlite()->sqlite3_reset)
+#define sqlite3_result_text (pd_sqlite()->sqlite3_result_text)
+#define sqlite3_result_value (pd_sqlite()->sqlite3_result_value)
 #define sqlite3_step (pd_sqlite()->sqlite3_step)
 #define sqlite3_system_errno (pd_sqlite()->sqlite3_system_errno)
+#define sqlite3_value_int64 (pd_sqlite()->sqlite3_value_int64)
+#define sqlite3_value_type (pd_sqlite()->sqlite3_value_type)
 #endif
 
 #endif

@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include "../../lib/store/store.h"
 #include "../../lib/store/ch.h"
+#include "../../lib/store/codec.h"
 #include "../../lib/pprof/report.h"
 
 #include <dirent.h>
@@ -238,6 +239,30 @@ static void test_xid(void **state)
 	assert_int_equal(pd_xid_time(a), T0);
 	assert_true(pd_xid_time("short") < 0);
 	assert_true(pd_xid_time("zzzzzzzzzzzzzzzzzzzz") < 0); /* z is not base32hex */
+	/* the id without its seconds (day files since schema 7), and back */
+	uint64_t ta, tb;
+	char c[PD_STORE_ID_LEN + 1];
+	assert_int_equal(pd_xid_tail(a, &ta), 0);
+	assert_int_equal(pd_xid_tail(b, &tb), 0);
+	assert_true(ta != tb);
+	pd_xid_make(T0 + 999999999, ta, c); /* any time of the second */
+	assert_string_equal(c, a);
+	pd_xid_make(T0 + 1000000000, ta, c); /* the next second: another id */
+	assert_string_not_equal(c, a);
+	assert_int_equal(pd_xid_time(c), T0 + 1000000000);
+	assert_int_equal(pd_xid_tail(c, &tb), 0);
+	assert_true(ta == tb);
+	/* the order of the ids of one second is the order of their keys */
+	assert_true((strcmp(a, b) < 0) == (sq_xid_key(ta) < sq_xid_key(pd_xid_tail(b, &tb) ? 0 : tb)));
+	pd_xid_make(T0, 0xffffffffffffffffULL, c);
+	assert_int_equal(pd_xid_tail(c, &tb), 0);
+	assert_true(tb == 0xffffffffffffffffULL && sq_xid_key(tb) > sq_xid_key(0));
+	/* the last digit carries one bit: another spelling of it is no id */
+	memcpy(c, a, sizeof c);
+	c[PD_STORE_ID_LEN - 1] = c[PD_STORE_ID_LEN - 1] == '0' ? '1' : 'h';
+	assert_true(pd_xid_tail(c, &tb) < 0);
+	assert_true(pd_xid_tail("short", &tb) < 0);
+	assert_true(pd_xid_tail("zzzzzzzzzzzzzzzzzzzz", &tb) < 0);
 }
 
 /* Ingest, get back: the same samples, frames, lines, labels and values. */
@@ -1563,7 +1588,6 @@ static void test_rollup_crash(void **state)
 
 #include <fcntl.h>
 #include "../../lib/util/pdsqlite.h"
-#include "../../lib/store/codec.h"
 
 static void day_file_path(int64_t t, char *buf, size_t n)
 {
@@ -1580,6 +1604,7 @@ static void day_sql(int64_t t, const char *sql)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	char *msg = NULL;
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
 		fail_msg("%s: %s", sql, msg);
@@ -1593,6 +1618,7 @@ static void flip_blob(int64_t t, const char *table, const char *col, const char 
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	snprintf(sql, sizeof sql, "SELECT rowid, %s FROM %s WHERE %s", col, table, where);
 	sqlite3_stmt *st, *up;
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
@@ -1660,12 +1686,12 @@ static void test_checksums(void **state)
 	 * header is in it: codec.h, version 3) */
 	char sql[1024];
 	snprintf(sql, sizeof sql,
-		 "CREATE TEMP TABLE b AS SELECT xid, block FROM profiles;"
-		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE xid = '%s';"
-		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE xid = '%s';",
+		 "CREATE TEMP TABLE b AS SELECT pd_xid(created, xid) AS xid, block FROM profiles;"
+		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE pd_xid(created, xid) = '%s';"
+		 "UPDATE profiles SET block = (SELECT block FROM b WHERE xid = '%s') WHERE pd_xid(created, xid) = '%s';",
 		 m[2].id, m[0].id, m[0].id, m[2].id);
 	day_sql(T0, sql);
-	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
+	snprintf(sql, sizeof sql, "pd_xid(created, xid) = '%s'", m[1].id);
 	flip_blob(T0, "profiles", "block", sql, 12);
 	st = open_store();
 	struct pd_profile *p = NULL;
@@ -1744,6 +1770,7 @@ static void write_seeds(void)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	static const char *const q[] = {"SELECT header, 0 FROM profiles WHERE length(header) > 0",
 					"SELECT block, 1 FROM profiles",
 					"SELECT header, 0 FROM rollups WHERE profiles > 0",
@@ -1815,7 +1842,7 @@ static void test_check_and_legacy(void **state)
 	char sql[512];
 	snprintf(sql, sizeof sql,
 		 "UPDATE profiles SET header = iif(length(header), substr(header, 10), header),"
-		 " block = substr(block, 10) WHERE xid = '%s';",
+		 " block = substr(block, 10) WHERE pd_xid(created, xid) = '%s';",
 		 m[0].id);
 	day_sql(T0, sql);
 	st = open_store();
@@ -1831,7 +1858,7 @@ static void test_check_and_legacy(void **state)
 	assert_int_equal(ck.unchecked, 1);
 	/* a damaged rollup block and a damaged profile block: both named */
 	flip_blob(T0, "rollups", "block", "profiles > 0", 20);
-	snprintf(sql, sizeof sql, "xid = '%s'", m[1].id);
+	snprintf(sql, sizeof sql, "pd_xid(created, xid) = '%s'", m[1].id);
 	flip_blob(T0, "profiles", "block", sql, 11);
 	n = 0;
 	assert_int_equal(pd_store_check_dir(tmpdir, count_report, &n, &ck, &err), 0);
@@ -2294,6 +2321,7 @@ static int64_t day_q(int64_t t, const char *sql)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	int64_t v = day_int(db, sql);
 	sqlite3_close(db);
 	return v;
@@ -2375,6 +2403,7 @@ static void test_block_chains(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	int64_t based = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) <> x'0300'");
 	int64_t alone = day_int(db, "SELECT count(*) FROM profiles WHERE substr(block, 10, 2) = x'0300'");
 	assert_int_equal(based + alone, M - 2);
@@ -2466,6 +2495,7 @@ static void test_chain_file_replaced(void **state)
 	/* it was the other file that the store wrote to */
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	sqlite3_stmt *q;
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT service FROM profiles WHERE pk = 1", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
@@ -2513,7 +2543,7 @@ static void golden_v1(sqlite3 *db, const void *blob, size_t bn, const char *xid,
 {
 	sqlite3_stmt *fq;
 	assert_int_equal(sqlite3_prepare_v2(db,
-					    "SELECT xid, block FROM profiles WHERE pk = ?1 UNION ALL"
+					    "SELECT pd_xid(created, xid), block FROM profiles WHERE pk = ?1 UNION ALL"
 					    " SELECT xid, block FROM bases WHERE pk = ?1",
 					    -1, &fq, NULL),
 			 SQLITE_OK);
@@ -2582,6 +2612,7 @@ static void test_content_ids_stable(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	static const char *const sql[] = {
 		"SELECT seq, h, c FROM strings ORDER BY seq",
 		"SELECT seq, h, c FROM functions ORDER BY seq",
@@ -2589,7 +2620,7 @@ static void test_content_ids_stable(void **state)
 		"SELECT seq, h, c FROM locations ORDER BY seq",
 		"SELECT seq, h, c FROM stacks ORDER BY seq",
 		"SELECT seq, h, c FROM labelsets ORDER BY seq",
-		"SELECT 0, nsamples, substr(header, 10), block, xid FROM profiles ORDER BY created",
+		"SELECT 0, nsamples, substr(header, 10), block, pd_xid(created, xid) FROM profiles ORDER BY created",
 		"SELECT 0, 0, service || type || hour || gen FROM hour_gen ORDER BY hour, type",
 	};
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -2634,8 +2665,9 @@ static void row_to_v2(const char *id, enum v2how how)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	sqlite3_stmt *q, *up;
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT block FROM profiles WHERE xid = ?1", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT block FROM profiles WHERE pd_xid(created, xid) = ?1", -1, &q, NULL), SQLITE_OK);
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
 	const uint8_t *pl, *hp;
@@ -2668,7 +2700,8 @@ static void row_to_v2(const char *id, enum v2how how)
 		pd_blob_seal(&bb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK));
 	}
 	sqlite3_finalize(q);
-	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE profiles SET header = ?1, block = ?2 WHERE xid = ?3", -1, &up, NULL),
+	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE profiles SET header = ?1, block = ?2 WHERE pd_xid(created, xid) = ?3", -1,
+					    &up, NULL),
 			 SQLITE_OK);
 	sqlite3_bind_blob(up, 1, hb.ptr, how == V2_NEITHER ? 0 : (int)hb.len, SQLITE_STATIC);
 	sqlite3_bind_blob(up, 2, bb.ptr, (int)bb.len, SQLITE_STATIC);
@@ -2707,6 +2740,7 @@ static void test_header_in_block(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM profiles WHERE length(header) = 0"
 				     " AND substr(block, 10, 2) = x'0300'"),
 			 3);
@@ -2732,6 +2766,7 @@ static void test_header_in_block(void **state)
 	}
 	pd_store_close(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
 	sqlite3_close(db);
 	/* c's header in its column and in its block, a's in neither: damage,
@@ -2821,6 +2856,7 @@ static int64_t day_symbols(int64_t t, bool *indexed)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	int64_t n = day_int(db, "SELECT (SELECT count(*) FROM strings) + (SELECT count(*) FROM functions)"
 				" + (SELECT count(*) FROM mappings) + (SELECT count(*) FROM locations)"
 				" + (SELECT count(*) FROM stacks) + (SELECT count(*) FROM labelsets)");
@@ -2871,6 +2907,7 @@ static void test_symbols_unindexed(void **state)
 			day_file_path(day, path, sizeof path);
 			sqlite3 *db;
 			assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+			assert_int_equal(sq_xid_fn(db), 0);
 			assert_int_equal(sqlite3_exec(db,
 						      "CREATE UNIQUE INDEX s1 ON strings(h); CREATE UNIQUE INDEX s2 ON functions(h);"
 						      "CREATE UNIQUE INDEX s3 ON mappings(h); CREATE UNIQUE INDEX s4 ON locations(h);"
@@ -3025,6 +3062,7 @@ static int64_t day_symbols_packed(int64_t t, int64_t *packed)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	int64_t all = 0;
 	*packed = 0;
 	/* by kind: every content (a duplicate would be a symbol stored twice) */
@@ -3082,6 +3120,7 @@ static void test_symbol_packs(void **state)
 		day_file_path(day, path, sizeof path);
 		sqlite3 *db;
 		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(sq_xid_fn(db), 0);
 		assert_int_equal(day_int(db, "PRAGMA freelist_count"), 0);
 		sqlite3_close(db);
 		/* read back from packs: what went in */
@@ -3239,6 +3278,7 @@ static void unpack_day(int64_t t)
 	day_file_path(t, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	static const char *const tab[] = {"strings", "functions", "mappings", "locations", "stacks", "labelsets"};
 	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
 	for (int k = 0; k < 6; k++) {
@@ -3374,14 +3414,32 @@ static void test_id_lookup(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM pragma_index_list('profiles')"), 1);
 	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
+	/* schema 7: the ids as integers (codec.h), read back through pd_xid */
+	assert_int_equal(day_int(db, "SELECT count(*) FROM profiles WHERE typeof(xid) != 'integer'"), 0);
+	assert_int_equal(day_int(db, "SELECT count(*) FROM profiles"), N + 1 - 1);
+	for (int i = 0; i < N; i++) {
+		char q[160];
+		snprintf(q, sizeof q, "SELECT count(*) FROM profiles WHERE pd_xid(created, xid) = '%.20s'", ids[i]);
+		assert_int_equal(day_int(db, q), i == 5 ? 0 : 1);
+	}
 	sqlite3_close(db);
+	/* another spelling of an id (the last digit's padding bit set) is not
+	 * the id: not found, as it was not when ids were text */
+	st = open_store();
+	memcpy(other, ids[4], sizeof other);
+	other[PD_STORE_ID_LEN - 1] = other[PD_STORE_ID_LEN - 1] == '0' ? '1' : 'h';
+	assert_int_equal(pd_xid_time(other), pd_xid_time(ids[4]));
+	assert_int_equal(pd_store_get(st, other, &p, &err), PD_ENOTFOUND);
+	pd_store_close(st);
 
 	/* the same day as a file of schema 4: xid UNIQUE */
 	day_sql(T0, "BEGIN; CREATE TABLE p4(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL UNIQUE, service TEXT NOT NULL,"
 		    " type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
-		    " nsamples INTEGER NOT NULL); INSERT INTO p4 SELECT pk, xid, service, type, created, header, block,"
+		    " nsamples INTEGER NOT NULL); INSERT INTO p4 SELECT pk, pd_xid(created, xid), service, type, created,"
+		    " header, block,"
 		    " nsamples FROM profiles; DROP TABLE profiles;"
 		    " ALTER TABLE p4 RENAME TO profiles; CREATE INDEX profiles_svc ON profiles(service, created);"
 		    " PRAGMA user_version = 4; COMMIT;");
@@ -3393,14 +3451,18 @@ static void test_id_lookup(void **state)
 	pd_profile_free(p);
 	pd_store_close(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM pragma_index_list('profiles') l, pragma_index_info(l.name) i"
 				     " WHERE i.name = 'xid'"),
 			 1);
+	/* a file of text ids gets text ids: the new one too */
+	assert_int_equal(day_int(db, "SELECT count(*) FROM profiles WHERE typeof(xid) != 'text'"), 0);
 	sqlite3_close(db);
 	assert_int_equal(check_reports(), 0);
 	/* a row whose time is not its id's could not be found: check says so */
 	char sql[256];
-	snprintf(sql, sizeof sql, "UPDATE profiles SET created = created + 2000000000 WHERE xid = '%s'", ids[7]);
+	snprintf(sql, sizeof sql, "UPDATE profiles SET created = created + 2000000000 WHERE pd_xid(created, xid) = '%s'",
+		 ids[7]);
 	day_sql(T0, sql);
 	assert_int_equal(check_reports(), 1);
 	assert_non_null(strstr(last_what, "cannot be found by its id"));
@@ -3915,6 +3977,7 @@ static void test_label_sets(void **state)
 	day_file_path(T0, path, sizeof path);
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM label_sets"), 2); /* a and a2 are one set */
 	assert_int_equal(day_int(db, "SELECT count(*) FROM set_labels"), 3 + 5);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'profile_labels'"), 0);
@@ -3927,7 +3990,8 @@ static void test_label_sets(void **state)
 	            " CREATE INDEX profile_labels_kv ON profile_labels(k, v, pk);"
 	            " CREATE TABLE p5(pk INTEGER PRIMARY KEY, xid TEXT NOT NULL, service TEXT NOT NULL,"
 	            " type TEXT NOT NULL, created INTEGER NOT NULL, header BLOB NOT NULL, block BLOB NOT NULL,"
-	            " nsamples INTEGER NOT NULL); INSERT INTO p5 SELECT pk, xid, service, type, created, header, block,"
+	            " nsamples INTEGER NOT NULL); INSERT INTO p5 SELECT pk, pd_xid(created, xid), service, type, created,"
+	            " header, block,"
 	            " nsamples FROM profiles; DROP TABLE profiles; ALTER TABLE p5 RENAME TO profiles;"
 	            " CREATE INDEX profiles_svc ON profiles(service, created); DROP TABLE label_sets;"
 	            " DROP TABLE set_labels; PRAGMA user_version = 5; COMMIT;");
@@ -3935,9 +3999,10 @@ static void test_label_sets(void **state)
 	for (int i = 0; i < 5; i++) {
 		const struct pd_kv *l = i % 3 == 0 ? a : i % 3 == 1 ? a2 : b;
 		for (int k = 0; k < (i % 3 == 2 ? 5 : 3); k++) {
-			char sql[256];
+			char sql[320];
 			snprintf(sql, sizeof sql,
-			         "INSERT INTO profile_labels SELECT pk, '%s', '%s' FROM profiles WHERE xid = '%s'",
+			         "INSERT INTO profile_labels SELECT pk, '%s', '%s' FROM profiles"
+			         " WHERE pd_xid(created, xid) = '%s'",
 			         l[k].key, l[k].value, ids[i]);
 			day_sql(T0, sql);
 		}
@@ -3962,6 +4027,7 @@ static void test_label_sets(void **state)
 	assert_listed(st, "ls", q4, 1, ids, 8, "#7   pod=p-3;");
 	pd_store_close(st);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sq_xid_fn(db), 0);
 	assert_int_equal(day_int(db, "PRAGMA user_version"), PD_DAYFILE_SCHEMA);
 	assert_int_equal(day_int(db, "SELECT count(*) FROM profile_labels WHERE pk NOT IN (SELECT pk FROM profiles)"),
 	                 0);
