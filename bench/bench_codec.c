@@ -11,18 +11,23 @@
  * at (each varint decoded, packed ones too, strings skipped), nothing kept,
  * on one thread and on THREADS (default 2) threads that each take a
  * consecutive run of the files, as `profd pprof merge -j` does. No merge can
- * read its inputs in less. Output is one "name value" line per figure, for
- * run.sh.
+ * read its inputs in less. The same floor again with each file read from
+ * the page cache on every pass (open, read, close into a reused buffer), as
+ * a merge of files must; and what any merge writes: the merged result
+ * encoded and gzip'd (level 6) on THREADS threads. Output is one
+ * "name value" line per figure, for run.sh.
  */
 #include "../lib/pprof/pprof.h"
 #include "../lib/pprof/wire.h"
 #include "../lib/util/gz.h"
 
+#include <fcntl.h>
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the floor: inflate + a walk of every field -------------------------------------- */
 
@@ -75,6 +80,7 @@ static uint64_t walk(const uint8_t *p, const uint8_t *end, int kind)
 
 struct floor_job {
 	const struct pd_buf *gz;
+	char *const *paths; /* set: read file i from here on every pass, into a reused buffer */
 	int from, to;
 	size_t maxraw;
 	uint64_t sum;
@@ -86,10 +92,26 @@ static void *floor_run(void *arg)
 	struct floor_job *j = arg;
 	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
 	uint8_t *buf = malloc(j->maxraw ? j->maxraw : 1);
-	j->rc = !d || !buf;
+	size_t maxgz = 1;
+	for (int i = j->from; i < j->to; i++)
+		maxgz = j->gz[i].len > maxgz ? j->gz[i].len : maxgz;
+	uint8_t *in = j->paths ? malloc(maxgz) : NULL;
+	j->rc = !d || !buf || (j->paths && !in);
 	for (int i = j->from; i < j->to && !j->rc; i++) {
 		size_t got;
-		if (libdeflate_gzip_decompress(d, j->gz[i].ptr, j->gz[i].len, buf, j->maxraw, &got) !=
+		const uint8_t *src = j->gz[i].ptr;
+		if (j->paths) { /* as a merge reads its inputs: from the page cache */
+			int fd = open(j->paths[i], O_RDONLY);
+			ssize_t r = fd < 0 ? -1 : read(fd, in, maxgz);
+			if (fd >= 0)
+				close(fd);
+			if (r != (ssize_t)j->gz[i].len) {
+				j->rc = 1;
+				break;
+			}
+			src = in;
+		}
+		if (libdeflate_gzip_decompress(d, src, j->gz[i].len, buf, j->maxraw, &got) !=
 		    LIBDEFLATE_SUCCESS) {
 			j->rc = 1;
 			break;
@@ -97,20 +119,21 @@ static void *floor_run(void *arg)
 		j->sum += walk(buf, buf + got, W_PROFILE);
 	}
 	free(buf);
+	free(in);
 	if (d)
 		libdeflate_free_decompressor(d);
 	return NULL;
 }
 
 /* One pass over the n files on nt threads; 0, or 1 if a file did not inflate. */
-static int floor_pass(const struct pd_buf *gz, int n, size_t maxraw, int nt, uint64_t *sum)
+static int floor_pass(const struct pd_buf *gz, char *const *paths, int n, size_t maxraw, int nt, uint64_t *sum)
 {
 	struct floor_job job[16];
 	pthread_t th[16];
 	if (nt > 16)
 		nt = 16;
 	for (int t = 0; t < nt; t++)
-		job[t] = (struct floor_job){gz, (int)((long)n * t / nt), (int)((long)n * (t + 1) / nt), maxraw, 0, 0};
+		job[t] = (struct floor_job){gz, paths, (int)((long)n * t / nt), (int)((long)n * (t + 1) / nt), maxraw, 0, 0};
 	for (int t = 1; t < nt; t++)
 		if (pthread_create(&th[t], NULL, floor_run, &job[t]))
 			return 1;
@@ -210,13 +233,33 @@ int main(int argc, char **argv)
 		}
 		pd_profile_free(m);
 	});
+	/* what any merge writes: the merged profile encoded and gzip'd at
+	 * level 6 (Go's default, and profd's) on THREADS threads, in memory */
+	struct pd_profile *merged;
+	if (pd_pprof_merge(ps, (size_t)n, &merged, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	size_t outbytes = 0;
+	MEDIAN("write_merged_jt", "s", {
+		struct pd_buf b = PD_BUF_INIT(0);
+		if (pd_pprof_encode_mt(merged, 6, threads, &b, &err))
+			return 1;
+		outbytes = b.len;
+		pd_buf_free(&b);
+	});
+	printf("merged_gz_bytes %zu\n", outbytes);
+	pd_profile_free(merged);
 	size_t maxraw = 0;
 	for (int i = 0; i < n; i++)
 		maxraw = rawlen[i] > maxraw ? rawlen[i] : maxraw;
 	uint64_t sum1 = 0, sumj = 0;
-	MEDIAN("floor_read_1t", "s", if (floor_pass(gz, n, maxraw, 1, &sum1)) return 1);
-	MEDIAN("floor_read_jt", "s", if (floor_pass(gz, n, maxraw, threads, &sumj)) return 1);
-	if (sum1 != sumj) {
+	uint64_t sumf = 0;
+	MEDIAN("floor_read_1t", "s", if (floor_pass(gz, NULL, n, maxraw, 1, &sum1)) return 1);
+	MEDIAN("floor_read_jt", "s", if (floor_pass(gz, NULL, n, maxraw, threads, &sumj)) return 1);
+	MEDIAN("floor_files_1t", "s", if (floor_pass(gz, argv + first, n, maxraw, 1, &sumf)) return 1);
+	MEDIAN("floor_files_jt", "s", if (floor_pass(gz, argv + first, n, maxraw, threads, &sumf)) return 1);
+	if (sum1 != sumj || sum1 != sumf) {
 		fprintf(stderr, "bench_codec: the floor's walks disagree\n");
 		return 1;
 	}

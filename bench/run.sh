@@ -21,7 +21,8 @@
 # over a simulated day of 150 pods, with and without rollups (bench/fleet.sh).
 #
 # Results: a Markdown table on stdout and in $BUILD/bench-results.md.
-# Env: ROUNDS (default 5), BUILD (default build).
+# Env: ROUNDS (default 5), BUILD (default build), MERGE_ONLY=1 (stop after
+# the file merges, the codec and the floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -133,22 +134,32 @@ done
 
 # The floor of any file merge on this machine: reading the inputs alone
 # (each file inflated and every protobuf field looked at, nothing kept, no
-# output written), on as many threads as profd merges with. Go's time over
-# it is the most any merge could be faster than go tool pprof -proto here.
+# output written), on as many threads as profd merges with; then the same
+# with every file read from the page cache on each pass, as a merge of
+# files must, plus the start of a process (profd --version) and the result
+# written (encoded and gzip'd at level 6 on as many threads, in memory).
+# Go's time over that is the most any merge could be faster than go tool
+# pprof -proto here.
+starts=$(mktemp)
+for _ in $(seq 21); do time_cmd "$starts" "$PROFD" --version; done
+start=$(awk '{print $1}' "$starts" | median)
+rm -f "$starts" "$starts.rss" "$starts.err"
 echo
-echo "The floor of a file merge here: reading alone ($BUILD/bench_codec: inflate + every field walked, nothing kept, no output; median of 9):"
-echo "| input | floor, 1 thread | floor, $(nproc) threads | go tool pprof -proto | at most | profd merge | profd |" | tee -a "$results"
-echo "|---|---|---|---|---|---|---|" | tee -a "$results"
+echo "The floor of a file merge here ($BUILD/bench_codec, medians of 9): reading alone (inflate + every field walked, nothing kept, no output); then also the files read from the page cache, a process started ($start s) and the merged result written (encoded, gzip level 6):"
+echo "| input | floor, 1 thread | floor, $(nproc) threads | + files read, process start, result written | go tool pprof -proto | at most | profd merge | profd |" | tee -a "$results"
+echo "|---|---|---|---|---|---|---|---|" | tee -a "$results"
 for set in small large deepsmall deep; do
 	case $set in
 	small) label="(a) small CPU" ;; large) label="(b) large CPU" ;;
 	deepsmall) label="(d) deep shape, small" ;; deep) label="(e) deep shape, large" ;;
 	esac
-	awk -v l="$label" -v gw="${GOW[$label]}" -v pw="${PDW[$label]}" '
-		/^floor_read_1t_median_s/ {f1=$2} /^floor_read_jt_median_s/ {fj=$2}
-		END {printf "| %s | %.3f s | %.3f s | %.3f s | %.0fx | %.3f s | %.1fx |\n", l, f1, fj, gw, gw / fj, pw, gw / pw}' \
+	awk -v l="$label" -v gw="${GOW[$label]}" -v pw="${PDW[$label]}" -v st="$start" '
+		/^floor_read_1t_median_s/ {f1=$2} /^floor_read_jt_median_s/ {fj=$2} /^floor_files_jt_median_s/ {ff=$2}
+		/^write_merged_jt_median_s/ {w=$2}
+		END {printf "| %s | %.3f s | %.3f s | %.3f s | %.3f s | %.0fx | %.3f s | %.1fx |\n", l, f1, fj, ff + st + w, gw, gw / (ff + st + w), pw, gw / pw}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
 done
+[ -z "${MERGE_ONLY:-}" ] || exit 0
 
 echo
 echo "Sample blocks of one series, the store's against a model-coded prototype ($BUILD/bench_blocks, best of 5):"
