@@ -112,7 +112,7 @@ static int job_apply(struct part *pt, struct job *j)
 	if (rc)
 		return rc;
 	st = pt->ins_prof;
-	uint64_t tail;
+	uint64_t tail; /* the id as the file keeps it (codec.h: sq_xid_key); pd_xid_new's ids always have a tail */
 	if (pt->xid_int && !pd_xid_tail(j->id, &tail))
 		sqlite3_bind_int64(st, 1, sq_xid_key(tail));
 	else

@@ -150,7 +150,8 @@ static int load_labels(struct part *pt, int64_t pk, int64_t lset, struct pd_prof
 static int find_sql(const struct pd_store_query *q, bool plabels, struct pd_buf *sql)
 {
 	const char *base = "SELECT p.pk, pd_xid(p.created, p.xid), p.service, p.type, p.created,"
-			   " length(p.block) + length(p.header), p.lset FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
+			   " length(p.block) + length(p.header), p.lset"
+			   " FROM profiles p WHERE p.service = ?1 AND p.created BETWEEN ?2 AND ?3"
 			   " AND (?4 IS NULL OR p.type = ?4)";
 	int rc = pd_buf_append(sql, base, strlen(base));
 	for (size_t i = 0; i < q->nlabels && !rc; i++) {

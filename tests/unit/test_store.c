@@ -2667,7 +2667,9 @@ static void row_to_v2(const char *id, enum v2how how)
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sq_xid_fn(db), 0);
 	sqlite3_stmt *q, *up;
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT block FROM profiles WHERE pd_xid(created, xid) = ?1", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT block FROM profiles WHERE pd_xid(created, xid) = ?1", -1, &q,
+					    NULL),
+			 SQLITE_OK);
 	sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
 	const uint8_t *pl, *hp;
@@ -2700,8 +2702,9 @@ static void row_to_v2(const char *id, enum v2how how)
 		pd_blob_seal(&bb, 0, pd_blob_seed(id, strlen(id), PD_BLOB_BLOCK));
 	}
 	sqlite3_finalize(q);
-	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE profiles SET header = ?1, block = ?2 WHERE pd_xid(created, xid) = ?3", -1,
-					    &up, NULL),
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "UPDATE profiles SET header = ?1, block = ?2 WHERE pd_xid(created, xid) = ?3",
+					    -1, &up, NULL),
 			 SQLITE_OK);
 	sqlite3_bind_blob(up, 1, hb.ptr, how == V2_NEITHER ? 0 : (int)hb.len, SQLITE_STATIC);
 	sqlite3_bind_blob(up, 2, bb.ptr, (int)bb.len, SQLITE_STATIC);
