@@ -119,7 +119,8 @@ struct pd_merger {
 	uint32_t *m_str, *m_func, *m_loc, *m_map;
 	int64_t *m_map_off;
 	uint64_t *m_fh; /* source function -> fn_hash, 0 = not computed yet */
-	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map, m_cap_fh;
+	uint64_t *m_sh; /* source string -> str_hash, 0 = not computed yet */
+	size_t m_cap_str, m_cap_func, m_cap_loc, m_cap_map, m_cap_fh, m_cap_sh;
 
 	/* the sample pipeline (see merger_sample) */
 	struct pending *pf;
@@ -145,10 +146,21 @@ static bool str_eq(void *ctx, uint32_t v)
 	return s.len == k->len && memcmp(s.ptr, k->p, k->len) == 0;
 }
 
-static uint32_t intern_str(struct pd_merger *m, const char *p, uint32_t len)
+static inline uint64_t str_hash(const char *p, uint32_t len) { return pd_hash(p, len, 0); }
+
+/* str_hash of source string i, once per source profile (0 in m_sh: not
+ * computed yet; a hash that is 0 is computed again, which is harmless.
+ * The hash itself keeps all its bits: its low ones pick the index slot) */
+static inline uint64_t str_hash_of(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
+{
+	if (!m->m_sh[i])
+		m->m_sh[i] = str_hash(src->strings[i].ptr, src->strings[i].len);
+	return m->m_sh[i];
+}
+
+static uint32_t intern_str_h(struct pd_merger *m, const char *p, uint32_t len, uint64_t h)
 {
 	struct strkey k = {m, p, len};
-	uint64_t h = pd_hash(p, len, 0);
 	uint32_t v = pd_hidx_find(&m->strs_idx, h, str_eq, &k);
 	if (v != UINT32_MAX)
 		return v;
@@ -164,13 +176,18 @@ static uint32_t intern_str(struct pd_merger *m, const char *p, uint32_t len)
 	return v;
 }
 
+static uint32_t intern_str(struct pd_merger *m, const char *p, uint32_t len)
+{
+	return intern_str_h(m, p, len, str_hash(p, len));
+}
+
 /* Merged id of source string i (memoized per source). */
 static inline uint32_t map_str(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
 {
 	uint32_t v = m->m_str[i];
 	if (v != PD_NONE)
 		return v;
-	v = intern_str(m, src->strings[i].ptr, src->strings[i].len);
+	v = intern_str_h(m, src->strings[i].ptr, src->strings[i].len, str_hash_of(m, src, i));
 	m->m_str[i] = v;
 	return v;
 }
@@ -272,19 +289,24 @@ static bool fn_eq(void *ctx, uint32_t v)
 	       str_same(ms[a->system_name], ss[b->system_name]) && str_same(ms[a->filename], ss[b->filename]);
 }
 
-static uint64_t fn_hash(const struct pd_profile *src, const struct pd_function *f)
+/* A function's hash from its strings' hashes (each string hashed once per
+ * source profile: a file name is shared by many functions, and a Go
+ * function's system name is its name) and its start line; every step a
+ * bijective mix, so the order of the parts counts. */
+static uint64_t fn_hash(struct pd_merger *m, const struct pd_profile *src, const struct pd_function *f)
 {
-	struct pd_str n = src->strings[f->name], s = src->strings[f->system_name], fl = src->strings[f->filename];
-	uint64_t h = pd_hash(n.ptr, n.len, (uint64_t)f->start_line);
-	h = pd_hash(s.ptr, s.len, h);
-	return pd_hash(fl.ptr, fl.len, h);
+	uint64_t h = pd_hash_u64(str_hash_of(m, src, f->name) ^ (uint64_t)f->start_line);
+	h = pd_hash_u64(h ^ str_hash_of(m, src, f->system_name));
+	return pd_hash_u64(h ^ str_hash_of(m, src, f->filename));
 }
 
-/* fn_hash of source function i, once per source profile (never 0) */
+/* fn_hash of source function i, once per source profile (as str_hash_of:
+ * 0 is "not computed"; it was ORed with 1, which left the even home slots
+ * of the function index unused) */
 static uint64_t fn_hash_of(struct pd_merger *m, const struct pd_profile *src, uint32_t i)
 {
 	if (!m->m_fh[i])
-		m->m_fh[i] = fn_hash(src, &src->functions[i]) | 1;
+		m->m_fh[i] = fn_hash(m, src, &src->functions[i]);
 	return m->m_fh[i];
 }
 
@@ -654,6 +676,7 @@ void pd_merger_free(struct pd_merger *m)
 	free(m->m_map);
 	free(m->m_map_off);
 	free(m->m_fh);
+	free(m->m_sh);
 	for (int i = 0; m->pf && i < PF_DEPTH; i++) {
 		free(m->pf[i].stack.v);
 		free(m->pf[i].vals.v);
@@ -935,6 +958,15 @@ static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct 
 	}
 	if (p->nfunctions)
 		memset(m->m_fh, 0, p->nfunctions * sizeof *m->m_fh);
+	if (p->nstrings > m->m_cap_sh) {
+		free(m->m_sh);
+		m->m_sh = malloc(p->nstrings * sizeof *m->m_sh);
+		m->m_cap_sh = m->m_sh ? p->nstrings : 0;
+		if (!m->m_sh)
+			return pd_errf(err, PD_ENOMEM, "out of memory");
+	}
+	if (p->nstrings)
+		memset(m->m_sh, 0, p->nstrings * sizeof *m->m_sh);
 	if (p->nmappings > m->m_cap_map) {
 		free(m->m_map_off);
 		m->m_map_off = malloc(p->nmappings * sizeof *m->m_map_off);
