@@ -707,6 +707,21 @@ static int memo(uint32_t **t, size_t *cap, size_t n)
 	return 0;
 }
 
+/* Resize a memo table of hashes to n entries, all 0 (not computed). */
+static int memo_hash(uint64_t **t, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(*t);
+		*t = malloc((n ? n : 1) * sizeof **t);
+		*cap = *t ? n : 0;
+		if (!*t)
+			return PD_ENOMEM;
+	}
+	if (n)
+		memset(*t, 0, n * sizeof **t);
+	return 0;
+}
+
 const char *pd_kind_name(struct pd_str period_type, struct pd_str first_type, struct pd_str default_type)
 {
 	if (pd_str_eq(period_type, "cpu"))
@@ -947,26 +962,9 @@ void pd_merger_set_premap(struct pd_merger *m, bool on) { m->no_premap = !on; }
 static int merger_begin(struct pd_merger *m, const struct pd_profile *p, struct pd_err *err)
 {
 	if (memo(&m->m_str, &m->m_cap_str, p->nstrings) || memo(&m->m_func, &m->m_cap_func, p->nfunctions) ||
-	    memo(&m->m_loc, &m->m_cap_loc, p->nlocations))
+	    memo(&m->m_loc, &m->m_cap_loc, p->nlocations) || memo_hash(&m->m_fh, &m->m_cap_fh, p->nfunctions) ||
+	    memo_hash(&m->m_sh, &m->m_cap_sh, p->nstrings))
 		return pd_errf(err, PD_ENOMEM, "out of memory");
-	if (p->nfunctions > m->m_cap_fh) {
-		free(m->m_fh);
-		m->m_fh = malloc(p->nfunctions * sizeof *m->m_fh);
-		m->m_cap_fh = m->m_fh ? p->nfunctions : 0;
-		if (!m->m_fh)
-			return pd_errf(err, PD_ENOMEM, "out of memory");
-	}
-	if (p->nfunctions)
-		memset(m->m_fh, 0, p->nfunctions * sizeof *m->m_fh);
-	if (p->nstrings > m->m_cap_sh) {
-		free(m->m_sh);
-		m->m_sh = malloc(p->nstrings * sizeof *m->m_sh);
-		m->m_cap_sh = m->m_sh ? p->nstrings : 0;
-		if (!m->m_sh)
-			return pd_errf(err, PD_ENOMEM, "out of memory");
-	}
-	if (p->nstrings)
-		memset(m->m_sh, 0, p->nstrings * sizeof *m->m_sh);
 	if (p->nmappings > m->m_cap_map) {
 		free(m->m_map_off);
 		m->m_map_off = malloc(p->nmappings * sizeof *m->m_map_off);
