@@ -690,37 +690,25 @@ void pd_merger_free(struct pd_merger *m)
 
 size_t pd_merger_count(const struct pd_merger *m) { return m->nprofiles; }
 
-/* Resize a memo table to n entries, all PD_NONE. */
-static int memo(uint32_t **t, size_t *cap, size_t n)
+/* Resize a memo table *t of elements of elsz bytes to n entries, every
+ * byte fill (0xff: PD_NONE ids; 0: hashes not computed yet). */
+static int memo_reset(void **t, size_t *cap, size_t n, size_t elsz, int fill)
 {
 	if (n > *cap) {
 		free(*t);
-		*t = malloc((n ? n : 1) * sizeof **t);
-		if (!*t) {
-			*cap = 0;
-			return PD_ENOMEM;
-		}
-		*cap = n;
-	}
-	if (n)
-		memset(*t, 0xff, n * sizeof **t);
-	return 0;
-}
-
-/* Resize a memo table of hashes to n entries, all 0 (not computed). */
-static int memo_hash(uint64_t **t, size_t *cap, size_t n)
-{
-	if (n > *cap) {
-		free(*t);
-		*t = malloc((n ? n : 1) * sizeof **t);
+		*t = malloc((n ? n : 1) * elsz);
 		*cap = *t ? n : 0;
 		if (!*t)
 			return PD_ENOMEM;
 	}
 	if (n)
-		memset(*t, 0, n * sizeof **t);
+		memset(*t, fill, n * elsz);
 	return 0;
 }
+
+static int memo(uint32_t **t, size_t *cap, size_t n) { return memo_reset((void **)t, cap, n, sizeof **t, 0xff); }
+
+static int memo_hash(uint64_t **t, size_t *cap, size_t n) { return memo_reset((void **)t, cap, n, sizeof **t, 0); }
 
 const char *pd_kind_name(struct pd_str period_type, struct pd_str first_type, struct pd_str default_type)
 {

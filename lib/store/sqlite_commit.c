@@ -112,9 +112,8 @@ static int job_apply(struct part *pt, struct job *j)
 	if (rc)
 		return rc;
 	st = pt->ins_prof;
-	uint64_t tail; /* the id as the file keeps it (codec.h: sq_xid_key); pd_xid_new's ids always have a tail */
-	if (pt->xid_int && !pd_xid_tail(j->id, &tail))
-		sqlite3_bind_int64(st, 1, sq_xid_key(tail));
+	if (pt->xid_int) /* the id as the file keeps it (codec.h: sq_xid_key) */
+		sqlite3_bind_int64(st, 1, sq_xid_key(j->xtail));
 	else
 		sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, j->in->service, -1, SQLITE_STATIC);

@@ -631,7 +631,7 @@ int sq_ingest(struct pd_store *base, const struct pd_ingest *in, const uint8_t *
 		goto out;
 	/* 4. encode (the block checksummed, seeded by the profile's id; the
 	 * header in it: j.hdr, the header column, stays empty), commit */
-	pd_xid_new(created, j.id);
+	j.xtail = pd_xid_new(created, j.id);
 	struct pd_buf hdr = PD_BUF_INIT(0);
 	if (pd_blob_begin(&j.blk))
 		rc = nomem(&g);

@@ -191,6 +191,7 @@ struct job {
 	struct rjob *ru;
 	char svc[128], typ[16]; /* removal: the profile's service and type; ingest: the type stored */
 	char id[PD_STORE_ID_LEN + 1];
+	uint64_t xtail; /* ingest: id's tail (pd_xid_new), what a file of schema 7 keeps */
 	int64_t created, nsamples;
 	struct pd_buf hdr, blk;
 	int64_t pk;      /* removal: the row; ingest: set by the commit */

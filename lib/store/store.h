@@ -397,7 +397,7 @@ int pd_store_rollup(struct pd_store *s, int64_t cutoff_ns, size_t max_hours, siz
 
 /* A new xid for time t (ns): 4 bytes seconds, 3 machine, 2 pid, 3 counter,
  * base32hex lower-case, 20 characters (profefe's / rs/xid's format). */
-void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1]);
+uint64_t pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1]); /* returns its tail (pd_xid_tail) */
 /* The creation time (ns, second resolution) in an xid; -1 if malformed. */
 int64_t pd_xid_time(const char *id);
 /* The 8 bytes after an xid's seconds (machine, pid, counter) as a

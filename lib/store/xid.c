@@ -62,7 +62,7 @@ void pd_xid_make(int64_t t_ns, uint64_t tail, char out[PD_STORE_ID_LEN + 1])
 	xid_encode(b, out);
 }
 
-void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
+uint64_t pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
 {
 	/* the counter's seed, the machine id and the pid: once, as rs/xid does
 	 * (they were a gethostname and a getpid per id: two system calls per
@@ -71,7 +71,9 @@ void pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
 	pthread_once(&once, xid_init);
 	uint32_t mid = xid_mid, pid = xid_pid;
 	uint32_t c = atomic_fetch_add(&xid_counter, 1) & 0xffffff;
-	pd_xid_make(t_ns, (uint64_t)mid << 40 | (uint64_t)pid << 24 | c, out);
+	uint64_t tail = (uint64_t)mid << 40 | (uint64_t)pid << 24 | c;
+	pd_xid_make(t_ns, tail, out);
+	return tail;
 }
 
 int pd_xid_tail(const char *id, uint64_t *tail)
