@@ -458,7 +458,7 @@ int main(int argc, char **argv)
 		if (based)
 			base = (struct pd_blkbase){f, pd_block_raw_hash(raws[f - 1].ptr, raws[f - 1].len),
 						   raws[f - 1].ptr, raws[f - 1].len};
-		struct pd_blkopt o = {based ? &base : NULL, &raws[f]};
+		struct pd_blkopt o = {based ? &base : NULL, &raws[f], NULL};
 		double e0 = now();
 		int erc = pd_enc_rows(z, n, se.nv, stk, ls, row_vals, NULL, &o, &blk[f], &err);
 		enc_s += now() - e0;

@@ -44,6 +44,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+# shellcheck source=bench/targets.sh
+. bench/targets.sh
 ROUNDS=${ROUNDS:-5}
 GO_ROUNDS=${GO_ROUNDS:-3}
 FN=${FN:-runtime.mallocgc}
@@ -248,3 +250,6 @@ go_rss=$(col 4 "$WORK/go") go_top_rss=$(col 5 "$WORK/go")
 	echo "| $(sv top_raw_s) s | $(sv top_rollup_s) s | $(sv top_fn_s) s | $(sv series_raw_s) s | $(sv series_rollup_s) s |"
 	echo "Targets: fleet top < 1 s with rollups, < 5 s without; series of one function over the day < 1 s; the regression report < 1 s from rollups."
 } | out
+# issue 18: the fleet top stays fast
+target_add "fleet top 10 of a day through the API" "$nfiles profiles, rollups: $used" "$(printf '%.3f s' "$top_roll")" "< 0.2 s" \
+	"$(target_met "$top_roll < 0.2")" "without rollups: $(printf '%.3f s' "$top_raw")"

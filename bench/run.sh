@@ -71,7 +71,10 @@ time_cmd() {
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 results=$BUILD/bench-results.md
-declare -A GOW PDW # per set label: the medians of go tool pprof -proto and of profd, s
+# shellcheck source=bench/targets.sh
+. bench/targets.sh
+: >"$TARGETS"
+declare -A GOW PDW GOR PDR # per set label: the medians of go tool pprof -proto and of profd, s and peak RSS KB
 {
 	echo "| input | files | input size | profd merge | go tool pprof -proto | speed-up | profd peak RSS | pprof peak RSS | RSS ratio |"
 	echo "|---|---|---|---|---|---|---|---|---|"
@@ -102,7 +105,7 @@ bench_set() { # label files...
 	pr=$(awk '{print $2}' "$tmp/profd" | median)
 	gr=$(awk '{print $2}' "$tmp/go" | median)
 	size=$(du -cb "$@" | tail -1 | awk '{ if ($1 >= 1e6) printf "%.1f MB", $1/1e6; else printf "%.0f KB", $1/1e3 }')
-	GOW[$label]=$gw PDW[$label]=$pw
+	GOW[$label]=$gw PDW[$label]=$pw GOR[$label]=$gr PDR[$label]=$pr
 	awk -v l="$label" -v n=$# -v s="$size" -v pw="$pw" -v gw="$gw" -v pr="$pr" -v gr="$gr" 'BEGIN {
 		printf "| %s | %d | %s | %.3f s | %.3f s | %.1fx | %.1f MB | %.1f MB | 1/%.0f |\n", l, n, s, pw, gw, gw / pw,
 			pr / 1024, gr / 1024, gr / pr }' | tee -a "$results"
@@ -158,8 +161,13 @@ for set in small large deepsmall deep; do
 		/^write_merged_jt_median_s/ {w=$2}
 		END {printf "| %s | %.3f s | %.3f s | %.3f s | %.3f s | %.0fx | %.3f s | %.1fx |\n", l, f1, fj, ff + st + w, gw, gw / (ff + st + w), pw, gw / pw}' \
 		"$DATA/codec-$set.txt" | tee -a "$results"
+	read -r most speed rss met < <(awk -v gw="${GOW[$label]}" -v pw="${PDW[$label]}" -v gr="${GOR[$label]}" -v pr="${PDR[$label]}" -v st="$start" '
+		/^floor_files_jt_median_s/ {ff=$2} /^write_merged_jt_median_s/ {w=$2}
+		END {printf "%.0f %.1f %.0f %s\n", gw / (ff + st + w), gw / pw, gr / pr, (gw >= 50 * pw && gr >= 10 * pr) ? "yes" : "no"}' "$DATA/codec-$set.txt")
+	target_add "profd pprof merge vs go tool pprof -proto" "$label" "${speed}x, RSS 1/$rss" ">= 50x, RSS <= 1/10" "$met" \
+		"reading the files, a process start and writing the result allow at most ${most}x here"
 done
-[ -z "${MERGE_ONLY:-}" ] || exit 0
+[ -z "${MERGE_ONLY:-}" ] || { target_print | tee -a "$results"; exit 0; }
 
 echo
 echo "Sample blocks of one series, the store's against a model-coded prototype ($BUILD/bench_blocks, best of 5):"
@@ -186,3 +194,5 @@ BUILD=$BUILD ROUNDS=$ROUNDS bench/fleet.sh
 # (first render, hover and zoom per frame) and the page weight (appends its
 # tables to $results; skipped without chromium or npm).
 bash bench/ui.sh | tee -a "$results"
+
+target_print | tee -a "$results"

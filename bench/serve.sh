@@ -74,6 +74,8 @@ for b in profd loadgen gen goapp ingest_floor bench_codec; do
 	[ -x "$BUILD/$b" ] || { echo "bench: $BUILD/$b missing (make $BUILD/$b)" >&2; exit 1; }
 done
 TICK=$(getconf CLK_TCK)
+# shellcheck source=bench/targets.sh
+. bench/targets.sh
 
 WORK=$(mktemp -d "$PWD/$BUILD/bench-serve.XXXXXX")
 cp "$BUILD/profd" "$WORK/profd"
@@ -355,6 +357,14 @@ for set in small large deepsmall deep; do
 	awk -v set="$set" -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" 'BEGIN {
 		printf "%s: server CPU profd %.3f s; floor %.3f s (HTTP + SQLite row) + %.3f s (reading: gunzip + decode, one core) = %.3f s, at most %.1f MB/s per CPU-s for a server that reads and stores every profile here; profd spends %.3f s more (%.0f %% of its CPU).\n",
 			set, p, f, r, f + r, b / 1e6 / (f + r), p - f - r, 100 * (p - f - r) / p }' | out
+	read -r rate bound met < <(awk -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" \
+		'BEGIN { printf "%.1f %.1f %s\n", b / 1e6 / p, b / 1e6 / (f + r), b / 1e6 >= 40 * p ? "yes" : "no" }')
+	case $set in
+	small) label="(a) small CPU" ;; large) label="(b) large CPU" ;;
+	deepsmall) label="(d) deep shape, small" ;; deep) label="(e) deep shape, large" ;;
+	esac
+	target_add "ingest, MB/s of gzip'd input per server CPU-s" "$label" "$rate" ">= 40" "$met" \
+		"a server that only reads each profile and stores it durably gets at most $bound here"
 done
 # The wall-clock rows of one run vary more than TLS costs on this VM; the
 # server's CPU for the same uploads says it with less noise.
@@ -428,6 +438,10 @@ awk -v l="$label" -v n="$(find "$dir" -name '*.pb.gz' | wc -l)" -v a="$(col 1 "$
 	-v g="$(col 1 "$t.go")" -v gr="$(col 2 "$t.go")" -v c="$(col 1 "$t.cli")" -v sz="$(stat -c %s "$WORK/api.pb.gz")" 'BEGIN {
 	printf "| %s, %d -> %.0f KB | %.3f s | %.3f s | %.3f s | %.1fx | %.1fx | %.3f s | %.1f MB | %.1f MB | %.1f MB | 1/%.0f |\n",
 		l, n, sz / 1e3, a, w, g, g / a, g / w, c, h / 1024, s / 1024, gr / 1024, gr / h }' | out
+read -r first warm rss met < <(awk -v a="$(col 1 "$t")" -v w="$(col 4 "$t")" -v h="$(col 2 "$t")" -v g="$(col 1 "$t.go")" -v gr="$(col 2 "$t.go")" \
+	'BEGIN { printf "%.1f %.1f %.0f %s\n", g / a, g / w, gr / h, (g >= 100 * a && g >= 100 * w && gr >= 10 * h) ? "yes" : "no" }')
+target_add "API merge vs go tool pprof -proto (first query on a fresh server / warm)" "$label" "${first}x / ${warm}x, RSS 1/$rss" \
+	">= 100x both, server RSS <= 1/10" "$met"
 if [ "$name" = large ]; then
 	MERGE_TLS=$(awk -v a="$(col 1 "$t")" -v w="$(col 4 "$t")" -v sa="$(col 1 "$t.sec")" -v sw="$(col 2 "$t.sec")" \
 		-v ha="$(col 3 "$t.sec")" -v hw="$(col 4 "$t.sec")" 'BEGIN {
@@ -512,6 +526,14 @@ store_row() { # label dir "type files..."...
 		printf "| %s | %d | %.2f MB | %.2f KB | %.2f MB | %.2f MB | %.2f KB | %.1fx | %.0f KB | %.2f KB | %.1fx | %s |\n",
 			l, n, b / 1e6, b / n / 1e3, live / 1e6, a / 1e6, a / n / 1e3, b / a, base / 1e3, m / 1e3, b / n / m,
 			(w ? sprintf("%d B", w) : "none") }' | out
+	# issue 18's storage targets: cpu, heap and allocs, and the mixed dir
+	case $label in goroutine | block | mutex) return 0 ;; esac
+	local ratio marg met
+	read -r ratio marg met < <(awk -v n="$n" -v b="$bytes" -v a="$after" -v base="$base" \
+		'BEGIN { printf "%.2f %.1f %s\n", b / a, b / n / ((a - base) / (n - 1)), b >= 10 * a ? "yes" : "no" }')
+	[ "$label" = cpu ] && label="cpu, (a): 1,000 generated"
+	target_add "storage, gzip'd input / bytes on disk after SIGTERM" "$label" "${ratio}x" ">= 10x" "$met" \
+		"per further profile: ${marg}x"
 }
 all=()
 for typ in cpu $STYPES; do
