@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,16 +47,29 @@ static int cli_threads(int jobs)
 }
 
 /*
- * Parallel merge: the inputs are cut into consecutive runs, one per thread;
- * each thread reads, decodes and merges its run into a partial result (with
- * its data still in that core's cache), then the partials are merged in
- * order. pd_merger_add_partial makes this identical to one sequential merge
- * (see pprof.h), so the output does not depend on the number of threads.
+ * Parallel merge: the inputs are cut into consecutive runs, one per merging
+ * thread; each run's files are read, decoded and merged into a partial
+ * result, then the partials are merged in order. pd_merger_add_partial
+ * makes this identical to one sequential merge (see pprof.h), so the output
+ * does not depend on the number of threads.
+ *
+ * A run of small files is merged by its thread alone: each file is read and
+ * streamed from the decoder into the merger (with its data still in that
+ * core's cache). But every run builds the merged tables from nothing, and
+ * with large profiles, whose stacks recur from file to file, that work is
+ * repeated in each run: merging 100 of (e)'s files into a fresh merger
+ * costs ~15 % more than merging them into one that has seen 100 others
+ * (docs/benchmarks.md, "Two threads on (e)"). So a run of large files gets
+ * decoding threads instead of a second run: they read and decode its files
+ * into memory ahead of the merge (struct pipe), which the merging thread
+ * helps with whenever the next file is not decoded yet, and it merges them
+ * in order.
  */
 struct run {
 	const struct inputs *in;
 	const char *cmd;
 	int first, n;       /* files [first, first + n) */
+	int decoders;       /* decoding threads beside the merging one (run_pipe) */
 	int bad;            /* skipped files (--skip-bad) */
 	int err_index;      /* file that failed, -1 */
 	struct pd_err err;
@@ -65,6 +79,153 @@ struct run {
 	atomic_int *done;   /* files processed, all runs */
 	bool progress;
 };
+
+/* Files decoded ahead of the merge, at most PIPE_AHEAD past the one it is at. */
+enum { PIPE_AHEAD = 6 };
+struct pipe {
+	const struct run *r;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int claim;  /* next file (of the run) to decode */
+	int merged; /* files merged so far: the merge is at file `merged` */
+	bool stop;  /* the merge failed: decode no more */
+	struct slot {
+		int file; /* the file it holds, -1 */
+		bool ready;
+		struct pd_profile *p; /* NULL: decoding failed (err) */
+		struct pd_err err;
+	} slots[PIPE_AHEAD];
+};
+
+/* Decode file k of the run into its slot (called without the lock). */
+static void pipe_decode(struct pipe *q, int k)
+{
+	struct pd_profile *p = NULL;
+	struct pd_err err = {0};
+	if (pd_pprof_decode_file(q->r->in->files[q->r->first + k], NULL, &p, &err))
+		p = NULL;
+	pthread_mutex_lock(&q->mu);
+	struct slot *s = &q->slots[k % PIPE_AHEAD];
+	s->p = p;
+	s->err = err;
+	s->ready = true;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Claim the next file to decode, -1 if none may be yet (under the lock):
+ * a slot is free once the merge has passed the file it last held. */
+static int pipe_claim(struct pipe *q)
+{
+	if (q->stop || q->claim >= q->r->n || q->claim >= q->merged + PIPE_AHEAD)
+		return -1;
+	int k = q->claim++;
+	q->slots[k % PIPE_AHEAD] = (struct slot){k, false, NULL, {0, {0}}};
+	return k;
+}
+
+static void *pipe_decoder(void *arg)
+{
+	struct pipe *q = arg;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		int k = pipe_claim(q);
+		if (k < 0) {
+			if (q->stop || q->claim >= q->r->n)
+				break;
+			pthread_cond_wait(&q->cv, &q->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&q->mu);
+		pipe_decode(q, k);
+		pthread_mutex_lock(&q->mu);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+/* The run's file i, decoded: by a decoder, or here while none has it ready.
+ * Returns its slot (ready); the caller takes its profile. */
+static struct slot *pipe_next(struct pipe *q, int i)
+{
+	pthread_mutex_lock(&q->mu);
+	struct slot *s = &q->slots[i % PIPE_AHEAD];
+	while (!(s->file == i && s->ready)) {
+		int k = pipe_claim(q);
+		if (k >= 0) { /* help: decode the next file rather than wait */
+			pthread_mutex_unlock(&q->mu);
+			pipe_decode(q, k);
+			pthread_mutex_lock(&q->mu);
+		} else
+			pthread_cond_wait(&q->cv, &q->mu);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return s;
+}
+
+/* File i has been merged (or skipped, or failed: stop) and its slot emptied. */
+static void pipe_done(struct pipe *q, int i, bool stop)
+{
+	pthread_mutex_lock(&q->mu);
+	q->merged = i + 1;
+	q->stop |= stop;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Count a processed file and show progress. */
+static void run_progress(struct run *r)
+{
+	int d = atomic_fetch_add(r->done, 1) + 1;
+	if (r->progress && (d % 25 == 0 || d == r->in->n))
+		fprintf(stderr, "\rprofd %s: %d/%d files", r->cmd, d, r->in->n);
+}
+
+/* Merge the run's files into m with r->decoders threads decoding ahead. */
+static void run_pipe(struct run *r, struct pd_merger *m)
+{
+	struct pipe q = {.r = r};
+	for (int k = 0; k < PIPE_AHEAD; k++)
+		q.slots[k].file = -1;
+	pthread_mutex_init(&q.mu, NULL);
+	pthread_cond_init(&q.cv, NULL);
+	pthread_t th[8];
+	int nth = 0;
+	while (nth < r->decoders && nth < 8 && pthread_create(&th[nth], NULL, pipe_decoder, &q) == 0)
+		nth++;
+	for (int i = 0; i < r->n; i++) {
+		struct slot *s = pipe_next(&q, i);
+		struct pd_profile *p = s->p;
+		struct pd_err err = s->err;
+		s->p = NULL;
+		const char *path = r->in->files[r->first + i];
+		int rc = 0;
+		if (p) {
+			rc = pd_merger_add(m, p, &err);
+			pd_profile_free(p);
+			if (rc)
+				pd_err_prefix(&err, "%s", path);
+		} else if (r->in->skip_bad) {
+			fprintf(stderr, "%sprofd %s: skipping %s\n", r->progress ? "\r\033[K" : "", r->cmd, err.msg);
+			r->bad++;
+		} else
+			rc = 1;
+		if (rc) {
+			r->err = err;
+			r->err_index = r->first + i;
+		}
+		pipe_done(&q, i, rc != 0);
+		if (rc)
+			break;
+		run_progress(r);
+	}
+	for (int k = 0; k < nth; k++)
+		pthread_join(th[k], NULL);
+	for (int k = 0; k < PIPE_AHEAD; k++) /* decoded past a failure */
+		pd_profile_free(q.slots[k].p);
+	pthread_cond_destroy(&q.cv);
+	pthread_mutex_destroy(&q.mu);
+}
 
 static void *run_merge(void *arg)
 {
@@ -79,6 +240,10 @@ static void *run_merge(void *arg)
 	pd_merger_set_partial(m, r->partial);
 	pd_merger_set_scale_units(m, true); /* as go tool pprof, which converts units before merging */
 	struct pd_buf buf = PD_BUF_INIT(PD_DEFAULT_MAX_COMPRESSED);
+	if (r->decoders > 0) {
+		run_pipe(r, m);
+		goto merged;
+	}
 	for (int i = r->first; i < r->first + r->n; i++) {
 		struct pd_profile *p;
 		struct pd_err err = {0};
@@ -114,11 +279,10 @@ static void *run_merge(void *arg)
 			r->err_index = i;
 			break;
 		}
-	added:;
-		int d = atomic_fetch_add(r->done, 1) + 1;
-		if (r->progress && (d % 25 == 0 || d == r->in->n))
-			fprintf(stderr, "\rprofd %s: %d/%d files", r->cmd, d, r->in->n);
+	added:
+		run_progress(r);
 	}
+merged:
 	pd_buf_free(&buf);
 	if (r->partial && r->first == 0 && r->err_index < 0) {
 		r->merger = m; /* the caller adds the other runs' partials to it */
@@ -128,6 +292,33 @@ static void *run_merge(void *arg)
 		r->err_index = r->first;
 	pd_merger_free(m);
 	return NULL;
+}
+
+/* Inputs whose mean size is at least this many bytes are merged by piped
+ * runs (PROFD_MERGE_PIPE_MIN overrides it; 0 = always). Go CPU profiles of
+ * busy services are 20–100 KB gzip'd; (b) and (e) are 65 and 75 KB, (a)
+ * and (d) 6 KB (docs/benchmarks.md, "Two threads on (e)"). */
+static long long pipe_min_mean(void)
+{
+	const char *e = getenv("PROFD_MERGE_PIPE_MIN");
+	char *end = NULL;
+	long long v = e && *e ? strtoll(e, &end, 10) : -1;
+	return v >= 0 && *end == '\0' ? v : 32 * 1024;
+}
+
+/* The mean size of the inputs, from the first 16 (0 when unknown: stdin). */
+static long long mean_input_size(const struct inputs *in)
+{
+	long long sum = 0;
+	int n = 0;
+	for (int i = 0; i < in->n && n < 16; i++) {
+		struct stat st;
+		if (strcmp(in->files[i], "-") == 0 || stat(in->files[i], &st) != 0 || !S_ISREG(st.st_mode))
+			return 0;
+		sum += st.st_size;
+		n++;
+	}
+	return n ? sum / n : 0;
 }
 
 /* Decode and merge all inputs into *out. One input is merged too (compacted),
@@ -153,7 +344,11 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 		}
 		return EXIT_OK;
 	}
-	int t = cli_threads(in->workers);
+	int threads = cli_threads(in->workers), t = threads;
+	/* large files: half the threads merge, the others decode for them */
+	bool piped = threads > 1 && mean_input_size(in) >= pipe_min_mean();
+	if (piped)
+		t = threads / 2;
 	if (t > in->n / 8) /* a run of a few files is not worth a thread */
 		t = in->n / 8 > 0 ? in->n / 8 : 1;
 #ifdef __GLIBC__
@@ -178,7 +373,8 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 	bool progress = !in->quiet && isatty(2) && in->n >= 50;
 	for (int k = 0, first = 0; k < t; k++) {
 		int n = in->n / t + (k < in->n % t);
-		runs[k] = (struct run){in, cmd, first, n, 0, -1, {0, {0}}, NULL, NULL, t > 1, &done, progress};
+		int dec = piped ? (threads - t) / t + (k < (threads - t) % t) : 0;
+		runs[k] = (struct run){in, cmd, first, n, dec, 0, -1, {0, {0}}, NULL, NULL, t > 1, &done, progress};
 		first += n;
 	}
 	for (int k = 1; k < t; k++)

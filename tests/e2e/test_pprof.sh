@@ -654,3 +654,36 @@ mixed[20]=$bad
 mixed[13]=$C/1/heap.pb.gz
 expect_exit "merge -j 3: first bad input in order is reported (incompatible heap at #13)" 1 "$C/1/heap.pb.gz" \
 	profd pprof merge -j 3 -o "$T/jm.pb.gz" "${mixed[@]}"
+
+# ---- 12. piped runs ------------------------------------------------------------------------
+# Large inputs (a mean of 32 KiB or more) are merged by fewer runs, each with
+# threads decoding its files ahead of the merge; PROFD_MERGE_PIPE_MIN=0 takes
+# that path for these small files. Same contract: the output of -j 1, byte for
+# byte, the first bad input in order reported, --skip-bad skipping.
+for j in 2 3 4 8; do
+	if PROFD_MERGE_PIPE_MIN=0 profd pprof merge -j "$j" -o "$T/pj$j.pb.gz" "${many[@]}" 2>"$T/.err"; then
+		same_output "piped merge of ${#many[@]} files: -j $j output byte-identical to -j 1" "$T/j1.pb.gz" "$T/pj$j.pb.gz"
+	else
+		fail "piped merge of ${#many[@]} files: -j $j" "$(head -c 300 "$T/.err")"
+	fi
+done
+PROFD_MERGE_PIPE_MIN=0 profd pprof top -j 4 -n 0 "${heaps[@]}" >"$T/ptj4.txt" 2>&1
+same_output "piped top over ${#heaps[@]} heap files: -j 4 = -j 1" "$T/tj1.txt" "$T/ptj4.txt"
+for j in 2 4; do
+	PROFD_MERGE_PIPE_MIN=0 expect_exit "piped merge -j $j: first bad input in order is reported (incompatible heap at #13)" 1 \
+		"$C/1/heap.pb.gz" profd pprof merge -j "$j" -o "$T/pjm.pb.gz" "${mixed[@]}"
+done
+# the garbage file alone (#20): its own message, named
+late=("${many[@]}")
+late[20]=$bad
+PROFD_MERGE_PIPE_MIN=0 expect_exit "piped merge -j 2: a garbage file late in the input is reported by name" 1 "$bad" \
+	profd pprof merge -j 2 -o "$T/pjm.pb.gz" "${late[@]}"
+if [ ! -e "$T/pjm.pb.gz" ]; then ok "piped merge with a bad input: no output written"; else fail "piped merge with a bad input: no output written" "$T/pjm.pb.gz exists"; fi
+# --skip-bad: the merge of the other files, as the runs make it
+profd pprof merge -j 2 --skip-bad -o "$T/sbr.pb.gz" "${late[@]}" 2>"$T/.err"
+if PROFD_MERGE_PIPE_MIN=0 profd pprof merge -j 2 --skip-bad -o "$T/sbp.pb.gz" "${late[@]}" 2>"$T/.err" &&
+	grep -qF "$bad" "$T/.err" && grep -q 'skipped' "$T/.err"; then
+	same_output "piped merge --skip-bad: warns, output byte-identical to the runs' merge" "$T/sbr.pb.gz" "$T/sbp.pb.gz"
+else
+	fail "piped merge --skip-bad" "$(head -c 300 "$T/.err")"
+fi

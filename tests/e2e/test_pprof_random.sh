@@ -7,7 +7,8 @@
 # sparse and shuffled ids, zero and negative values, string and numeric
 # labels, comments, drop/keep frames, odd strings), a set per seed:
 #   1. profd pprof merge = profile.Merge (the whole parsed profile, ids and
-#      order included)
+#      order included), on both of its paths (streamed, and piped: decoded by
+#      another thread, then merged whole)
 #   2. profd pprof convert keeps every file as it is
 #   3. profd pprof top -n 0 = go tool pprof -top, byte for byte, by flat, by
 #      cum and for the first sample type
@@ -199,6 +200,15 @@ for ((k = 0; k < SETS; k++)); do
 		if [ -s "$d/o.dump" ] && cmp -s "$d/o.dump" "$d/p.dump"; then
 			ok "seed $seed: profd pprof merge of $n files = profile.Merge ($(grep -a -c '^ *-\?[0-9]\+\( \+-\?[0-9]\+\)*: ' "$d/o.dump") lines)"
 		else fail "seed $seed: profd pprof merge = profile.Merge" "$(first_diff "$d/o.dump" "$d/p.dump")"; fi
+		# the path of large inputs (files decoded into memory by another
+		# thread, then merged whole): the same bytes
+		if [ "$n" -gt 1 ]; then
+			if ! PROFD_MERGE_PIPE_MIN=0 "$PROFD" pprof merge -q -j 2 -o "$d/pp.pb.gz" "${files[@]}" 2>"$d/pp.err"; then
+				fail "seed $seed: piped merge of $n files" "$(head -c 300 "$d/pp.err")"
+			elif cmp -s "$d/p.pb.gz" "$d/pp.pb.gz"; then
+				ok "seed $seed: piped merge of $n files: the same bytes"
+			else fail "seed $seed: piped merge of $n files: the same bytes" "$(cmp "$d/p.pb.gz" "$d/pp.pb.gz")"; fi
+		fi
 	fi
 
 	# 2. convert
