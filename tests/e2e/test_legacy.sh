@@ -102,6 +102,12 @@ lm() { # lm NAME FILE...: profd pprof merge = oracle merge (profile.Merge)
 	fi
 	same_parse "$name: = profile.Merge" "$T/.m-go.pb.gz" "$T/.m-profd.pb.gz"
 	same_report "$name: go tool pprof -raw" "$T/.m-go.pb.gz" "$T/.m-profd.pb.gz" -raw
+	# the path of large inputs (decoded whole by another thread): the same bytes
+	if PROFD_MERGE_PIPE_MIN=0 profd pprof merge -j 2 -o "$T/.m-pipe.pb.gz" "$@" 2>"$T/.err"; then
+		same_output "$name: piped, the same bytes" "$T/.m-profd.pb.gz" "$T/.m-pipe.pb.gz"
+	else
+		fail "$name: piped" "$(head -c 400 "$T/.err")"
+	fi
 }
 D=$PPROF/profile/testdata
 lm "merge testdata cpu (2 legacy CPU files + a protobuf)" "$D/cppbench.cpu" "$D/gobench.cpu" "$T/conv-profile_testdata_go.crc32.cpu.pb.gz"
