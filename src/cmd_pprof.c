@@ -489,7 +489,8 @@ static const struct cli_flag pprof_merge_flags[] = {
 	{"raw", 0, 'r', NULL, "write uncompressed profile.proto instead of gzip", 0},
 	{"level", 0, 'l', "N", "gzip level 1-12 (default 6)", 0},
 	{"skip-bad", 0, 's', NULL, "warn about unreadable files and merge the rest", 0},
-	{"jobs", 'j', 'j', "N", "merge with N threads (default: one per CPU)", 0},
+	{"jobs", 'j', 'j', "N",
+	 "merge with N threads (default: one per CPU); with\nlarge inputs (a mean of 32 KiB or more; env\nPROFD_MERGE_PIPE_MIN, bytes) half of them decode\nfiles ahead for the others", 0},
 	{"quiet", 'q', 'q', NULL, "no progress output", 0},
 	{NULL, 0, 0, NULL, NULL, 0},
 };
@@ -502,8 +503,8 @@ const struct cli_doc pprof_merge_doc = {
 	"must have the same sample and period types (units of one kind, as ms and\n"
 	"ns, are converted to the finest); samples with the same stack and labels\n"
 	"are summed; period = max, duration = sum, time = earliest.\n"
-	"Files are processed one at a time, so memory is bounded by the size of\n"
-	"the merged result, not the inputs.\n"
+	"Files are read one at a time (a few ahead per thread with large inputs),\n"
+	"so memory is bounded by the size of the merged result, not the inputs.\n"
 	"\n",
 	{pprof_merge_flags, pprof_flags_help},
 	"\n"
