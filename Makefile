@@ -5,6 +5,7 @@
 #   make test            unit + fuzz-corpus replay + end-to-end tests
 #   make SANITIZE=1 test the same under ASan+UBSan
 #   make bench           benchmarks against go tool pprof (docs/benchmarks.md)
+#   make bench-targets   only what issue 18's targets are measured by, and their table
 #   make fuzz            run the libFuzzer drivers for FUZZ_SECONDS each
 #   make fuzz-corpus     merge what they found that adds coverage into tests/fuzz/corpus
 #   make demo            deps, build, capture a real Go service, show results
@@ -59,7 +60,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
+.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run bench-targets bench-run-targets fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -185,6 +186,16 @@ bench:
 
 bench-run: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_blocks $(BUILD)/bench_fleet $(BUILD)/ingest_floor $(BUILD)/loadgen $(BUILD)/targets
 	BUILD=$(BUILD) bench/run.sh
+
+# The parts of make bench that issue 18's targets are measured by (file
+# merges, the collector, fleet analytics without go tool pprof), ending with
+# the targets' table.
+bench-targets:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory bench-run-targets
+
+bench-run-targets: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_fleet $(BUILD)/ingest_floor $(BUILD)/loadgen
+	TARGETS_ONLY=1 BUILD=$(BUILD) bench/run.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
 # The library is compiled once with coverage instrumentation (fuzzer-no-link)

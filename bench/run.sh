@@ -22,7 +22,9 @@
 #
 # Results: a Markdown table on stdout and in $BUILD/bench-results.md.
 # Env: ROUNDS (default 5), BUILD (default build), MERGE_ONLY=1 (stop after
-# the file merges, the codec and the floor).
+# the file merges, the codec and the floor), TARGETS_ONLY=1 (then only the
+# collector and fleet analytics without go tool pprof: what issue 18's
+# targets are measured by; make bench-targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -168,6 +170,12 @@ for set in small large deepsmall deep; do
 		"reading the files, a process start and writing the result allow at most ${most}x here"
 done
 [ -z "${MERGE_ONLY:-}" ] || { target_print | tee -a "$results"; exit 0; }
+if [ -n "${TARGETS_ONLY:-}" ]; then # make bench-targets: what the targets are measured by
+	BUILD=$BUILD ROUNDS=$ROUNDS bench/serve.sh
+	BUILD=$BUILD ROUNDS=$ROUNDS GO_ROUNDS=${GO_ROUNDS:-0} bench/fleet.sh
+	target_print | tee -a "$results"
+	exit 0
+fi
 
 echo
 echo "Sample blocks of one series, the store's against a model-coded prototype ($BUILD/bench_blocks, best of 5):"

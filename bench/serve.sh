@@ -358,7 +358,7 @@ for set in small large deepsmall deep; do
 		printf "%s: server CPU profd %.3f s; floor %.3f s (HTTP + SQLite row) + %.3f s (reading: gunzip + decode, one core) = %.3f s, at most %.1f MB/s per CPU-s for a server that reads and stores every profile here; profd spends %.3f s more (%.0f %% of its CPU).\n",
 			set, p, f, r, f + r, b / 1e6 / (f + r), p - f - r, 100 * (p - f - r) / p }' | out
 	read -r rate bound met < <(awk -v p="${INGEST_CPU[$set]}" -v f="${INGEST_CPU[floor-sqlite-$set]}" -v r="$read_s" -v b="${INGEST_BYTES[$set]}" \
-		'BEGIN { printf "%.1f %.1f %s\n", b / 1e6 / p, b / 1e6 / (f + r), b / 1e6 >= 40 * p ? "yes" : "no" }')
+		'BEGIN { printf "%.1f %.1f %s\n", b / 1e6 / p, b / 1e6 / (f + r), (b / 1e6 >= 40 * p) ? "yes" : "no" }')
 	case $set in
 	small) label="(a) small CPU" ;; large) label="(b) large CPU" ;;
 	deepsmall) label="(d) deep shape, small" ;; deep) label="(e) deep shape, large" ;;
@@ -530,7 +530,7 @@ store_row() { # label dir "type files..."...
 	case $label in goroutine | block | mutex) return 0 ;; esac
 	local ratio marg met
 	read -r ratio marg met < <(awk -v n="$n" -v b="$bytes" -v a="$after" -v base="$base" \
-		'BEGIN { printf "%.2f %.1f %s\n", b / a, b / n / ((a - base) / (n - 1)), b >= 10 * a ? "yes" : "no" }')
+		'BEGIN { printf "%.2f %.1f %s\n", b / a, b / n / ((a - base) / (n - 1)), (b >= 10 * a) ? "yes" : "no" }')
 	[ "$label" = cpu ] && label="cpu, (a): 1,000 generated"
 	target_add "storage, gzip'd input / bytes on disk after SIGTERM" "$label" "${ratio}x" ">= 10x" "$met" \
 		"per further profile: ${marg}x"
