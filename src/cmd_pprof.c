@@ -357,8 +357,10 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 	 * a worker's could not be reused for the result (peak RSS of the
 	 * merge of 200 large profiles 29.7 -> 26.0 MB, deep 47 -> 41 MB; the
 	 * merge allocates little per sample, so the shared lock costs nothing
-	 * measurable). */
-	if (t > 1)
+	 * measurable). Likewise the files a decoder thread decoded and the
+	 * merging thread freed (piped: (e) 30.4 -> 24.6 MB, (b) 17.3 -> 14.6
+	 * MB, the same time). */
+	if (t > 1 || piped)
 		mallopt(M_ARENA_MAX, 1);
 #endif
 	struct run *runs = calloc((size_t)t, sizeof *runs);
