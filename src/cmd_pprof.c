@@ -80,8 +80,14 @@ struct run {
 	bool progress;
 };
 
-/* Files decoded ahead of the merge, at most PIPE_AHEAD past the one it is at. */
+/* Files decoded ahead of the merge: at most PIPE_AHEAD past the one it is
+ * at, and while more than one is in memory, at most PIPE_BUDGET bytes of
+ * them as read (a decoded profile takes several times its file: a few
+ * large inputs must not multiply a merge's memory). */
 enum { PIPE_AHEAD = 6 };
+#ifndef PIPE_BUDGET
+#define PIPE_BUDGET ((long long)16 << 20)
+#endif
 struct pipe {
 	const struct run *r;
 	pthread_mutex_t mu;
@@ -89,9 +95,11 @@ struct pipe {
 	int claim;  /* next file (of the run) to decode */
 	int merged; /* files merged so far: the merge is at file `merged` */
 	bool stop;  /* the merge failed: decode no more */
+	long long held; /* file bytes of the files claimed and not yet merged */
 	struct slot {
 		int file; /* the file it holds, -1 */
 		bool ready;
+		long long bytes; /* its file's size */
 		struct pd_profile *p; /* NULL: decoding failed (err) */
 		struct pd_err err;
 	} slots[PIPE_AHEAD];
@@ -119,8 +127,13 @@ static int pipe_claim(struct pipe *q)
 {
 	if (q->stop || q->claim >= q->r->n || q->claim >= q->merged + PIPE_AHEAD)
 		return -1;
+	struct stat st; /* 0 if it cannot be read: its decode says why */
+	long long bytes = stat(q->r->in->files[q->r->first + q->claim], &st) == 0 ? (long long)st.st_size : 0;
+	if (q->claim > q->merged && q->held + bytes > PIPE_BUDGET)
+		return -1; /* the next file to merge is in hand: wait for memory */
 	int k = q->claim++;
-	q->slots[k % PIPE_AHEAD] = (struct slot){k, false, NULL, {0, {0}}};
+	q->held += bytes;
+	q->slots[k % PIPE_AHEAD] = (struct slot){k, false, bytes, NULL, {0, {0}}};
 	return k;
 }
 
@@ -168,6 +181,7 @@ static void pipe_done(struct pipe *q, int i, bool stop)
 {
 	pthread_mutex_lock(&q->mu);
 	q->merged = i + 1;
+	q->held -= q->slots[i % PIPE_AHEAD].bytes;
 	q->stop |= stop;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
