@@ -44,9 +44,37 @@ export function url(path, params) {
   return q ? path + '?' + q : path;
 }
 
+// A busy collector answers 503 with Retry-After (too many merges at once:
+// --max-concurrent-merges); such an answer is asked again, at most BUSY_RETRIES
+// times, after the time it says (at most 10 s), unless the request is aborted.
+const BUSY_RETRIES = 3;
+
+function retryAfterMs(res) {
+  const v = res.headers.get('Retry-After');
+  if (v === null || v.trim() === '') return null;
+  const s = Number(v);
+  if (Number.isFinite(s) && s >= 0) return Math.min(s, 10) * 1000;
+  const d = Date.parse(v); // an HTTP date
+  return Number.isNaN(d) ? null : Math.min(Math.max(d - Date.now(), 0), 10000);
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const aborted = () => new DOMException('The request was aborted', 'AbortError');
+    if (signal && signal.aborted) { reject(aborted()); return; }
+    const onAbort = () => { clearTimeout(t); reject(aborted()); };
+    const t = setTimeout(() => {
+      if (signal) signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 // request: the Response of a 2xx answer, else an ApiError with the API's message
 export async function request(path, params, opts = {}) {
   const u = url(path, params);
+  let busy = 0;
   for (let attempt = 0; ; attempt++) {
     const sent = token();
     let res;
@@ -57,7 +85,13 @@ export async function request(path, params, opts = {}) {
       throw new ApiError(0, 'cannot reach the collector: ' + e.message, u);
     }
     if (res.ok) return res;
+    const wait = res.status === 503 && busy < BUSY_RETRIES ? retryAfterMs(res) : null;
     const msg = await errorOf(res);
+    if (wait !== null) {
+      busy++;
+      await sleep(wait, opts.signal);
+      continue;
+    }
     if (res.status === 401 && prompt && !declined && attempt < 3) {
       if (!pending) {
         pending = prompt(msg, !!sent).finally(() => { pending = null; });
