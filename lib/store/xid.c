@@ -76,11 +76,12 @@ uint64_t pd_xid_new(int64_t t_ns, char out[PD_STORE_ID_LEN + 1])
 	return tail;
 }
 
-int pd_xid_tail(const char *id, uint64_t *tail)
+/* 20 base32hex digits -> their 12 bytes (the last digit's padding bit
+ * dropped); -1 if id is not 20 such digits. */
+static int xid_decode(const char *id, uint8_t b[12])
 {
 	if (!id || strlen(id) != PD_STORE_ID_LEN)
 		return -1;
-	uint8_t b[12];
 	int bits = 0, o = 0;
 	uint32_t acc = 0;
 	for (int i = 0; i < PD_STORE_ID_LEN; i++) {
@@ -94,6 +95,14 @@ int pd_xid_tail(const char *id, uint64_t *tail)
 			bits -= 8;
 		}
 	}
+	return 0;
+}
+
+int pd_xid_tail(const char *id, uint64_t *tail)
+{
+	uint8_t b[12];
+	if (xid_decode(id, b))
+		return -1;
 	uint64_t t = 0;
 	for (int i = 4; i < 12; i++)
 		t = t << 8 | b[i];
@@ -109,18 +118,8 @@ int pd_xid_tail(const char *id, uint64_t *tail)
 
 int64_t pd_xid_time(const char *id)
 {
-	if (!id || strlen(id) != PD_STORE_ID_LEN)
+	uint8_t b[12];
+	if (xid_decode(id, b))
 		return -1;
-	/* the first 7 digits hold 35 bits: the 32 bits of seconds and 3 more */
-	uint64_t acc = 0;
-	for (int i = 0; i < 7; i++) {
-		const char *p = strchr(b32, id[i]);
-		if (!p || !id[i])
-			return -1;
-		acc = acc << 5 | (uint64_t)(p - b32);
-	}
-	for (int i = 7; i < PD_STORE_ID_LEN; i++)
-		if (!id[i] || !strchr(b32, id[i]))
-			return -1;
-	return (int64_t)(acc >> 3) * 1000000000;
+	return (int64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]) * 1000000000;
 }
