@@ -117,7 +117,14 @@ static int print_table(const struct client *c, json_t *body, long nrows)
 	if (t.n < n)
 		t.n = n;
 	t.total = client_jint(body, "total");
-	client_top_rows(rows, n, "delta_flat", "delta_cum", t.rows);
+	char why[160];
+	if (client_top_rows(body, "delta_flat", "delta_cum", t.rows, why, sizeof why)) {
+		cli_cmd_error(c->cmd, "the collector's answer is not an API v1 diff: %s (is %s a profd collector? "
+				      "check --collector)",
+			      why, c->collector);
+		free(t.rows);
+		return EXIT_INPUT;
+	}
 	const char *u = client_jstr(body, "unit");
 	struct pd_str unit = {u, (uint32_t)strlen(u)};
 	struct pd_buf text = PD_BUF_INIT(0);

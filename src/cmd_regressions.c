@@ -219,6 +219,16 @@ int cmd_regressions(int argc, char **argv)
 		json_dumpf(body, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(body);
+	} else if (!r.body.len || !r.text) {
+		/* profd's table is text/plain and always says something ("no
+		 * rollout ..." at least): an empty answer or an HTML page is a
+		 * proxy or another server, not "no regressions" */
+		char what[256];
+		pd_client_error(&r, what, sizeof what);
+		cli_cmd_error("regressions", "the collector at %s answered 200 with %s%s, not a regression report "
+		              "(is this a profd collector? check --collector)", c.collector,
+		              r.body.len ? "this: " : "an empty body", r.body.len ? what : "");
+		rc = EXIT_INPUT;
 	} else {
 		/* the server's table: names and versions are the uploaders' */
 		pd_client_term_write(stdout, (const char *)r.body.ptr, r.body.len);

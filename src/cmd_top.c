@@ -322,7 +322,14 @@ static int top_api1(struct client *c, const struct top_opts *o)
 	}
 	t.n = functions < n ? n : functions;
 	t.total = client_jint(body, "total");
-	client_top_rows(rows, n, "flat", "cum", t.rows);
+	char why[160];
+	if (client_top_rows(body, "flat", "cum", t.rows, why, sizeof why)) {
+		cli_cmd_error("top", "the collector's answer is not an API v1 top: %s (is %s a profd collector? check "
+				     "--collector)",
+			      why, c->collector);
+		rc = EXIT_INPUT;
+		goto out;
+	}
 	const char *u = client_jstr(body, "unit");
 	struct pd_str unit = {u, (uint32_t)strlen(u)};
 	if (pd_top_text(&t, need, unit, &text, &err)) {

@@ -450,16 +450,35 @@ const char *client_jstr(json_t *o, const char *k)
 	return s ? s : "";
 }
 
-void client_top_rows(json_t *rows, size_t n, const char *flat, const char *cum, struct pd_top_row *out)
+int client_top_rows(json_t *body, const char *flat, const char *cum, struct pd_top_row *out, char *why,
+		    size_t nwhy)
 {
-	for (size_t i = 0; i < n; i++) {
-		json_t *r = json_array_get(rows, i);
-		const char *nm = client_jstr(r, "name"), *inl = client_jstr(r, "inline");
-		out[i] = (struct pd_top_row){.name = {nm, (uint32_t)strlen(nm)},
+	json_t *rows = json_object_get(body, "rows");
+	static const char *const ints[] = {"total", "functions"};
+	for (size_t k = 0; k < 2; k++)
+		if (!json_is_integer(json_object_get(body, ints[k]))) {
+			snprintf(why, nwhy, "no integer \"%s\"", ints[k]);
+			return -1;
+		}
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		json_t *r = json_array_get(rows, i), *nm = json_object_get(r, "name");
+		const char *miss = !json_is_object(r)                            ? "is not an object"
+				   : !json_is_string(nm) || !json_string_length(nm) ? "has no \"name\""
+				   : !json_is_integer(json_object_get(r, flat))      ? flat
+				   : !json_is_integer(json_object_get(r, cum))       ? cum
+										     : NULL;
+		if (miss) {
+			snprintf(why, nwhy, miss == flat || miss == cum ? "row %zu has no integer \"%s\"" : "row %zu %s", i,
+				 miss);
+			return -1;
+		}
+		const char *inl = client_jstr(r, "inline");
+		out[i] = (struct pd_top_row){.name = {json_string_value(nm), (uint32_t)json_string_length(nm)},
 					     .flat = client_jint(r, flat),
 					     .cum = client_jint(r, cum),
 					     .inlined = !strcmp(inl, "inline")		  ? PD_TOP_INLINED
 							: !strcmp(inl, "partial-inline") ? PD_TOP_PARTIAL_INLINE
 											 : PD_TOP_NOT_INLINED};
 	}
+	return 0;
 }

@@ -153,10 +153,14 @@ const char *client_labels_str(const struct client *c, char *buf, size_t n);
 int64_t client_jint(json_t *o, const char *k);
 const char *client_jstr(json_t *o, const char *k);
 
-/* An API v1 top's rows [0, n) as the table's rows (names point into the
- * JSON): flat and cum are the members holding their values ("flat" and
- * "cum"; "delta_flat" and "delta_cum" in a diff). */
+/* An API v1 top's rows (body's "rows") as the table's rows (names point
+ * into the JSON): flat and cum are the members holding their values ("flat"
+ * and "cum"; "delta_flat" and "delta_cum" in a diff). -1 with why set when
+ * the answer is not one (no integer "total" or "functions", a row without
+ * a name or an integer value): a garbled answer is an error, not a table
+ * of zeros. */
 struct pd_top_row;
-void client_top_rows(json_t *rows, size_t n, const char *flat, const char *cum, struct pd_top_row *out);
+int client_top_rows(json_t *body, const char *flat, const char *cum, struct pd_top_row *out, char *why,
+		    size_t nwhy);
 
 #endif

@@ -214,6 +214,7 @@ static int perform(struct pd_client *c, const char *path_query, const void *body
 		char *ct = NULL;
 		curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
 		r->json = ct && !strncasecmp(ct, "application/json", 16);
+		r->text = ct && !strncasecmp(ct, "text/plain", 10);
 		return 0;
 	}
 	if (s.over || rc == CURLE_FILESIZE_EXCEEDED) {
@@ -319,6 +320,8 @@ void pd_client_term_safe(json_t *v)
 
 void pd_client_term_write(FILE *f, const char *s, size_t n)
 {
+	if (!n)
+		return;
 	char *e = pd_term_escaped(s, n, true);
 	fwrite(e ? e : s, 1, e ? strlen(e) : n, f);
 	free(e);

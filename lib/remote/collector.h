@@ -61,6 +61,7 @@ struct pd_client_resp {
 	long status;      /* HTTP status; 0 when there was no answer */
 	struct pd_buf body;
 	bool json;        /* Content-Type application/json */
+	bool text;        /* Content-Type text/plain */
 	int fail;         /* enum pd_client_fail */
 };
 

@@ -577,7 +577,18 @@ char *pd_term_escaped(const char *s, size_t n, bool lines)
 			bad = pd_buf_appendf(&b, "\\x%02x", c);
 		else if (c == 0xc2 && c2 >= 0x80 && c2 <= 0x9f) /* C1, as UTF-8 */
 			bad = pd_buf_appendf(&b, "\\u%04x", s[++i] & 0xff);
-		else {
+		else if (c >= 0x80) {
+			/* a whole UTF-8 character as it is; a byte that starts none
+			 * (binary, Latin-1: a lone 0x9b is CSI to an 8-bit terminal)
+			 * as \xNN */
+			size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+			if (len && n - i >= len && pd_utf8_valid(s + i, len, NULL)) {
+				bad = pd_buf_append(&b, &s[i], len);
+				i += len - 1;
+				continue;
+			}
+			bad = pd_buf_appendf(&b, "\\x%02x", c);
+		} else {
 			bad = pd_buf_append(&b, &s[i], 1);
 			continue;
 		}

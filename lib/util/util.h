@@ -215,7 +215,8 @@ void pd_log_line(FILE *f, const char *level, const char *component, const char *
 void pd_log_vf(FILE *f, bool quiet, const char *level, const char *component, const char *fmt, va_list ap)
 	PD_PRINTF(5, 0);
 /* s (n bytes) escaped for a terminal: C0 controls, DEL and C1 controls (as
- * UTF-8) as \xNN or \u00NN, tab as \t, newline as \n unless lines. A
+ * UTF-8) as \xNN or \u00NN, bytes that are not UTF-8 as \xNN, tab as \t,
+ * newline as \n unless lines. A
  * malloc'd string; NULL if it needs nothing (or out of memory). For what
  * another party sent (a collector's error, an uploader's name): an ESC
  * sequence shown, not obeyed; a newline not a forged line. */

@@ -668,6 +668,25 @@ one_line "a 200 that is not a profile: diff -O fails, exit 1" 1 "^profd diff: th
 if [ -e "$T/shape.pb.gz" ]; then fail "a 200 that is not a profile: diff -O writes no file" "$(head -c 100 "$T/shape.pb.gz")"; else ok "a 200 that is not a profile: diff -O writes no file"; fi
 kill "$SHAPE_PID" 2>/dev/null
 wait "$SHAPE_PID" 2>/dev/null
+# an API v1 top or diff whose rows are garbled (a value of another kind): an error naming
+# the row, not a table of zeros
+canned rows 'GET /api/1/top' 200 '{"code":200,"body":{"sample_type":"cpu","unit":"nanoseconds","total":100,"functions":2,"profiles":1,"services":[{"service":"a"}],"rows":[{"name":"f","flat":10,"cum":10},{"name":"g","flat":"90","cum":90}]}}' \
+	'GET /api/1/diff' 200 '{"code":200,"body":{"sample_type":"cpu","unit":"nanoseconds","total":100,"functions":1,"rows":[{"name":{},"delta_flat":1,"delta_cum":1}]}}'
+one_line "a top whose row holds a string for a number: exit 1, names the row" 1 \
+	'^profd top: the collector.s answer is not an API v1 top: row 1 has no integer "flat"' \
+	top --service a --collector "$CANNED_URL"
+one_line "a diff whose row has no name: exit 1, names the row" 1 \
+	'^profd diff: the collector.s answer is not an API v1 diff: row 0 has no "name"' \
+	diff --base cpu --target cpu --collector "$CANNED_URL"
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
+# an empty or HTML answer to the regression report's table is not "no regressions"
+canned regr 'GET /api/1/regressions' 200 '' 'GET /' 404 '{"code":404,"error":"no rule"}'
+one_line "regressions: a 200 with an empty body: exit 1, says so" 1 \
+	'^profd regressions: the collector at http://127.0.0.1:[0-9]+ answered 200 with an empty body, not a regression report' \
+	regressions --collector "$CANNED_URL"
+kill "$CANNED_PID" 2>/dev/null
+wait "$CANNED_PID" 2>/dev/null
 # a server's error text and a body that is not JSON reach a terminal escaped: an ESC
 # sequence (clear the screen), a C1 CSI and a newline (a forged line) are shown, not obeyed
 canned esc 'GET /api/0/services' 400 '{"code":400,"error":"bad \\u001b[2J \\u009b31m thing\\nforged: line"}' \

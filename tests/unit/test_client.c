@@ -191,7 +191,7 @@ static void test_format_time(void **state)
 
 static struct pd_client_resp resp(long status, bool json, const char *body)
 {
-	struct pd_client_resp r = {status, PD_BUF_INIT(0), json, 0};
+	struct pd_client_resp r = {.status = status, .body = PD_BUF_INIT(0), .json = json};
 	if (body)
 		assert_int_equal(pd_buf_append(&r.body, body, strlen(body)), 0);
 	return r;
@@ -230,6 +230,50 @@ static void test_answers(void **state)
 	assert_int_equal(pd_client_json_body(&r, &b, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "not API v0 JSON: <html>"));
 	pd_client_resp_free(&r);
+	/* a binary body (a gzip'd profile under an error status): its controls
+	 * left out, its bytes that are not UTF-8 shown as \xNN */
+	r = resp(400, false, "\x1f\x8b\x08 gz\x9b[2J \xc3\xa9t\xc3\xa9 \xe2\x82");
+	pd_client_error(&r, m, sizeof m);
+	assert_string_equal(m, "\\x8b gz\\x9b[2J \xc3\xa9t\xc3\xa9 \\xe2\\x82");
+	pd_client_resp_free(&r);
+}
+
+/* What another party sent, made safe for a terminal: controls and bytes
+ * that are not UTF-8 escaped, whole UTF-8 characters kept. */
+static void test_term_escaped(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *want; /* want NULL: nothing to escape */
+	} cases[] = {
+	    {"plain text, ünïcödé, 日本, 🙂", NULL},
+	    {"a\x1b[2Jb", "a\\x1b[2Jb"},
+	    {"line\nforged", "line\\nforged"},
+	    {"c1 \xc2\x9b" "31m", "c1 \\u009b31m"},
+	    {"lone \x9b and \xff \xfe", "lone \\x9b and \\xff \\xfe"},
+	    {"overlong \xc0\xaf, surrogate \xed\xa0\x80", "overlong \\xc0\\xaf, surrogate \\xed\\xa0\\x80"},
+	    {"cut \xe6\x97", "cut \\xe6\\x97"},
+	    {"past U+10FFFF \xf4\x90\x80\x80", "past U+10FFFF \\xf4\\x90\\x80\\x80"},
+	    {"\xc3\xa9\xc3", "\xc3\xa9\\xc3"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *e = pd_term_escaped(cases[i].in, strlen(cases[i].in), false);
+		if (!cases[i].want)
+			assert_null(e);
+		else if (!e || strcmp(e, cases[i].want))
+			fail_msg("case %zu: got \"%s\", want \"%s\"", i, e ? e : "(NULL)", cases[i].want);
+		free(e);
+	}
+	/* an empty answer writes nothing (and passes no NULL to fwrite) */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	pd_client_term_write(f, NULL, 0);
+	pd_client_term_write(f, "ok \x9b\n", 5);
+	fclose(f);
+	assert_string_equal(buf, "ok \\x9b\n");
+	free(buf);
 }
 
 /* ---- pd_profile_go_type ------------------------------------------------------------------------ */
@@ -361,7 +405,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_url),   cmocka_unit_test(test_query_round_trip),
 		cmocka_unit_test(test_post_path),     cmocka_unit_test(test_format_time),
 		cmocka_unit_test(test_answers),       cmocka_unit_test(test_go_type),
-		cmocka_unit_test(test_top_text),
+		cmocka_unit_test(test_top_text),      cmocka_unit_test(test_term_escaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# test_client_mutated.sh — the client commands (get, top, diff, regressions,
+# merge, load) against a collector whose answers are damaged in ways nobody
+# wrote down: tests/e2e/mutproxy.py sits in front of a real `profd serve`
+# holding real profiles of examples/goapp (two versions, cpu and heap) and,
+# for --collector http://PROXY/m/SEED, changes each answer as the seed says
+# (values of another kind, keys removed, arrays blown up, bodies cut short,
+# emptied or replaced by HTML, statuses swapped). test_client.sh checks the
+# cases written by hand; this one checks, for every command and seed:
+#   - the exit status is 0 or 1 (never a usage error, a crash or a signal);
+#   - a failure is one line on stderr, "profd CMD: ...";
+#   - success prints something (a damaged answer is not a silent empty result);
+#   - nothing on stdout or stderr is a control byte (but newline and tab) or
+#     a byte that is not UTF-8: what the collector sent is escaped;
+#   - a failed -O leaves no file;
+#   - no sanitizer report (BUILD=build-san).
+# Each command also runs once through the proxy undamaged and must succeed,
+# so that the damaged runs' errors are the damage's.
+# MUT_SEEDS=N (default 25) seeds per command; a failing seed replays alone:
+#   MUT_SEEDS="7 19" bash tests/e2e/test_client_mutated.sh
+# Run: BUILD=build bash tests/e2e/test_client_mutated.sh   (BUILD=build-san too)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+unset PROFD_COLLECTOR
+GA=$GOAPP
+[ -x "$GA" ] || GA=$ROOT/build/goapp # a Go program, not sanitized
+need_built 0 "make $BUILD/profd $BUILD/goapp" "$PROFD" "$GA"
+need_cmds 0 curl python3 iconv
+kill_started_on_exit
+
+SEEDS=${MUT_SEEDS:-25}
+[[ $SEEDS =~ ^[0-9]+$ ]] && SEEDS=$(seq 1 "$SEEDS")
+C=$T/cap
+
+# two captures of goapp (1 s of CPU each), in parallel
+for k in 1 2; do
+	"$ROOT/tests/e2e/capture.sh" "$GA" "$C/$k" 1 >"$T/capture-$k.log" 2>&1 &
+	capk[k]=$!
+done
+for k in 1 2; do
+	wait "${capk[k]}" || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; exit 0; }
+done
+
+"$PROFD" serve -q --addr 127.0.0.1:0 --data-dir "$T/data" 2>"$T/serve.log" &
+SPID=$!
+port=$(serve_port "$T/serve.log" "$SPID")
+[ -n "$port" ] || { fail "setup: serve" "$(head -c 400 "$T/serve.log")"; exit 0; }
+URL=http://127.0.0.1:$port
+# goapp at version 1.0 for a while, then 1.1: two rollouts for regressions and diff
+for m in 50 45 40 35; do
+	"$PROFD" load --service goapp -l version=1.0 --created-at "now-${m}m" --collector "$URL" "$C/1/cpu.pb.gz" "$C/1/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
+		{ fail "setup: load" "$(head -c 400 "$T/load.err")"; exit 0; }
+done
+for m in 20 15 10 5; do
+	"$PROFD" load --service goapp -l version=1.1 --created-at "now-${m}m" --collector "$URL" "$C/2/cpu.pb.gz" "$C/2/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
+		{ fail "setup: load" "$(head -c 400 "$T/load.err")"; exit 0; }
+done
+
+python3 "$ROOT/tests/e2e/mutproxy.py" "$T/proxy.port" "$URL" 2>"$T/proxy.log" &
+for ((k = 0; k < 200; k++)); do [ -s "$T/proxy.port" ] && break; sleep 0.05; done
+[ -s "$T/proxy.port" ] || { fail "setup: mutproxy.py" "$(head -c 400 "$T/proxy.log")"; exit 0; }
+PROXY=http://127.0.0.1:$(cat "$T/proxy.port")
+
+B="cpu{version=\"1.0\"}" G="cpu{version=\"1.1\"}"
+CMDS=(
+	"get services" "get services -o name" "get services -o json" "get types"
+	"get profiles --service goapp" "get profiles --service goapp -o name" "get profiles --service goapp -o json"
+	"top --service goapp" "top --all" "top --service goapp -o json" "top --service goapp --type heap -i inuse_space"
+	"top --query $G --cum"
+	"diff --base $B --target $G" "diff --base $B --target $G -O @OUT"
+	"regressions" "regressions --service goapp -o json" "regressions --base $B --target $G"
+	"merge --service goapp --type cpu -O @OUT" "merge --service goapp --type heap --limit 3 -O @OUT"
+	"load --service x $C/1/cpu.pb.gz" "load --service x -o json $C/1/heap.pb.gz"
+)
+
+# one CMD SEED: runs CMD against the proxy (SEED "": undamaged); sets RC, WHY (empty: all held)
+one() {
+	local cmd=$1 seed=$2 base=$PROXY a
+	[ -n "$seed" ] && base=$PROXY/m/$seed
+	local -a args=()
+	read -r -a args <<<"$cmd"
+	for a in "${!args[@]}"; do [ "${args[a]}" = @OUT ] && args[a]=$T/out.pb.gz; done
+	[ "${args[0]}" = load ] || args+=(--from -1h)
+	rm -f "$T/out.pb.gz"
+	timeout 60 "$PROFD" "${args[@]}" --collector "$base" >"$T/o" 2>"$T/e"
+	RC=$? WHY=
+	local nl
+	nl=$(wc -l <"$T/e")
+	if grep -q "Sanitizer\|runtime error" "$T/e"; then
+		WHY="sanitizer report: $(grep -A4 "Sanitizer\|runtime error" "$T/e" | head -c 600)"
+	elif [ "$RC" -gt 1 ]; then
+		WHY="exit $RC: $(head -c 300 "$T/e")"
+	elif [ "$RC" = 1 ] && { [ "$nl" != 1 ] || ! head -1 "$T/e" | grep -q "^profd ${args[0]}[ :]"; }; then
+		WHY="exit 1 with $nl lines on stderr: $(head -c 300 "$T/e")"
+	elif [ "$RC" = 0 ] && [ ! -s "$T/o" ] && [ ! -s "$T/e" ]; then
+		WHY="exit 0 and nothing printed"
+	elif LC_ALL=C grep -qaP '[\x00-\x08\x0b-\x1f\x7f]' "$T/o" "$T/e"; then
+		WHY="a control byte on the terminal: $(cat -v "$T/o" "$T/e" | grep -m1 -a '\^' | head -c 300)"
+	elif ! iconv -f UTF-8 -t UTF-8 "$T/o" >/dev/null 2>&1 || ! iconv -f UTF-8 -t UTF-8 "$T/e" >/dev/null 2>&1; then
+		WHY="bytes that are not UTF-8 on the terminal: $(cat -v "$T/o" "$T/e" | grep -m1 -a 'M-' | head -c 300)"
+	elif [ "$RC" != 0 ] && [ -e "$T/out.pb.gz" ]; then
+		WHY="exit $RC but -O wrote $T/out.pb.gz"
+	fi
+}
+
+total=0
+for cmd in "${CMDS[@]}"; do
+	one "$cmd" ""
+	if [ "$RC" = 0 ] && [ -z "$WHY" ]; then
+		ok "profd $cmd: undamaged answers through the proxy: exit 0"
+	else
+		fail "profd $cmd: undamaged answers through the proxy" "exit $RC ${WHY:-$(head -c 300 "$T/e")}"
+		continue
+	fi
+	bad=() nerr=0
+	for s in $SEEDS; do
+		one "$cmd" "$s"
+		total=$((total + 1))
+		[ "$RC" = 0 ] || nerr=$((nerr + 1))
+		if [ -n "$WHY" ]; then
+			bad+=("seed $s: $WHY; the damage: $(grep -a " seed $s: " "$T/proxy.log" | tail -2 | cut -c1-200 | tr '\n' '|')")
+		fi
+	done
+	n=$(echo "$SEEDS" | wc -w)
+	if [ ${#bad[@]} = 0 ]; then
+		ok "profd $cmd: $n damaged answers ($nerr refused): exit 0 or 1, one line on error, nothing unescaped"
+	else
+		fail "profd $cmd: ${#bad[@]} of $n damaged answers mishandled" "$(printf '%s\n' "${bad[@]:0:3}")"
+	fi
+done
+no_sanitizer "the collector's log (behind the proxy): no sanitizer report" "$T/serve.log"
+[ "$total" -gt 0 ] && ok "$total damaged runs" || fail "damaged runs" "none ran"
