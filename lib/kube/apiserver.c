@@ -858,9 +858,9 @@ int pd_kube_get_pod(struct pd_kube_client *c, const char *ns, const char *name, 
 {
 	memset(out, 0, sizeof *out);
 	if (!kube_name_ok(ns))
-		return pd_errf(err, PD_EINVAL, "invalid namespace \"%.64s\"", ns ? ns : "");
+		return pd_errf(err, PD_EUSAGE, "invalid namespace \"%.64s\"", ns ? ns : "");
 	if (!kube_name_ok(name))
-		return pd_errf(err, PD_EINVAL, "invalid pod name \"%.64s\"", name ? name : "");
+		return pd_errf(err, PD_EUSAGE, "invalid pod name \"%.64s\"", name ? name : "");
 	char path[600];
 	snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
 	struct req r = {path, c->o.timeout_ms, c->o.max_response, "application/json", true, NULL, NULL};

@@ -333,7 +333,9 @@ int pd_kube_list_pods_all(struct pd_kube_client *c, const struct pd_kube_pod_que
 			  struct pd_kube_pod_list **out, struct pd_err *err) PD_WUR;
 void pd_kube_pod_list_free(struct pd_kube_pod_list *l);
 
-/* One pod, allocated in a. A missing pod is PD_ENOTFOUND. */
+/* One pod, allocated in a. A missing pod is PD_ENOTFOUND; a namespace or
+ * name that is not a Kubernetes name is PD_EUSAGE (nothing asked); an
+ * answer that is not a pod is PD_EINVAL. */
 int pd_kube_get_pod(struct pd_kube_client *c, const char *ns, const char *name, struct pd_arena *a,
 		    struct pd_kube_pod *out, struct pd_err *err) PD_WUR;
 

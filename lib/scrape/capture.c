@@ -289,8 +289,8 @@ static int select_arg(struct pd_capture *c, const char *arg, struct pd_err *err)
 	pd_arena_free(a);
 	if (rc == 0 || rc == PD_ENOMEM)
 		return rc;
-	if (rc == PD_EINVAL)
-		return problem(c, err, "%s: not a valid pod name (lower case letters, digits, '-' and '.')", arg);
+	if (rc == PD_EUSAGE) /* not asked: e says whether the name or the namespace */
+		return problem(c, err, "%s: %s (lower case letters, digits, '-' and '.')", arg, e.msg);
 	if (rc != PD_ENOTFOUND)
 		return problem(c, err, "%s: %s%s", arg, e.msg, api_hint(rc));
 	if (resource)

@@ -3,7 +3,8 @@
 that damages its answers, for the clients' tests against a collector that
 misbehaves in ways nobody wrote down.
 
-Every request is forwarded to UPSTREAM (http://HOST:PORT) as it came. The
+Every request is forwarded to UPSTREAM (http://HOST:PORT, or https:// with
+its certificate not checked) as it came. The
 answer is then damaged as the request's header `X-Mutate: SEED` says (no
 header, or SEED -1: passed on unchanged), deterministically per seed:
 
@@ -23,6 +24,7 @@ import http.server
 import json
 import os
 import random
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -112,6 +114,9 @@ def damage(seed, status, ctype, body):
 
 def main():
     portfile, upstream = sys.argv[1], sys.argv[2].rstrip("/")
+    # an https upstream (tests/kubeapi) is a test server with its own CA:
+    # not verified (the client's own TLS is what its tests check)
+    tls = ssl._create_unverified_context() if upstream.startswith("https:") else None
 
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -127,7 +132,7 @@ def main():
                 seed, path = int(parts[2]), "/" + parts[3]
             req = urllib.request.Request(upstream + path, data=data, method=self.command, headers=hdrs)
             try:
-                with urllib.request.urlopen(req, timeout=60) as r:
+                with urllib.request.urlopen(req, timeout=60, context=tls) as r:
                     status, rh, body = r.status, r.headers, r.read()
             except urllib.error.HTTPError as e:
                 status, rh, body = e.code, e.headers, e.read()

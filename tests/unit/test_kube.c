@@ -1535,6 +1535,10 @@ static void api_handler(struct hsrv *s, int fd, const struct hreq *r)
 	if (strncmp(r->target, "/api/v1/", 8) == 0 && strstr(r->target, "/pods") && !strstr(r->target, "/proxy/")) {
 		if (strstr(r->target, "/pods/")) { /* get one */
 			const char *name = strstr(r->target, "/pods/") + 6;
+			if (strcmp(name, "cut-short") == 0) { /* an answer that is not a pod */
+				reply(fd, 200, "application/json", "{\"kind\":\"Pod\",\"metad");
+				return;
+			}
 			if (strcmp(name, "web-5f7b9d4c8-p1") != 0) {
 				char m[300];
 				snprintf(m, sizeof m, "pods \\\"%s\\\" not found", name);
@@ -1733,7 +1737,10 @@ static void test_client_list(void **state)
 	snprintf(want, sizeof want, "GET http://127.0.0.1:%d/api/v1/namespaces/shop/pods/nope: HTTP 404 Not Found: pods \"nope\" not found",
 		 s.port);
 	assert_str(err.msg, want);
-	assert_int_equal(pd_kube_get_pod(c, "shop", "a/b", a, &p, &err), PD_EINVAL);
+	assert_int_equal(pd_kube_get_pod(c, "shop", "a/b", a, &p, &err), PD_EUSAGE);
+	/* a name that is fine, an answer that is not a pod: not the name's fault */
+	assert_int_equal(pd_kube_get_pod(c, "shop", "cut-short", a, &p, &err), PD_EINVAL);
+	assert_has(err.msg, "/api/v1/namespaces/shop/pods/cut-short: pod JSON");
 	pd_arena_free(a);
 
 	/* 403 with the API's words */
