@@ -40,7 +40,7 @@ ODD_VALUES = [
 ]
 
 
-def nodes(v, path=()):
+def nodes(v):
     """Every (container, key) under v, depth first."""
     out = []
     if isinstance(v, dict):

@@ -159,6 +159,7 @@ check_all "${CMDS[@]}"
 
 # ---- capture through a damaged API server -------------------------------------------------------------
 start_goapp web mixed
+# shellcheck disable=SC2154 # PORT_web: set by start_goapp
 cat >"$T/pods.json" <<EOF
 [
  {"metadata": {"name": "web-7d9f8c6b5-x2x9k", "namespace": "shop",
@@ -199,4 +200,4 @@ check_all "capture web-7d9f8c6b5-x2x9k --types heap,goroutine" "capture deployme
 	"capture web --types goroutine" "capture -l app=web --types heap,allocs" "capture -l app=web -A --types goroutine"
 
 no_sanitizer "the collector's log (behind the proxy): no sanitizer report" "$T/serve.log"
-[ "$total" -gt 0 ] && ok "$total damaged runs" || fail "damaged runs" "none ran"
+if [ "$total" -gt 0 ]; then ok "$total damaged runs"; else fail "damaged runs" "none ran"; fi
