@@ -9,9 +9,9 @@ read and dropped; BODY is written as given, after Python's backslash escapes
 written to PORTFILE once listening; the server runs until killed.
 """
 import codecs
-import http.server
-import os
 import sys
+
+import testhttp
 
 
 def main():
@@ -23,32 +23,18 @@ def main():
         method, prefix = args[i].split(" ", 1)
         rules.append((method, prefix, int(args[i + 1]), codecs.escape_decode(args[i + 2].encode())[0]))
 
-    class H(http.server.BaseHTTPRequestHandler):
-        def answer(self):
-            n = int(self.headers.get("Content-Length") or 0)
-            if n:
-                self.rfile.read(n)
-            status, body = 404, b'{"code":404,"error":"no rule"}'
-            for method, prefix, st, b in rules:
-                if method == self.command and self.path.startswith(prefix):
-                    status, body = st, b
-                    break
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(req):
+        n = int(req.headers.get("Content-Length") or 0)
+        if n:
+            req.rfile.read(n)
+        status, body = 404, b'{"code":404,"error":"no rule"}'
+        for method, prefix, st, b in rules:
+            if method == req.command and req.path.startswith(prefix):
+                status, body = st, b
+                break
+        return status, [("Content-Type", "application/json")], body
 
-        do_GET = do_POST = do_DELETE = answer
-
-        def log_message(self, *a):
-            pass
-
-    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    with open(portfile + ".tmp", "w") as f:
-        f.write(str(s.server_address[1]))
-    os.rename(portfile + ".tmp", portfile)
-    s.serve_forever()
+    testhttp.serve(portfile, answer)
 
 
 main()

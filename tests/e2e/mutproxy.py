@@ -22,15 +22,15 @@ Which was done is written to stderr, one line per request, so a failing case
 can be replayed with the same seed. The chosen port is written to PORTFILE
 once listening; the proxy runs until killed.
 """
-import http.server
 import json
-import os
 import random
 import ssl
 import sys
 import urllib.error
 import urllib.request
 import zlib
+
+import testhttp
 
 ODD_VALUES = [
     None, True, False, 0, -1, 1.5, -0.0, 1e308, -1e308, 2**63, 2**64 + 7, -(2**63) - 1,
@@ -122,49 +122,30 @@ def main():
     # not verified (the client's own TLS is what its tests check)
     tls = ssl._create_unverified_context() if upstream.startswith("https:") else None
 
-    class H(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def answer(req):
+        n = int(req.headers.get("Content-Length") or 0)
+        data = req.rfile.read(n) if n else None
+        hdrs = {k: v for k, v in req.headers.items()
+                if k.lower() not in ("host", "content-length", "connection")}
+        seed, path = -1, req.path
+        parts = path.split("/", 3)
+        if len(parts) == 4 and parts[1] == "m" and parts[2].isdigit():
+            seed, path = int(parts[2]), "/" + parts[3]
+        r = urllib.request.Request(upstream + path, data=data, method=req.command, headers=hdrs)
+        try:
+            with urllib.request.urlopen(r, timeout=60, context=tls) as u:
+                status, rh, body = u.status, u.headers, u.read()
+        except urllib.error.HTTPError as e:
+            status, rh, body = e.code, e.headers, e.read()
+        ctype, cenc = rh.get("Content-Type", ""), rh.get("Content-Encoding")
+        if seed >= 0:
+            route = path.split("?")[0].encode()
+            status, ctype, body, log = damage(seed * 1000003 + zlib.crc32(route), status, ctype, body)
+            sys.stderr.write("%s %s seed %d: %s\n" % (req.command, path[:120], seed, "; ".join(log)))
+            sys.stderr.flush()
+        return status, [("Content-Type", ctype)] + ([("Content-Encoding", cenc)] if cenc else []), body
 
-        def answer(self):
-            n = int(self.headers.get("Content-Length") or 0)
-            data = self.rfile.read(n) if n else None
-            hdrs = {k: v for k, v in self.headers.items()
-                    if k.lower() not in ("host", "content-length", "connection")}
-            seed, path = -1, self.path
-            parts = path.split("/", 3)
-            if len(parts) == 4 and parts[1] == "m" and parts[2].isdigit():
-                seed, path = int(parts[2]), "/" + parts[3]
-            req = urllib.request.Request(upstream + path, data=data, method=self.command, headers=hdrs)
-            try:
-                with urllib.request.urlopen(req, timeout=60, context=tls) as r:
-                    status, rh, body = r.status, r.headers, r.read()
-            except urllib.error.HTTPError as e:
-                status, rh, body = e.code, e.headers, e.read()
-            ctype, cenc = rh.get("Content-Type", ""), rh.get("Content-Encoding")
-            if seed >= 0:
-                route = path.split("?")[0].encode()
-                status, ctype, body, log = damage(seed * 1000003 + zlib.crc32(route), status, ctype, body)
-                sys.stderr.write("%s %s seed %d: %s\n" % (self.command, path[:120], seed, "; ".join(log)))
-                sys.stderr.flush()
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            if cenc:
-                self.send_header("Content-Encoding", cenc)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = do_DELETE = answer
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    with open(portfile + ".tmp", "w") as f:
-        f.write(str(srv.server_address[1]))
-    os.rename(portfile + ".tmp", portfile)
-    srv.serve_forever()
-
+    testhttp.serve(portfile, answer, "HTTP/1.1")
 
 if __name__ == "__main__":
     main()
