@@ -113,7 +113,8 @@ int pd_api1_param_int(const struct pd_api1_req *q, const char *key, int64_t def,
 	bool ok = *c != 0;
 	for (; *c && ok; c++) {
 		ok = *c >= '0' && *c <= '9' && x <= (INT64_MAX - 9) / 10;
-		x = x * 10 + (*c - '0');
+		if (ok) /* not after the bound: 19 nines would overflow (UB) */
+			x = x * 10 + (*c - '0');
 	}
 	if (!ok || x < min || x > max)
 		return pd_errf(err, PD_EINVAL, "bad \"%s\" \"%.64s\": want an integer in [%lld, %lld]", key, v,

@@ -880,6 +880,10 @@ static void test_api1(void **state)
 	expect_status(st, "top", P({"query", "cpu"}, {"from", "yesterday"}), 400, "bad \"from\" timestamp");
 	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"n", "0"}), 400, "bad \"n\" \"0\"");
 	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"n", "1001"}), 400, "[1, 1000]");
+	/* past int64 (19 and 20 nines): refused, no overflow on the way (UBSan) */
+	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"n", "9999999999999999999"}), 400, "[1, 1000]");
+	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"n", "99999999999999999999"}), 400, "[1, 1000]");
+	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"n", "9223372036854775807"}), 400, "[1, 1000]");
 	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"by", "pod"}), 400, "bad \"by\" \"pod\"");
 	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"value", "x"}), 400, "bad \"value\"");
 	expect_status(st, "top", P({"query", "cpu"}, {"from", F}, {"si", "nope"}), 400, "bad \"si\" \"nope\"");
