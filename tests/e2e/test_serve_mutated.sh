@@ -10,11 +10,16 @@
 # with its error text), /healthz must answer at once throughout, the
 # collector must exit 0 on SIGTERM, its log without a sanitizer report
 # (BUILD=build-san: the first run found a signed overflow in an integer
-# parameter that aborted the collector).
-# MUT_SEEDS=N (default 100) rounds of every route.
+# parameter that aborted the collector). Then the same against a collector
+# on the ClickHouse store (its SQL is built from those parameters), when
+# clickhouse-server is installed.
+# MUT_SEEDS=N (default 100) rounds of every route; MUT_CH_SEEDS (default
+# 30) on ClickHouse.
 # Run: BUILD=build bash tests/e2e/test_serve_mutated.sh   (BUILD=build-san too)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=clickhouse.sh
+source "$(dirname "$0")/clickhouse.sh"
 
 unset PROFD_COLLECTOR
 GA=$GOAPP
@@ -31,35 +36,53 @@ for k in 1 2; do
 	wait "${capk[k]}" || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; exit 0; }
 done
 
-"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" 2>"$T/serve.log" &
-SPID=$!
-port=$(serve_port "$T/serve.log" "$SPID")
-[ -n "$port" ] || { fail "setup: serve" "$(head -c 400 "$T/serve.log")"; exit 0; }
-URL=http://127.0.0.1:$port
-for m in 50 40; do
-	"$PROFD" load --service goapp -l version=1.0 --created-at "now-${m}m" --collector "$URL" "$C/1/cpu.pb.gz" "$C/1/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
-		{ fail "setup: load" "$(head -c 400 "$T/load.err")"; exit 0; }
-done
-for m in 20 10; do
-	"$PROFD" load --service goapp -l version=1.1 --created-at "now-${m}m" --collector "$URL" "$C/2/cpu.pb.gz" "$C/2/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
-		{ fail "setup: load" "$(head -c 400 "$T/load.err")"; exit 0; }
-done
+# mutate LABEL SEEDS STORE...: a collector on STORE (serve's flags), loaded with
+# the captures, then mutclient.py's damaged requests; its checks prefixed LABEL
+mutate() {
+	local label=$1 seeds=$2 log=$T/serve-$1.log spid port url m rc summary codes
+	shift 2
+	"$PROFD" serve --addr 127.0.0.1:0 "$@" 2>"$log" &
+	spid=$!
+	port=$(serve_port "$log" "$spid")
+	[ -n "$port" ] || { fail "$label: setup: serve" "$(head -c 400 "$log")"; return; }
+	url=http://127.0.0.1:$port
+	for m in 50 40; do
+		"$PROFD" load --service goapp -l version=1.0 --created-at "now-${m}m" --collector "$url" "$C/1/cpu.pb.gz" "$C/1/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
+			{ fail "$label: setup: load" "$(head -c 400 "$T/load.err")"; return; }
+	done
+	for m in 20 10; do
+		"$PROFD" load --service goapp -l version=1.1 --created-at "now-${m}m" --collector "$url" "$C/2/cpu.pb.gz" "$C/2/heap.pb.gz" >/dev/null 2>"$T/load.err" ||
+			{ fail "$label: setup: load" "$(head -c 400 "$T/load.err")"; return; }
+	done
+	python3 "$ROOT/tests/e2e/mutclient.py" "$url" "$seeds" "$C/1/cpu.pb.gz" >"$T/mut-$label.out" 2>&1
+	rc=$?
+	summary=$(tail -1 "$T/mut-$label.out")
+	if [ "$rc" = 0 ] && [[ $summary =~ ^([0-9]+)\ requests,\ 0\ failures$ ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+		ok "$label: damaged requests: $summary (every answer a 2xx or a 4xx/503 with its error, /healthz answering)"
+	else
+		fail "$label: damaged requests" "exit $rc: $(grep -m3 '^FAIL' "$T/mut-$label.out" | cut -c1-400) $summary"
+	fi
+	codes=$(grep -o ' code=[0-9]*' "$log" | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')
+	if grep -q ' code=200' "$log" && grep -q ' code=400' "$log"; then
+		ok "$label: damaged requests: both answered and refused ones ($codes)"
+	else
+		fail "$label: damaged requests: a mix of answers" "$codes"
+	fi
+	kill -TERM "$spid" 2>/dev/null
+	wait "$spid"
+	expect "$label: the collector exits 0 on SIGTERM after them" 0 "$?"
+	no_sanitizer "$label: the collector's log: no sanitizer report" "$log"
+}
 
-python3 "$ROOT/tests/e2e/mutclient.py" "$URL" "${MUT_SEEDS:-100}" "$C/1/cpu.pb.gz" >"$T/mut.out" 2>&1
-rc=$?
-summary=$(tail -1 "$T/mut.out")
-if [ "$rc" = 0 ] && [[ $summary =~ ^([0-9]+)\ requests,\ 0\ failures$ ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
-	ok "damaged requests: $summary (every answer a 2xx or a 4xx/503 with its error, /healthz answering)"
+mutate embedded "${MUT_SEEDS:-100}" --data-dir "$T/data"
+
+if ! ch_available; then
+	ok "clickhouse: damaged requests # SKIP clickhouse-server not installed (make deps)"
+elif ! ch_start one; then
+	fail "clickhouse: setup: clickhouse-server" "did not start"
 else
-	fail "damaged requests" "exit $rc: $(grep -m3 '^FAIL' "$T/mut.out" | cut -c1-400) $summary"
+	ch_q one "CREATE DATABASE mut" >/dev/null
+	# shellcheck disable=SC2154 # CH_HTTP_one: set by ch_start
+	mutate clickhouse "${MUT_CH_SEEDS:-30}" --store "clickhouse://127.0.0.1:$CH_HTTP_one/mut"
+	ch_stop one
 fi
-codes=$(grep -o ' code=[0-9]*' "$T/serve.log" | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')
-if grep -q ' code=200' "$T/serve.log" && grep -q ' code=400' "$T/serve.log"; then
-	ok "damaged requests: both answered and refused ones ($codes)"
-else
-	fail "damaged requests: a mix of answers" "$codes"
-fi
-kill -TERM "$SPID" 2>/dev/null
-wait "$SPID"
-expect "the collector exits 0 on SIGTERM after them" 0 "$?"
-no_sanitizer "the collector's log: no sanitizer report" "$T/serve.log"
