@@ -129,31 +129,31 @@ one() {
 # check_all CMD...: each CMD once undamaged (it must succeed), then for every seed
 total=0
 check_all() {
-local cmd n s bad nerr
-for cmd in "$@"; do
-	one "$cmd" ""
-	if [ "$RC" = 0 ] && [ -z "$WHY" ]; then
-		ok "profd $cmd: undamaged answers through the proxy: exit 0"
-	else
-		fail "profd $cmd: undamaged answers through the proxy" "exit $RC ${WHY:-$(head -c 300 "$T/e")}"
-		continue
-	fi
-	bad=() nerr=0
-	for s in $SEEDS; do
-		one "$cmd" "$s"
-		total=$((total + 1))
-		[ "$RC" = 0 ] || nerr=$((nerr + 1))
-		if [ -n "$WHY" ]; then
-			bad+=("seed $s: $WHY; the damage: $(grep -a " seed $s: " "$PLOG" | tail -2 | cut -c1-200 | tr '\n' '|')")
+	local cmd n s bad nerr
+	for cmd in "$@"; do
+		one "$cmd" ""
+		if [ "$RC" = 0 ] && [ -z "$WHY" ]; then
+			ok "profd $cmd: undamaged answers through the proxy: exit 0"
+		else
+			fail "profd $cmd: undamaged answers through the proxy" "exit $RC ${WHY:-$(head -c 300 "$T/e")}"
+			continue
+		fi
+		bad=() nerr=0
+		for s in $SEEDS; do
+			one "$cmd" "$s"
+			total=$((total + 1))
+			[ "$RC" = 0 ] || nerr=$((nerr + 1))
+			if [ -n "$WHY" ]; then
+				bad+=("seed $s: $WHY; the damage: $(grep -a " seed $s: " "$PLOG" | tail -2 | cut -c1-200 | tr '\n' '|')")
+			fi
+		done
+		n=$(echo "$SEEDS" | wc -w)
+		if [ ${#bad[@]} = 0 ]; then
+			ok "profd $cmd: $n seeds of damaged answers ($nerr refused): exit 0 or 1, errors said as such, nothing unescaped"
+		else
+			fail "profd $cmd: ${#bad[@]} of $n damaged answers mishandled" "$(printf '%s || ' "${bad[@]:0:3}")"
 		fi
 	done
-	n=$(echo "$SEEDS" | wc -w)
-	if [ ${#bad[@]} = 0 ]; then
-		ok "profd $cmd: $n seeds of damaged answers ($nerr refused): exit 0 or 1, errors said as such, nothing unescaped"
-	else
-		fail "profd $cmd: ${#bad[@]} of $n damaged answers mishandled" "$(printf '%s\n' "${bad[@]:0:3}")"
-	fi
-done
 }
 check_all "${CMDS[@]}"
 
