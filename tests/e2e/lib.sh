@@ -194,6 +194,21 @@ wait_captures() {
 	return $bad
 }
 
+# capture_sets DIR N: N captures of every type from goapp ($GA, else $GOAPP;
+# 1 s of CPU) into DIR/1 .. DIR/N, at once; a failed one is a failed setup
+# check, and the script exits
+capture_sets() {
+	local dir=$1 n=$2 k
+	local -a pids=()
+	for ((k = 1; k <= n; k++)); do
+		"$ROOT/tests/e2e/capture.sh" "${GA:-$GOAPP}" "$dir/$k" 1 >"$T/capture-$k.log" 2>&1 &
+		pids[k]=$!
+	done
+	for ((k = 1; k <= n; k++)); do
+		wait "${pids[k]}" || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; exit 0; }
+	done
+}
+
 # need_built CODE HINT FILE...: each FILE must be an executable, else a
 # failed setup check naming HINT (how to build it) and exit CODE
 need_built() {

@@ -41,14 +41,7 @@ SEEDS=${MUT_SEEDS:-25}
 [[ $SEEDS =~ ^[0-9]+$ ]] && SEEDS=$(seq 1 "$SEEDS")
 C=$T/cap
 
-# two captures of goapp (1 s of CPU each), in parallel
-for k in 1 2; do
-	"$ROOT/tests/e2e/capture.sh" "$GA" "$C/$k" 1 >"$T/capture-$k.log" 2>&1 &
-	capk[k]=$!
-done
-for k in 1 2; do
-	wait "${capk[k]}" || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; exit 0; }
-done
+capture_sets "$C" 2
 
 "$PROFD" serve -q --addr 127.0.0.1:0 --data-dir "$T/data" 2>"$T/serve.log" &
 SPID=$!

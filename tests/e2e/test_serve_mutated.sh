@@ -28,13 +28,7 @@ need_built 0 "make $BUILD/profd $BUILD/goapp" "$PROFD" "$GA"
 need_cmds 0 python3
 kill_started_on_exit
 C=$T/cap
-for k in 1 2; do
-	"$ROOT/tests/e2e/capture.sh" "$GA" "$C/$k" 1 >"$T/capture-$k.log" 2>&1 &
-	capk[k]=$!
-done
-for k in 1 2; do
-	wait "${capk[k]}" || { fail "setup: capture $k" "$(tail -c 400 "$T/capture-$k.log")"; exit 0; }
-done
+capture_sets "$C" 2
 
 # mutate LABEL SEEDS STORE...: a collector on STORE (serve's flags), loaded with
 # the captures, then mutclient.py's damaged requests; its checks prefixed LABEL
