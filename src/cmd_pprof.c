@@ -372,8 +372,8 @@ static int load_merged(const char *cmd, const struct inputs *in, struct pd_profi
 	 * merge of 200 large profiles 29.7 -> 26.0 MB, deep 47 -> 41 MB; the
 	 * merge allocates little per sample, so the shared lock costs nothing
 	 * measurable). Likewise the files a decoder thread decoded and the
-	 * merging thread freed (piped: (e) 30.4 -> 24.6 MB, (b) 17.3 -> 14.6
-	 * MB, the same time). */
+	 * merging thread freed (piped, medians of 7: (e) 30.4 -> 25.4 MB, (b)
+	 * 17.3 -> 15.5 MB, the same time; docs/benchmarks.md). */
 	if (t > 1 || piped)
 		mallopt(M_ARENA_MAX, 1);
 #endif
