@@ -97,9 +97,100 @@ struct cmp {
 	const char *service;
 	const char *base_label, *target_label; /* rollout mode: the two versions; else NULL */
 	int64_t at_ns;                         /* rollout mode: when the target was first seen */
-	struct pd_profile_meta *b, *t;         /* shallow copies of the selected metas */
+	struct pd_profile_meta *b, *t;         /* the sides: runs of a struct groups, not owned */
 	size_t nb, nt;
 };
+
+/*
+ * A selection's metas grouped for the comparisons: shallow copies sorted by
+ * service (and then by a label's value, when grouped by one), each group in
+ * the selection's order (ascending creation time). A side of a comparison
+ * is one group, a run found by binary search. It was a copy of the metas
+ * picked by a scan of the whole selection for every side: memory and time
+ * in comparisons x profiles (an hour of 20 services deployed every few
+ * minutes: 240 rollouts over 11,000 profiles, hundreds of MB a request).
+ */
+struct groups {
+	struct pd_profile_meta *m;
+	const char **val; /* each one's value of the label (grouped by one), else NULL */
+	size_t *pos;      /* each one's index in the selection */
+	size_t n;
+};
+
+struct gkey {
+	const char *svc, *val;
+	size_t pos;
+};
+
+static int gkey_cmp(const void *a, const void *b)
+{
+	const struct gkey *x = a, *y = b;
+	int c = strcmp(x->svc, y->svc);
+	if (!c && x->val)
+		c = strcmp(x->val, y->val);
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static void groups_free(struct groups *g)
+{
+	free(g->m);
+	free(g->val);
+	free(g->pos);
+	memset(g, 0, sizeof *g);
+}
+
+static int groups_make(const struct pd_profile_meta *v, size_t n, const char *label, struct groups *g)
+{
+	size_t c = n ? n : 1;
+	struct gkey *k = malloc(c * sizeof *k);
+	*g = (struct groups){malloc(c * sizeof *g->m), label ? malloc(c * sizeof *g->val) : NULL,
+	                     malloc(c * sizeof *g->pos), n};
+	if (!k || !g->m || !g->pos || (label && !g->val)) {
+		free(k);
+		groups_free(g);
+		return PD_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct gkey){v[i].service, label ? pd_meta_label(&v[i], label) : NULL, i};
+	if (n > 1)
+		qsort(k, n, sizeof *k, gkey_cmp);
+	for (size_t i = 0; i < n; i++) {
+		g->m[i] = v[k[i].pos];
+		g->pos[i] = k[i].pos;
+		if (label)
+			g->val[i] = k[i].val;
+	}
+	free(k);
+	return 0;
+}
+
+static int group_cmp(const struct groups *g, size_t i, const char *svc, const char *val)
+{
+	int c = strcmp(g->m[i].service, svc);
+	return !c && val ? strcmp(g->val[i], val) : c;
+}
+
+/* The group of service svc (and of value val, in groups by a label): [*lo, *hi). */
+static void group_run(const struct groups *g, const char *svc, const char *val, size_t *lo, size_t *hi)
+{
+	size_t a = 0, b = g->n;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (group_cmp(g, mid, svc, val) < 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a;
+	for (b = g->n; a < b;) {
+		size_t mid = a + (b - a) / 2;
+		if (group_cmp(g, mid, svc, val) <= 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*hi = a;
+}
 
 struct row {
 	struct pd_str name;
@@ -135,14 +226,14 @@ struct reg {
 	struct pd_buf text;
 	struct fleet_fn *fleet;
 	size_t nfleet, capfleet;
+	struct pd_hidx fleet_idx; /* fleet by name (slots NULL until the first) */
 	char sample_type[64], unit[64], rate_unit[96], mode[160];
 	size_t merged, rollup_hours;
 	bool have_types;
-	/* every selected profile of the type, when the query has no matcher but on
-	 * service: a side that fills a time range alone is read from the range's
-	 * function tables (rollups); NULL = always merge */
-	const struct pd_profile_meta *all;
-	size_t nall;
+	/* every selected profile of the type, grouped by service, when the query
+	 * has no matcher but on service: a side that fills a time range alone
+	 * is read from the range's function tables (rollups); NULL = always merge */
+	const struct groups *all;
 };
 
 static json_t *rate_json(const struct pd_rate *r)
@@ -175,13 +266,39 @@ static json_t *side_json(size_t n, int64_t total, size_t rollup_hours, const str
 	                 (json_int_t)rollup_hours, "normalization", pd_api1_norm_json(ni));
 }
 
+struct fleet_key {
+	const struct reg *g;
+	struct pd_str name;
+};
+
+static bool fleet_eq(void *ctx, uint32_t v)
+{
+	const struct fleet_key *k = ctx;
+	const char *n = k->g->fleet[v].name;
+	return strlen(n) == k->name.len && !memcmp(n, k->name.ptr, k->name.len);
+}
+
+/* Add a function's change beyond noise in a comparison of service to the
+ * fleet list; found by name through an index (a scan of the list for every
+ * row was rows x functions a request). A service is listed once, however
+ * many of its rollouts changed the function (they come one after another). */
 static int fleet_add(struct reg *g, struct pd_str name, double change, const char *service)
 {
-	for (size_t i = 0; i < g->nfleet; i++)
-		if (strlen(g->fleet[i].name) == name.len && !memcmp(g->fleet[i].name, name.ptr, name.len)) {
-			g->fleet[i].change += change;
-			return json_array_append_new(g->fleet[i].services, json_string(service)) ? PD_ENOMEM : 0;
-		}
+	if (!g->fleet_idx.slots && pd_hidx_init(&g->fleet_idx, 64))
+		return PD_ENOMEM;
+	uint64_t h = pd_hash(name.ptr, name.len, 0);
+	struct fleet_key k = {g, name};
+	uint32_t i = pd_hidx_find(&g->fleet_idx, h, fleet_eq, &k);
+	if (i != UINT32_MAX) {
+		struct fleet_fn *f = &g->fleet[i];
+		f->change += change;
+		size_t ns = json_array_size(f->services);
+		if (ns && !strcmp(json_string_value(json_array_get(f->services, ns - 1)), service))
+			return 0;
+		return json_array_append_new(f->services, json_string(service)) ? PD_ENOMEM : 0;
+	}
+	if (g->nfleet >= UINT32_MAX - 1)
+		return PD_ENOMEM;
 	if (g->nfleet == g->capfleet) {
 		size_t c = g->capfleet ? 2 * g->capfleet : 64;
 		struct fleet_fn *f = realloc(g->fleet, c * sizeof *f);
@@ -194,7 +311,8 @@ static int fleet_add(struct reg *g, struct pd_str name, double change, const cha
 	f->name = strndup(name.ptr, name.len);
 	f->change = change;
 	f->services = json_array();
-	if (!f->name || !f->services || json_array_append_new(f->services, json_string(service))) {
+	if (!f->name || !f->services || json_array_append_new(f->services, json_string(service)) ||
+	    pd_hidx_insert(&g->fleet_idx, h, (uint32_t)g->nfleet)) {
 		free(f->name);
 		json_decref(f->services);
 		return PD_ENOMEM;
@@ -247,26 +365,40 @@ struct side {
 	bool merged; /* from a merge (not the range's table) */
 };
 
-/* Whether v[0..n) are, of the service's profiles of this type (all[0..na)),
- * exactly those created in [lo, hi] = [first, last] of v: then the range's
- * function table is this side's. */
-static size_t count_in(const struct pd_profile_meta *all, size_t na, const char *service, int64_t lo, int64_t hi)
+/* How many of the service's profiles of this type (in all: a group by
+ * service is in ascending creation time) were created in [lo, hi]. */
+static size_t count_in(const struct groups *all, const char *service, int64_t lo, int64_t hi)
 {
-	size_t in = 0;
-	for (size_t i = 0; i < na; i++)
-		in += !strcmp(all[i].service, service) && all[i].created_ns >= lo && all[i].created_ns <= hi;
-	return in;
+	size_t a, b;
+	group_run(all, service, NULL, &a, &b);
+	size_t l = a, r = b;
+	while (l < r) {
+		size_t mid = l + (r - l) / 2;
+		if (all->m[mid].created_ns < lo)
+			l = mid + 1;
+		else
+			r = mid;
+	}
+	size_t first = l;
+	for (r = b; l < r;) {
+		size_t mid = l + (r - l) / 2;
+		if (all->m[mid].created_ns <= hi)
+			l = mid + 1;
+		else
+			r = mid;
+	}
+	return l - first;
 }
 
 #define HOUR_NS (3600LL * 1000000000LL)
 
-/* Whether v[0..n) are, of the service's profiles of this type (all[0..na),
+/* Whether v[0..n) are, of the service's profiles of this type (all,
  * selected over [from, to]), exactly those created in a range [lo, hi]:
  * then the range's function table is this side's. The range is widened to
  * whole hours where that takes in no other profile (and stays in [from,
  * to]), so that the store can answer those hours from their rollups. */
-static bool range_exact(const struct pd_profile_meta *v, size_t n, const struct pd_profile_meta *all, size_t na,
-                        const char *service, int64_t from, int64_t to, int64_t *lo, int64_t *hi)
+static bool range_exact(const struct pd_profile_meta *v, size_t n, const struct groups *all, const char *service,
+                        int64_t from, int64_t to, int64_t *lo, int64_t *hi)
 {
 	if (!n || !all)
 		return false;
@@ -276,13 +408,13 @@ static bool range_exact(const struct pd_profile_meta *v, size_t n, const struct 
 		*lo = v[i].created_ns < *lo ? v[i].created_ns : *lo;
 		*hi = v[i].created_ns > *hi ? v[i].created_ns : *hi;
 	}
-	if (count_in(all, na, service, *lo, *hi) != n)
+	if (count_in(all, service, *lo, *hi) != n)
 		return false;
 	int64_t h0 = *lo - ((*lo % HOUR_NS) + HOUR_NS) % HOUR_NS,
 	        h1 = *hi - ((*hi % HOUR_NS) + HOUR_NS) % HOUR_NS + HOUR_NS - 1;
-	if (h0 >= from && count_in(all, na, service, h0, *hi) == n)
+	if (h0 >= from && count_in(all, service, h0, *hi) == n)
 		*lo = h0;
-	if (h1 <= to && count_in(all, na, service, *lo, h1) == n)
+	if (h1 <= to && count_in(all, service, *lo, h1) == n)
 		*hi = h1;
 	return true;
 }
@@ -303,7 +435,7 @@ static int side_totals(struct reg *g, const struct cmp *c, bool target, struct s
 	size_t nsrc = plan.nsrc;
 	pd_norm_plan_free(&plan);
 	int64_t lo, hi;
-	if (sums && range_exact(v, n, g->all, g->nall, c->service, q->from_ns, q->to_ns, &lo, &hi)) {
+	if (sums && range_exact(v, n, g->all, c->service, q->from_ns, q->to_ns, &lo, &hi)) {
 		struct pd_merge_range r = {c->service, q->sel.type, lo, hi, q->cfg->max_profiles, false};
 		struct pd_merge_info info = {0};
 		rc = pd_store_fn_totals(q->cfg->st, &r, &sd->t, &info, err);
@@ -638,20 +770,6 @@ static int parse_change(const char *s, double *out, struct pd_err *err)
 	return 0;
 }
 
-/* Shallow copies of the metas of service svc (and label == val when val). */
-static int pick(const struct pd_profile_meta *v, size_t n, const char *svc, const char *label, const char *val,
-                struct pd_profile_meta **out, size_t *nout)
-{
-	*out = malloc((n ? n : 1) * sizeof **out);
-	*nout = 0;
-	if (!*out)
-		return PD_ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].service, svc) && (!val || !strcmp(pd_meta_label(&v[i], label), val)))
-			(*out)[(*nout)++] = v[i];
-	return 0;
-}
-
 int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struct pd_err *err)
 {
 	const char *label = label_param(q, err);
@@ -706,6 +824,10 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 	struct pd_rollouts ro = {0};
 	struct cmp *cs = NULL;
 	size_t nc = 0;
+	/* the sides: tg (by label value in rollout mode), bg (the base's);
+	 * sg: the fast path's every profile by service */
+	struct groups tg = {0}, bg = {0}, sg = {0};
+	bool *done = NULL;
 	bool oom = false;
 	json_t *o = NULL;
 	if ((rc = select_all(q, &v, &n, err)) || (ts && (rc = select_all(&bq, &bv, &bn, err))))
@@ -714,33 +836,36 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 		if ((rc = pd_rollouts_find(v, n, label, &ro, err)))
 			goto out;
 		cs = calloc(ro.nr ? ro.nr : 1, sizeof *cs);
-		for (size_t i = 0; cs && !oom && i < ro.nr; i++) {
+		oom = !cs || groups_make(v, n, label, &tg);
+		for (size_t i = 0; !oom && i < ro.nr; i++) {
 			const struct pd_version *a = &ro.v[ro.r[i].from], *b = &ro.v[ro.r[i].to];
 			struct cmp *c = &cs[nc++];
+			size_t lo, hi;
 			*c = (struct cmp){b->service, a->value, b->value, ro.r[i].at_ns, NULL, NULL, 0, 0};
-			if (pick(v, n, a->service, label, a->value, &c->b, &c->nb) ||
-			    pick(v, n, b->service, label, b->value, &c->t, &c->nt))
-				oom = true;
+			group_run(&tg, a->service, a->value, &lo, &hi);
+			c->b = tg.m + lo;
+			c->nb = hi - lo;
+			group_run(&tg, b->service, b->value, &lo, &hi);
+			c->t = tg.m + lo;
+			c->nt = hi - lo;
 		}
-	} else { /* every service with profiles on both sides, in name order */
+	} else { /* every service with profiles on both sides, in the order the target first has them */
 		cs = calloc(n ? n : 1, sizeof *cs);
-		for (size_t i = 0; cs && !oom && i < n; i++) {
-			bool seen = false;
-			for (size_t j = 0; j < nc && !seen; j++)
-				seen = !strcmp(cs[j].service, v[i].service);
-			bool in_base = false;
-			for (size_t j = 0; j < bn && !in_base; j++)
-				in_base = !strcmp(bv[j].service, v[i].service);
-			if (seen || !in_base)
+		done = calloc(n ? n : 1, sizeof *done); /* by the first index of a service's group */
+		oom = !cs || !done || groups_make(v, n, NULL, &tg) || groups_make(bv, bn, NULL, &bg);
+		for (size_t i = 0; !oom && i < n; i++) {
+			size_t lo, hi, blo, bhi;
+			group_run(&tg, v[i].service, NULL, &lo, &hi);
+			if (done[lo])
 				continue;
-			struct cmp *c = &cs[nc++];
-			*c = (struct cmp){v[i].service, NULL, NULL, 0, NULL, NULL, 0, 0};
-			if (pick(bv, bn, v[i].service, label, NULL, &c->b, &c->nb) ||
-			    pick(v, n, v[i].service, label, NULL, &c->t, &c->nt))
-				oom = true;
+			done[lo] = true;
+			group_run(&bg, v[i].service, NULL, &blo, &bhi);
+			if (blo == bhi)
+				continue;
+			cs[nc++] = (struct cmp){v[i].service, NULL, NULL, 0, bg.m + blo, tg.m + lo, bhi - blo, hi - lo};
 		}
 	}
-	if (!cs || oom) {
+	if (oom) {
 		rc = pd_errf(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -751,8 +876,11 @@ int pd_api1_h_regressions(struct pd_api1_req *q, struct pd_api1_resp *out, struc
 	 * type of those services (the planner's; the type is the selector's
 	 * or the one of each comparison) */
 	if (!ts && rollups && pd_plan_service_only(&q->sel)) {
-		g.all = v;
-		g.nall = n;
+		if (groups_make(v, n, NULL, &sg)) {
+			rc = pd_errf(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		g.all = &sg;
 	}
 	g.comparisons = json_array();
 	g.skipped = json_array();
@@ -848,16 +976,17 @@ out:
 	out->ranged = true;
 	out->from_ns = q->from_ns;
 	out->to_ns = q->to_ns;
-	for (size_t i = 0; cs && i < nc; i++) {
-		free(cs[i].b);
-		free(cs[i].t);
-	}
 	free(cs);
+	free(done);
+	groups_free(&tg);
+	groups_free(&bg);
+	groups_free(&sg);
 	for (size_t i = 0; i < g.nfleet; i++) {
 		free(g.fleet[i].name);
 		json_decref(g.fleet[i].services);
 	}
 	free(g.fleet);
+	pd_hidx_free(&g.fleet_idx);
 	json_decref(g.comparisons);
 	json_decref(g.skipped);
 	pd_buf_free(&g.text);

@@ -38,40 +38,59 @@ void pd_rollouts_free(struct pd_rollouts *r)
 	memset(r, 0, sizeof *r);
 }
 
+struct vkey {
+	const char *svc, *val;
+	int64_t ns;
+};
+
+static int cmp_vkey(const void *a, const void *b)
+{
+	const struct vkey *x = a, *y = b;
+	int c = strcmp(x->svc, y->svc);
+	return c ? c : strcmp(x->val, y->val);
+}
+
+/* The versions by sorting the labelled profiles by (service, value): a scan
+ * of the versions found so far for each profile was profiles x versions,
+ * and a label with a new value per profile (an instance id) made that
+ * quadratic. */
 int pd_rollouts_find(const struct pd_profile_meta *m, size_t n, const char *label, struct pd_rollouts *out,
                      struct pd_err *err)
 {
 	memset(out, 0, sizeof *out);
-	size_t cap = 0;
+	struct vkey *k = malloc((n ? n : 1) * sizeof *k);
+	if (!k)
+		goto nomem;
+	size_t nk = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *val = pd_meta_label(&m[i], label);
-		if (!*val)
-			continue;
-		struct pd_version *v = NULL;
-		for (size_t j = 0; j < out->nv && !v; j++) /* few versions per service: a scan is enough */
-			if (!strcmp(out->v[j].value, val) && !strcmp(out->v[j].service, m[i].service))
-				v = &out->v[j];
-		if (!v) {
-			if (out->nv == cap) {
-				cap = cap ? 2 * cap : 16;
-				struct pd_version *g = realloc(out->v, cap * sizeof *g);
-				if (!g)
-					goto nomem;
-				out->v = g;
-			}
-			v = &out->v[out->nv];
-			*v =
-			    (struct pd_version){strdup(m[i].service), strdup(val), m[i].created_ns, m[i].created_ns, 0};
-			out->nv++;
-			if (!v->service || !v->value)
+		if (*val)
+			k[nk++] = (struct vkey){m[i].service, val, m[i].created_ns};
+	}
+	if (nk > 1)
+		qsort(k, nk, sizeof *k, cmp_vkey);
+	size_t nv = 0;
+	for (size_t i = 0; i < nk; i++)
+		nv += i == 0 || cmp_vkey(&k[i - 1], &k[i]) != 0;
+	out->v = calloc(nv ? nv : 1, sizeof *out->v);
+	if (!out->v)
+		goto nomem;
+	for (size_t i = 0; i < nk; i++) {
+		if (i == 0 || cmp_vkey(&k[i - 1], &k[i]) != 0) {
+			struct pd_version *nw = &out->v[out->nv++];
+			*nw = (struct pd_version){strdup(k[i].svc), strdup(k[i].val), k[i].ns, k[i].ns, 0};
+			if (!nw->service || !nw->value)
 				goto nomem;
 		}
+		struct pd_version *v = &out->v[out->nv - 1];
 		v->profiles++;
-		if (m[i].created_ns < v->first_ns)
-			v->first_ns = m[i].created_ns;
-		if (m[i].created_ns > v->last_ns)
-			v->last_ns = m[i].created_ns;
+		if (k[i].ns < v->first_ns)
+			v->first_ns = k[i].ns;
+		if (k[i].ns > v->last_ns)
+			v->last_ns = k[i].ns;
 	}
+	free(k);
+	k = NULL;
 	if (out->nv)
 		qsort(out->v, out->nv, sizeof *out->v, cmp_version);
 	out->r = calloc(out->nv ? out->nv : 1, sizeof *out->r);
@@ -82,6 +101,7 @@ int pd_rollouts_find(const struct pd_profile_meta *m, size_t n, const char *labe
 			out->r[out->nr++] = (struct pd_rollout){i - 1, i, out->v[i].first_ns};
 	return 0;
 nomem:
+	free(k);
 	pd_rollouts_free(out);
 	return pd_errf(err, PD_ENOMEM, "out of memory");
 }

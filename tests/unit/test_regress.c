@@ -1,7 +1,8 @@
 /*
  * test_regress.c — lib/query/regress.c: rollouts from metadata (order,
  * first/last seen, counts, services apart, unlabelled profiles left out)
- * and the rates and noise of one function.
+ * and the rates and noise of one function; random selections against a
+ * plain scan (many versions, services interleaved, ties in time).
  */
 #include "testutil.h"
 
@@ -61,6 +62,84 @@ static void test_rollouts(void **state)
 	pd_rollouts_free(&r);
 }
 
+/* The versions of m by the definition: a scan of every labelled profile
+ * for each (service, value) pair met; then what pd_rollouts_find must say
+ * of each: first and last seen, how many. */
+static void check_against_scan(const struct pd_profile_meta *m, size_t n, const struct pd_rollouts *r)
+{
+	size_t found = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *val = pd_meta_label(&m[i], "version");
+		bool first = *val != 0;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(m[j].service, m[i].service) || strcmp(pd_meta_label(&m[j], "version"), val);
+		if (!first)
+			continue;
+		int64_t lo = m[i].created_ns, hi = lo;
+		size_t cnt = 0;
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(m[j].service, m[i].service) && !strcmp(pd_meta_label(&m[j], "version"), val)) {
+				cnt++;
+				lo = m[j].created_ns < lo ? m[j].created_ns : lo;
+				hi = m[j].created_ns > hi ? m[j].created_ns : hi;
+			}
+		size_t k = 0;
+		while (k < r->nv && (strcmp(r->v[k].service, m[i].service) || strcmp(r->v[k].value, val)))
+			k++;
+		assert_true(k < r->nv);
+		assert_int_equal(r->v[k].first_ns, lo);
+		assert_int_equal(r->v[k].last_ns, hi);
+		assert_int_equal(r->v[k].profiles, cnt);
+		found++;
+	}
+	assert_int_equal(r->nv, found);
+	/* ordered by service, then first seen; a rollout between neighbours of one service */
+	size_t nr = 0;
+	for (size_t k = 1; k < r->nv; k++) {
+		int c = strcmp(r->v[k - 1].service, r->v[k].service);
+		assert_true(c < 0 || (c == 0 && r->v[k - 1].first_ns <= r->v[k].first_ns));
+		if (c == 0) {
+			assert_true(nr < r->nr);
+			assert_int_equal(r->r[nr].from, k - 1);
+			assert_int_equal(r->r[nr].to, k);
+			assert_int_equal(r->r[nr].at_ns, r->v[k].first_ns);
+			nr++;
+		}
+	}
+	assert_int_equal(r->nr, nr);
+}
+
+static void test_rollouts_random(void **state)
+{
+	(void)state;
+	enum { N = 600, VALS = 64 };
+	static struct pd_kv kv[VALS];
+	static char names[VALS][8];
+	for (int v = 0; v < VALS; v++) {
+		snprintf(names[v], sizeof names[v], "v%d", v);
+		kv[v] = (struct pd_kv){"version", names[v]};
+	}
+	struct pd_profile_meta *m = calloc(N, sizeof *m);
+	assert_non_null(m);
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	for (int seed = 0; seed < 40; seed++) {
+		/* from few versions (long runs) to a new value for nearly every profile */
+		int nvals = 1 + seed * (VALS - 1) / 39;
+		for (size_t i = 0; i < N; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			char svc[4] = {(char)('a' + x % 5), 0};
+			int v = (int)((x >> 8) % (uint64_t)(nvals + 1)); /* nvals: unlabelled */
+			m[i] = meta(svc, (int64_t)((x >> 20) % 50), v < nvals ? &kv[v] : NULL);
+		}
+		struct pd_rollouts r;
+		struct pd_err err;
+		assert_int_equal(pd_rollouts_find(m, N, "version", &r, &err), 0);
+		check_against_scan(m, N, &r);
+		pd_rollouts_free(&r);
+	}
+	free(m);
+}
+
 static void test_rates(void **state)
 {
 	(void)state;
@@ -91,6 +170,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rollouts),
+		cmocka_unit_test(test_rollouts_random),
 		cmocka_unit_test(test_rates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
