@@ -41,15 +41,21 @@ struct pd_symsrc {
 struct part; /* the embedded backend's partition */
 
 /* int64 -> dense index. Symbol seqs are small dense integers (SQLite
- * rowids from 1), so they index an array directly; anything else (never
- * seen in practice) goes through a hash index. */
+ * rowids from 1), so they index a table directly; anything else (never
+ * seen in practice) goes through a hash index. The table is made of pages,
+ * each allocated when a key first falls in it: a request that uses a few
+ * thousand symbols of a day that holds millions touches a few pages. One
+ * array as long as the largest key was zeroed whole by every request: a
+ * regressions report of 500 comparisons over such a day spent more time in
+ * memset than in merging (bench/soak.py's hour of deploys). */
 #define REMAP_DIRECT_MAX (1 << 26)
+#define REMAP_PAGE_BITS 12 /* 4,096 entries, 16 KiB a page */
 struct remap {
 	struct pd_hidx idx;
 	int64_t *keys;
 	size_t n, cap;
-	uint32_t *direct; /* direct[k] = index + 1, 0 = absent */
-	size_t dcap;
+	uint32_t **pages; /* pages[k >> REMAP_PAGE_BITS][k & mask] = index + 1, 0 = absent */
+	size_t npages;
 };
 
 struct rkey {
@@ -72,22 +78,35 @@ static inline int remap_new(struct remap *r, int64_t k, uint32_t *idx)
 	return 0;
 }
 
+/* Page p of r's table, made (zeroed) if it was not; NULL: out of memory. */
+static __attribute__((noinline)) uint32_t *remap_page(struct remap *r, size_t p)
+{
+	if (p >= r->npages) {
+		size_t nc = r->npages ? r->npages : 16;
+		while (nc <= p)
+			nc *= 2;
+		uint32_t **pg = realloc(r->pages, nc * sizeof *pg);
+		if (!pg)
+			return NULL;
+		memset(pg + r->npages, 0, (nc - r->npages) * sizeof *pg);
+		r->pages = pg;
+		r->npages = nc;
+	}
+	if (!r->pages[p])
+		r->pages[p] = calloc((size_t)1 << REMAP_PAGE_BITS, sizeof **r->pages);
+	return r->pages[p];
+}
+
 /* Index of key k; *added = true if it is new (then index == n - 1). */
 static inline int remap_get(struct remap *r, int64_t k, uint32_t *idx, bool *added)
 {
 	if (PD_LIKELY(k >= 0 && k < REMAP_DIRECT_MAX)) {
-		if (PD_UNLIKELY((size_t)k >= r->dcap)) {
-			size_t nc = r->dcap ? r->dcap : 1024;
-			while (nc <= (size_t)k)
-				nc *= 2;
-			uint32_t *d = realloc(r->direct, nc * sizeof *d);
-			if (!d)
-				return PD_ENOMEM;
-			memset(d + r->dcap, 0, (nc - r->dcap) * sizeof *d);
-			r->direct = d;
-			r->dcap = nc;
-		}
-		uint32_t v = r->direct[k];
+		size_t p = (size_t)k >> REMAP_PAGE_BITS;
+		uint32_t *pg = PD_LIKELY(p < r->npages) ? r->pages[p] : NULL;
+		if (PD_UNLIKELY(!pg) && !(pg = remap_page(r, p)))
+			return PD_ENOMEM;
+		uint32_t *slot = &pg[(size_t)k & (((size_t)1 << REMAP_PAGE_BITS) - 1)];
+		uint32_t v = *slot;
 		*added = v == 0;
 		if (v) {
 			*idx = v - 1;
@@ -95,7 +114,7 @@ static inline int remap_get(struct remap *r, int64_t k, uint32_t *idx, bool *add
 		}
 		if (remap_new(r, k, idx))
 			return PD_ENOMEM;
-		r->direct[k] = *idx + 1;
+		*slot = *idx + 1;
 		return 0;
 	}
 	struct rkey rk = {r, k};
@@ -114,7 +133,9 @@ static inline void remap_free(struct remap *r)
 {
 	pd_hidx_free(&r->idx);
 	free(r->keys);
-	free(r->direct);
+	for (size_t i = 0; i < r->npages; i++)
+		free(r->pages[i]);
+	free(r->pages);
 }
 
 /* Builds a pd_profile out of a backend's symbols (src), only those used. The
