@@ -60,7 +60,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run bench-targets bench-run-targets fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
+.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run bench-targets bench-run-targets soak soak-run fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -196,6 +196,15 @@ bench-targets:
 
 bench-run-targets: all $(BUILD)/goapp $(BUILD)/gen $(BUILD)/bench_codec $(BUILD)/bench_fleet $(BUILD)/ingest_floor $(BUILD)/loadgen
 	TARGETS_ONLY=1 BUILD=$(BUILD) bench/run.sh
+
+# A collector under steady traffic for SOAK_SECONDS (default 300): its RSS,
+# descriptors and threads over time (bench/soak.sh; docs/benchmarks.md).
+soak:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory soak-run
+
+soak-run: all $(BUILD)/goapp $(BUILD)/loadgen
+	BUILD=$(BUILD) bench/soak.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
 # The library is compiled once with coverage instrumentation (fuzzer-no-link)

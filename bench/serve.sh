@@ -76,6 +76,7 @@ done
 TICK=$(getconf CLK_TCK)
 # shellcheck source=bench/targets.sh
 . bench/targets.sh
+. bench/goapp.sh
 
 WORK=$(mktemp -d "$PWD/$BUILD/bench-serve.XXXXXX")
 cp "$BUILD/profd" "$WORK/profd"
@@ -124,21 +125,7 @@ NSCRAPES=1000 SPAUSE=250ms
 if want c && [ ! -f "$DATA/scrapes/.done-$NSCRAPES-$SPAUSE-cpu1s" ]; then
 	echo "bench: scraping examples/goapp ($NSCRAPES rounds of $STYPES, $SPAUSE apart, and $NSCRAPES cpu profiles of 1 s: ~17 min), once" >&2
 	rm -rf "$DATA/scrapes"
-	"$BUILD/goapp" -addr 127.0.0.1:0 2>"$WORK/goapp.log" &
-	GPID=$!
-	addr=
-	for _ in $(seq 200); do
-		addr=$(sed -n 's/^goapp: listening on \(.*\)$/\1/p' "$WORK/goapp.log" | head -n1)
-		[ -n "$addr" ] && break
-		sleep 0.05
-	done
-	[ -n "$addr" ] || { echo "bench: goapp did not start: $(cat "$WORK/goapp.log")" >&2; exit 1; }
-	sleep 1 # let the workload run before the first scrape
-	"$LOADGEN" scrape -url "http://$addr" -n "$NSCRAPES" -types "cpu,${STYPES// /,}" -pause "$SPAUSE" \
-		-cpu-seconds 1 -o "$DATA/scrapes"
-	kill "$GPID"
-	wait "$GPID" || true
-	GPID=
+	scrape_goapp "$BUILD" "$WORK" "$DATA/scrapes" "$NSCRAPES" "cpu,${STYPES// /,}" "$SPAUSE" || exit 1
 	touch "$DATA/scrapes/.done-$NSCRAPES-$SPAUSE-cpu1s"
 fi
 files_of() { # type -> the 1,000 files of (c)
