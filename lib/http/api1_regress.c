@@ -113,7 +113,6 @@ struct cmp {
 struct groups {
 	struct pd_profile_meta *m;
 	const char **val; /* each one's value of the label (grouped by one), else NULL */
-	size_t *pos;      /* each one's index in the selection */
 	size_t n;
 };
 
@@ -135,7 +134,6 @@ static void groups_free(struct groups *g)
 {
 	free(g->m);
 	free(g->val);
-	free(g->pos);
 	memset(g, 0, sizeof *g);
 }
 
@@ -143,9 +141,8 @@ static int groups_make(const struct pd_profile_meta *v, size_t n, const char *la
 {
 	size_t c = n ? n : 1;
 	struct gkey *k = malloc(c * sizeof *k);
-	*g = (struct groups){malloc(c * sizeof *g->m), label ? malloc(c * sizeof *g->val) : NULL,
-	                     malloc(c * sizeof *g->pos), n};
-	if (!k || !g->m || !g->pos || (label && !g->val)) {
+	*g = (struct groups){malloc(c * sizeof *g->m), label ? malloc(c * sizeof *g->val) : NULL, n};
+	if (!k || !g->m || (label && !g->val)) {
 		free(k);
 		groups_free(g);
 		return PD_ENOMEM;
@@ -156,7 +153,6 @@ static int groups_make(const struct pd_profile_meta *v, size_t n, const char *la
 		qsort(k, n, sizeof *k, gkey_cmp);
 	for (size_t i = 0; i < n; i++) {
 		g->m[i] = v[k[i].pos];
-		g->pos[i] = k[i].pos;
 		if (label)
 			g->val[i] = k[i].val;
 	}
