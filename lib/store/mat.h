@@ -79,7 +79,7 @@ static inline int remap_new(struct remap *r, int64_t k, uint32_t *idx)
 }
 
 /* Page p of r's table, made (zeroed) if it was not; NULL: out of memory. */
-static __attribute__((noinline)) uint32_t *remap_page(struct remap *r, size_t p)
+static __attribute__((noinline, unused)) uint32_t *remap_page(struct remap *r, size_t p)
 {
 	if (p >= r->npages) {
 		size_t nc = r->npages ? r->npages : 16;
