@@ -3,11 +3,11 @@
 test needs, for comparisons with go tool pprof on inputs Go never writes
 (test_pprof.sh).
 
-  craft_prof.py cpu OUT UNIT PERIOD V1 V2 [DURATION_NS]
+  craft_prof.py cpu OUT UNIT PERIOD V1 V2 [DURATION_NS [N1 N2]]
       a CPU-shaped profile: sample types samples/count and cpu/UNIT, period
       type cpu/UNIT with PERIOD; stacks main.main -> main.a (value V1) and
-      main.main -> main.b (value V2), one sample each; one mapping; and
-      duration_nanos if given
+      main.main -> main.b (value V2), one sample each whose count is N1 and
+      N2 (default 1); one mapping; and duration_nanos if given (0: none)
 """
 import gzip
 import sys
@@ -15,7 +15,7 @@ import sys
 from pbenc import field, packed
 
 
-def cpu(out, unit, period, v1, v2, duration=0):
+def cpu(out, unit, period, v1, v2, duration=0, n1=1, n2=1):
     strings, index = [b""], {b"": 0}
 
     def s(x):
@@ -28,8 +28,8 @@ def cpu(out, unit, period, v1, v2, duration=0):
     body = bytearray()
     body += field(1, field(1, s("samples")) + field(2, s("count")))
     body += field(1, field(1, s("cpu")) + field(2, s(unit)))
-    for locs, v in (([2, 1], v1), ([3, 1], v2)):
-        body += field(2, field(1, packed(locs)) + field(2, packed([1, v])))
+    for locs, v, n in (([2, 1], v1, n1), ([3, 1], v2, n2)):
+        body += field(2, field(1, packed(locs)) + field(2, packed([n, v])))
     body += field(3, field(1, 1) + field(2, 0x400000) + field(3, 0x500000) + field(5, s("/bin/app"))
                   + field(6, s("b1d")) + field(7, 1) + field(8, 1) + field(9, 1))
     for i in (1, 2, 3):  # location i: function i at line 10*i
@@ -49,7 +49,7 @@ def cpu(out, unit, period, v1, v2, duration=0):
 
 def main():
     a = sys.argv[1:]
-    if len(a) in (6, 7) and a[0] == "cpu":
+    if len(a) in (6, 7, 9) and a[0] == "cpu":
         cpu(a[1], a[2], int(a[3]), int(a[4]), int(a[5]), *[int(x) for x in a[6:]])
         return
     sys.exit(__doc__)
