@@ -114,7 +114,7 @@ static void test_rollouts_random(void **state)
 	(void)state;
 	enum { N = 600, VALS = 64 };
 	static struct pd_kv kv[VALS];
-	static char names[VALS][8];
+	static char names[VALS][16];
 	for (int v = 0; v < VALS; v++) {
 		snprintf(names[v], sizeof names[v], "v%d", v);
 		kv[v] = (struct pd_kv){"version", names[v]};
