@@ -60,7 +60,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 GO_ENV  := HOME=$(CURDIR)/$(BUILD)/gohome GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run bench-targets bench-run-targets soak soak-run fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
+.PHONY: docs image image-dist dist dist-arm64 man all deps test test-run unit bench bench-run bench-targets bench-run-targets soak soak-run soak-scrape soak-scrape-run fuzz fuzz-run fuzz-corpus demo demo-run clean goapp install uninstall krew
 all: $(BUILD)/profd
 
 $(BUILD)/src/cmd_serve.o $(BUILD)/src/main.o: CPPFLAGS += -DPD_COMMIT='"$(GIT_COMMIT)"' -DPD_BUILD_TIME='"$(BUILD_TIME)"'
@@ -205,6 +205,15 @@ soak:
 
 soak-run: all $(BUILD)/goapp $(BUILD)/loadgen
 	BUILD=$(BUILD) bench/soak.sh
+
+# A scraper over pods that come and go (test Kubernetes API server, watches
+# cut now and then), for SOAK_SECONDS: its RSS over time (bench/soak_scrape.sh).
+soak-scrape:
+	@tools/deps.sh
+	@$(MAKE) --no-print-directory soak-scrape-run
+
+soak-scrape-run: all $(BUILD)/goapp $(BUILD)/targets $(BUILD)/kubeapi
+	BUILD=$(BUILD) bench/soak_scrape.sh
 
 # libFuzzer (clang): make fuzz FUZZ_SECONDS=60
 # The library is compiled once with coverage instrumentation (fuzzer-no-link)
