@@ -17,8 +17,9 @@ labels, diff between the last two builds, rollouts, the web UI, /metrics,
 and now and then a DELETE of an upload.
 
 Every --every seconds one line: elapsed s, uploads, queries, errors, the
-collector's VmRSS and VmHWM (KiB), open descriptors, threads. At the end a
-summary line. Any answer outside what a sound request gets (a 5xx, no answer)
+collector's VmRSS and VmHWM (KiB), open descriptors, threads. At the end the
+queriers' routes, slowest in total first (count, median, 90th percentile and
+longest answer in ms, total s), and a summary line. Any answer outside what a sound request gets (a 5xx, no answer)
 counts as an error, printed once per route with its body; the exit code is 1
 if there was any.
 """
@@ -153,6 +154,7 @@ def load(dirs):
 
 lock = threading.Lock()
 stats = {"up": 0, "q": 0, "err": 0}
+lat = {}  # route -> [seconds], the queriers' answers
 errs_seen = set()
 recent = []  # (id, service)
 build = [0]
@@ -279,9 +281,15 @@ def querier(k):
             if stop.is_set():
                 break
             url = path + ("?" + urllib.parse.urlencode(params) if params else "")
+            t = time.monotonic()
             st, data = c.do("GET", url)
+            t = time.monotonic() - t
+            route = path if not path.startswith("/api/0/profiles/") or path.endswith("/merge") else "/api/0/profiles/ID"
+            if path in ("/api/1/merge", "/api/1/series", "/api/1/top") or path.endswith("/merge"):
+                route += " " + params.get("format", params.get("type", ""))
             with lock:
                 stats["q"] += 1
+                lat.setdefault(route, []).append(t)
             # 404: nothing in the range yet; 413: a range over the merge limit
             if st not in (200, 404, 413, 503):
                 note_error("GET " + path, st, data)
@@ -341,6 +349,13 @@ def main():
     with lock:
         s = dict(stats)
     half = [r for e, r in rows if e >= args.seconds / 2]
+    with lock:
+        routes = sorted(lat.items(), key=lambda kv: -sum(kv[1]))
+    print("route count median_ms p90_ms max_ms total_s", flush=True)
+    for route, ts in routes:
+        ts = sorted(ts)
+        print("%s %d %.1f %.1f %.1f %.1f" % (route.replace(" ", ":"), len(ts), 1e3 * ts[len(ts) // 2],
+                                            1e3 * ts[int(len(ts) * 0.9)], 1e3 * ts[-1], sum(ts)), flush=True)
     print("soak: %d uploads, %d queries, %d errors, %d builds; RSS second half %d..%d KiB%s"
           % (s["up"], s["q"], s["err"], build[0] + 1, min(half) if half else 0, max(half) if half else 0,
              "; COLLECTOR DIED" if dead else ""), flush=True)

@@ -19,7 +19,10 @@
 # (KiB), descriptors, threads. Any answer a sound request should not get (a
 # 5xx, no answer) is an error; the script exits 1 on any, or if the
 # collector dies. PROFD_BASE=path/to/another/profd runs the same soak with
-# that binary first, for a before/after in one run.
+# that binary first, for a before/after in one run. SOAK_STORE=clickhouse
+# puts the collector on a ClickHouse 18.16 started here (tests/e2e/
+# clickhouse.sh; a fresh database per run) instead of the embedded store;
+# ClickHouse's own RSS is printed at the end of each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -29,11 +32,28 @@ DATA=$PWD/$BUILD/bench-data
 for b in profd loadgen goapp; do
 	[ -x "$BUILD/$b" ] || { echo "soak: $BUILD/$b missing (make $BUILD/$b)" >&2; exit 1; }
 done
+STORE=${SOAK_STORE:-sqlite}
+case $STORE in
+sqlite) ;;
+clickhouse)
+	# shellcheck source=tests/e2e/lib.sh
+	source tests/e2e/lib.sh
+	# shellcheck source=tests/e2e/clickhouse.sh
+	source tests/e2e/clickhouse.sh
+	ch_available || { echo "soak: SOAK_STORE=clickhouse: clickhouse-server not installed (make deps)" >&2; exit 1; }
+	;;
+*) echo "soak: SOAK_STORE=$STORE: want sqlite or clickhouse" >&2; exit 1 ;;
+esac
 TMPBASE=${TMPDIR:-/tmp}
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then TMPBASE=/dev/shm; fi
 WORK=$(mktemp -d "$TMPBASE/profd-soak.XXXXXX")
 GPID= SPID=
-trap '[ -n "$GPID" ] && kill "$GPID" 2>/dev/null; [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; rm -rf "$WORK"' EXIT
+# shellcheck disable=SC2154 # T: set by lib.sh when sourced
+trap '[ -n "$GPID" ] && kill "$GPID" 2>/dev/null; [ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+	declare -F ch_cleanup >/dev/null && ch_cleanup; rm -rf "$WORK" ${T:+"$T"}' EXIT
+if [ "$STORE" = clickhouse ]; then
+	ch_start soak >/dev/null || { echo "soak: clickhouse-server did not start" >&2; exit 1; }
+fi
 
 # the profiles: make bench's scrapes if it made them, else 200 rounds now
 SCRAPES=$DATA/scrapes
@@ -52,8 +72,14 @@ run() { # name binary; 1 on an error answer or a collector that died
 	local rc=0
 	local dir=$WORK/$1
 	mkdir -p "$dir"
+	local store=()
+	if [ "$STORE" = clickhouse ]; then
+		ch_q soak "CREATE DATABASE soak_$1" >/dev/null || exit 1
+		# shellcheck disable=SC2154 # CH_HTTP_soak: set by ch_start
+		store=(--store "clickhouse://127.0.0.1:$CH_HTTP_soak/soak_$1")
+	fi
 	"$2" serve --addr 127.0.0.1:0 --data-dir "$dir/data" --retention-interval 10s --rollup-interval 10s \
-		--max-open-partitions 8 2>"$dir/log" &
+		--max-open-partitions 8 "${store[@]}" 2>"$dir/log" &
 	SPID=$!
 	local port=
 	for _ in $(seq 200); do
@@ -63,12 +89,15 @@ run() { # name binary; 1 on an error answer or a collector that died
 	done
 	[ -n "$port" ] || { echo "soak: $1: the collector did not start: $(tail -3 "$dir/log")" >&2; exit 1; }
 	echo
-	echo "### soak, $1 ($2): ${SECONDS_} s, $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "### soak, $1 ($2), store $STORE: ${SECONDS_} s, $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo
 	echo '```'
 	python3 bench/soak.py "http://127.0.0.1:$port" "$SPID" "$SECONDS_" "$SCRAPES" --every 30 \
 		--rate "${SOAK_RATE:-100}" --deploy-every "${SOAK_DEPLOY:-1000}" || rc=1
 	echo '```'
+	# shellcheck disable=SC2154 # CH_PID_soak: set by ch_start
+	[ "$STORE" = clickhouse ] && awk '$1 == "VmRSS:" || $1 == "VmHWM:" { printf "ClickHouse %s %s KiB\n", $1, $2 }' \
+		"/proc/$CH_PID_soak/status"
 	kill "$SPID"
 	wait "$SPID" || rc=1
 	SPID=
