@@ -46,6 +46,8 @@ ap.add_argument("--deploy-every", type=int, default=3000)
 ap.add_argument("--backdate", type=float, default=0.02, help="fraction of uploads dated 1 to 40 days ago")
 ap.add_argument("--every", type=float, default=10.0)
 ap.add_argument("--token", default="")
+ap.add_argument("--probe", type=int, default=0,
+                help="after the run, with nothing else going on, ask every route N times in turn: median and longest")
 ap.add_argument("--skip", default="", help="comma-separated paths the queriers leave out, e.g. /api/1/regressions")
 args = ap.parse_args()
 
@@ -273,6 +275,34 @@ def queries(rng):
     return [(p, ps) for p, ps in qs if p not in skip]
 
 
+def route_name(path, params):
+    route = path if not path.startswith("/api/0/profiles/") or path.endswith("/merge") else "/api/0/profiles/ID"
+    if path in ("/api/1/merge", "/api/1/series", "/api/1/top") or path.endswith("/merge"):
+        route += " " + params.get("format", params.get("by", params.get("type", "")))
+    return route
+
+
+def probe(n):
+    """Every route n times in turn, alone: the latencies of a quiet collector."""
+    c = Conn()
+    rng = random.Random(300)
+    got = {}
+    for _ in range(n):
+        for path, params in queries(rng):
+            if path == "/api/0/profiles/ID":
+                continue
+            url = path + ("?" + urllib.parse.urlencode(params) if params else "")
+            t = time.monotonic()
+            st, data = c.do("GET", url)
+            got.setdefault(route_name(path, params), []).append(time.monotonic() - t)
+            if st not in (200, 404, 413):
+                note_error("GET " + path + " (probe)", st, data)
+    print("probe (alone, %d times each): route median_ms max_ms" % n, flush=True)
+    for route, ts in sorted(got.items(), key=lambda kv: -sorted(kv[1])[len(kv[1]) // 2]):
+        ts = sorted(ts)
+        print("probe %s %.1f %.1f" % (route.replace(" ", ":"), 1e3 * ts[len(ts) // 2], 1e3 * ts[-1]), flush=True)
+
+
 def querier(k):
     c = Conn()
     rng = random.Random(200 + k)
@@ -284,9 +314,7 @@ def querier(k):
             t = time.monotonic()
             st, data = c.do("GET", url)
             t = time.monotonic() - t
-            route = path if not path.startswith("/api/0/profiles/") or path.endswith("/merge") else "/api/0/profiles/ID"
-            if path in ("/api/1/merge", "/api/1/series", "/api/1/top") or path.endswith("/merge"):
-                route += " " + params.get("format", params.get("type", ""))
+            route = route_name(path, params)
             with lock:
                 stats["q"] += 1
                 lat.setdefault(route, []).append(t)
@@ -346,10 +374,12 @@ def main():
     stop.set()
     for t in ts:
         t.join(timeout=150)
+    half = [r for e, r in rows if e >= args.seconds / 2]
+    if args.probe and not dead:
+        time.sleep(2)
+        probe(args.probe)
     with lock:
         s = dict(stats)
-    half = [r for e, r in rows if e >= args.seconds / 2]
-    with lock:
         routes = sorted(lat.items(), key=lambda kv: -sum(kv[1]))
     print("route count median_ms p90_ms max_ms total_s", flush=True)
     for route, ts in routes:

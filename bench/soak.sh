@@ -16,8 +16,11 @@
 # then (bench/soak.py has the list).
 #
 # Every 30 s a line: uploads, queries, errors, the collector's VmRSS and VmHWM
-# (KiB), descriptors, threads. Any answer a sound request should not get (a
-# 5xx, no answer) is an error; the script exits 1 on any, or if the
+# (KiB), descriptors, threads. At the end every route is asked SOAK_PROBE
+# times (default 5) alone, the load stopped (what a quiet collector answers
+# with that data), then the queriers' answers per route (median, 90th
+# percentile). Any answer a sound request should not get (a 5xx, no answer)
+# is an error; the script exits 1 on any, or if the
 # collector dies. PROFD_BASE=path/to/another/profd runs the same soak with
 # that binary first, for a before/after in one run. SOAK_STORE=clickhouse
 # puts the collector on a ClickHouse 18.16 started here (tests/e2e/
@@ -93,7 +96,8 @@ run() { # name binary; 1 on an error answer or a collector that died
 	echo
 	echo '```'
 	python3 bench/soak.py "http://127.0.0.1:$port" "$SPID" "$SECONDS_" "$SCRAPES" --every 30 \
-		--rate "${SOAK_RATE:-100}" --deploy-every "${SOAK_DEPLOY:-1000}" || rc=1
+		--rate "${SOAK_RATE:-100}" --deploy-every "${SOAK_DEPLOY:-1000}" \
+		--probe "${SOAK_PROBE:-5}" || rc=1
 	echo '```'
 	# shellcheck disable=SC2154 # CH_PID_soak: set by ch_start
 	[ "$STORE" = clickhouse ] && awk '$1 == "VmRSS:" || $1 == "VmHWM:" { printf "ClickHouse %s %s KiB\n", $1, $2 }' \

@@ -2012,16 +2012,32 @@ static void crow_free(struct crow *r)
  * or deleted id is PD_ENOTFOUND. */
 static int load_rows(struct cday *d, const char *const *ids, size_t n, struct crow *out, struct pd_err *err)
 {
+	if (n == 0)
+		return 0;
 	char dn[DAY_SQL_LEN];
 	day_sql(d->day, dn);
 	struct pd_buf sql = PD_BUF_INIT(0), ans = PD_BUF_INIT(CH_MAX_ANSWER);
-	bool ok =
-	    !pd_buf_appendf(&sql, "SELECT id, header, block, refs FROM profiles FINAL WHERE day = %s AND id IN (", dn);
+	/* No FINAL: it read every blob of the day to collapse the rows (26 MB
+	 * and 73 ms for 5 ids among a day's 9,400 rows; the whole day's blobs
+	 * for one profile), the id being last in the sort key. A row written
+	 * twice (a retried INSERT) is the same row: the first one of an id is
+	 * taken below. PREWHERE reads the ids alone and then the blobs of the
+	 * rows asked for (280 KB and 3 ms); created_ns (an id's second) lets
+	 * the primary key skip granules where it can. */
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		int64_t t = pd_xid_time(ids[i]);
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+	}
+	bool ok = !pd_buf_appendf(&sql, "SELECT id, header, block, refs FROM profiles PREWHERE id IN (");
 	for (size_t i = 0; i < n && ok; i++)
 		ok = !pd_buf_appendf(&sql, "%s'%s'", i ? ", " : "", ids[i]);
 	ok = ok &&
-	     !pd_buf_appendf(&sql, ") AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) FORMAT RowBinary",
-	                     d->s->gl, dn) &&
+	     !pd_buf_appendf(&sql,
+	                     ") WHERE day = %s AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
+	                     "deleted WHERE day = %s) FORMAT RowBinary",
+	                     dn, (long long)lo, (long long)hi + 999999999LL, d->s->gl, dn) &&
 	     !pd_buf_append(&sql, "", 1);
 	int rc = ok ? q(d->s, (const char *)sql.ptr, &ans, err) : nomem(err);
 	pd_buf_free(&sql);

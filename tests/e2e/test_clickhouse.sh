@@ -145,13 +145,28 @@ else fail "setup: collector C" "$(head -5 "$T/serve-C.log")"; fi
 expect "stored_bytes is the header's and the block's bytes, on every goapp row" 0 \
 	"$(ch_q one "SELECT count() FROM shared.profiles WHERE service = 'goapp' AND stored_bytes != length(header) + length(block)")"
 # a retried INSERT writes its rows again: until ClickHouse merges them away
-# the rows are there twice, and the merge (which reads without FINAL and
-# skips a row seen twice) and the list must not count them twice
+# the rows are there twice, and the merges, a single profile (all read
+# without FINAL, a row seen twice skipped) and the list must not count them
+# twice
+ids=$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&from=0&to=now" | jq -r '[.body[].id] | join("+")')
+curl -sS -o "$T/ids1.pb.gz" "$B/api/0/profiles/$ids"
 ch_q one "INSERT INTO shared.profiles SELECT * FROM shared.profiles WHERE service = 'goapp'" >/dev/null
 expect "retried INSERT: goapp's profile rows are there twice" 12 \
 	"$(ch_q one "SELECT count() FROM shared.profiles WHERE service = 'goapp'")"
 curl -sS -o "$T/m3-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 same_output "retried INSERT: the merge from B is byte-identical to before" "$T/m-cpu.pb.gz" "$T/m3-cpu.pb.gz"
+curl -sS -o "$T/ids2.pb.gz" "$B/api/0/profiles/$ids"
+if [[ $ids == *+*+* ]] && [ -s "$T/ids1.pb.gz" ]; then
+	same_output "retried INSERT: the merge of the 3 cpu ids (GET id1+id2+id3) is byte-identical to before" \
+		"$T/ids1.pb.gz" "$T/ids2.pb.gz"
+else fail "retried INSERT: the merge of the cpu ids" "ids '$ids'"; fi
+bad=0
+for i in 1 2 3; do
+	id=$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&labels=file=cpu$i.pb.gz&from=0&to=now" | jq -r '.body[0].id')
+	curl -sS -o "$T/got$i-again.pb.gz" "$B/api/0/profiles/$id"
+	cmp -s "$T/got$i.pb.gz" "$T/got$i-again.pb.gz" || bad=$((bad + 1))
+done
+expect "retried INSERT: each cpu profile fetched by its id is byte-identical to before" 0 "$bad"
 expect "retried INSERT: B still lists 3 cpu profiles" 3 \
 	"$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&from=0&to=now" | jq -r '.body | length')"
 # symbols are stored once: a second upload of the same file adds no symbol rows
