@@ -2890,6 +2890,8 @@ static const struct pd_store_ops ch_ops = {
     .close = ch_close,
     .health = ch_health,
     .warm = ch_warm,
+    /* each read is a few round trips to ClickHouse, which has cores of its own */
+    .read_ahead = 4,
 };
 
 int pd_store_open_clickhouse(const char *url, const struct pd_store_ch_opts *o, const struct pd_pprof_limits *lim,

@@ -571,7 +571,7 @@ static void sq_warm(struct pd_store *base, size_t days)
 static const struct pd_store_ops sqlite_ops = {
 	"sqlite",    sq_ingest, sq_find,  sq_get,   sq_merge,	    sq_remove,	  sq_services,
 	sq_retain,   sq_stats,	sq_close, sq_merge_range, sq_rollup, sq_fn_totals, sq_health,
-	sq_skipped_in, sq_warm, NULL,
+	sq_skipped_in, sq_warm, NULL, 1,
 };
 
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,

@@ -332,6 +332,18 @@ int pd_fn_totals_of(const struct pd_profile *p, struct pd_fn_totals *out, struct
 	return rc;
 }
 
+unsigned pd_store_read_ahead(const struct pd_store *s)
+{
+	/* PROFD_READ_AHEAD=N (1..64) overrides the store's: the tests take
+	 * both paths on the embedded store, and compare their answers */
+	const char *e = getenv("PROFD_READ_AHEAD");
+	char *end;
+	unsigned long v = e && *e ? strtoul(e, &end, 10) : 0;
+	if (v >= 1 && v <= 64 && !*end)
+		return (unsigned)v;
+	return s->ops->read_ahead ? s->ops->read_ahead : 1;
+}
+
 int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
 		       struct pd_merge_info *info, struct pd_err *err)
 {

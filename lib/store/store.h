@@ -237,6 +237,10 @@ struct pd_store_ops {
 	 * a slow backend (/metrics, on an HTTP worker): a refresh's figures if
 	 * it comes within the backend's bound, else the last refresh's. */
 	int (*stats_quick)(struct pd_store *s, struct pd_store_stats *out, struct pd_err *err);
+	/* How many reads one request may usefully have in flight at once
+	 * (pd_store_read_ahead): more than 1 for a store whose reads wait on
+	 * round trips to a server; 0 = 1, reads one after another. */
+	unsigned read_ahead;
 };
 
 struct pd_store {
@@ -375,6 +379,9 @@ int pd_store_merge_range(struct pd_store *s, const struct pd_merge_range *q, str
  * tables for whole hours (no profile materialised: a series or a top over
  * rolled-up hours reads a few KB per hour and service). Nothing selected:
  * 0, out->nv = 0, out->n = 0, info->profiles = 0. */
+/* s->ops->read_ahead, at least 1; the environment's PROFD_READ_AHEAD
+ * (1..64) if set. */
+unsigned pd_store_read_ahead(const struct pd_store *s);
 int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
 		       struct pd_merge_info *info, struct pd_err *err) PD_WUR;
 /* Damaged partitions and the write state (zeroed if the backend does not

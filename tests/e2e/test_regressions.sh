@@ -89,7 +89,10 @@ for attempt in 1 2 3; do
 	echo "# capture $attempt: short of a 6x cost (a loaded machine): captured again"
 done
 
-"$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 --rollup-interval 1s 2>"$T/serve.log" &
+# PROFD_READ_AHEAD=4: the sides of 8 comparisons at a time on 4 threads, as on ClickHouse; the
+# end of section 4 asks the embedded store's default (one at a time) for the same report
+PROFD_READ_AHEAD=4 "$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 --rollup-interval 1s \
+	2>"$T/serve.log" &
 SPID=$!
 PORT=$(serve_port "$T/serve.log" "$SPID")
 [ -n "$PORT" ] || { fail "setup: profd serve" "$(head -c 600 "$T/serve.log")"; exit 1; }
@@ -281,4 +284,44 @@ want=$(python3 -c 'import json; print(json.dumps([[s, "v%02d" % v, "v%02d" % (v 
 expect "many rollouts: 2 x 11 comparisons, each side its version's two profiles" "$want" "$got"
 got=$(jq -c '[.body.fleet[] | select(.name == "main.a" or .name == "main.b") | .services] | unique' "$T/many.json")
 expect "many rollouts: main.a's and main.b's fleet rows name each service once" '[["deploy-a","deploy-b"]]' "$got"
+# The sides are read ahead of the comparisons, several at once: a comparison that fails stops the
+# report in its order, and the sides read ahead of it are given back (the sanitizer check below).
+# mixed-c's CPU is in milliseconds: its rates are not those of deploy-a's and deploy-b's.
+python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$T/ms.pb.gz" milliseconds 10 9000 1000 0 900 100 ||
+	fail "many rollouts: craft_prof.py (ms)" "python3 failed"
+for v in 1 2 3 4; do
+	curl -s -o /dev/null --data-binary "@$T/ms.pb.gz" \
+		"$URL/api/0/profiles?service=mixed-c&type=cpu&labels=version=v0$v&created_at=$((t0 + 1000 + 10 * v))"
+done
+code=$(curl -s -o "$T/mixed.json" -w '%{http_code}' -G "$URL/api/1/regressions" \
+	--data-urlencode 'query=cpu{service=~"deploy-.*|mixed-c"}' -d from=now-6h)
+if [ "$code" = 400 ] && jq -r .error "$T/mixed.json" | grep -q '^service mixed-c: its rates are .* of cpu, another service.s share of CPU time of cpu'; then
+	ok "many rollouts: the 23rd of 25 comparisons fails: 400 naming mixed-c"
+else fail "many rollouts: a comparison that fails" "$code $(head -c 300 "$T/mixed.json")"; fi
+# (where rollups were built in between, a side may come from them instead of a merge)
+api regressions --data-urlencode 'query=cpu{service=~"deploy-.*"}' -d from=now-6h -d n=5 >"$T/many2.json"
+norm_regr() { jq -S 'del(.body.from, .body.to) | walk(if type == "object" then del(.rollup_hours, .merged) else . end)' "$1"; }
+norm_regr "$T/many.json" >"$T/many.n.json"
+norm_regr "$T/many2.json" >"$T/many2.n.json"
+if [ -s "$T/many.n.json" ]; then same_output "many rollouts: the report again, the same" "$T/many.n.json" "$T/many2.n.json"
+else fail "many rollouts: the report again" "$(head -c 300 "$T/many2.json")"; fi
+# stopped, so that a sanitizer build reports what was not freed (LeakSanitizer runs at exit)
+kill -TERM "$SPID"
+wait "$SPID"
+expect "regressions: serve exits 0 on SIGTERM" 0 "$?"
 no_sanitizer "regressions: no sanitizer report" "$T/serve.log"
+# the same data, the sides read one comparison at a time: the same report
+PROFD_READ_AHEAD=1 "$PROFD" serve --addr 127.0.0.1:0 --data-dir "$T/data" --retention 0 --rollup-interval 0 \
+	2>"$T/serve1.log" &
+SPID=$!
+PORT=$(serve_port "$T/serve1.log" "$SPID")
+URL=http://127.0.0.1:$PORT
+api regressions --data-urlencode 'query=cpu{service=~"deploy-.*"}' -d from=now-6h -d n=5 >"$T/many3.json"
+norm_regr "$T/many3.json" >"$T/many3.n.json"
+if [ -s "$T/many3.n.json" ]; then
+	same_output "many rollouts: the sides one at a time (PROFD_READ_AHEAD=1): the same report" \
+		"$T/many.n.json" "$T/many3.n.json"
+else fail "many rollouts: the sides one at a time" "$(head -c 300 "$T/many3.json")"; fi
+kill -TERM "$SPID"
+wait "$SPID"
+no_sanitizer "regressions, sides one at a time: no sanitizer report" "$T/serve1.log"
