@@ -193,6 +193,44 @@ if [ $((i1 - i0)) -lt 16 ]; then ok "batch: ... in $((i1 - i0)) INSERTs (fewer t
 	fail "batch: concurrent uploads share INSERTs" "$((i1 - i0)) INSERTs for 16 uploads"
 fi
 
+# a regressions report on ClickHouse reads its sides ahead, 8 comparisons at a time on 4 threads
+# (pd_store_read_ahead): 6 rollouts of crafted profiles (main.a 90 % then 10 % of the CPU, in
+# turn), in order; then a service whose CPU is in milliseconds, a comparison that fails after
+# them: a 400 naming it, and the sides read ahead given back (collector R stopped: the sanitizer
+# check at the end reads its log)
+python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$T/odd.pb.gz" nanoseconds 10000000 9000000000 1000000000 0 900 100 &&
+	python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$T/even.pb.gz" nanoseconds 10000000 1000000000 9000000000 0 100 900 &&
+	python3 "$ROOT/tests/e2e/craft_prof.py" cpu "$T/ms.pb.gz" milliseconds 10 9000 1000 0 900 100 ||
+	fail "regressions: craft_prof.py" "python3 failed"
+rt0=$(($(date +%s) - 1800))
+for v in 1 2 3 4 5 6 7; do
+	f=$T/even.pb.gz
+	[ $((v % 2)) = 1 ] && f=$T/odd.pb.gz
+	for k in 1 2; do
+		curl -sS -o /dev/null --data-binary "@$f" \
+			"$A/api/0/profiles?service=rollout&type=cpu&labels=version=v$v&created_at=$((rt0 + 100 * v + k))"
+	done
+done
+if serve R --retention 0 --rollup-interval 0; then
+	R=http://127.0.0.1:$PORT_R
+	got=$(curl -sS -G "$R/api/1/regressions" --data-urlencode 'query=cpu{service="rollout"}' -d from=now-1h |
+		jq -c '[.body.comparisons[] | [.from, .to, .base.profiles, .target.profiles]]')
+	expect "regressions on ClickHouse: 6 rollouts in order, each side its version's two profiles" \
+		'[["v1","v2",2,2],["v2","v3",2,2],["v3","v4",2,2],["v4","v5",2,2],["v5","v6",2,2],["v6","v7",2,2]]' "$got"
+	for v in 1 2 3; do
+		curl -sS -o /dev/null --data-binary "@$T/ms.pb.gz" \
+			"$A/api/0/profiles?service=rollout-ms&type=cpu&labels=version=v$v&created_at=$((rt0 + 1000 + v))"
+	done
+	code=$(curl -sS -o "$T/regr-ms.json" -w '%{http_code}' -G "$R/api/1/regressions" \
+		--data-urlencode 'query=cpu{service=~"rollout.*"}' -d from=now-1h)
+	if [ "$code" = 400 ] && jq -r .error "$T/regr-ms.json" | grep -q '^service rollout-ms: its rates are'; then
+		ok "regressions on ClickHouse: the 7th of 8 comparisons fails: 400 naming rollout-ms"
+	else fail "regressions on ClickHouse: a comparison that fails" "$code $(head -c 300 "$T/regr-ms.json")"; fi
+	kill -TERM "$PID_R"
+	wait "$PID_R"
+	expect "regressions on ClickHouse: collector R exits 0 on SIGTERM" 0 "$?"
+else fail "setup: collector R" "$(head -5 "$T/serve-R.log")"; fi
+
 # ---- 3. kill -9 after the acknowledgements -------------------------------------------------
 acked=()
 for i in $(seq 1 20); do
