@@ -1,4 +1,9 @@
-# goapp.sh — sourced by bench scripts (serve.sh, soak.sh).
+# goapp.sh — sourced by bench scripts (run.sh, scrape.sh, serve.sh, soak.sh,
+# soak_scrape.sh).
+#
+# goapp_captures BUILD DATA: DATA/goapp/run1..run5, five captures of
+# examples/goapp (tests/e2e/capture.sh, every type, cpu 2 s), made once and
+# kept (DATA/goapp/.done).
 #
 # scrape_goapp BUILD WORK OUT N TYPES PAUSE: start examples/goapp
 # ($BUILD/goapp) on a free port, let its workload run a second, download N
@@ -28,4 +33,15 @@ scrape_goapp() {
 	wait "$GPID" 2>/dev/null || true
 	GPID=
 	return $rc
+}
+
+goapp_captures() {
+	local build=$1 data=$2 i
+	[ -f "$data/goapp/.done" ] && return 0
+	rm -rf "$data/goapp"
+	mkdir -p "$data/goapp"
+	for i in 1 2 3 4 5; do
+		tests/e2e/capture.sh "$build/goapp" "$data/goapp/run$i" 2 >/dev/null || return 1
+	done
+	touch "$data/goapp/.done"
 }

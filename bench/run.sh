@@ -47,14 +47,9 @@ gen small 1000 "$DATA/small"
 gen large 200 "$DATA/large"
 gen deepsmall 1000 "$DATA/deepsmall"
 gen deep 200 "$DATA/deep"
-if [ ! -f "$DATA/goapp/.done" ]; then
-	rm -rf "$DATA/goapp"
-	mkdir -p "$DATA/goapp"
-	for i in 1 2 3 4 5; do
-		tests/e2e/capture.sh "$BUILD/goapp" "$DATA/goapp/run$i" 2 >/dev/null
-	done
-	touch "$DATA/goapp/.done"
-fi
+# shellcheck source=bench/goapp.sh
+. bench/goapp.sh
+goapp_captures "$BUILD" "$DATA" || { echo "bench: capturing examples/goapp failed" >&2; exit 1; }
 
 # time_cmd OUT CMD...: wall seconds and peak RSS (KB) of one run, appended to OUT
 time_cmd() {

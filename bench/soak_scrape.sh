@@ -53,14 +53,9 @@ wait_line() {
 }
 
 # the same captures as bench/run.sh and bench/scrape.sh
-if [ ! -f "$DATA/goapp/.done" ]; then
-	rm -rf "$DATA/goapp"
-	mkdir -p "$DATA/goapp"
-	for i in 1 2 3 4 5; do
-		tests/e2e/capture.sh "$BUILD/goapp" "$DATA/goapp/run$i" 2 >/dev/null
-	done
-	touch "$DATA/goapp/.done"
-fi
+# shellcheck source=bench/goapp.sh
+. bench/goapp.sh
+goapp_captures "$BUILD" "$DATA" || { echo "bench: capturing examples/goapp failed" >&2; exit 1; }
 
 "$BUILD/targets" -n "${SOAK_PORTS:-300}" -profiles "$(echo "$DATA"/goapp/run{1,2,3,4,5} | tr ' ' ,)" \
 	-ports-file "$WORK/ports" 2>"$WORK/targets.log" &
