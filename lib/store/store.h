@@ -374,14 +374,14 @@ static inline void pd_store_close(struct pd_store *s)
  * Backends without rollups: find + merge. */
 int pd_store_merge_range(struct pd_store *s, const struct pd_merge_range *q, struct pd_profile **out,
 			 struct pd_merge_info *info, struct pd_err *err) PD_WUR;
+/* s->ops->read_ahead, at least 1; the environment's PROFD_READ_AHEAD
+ * (1..64) if set. */
+unsigned pd_store_read_ahead(const struct pd_store *s);
 /* Per-function totals (struct pd_fn_totals) of what q selects: equal to
  * pd_fn_totals_of(pd_store_merge_range(q)), read from the rollups' function
  * tables for whole hours (no profile materialised: a series or a top over
  * rolled-up hours reads a few KB per hour and service). Nothing selected:
  * 0, out->nv = 0, out->n = 0, info->profiles = 0. */
-/* s->ops->read_ahead, at least 1; the environment's PROFD_READ_AHEAD
- * (1..64) if set. */
-unsigned pd_store_read_ahead(const struct pd_store *s);
 int pd_store_fn_totals(struct pd_store *s, const struct pd_merge_range *q, struct pd_fn_totals *out,
 		       struct pd_merge_info *info, struct pd_err *err) PD_WUR;
 /* Damaged partitions and the write state (zeroed if the backend does not
