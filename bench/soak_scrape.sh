@@ -44,7 +44,8 @@ trap cleanup EXIT
 wait_line() {
 	local v
 	for _ in $(seq 200); do
-		v=$(sed -n "$2" "$1" 2>/dev/null | head -n1) # the file may not be made yet
+		# the file may not be made yet (|| true: under pipefail a missing file would end the script)
+		v=$(sed -n "$2" "$1" 2>/dev/null | head -n1 || true)
 		[ -n "$v" ] && { echo "$v"; return 0; }
 		sleep 0.05
 	done
