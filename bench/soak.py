@@ -17,11 +17,13 @@ labels, diff between the last two builds, rollouts, the web UI, /metrics,
 and now and then a DELETE of an upload.
 
 Every --every seconds one line: elapsed s, uploads, queries, errors, the
-collector's VmRSS and VmHWM (KiB), open descriptors, threads. At the end the
-queriers' routes, slowest in total first (count, median, 90th percentile and
-longest answer in ms, total s), and a summary line. Any answer outside what a sound request gets (a 5xx, no answer)
-counts as an error, printed once per route with its body; the exit code is 1
-if there was any.
+collector's VmRSS and VmHWM (KiB), open descriptors, threads. At the end,
+with --probe N, every route asked N times alone (the load stopped: median and
+longest answer in ms); then the queriers' routes, slowest in total first
+(count, median, 90th percentile and longest answer in ms, total s), and a
+summary line. Any answer outside what a sound request gets (a 5xx, no
+answer) counts as an error, printed once per route with its body; the exit
+code is 1 if there was any.
 """
 import argparse
 import gzip
@@ -32,6 +34,8 @@ import sys
 import threading
 import time
 import urllib.parse
+
+from procstat import proc_status
 
 ap = argparse.ArgumentParser()
 ap.add_argument("base")
@@ -332,20 +336,6 @@ def querier(k):
                     note_error("DELETE profile", st, data)
 
 
-def proc():
-    r = {}
-    try:
-        with open("/proc/%d/status" % args.pid) as fh:
-            for line in fh:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "Threads"):
-                    r[k] = int(v.split()[0])
-        r["fds"] = len(os.listdir("/proc/%d/fd" % args.pid))
-    except OSError:
-        return None
-    return r
-
-
 def main():
     templates = load(args.dirs)
     ts = [threading.Thread(target=uploader, args=(k, templates), daemon=True) for k in range(args.uploaders)]
@@ -359,7 +349,7 @@ def main():
     while True:
         time.sleep(max(0.0, min(args.every, args.seconds - (time.monotonic() - t0))))
         el = time.monotonic() - t0
-        p = proc()
+        p = proc_status(args.pid)
         if p is None:
             dead = True
             print("soak: the collector (pid %d) is gone" % args.pid, file=sys.stderr, flush=True)

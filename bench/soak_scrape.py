@@ -18,8 +18,9 @@ is compacted first (the watch comes back with 410 Gone: a full list).
 
 Every --every seconds one line: elapsed s, pods added and deleted so far,
 the scraper's known targets, its ok and failed scrapes, rounds missed,
-profiles posted, profiles dropped from its queue, and VmRSS, VmHWM (KiB), descriptors and threads of the
-scraper, then VmRSS and VmHWM of the collector. Exit 1 if either process
+profiles posted, profiles dropped from its queue, and VmRSS, VmHWM (KiB),
+descriptors and threads of the scraper, then VmRSS and VmHWM of the
+collector. Exit 1 if either process
 died.
 """
 import argparse
@@ -30,6 +31,8 @@ import ssl
 import sys
 import time
 import urllib.request
+
+from procstat import proc_status
 
 ap = argparse.ArgumentParser()
 ap.add_argument("api")
@@ -82,20 +85,6 @@ def new_pod(svc):
         },
         "spec": {"nodeName": "node-%d" % (serial[0] % 7), "containers": [{"name": app}]},
     }
-
-
-def status(pid):
-    r = {}
-    try:
-        with open("/proc/%d/status" % pid) as fh:
-            for line in fh:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "Threads"):
-                    r[k] = int(v.split()[0])
-        r["fds"] = len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return None
-    return r
 
 
 OK_RESULTS = ("ok", "base", "reset", "unchanged", "empty")
@@ -165,7 +154,7 @@ def main():
             api("POST", "/admin/watches/close" + ("?abort=1" if cuts % 2 else ""))
             nxt_cut += args.cut
         if el >= nxt_print or el >= args.seconds:
-            s, c = status(args.scraper), status(args.collector)
+            s, c = proc_status(args.scraper), proc_status(args.collector)
             if s is None or c is None:
                 dead = "scraper" if s is None else "collector"
                 print("soak: the %s is gone" % dead, file=sys.stderr, flush=True)
