@@ -1750,28 +1750,58 @@ static int absorb(struct cday *d, const uint8_t *p, size_t n, size_t *got, const
 
 /* The wanted symbols the cache has, taken from it as absorb takes
  * answers (their children become wanted, and may be there too: until
- * none is); 0 or an error. */
+ * none is); 0 or an error. Looked up CACHE_BATCH at a time, in stages:
+ * each lookup is three dependent cache misses (the index slot, the entry,
+ * its data) in tables of up to CH_SYMC_BYTES, and a merge takes hundreds
+ * of thousands of symbols from here; the stages let a batch's misses
+ * overlap (perf: symc_find was 24 % of a 20-service top over the soak's
+ * data, ~470 ns a lookup). */
+#define CACHE_BATCH 16
 static int from_cache(struct cday *d, const char *dn)
 {
 	int rc = 0;
-	pthread_mutex_lock(&d->s->cmu);
-	for (bool more = true; more && d->nwant && !rc;) {
+	struct chs *s = d->s;
+	pthread_mutex_lock(&s->cmu);
+	for (bool more = true; more && d->nwant && !rc && s->cix.slots;) {
 		more = false;
-		for (int k = 0; k < PD_SYM_NKINDS && !rc; k++)
-			for (size_t i = 0; i < d->n[k] && !rc; i++) {
-				if (!d->v[k][i].want)
-					continue;
-				const struct symc_e *e = symc_find(d->s, d->day, k, d->v[k][i].h);
-				if (!e)
-					continue;
-				d->v[k][i].want = false;
-				d->nwant--;
-				more = true;
-				d->s->sym_cached++;
-				rc = take_sym(d, k, (uint32_t)i, e->len ? d->s->cbytes.ptr + e->off : NULL, e->len, dn);
+		for (int k = 0; k < PD_SYM_NKINDS && !rc; k++) {
+			/* take_sym names children of other kinds only: d->v[k]
+			 * and d->n[k] stay as they are in this loop */
+			for (size_t i = 0; i < d->n[k] && !rc;) {
+				uint32_t at[CACHE_BATCH];
+				uint64_t key[CACHE_BATCH];
+				size_t m = 0;
+				for (; i < d->n[k] && m < CACHE_BATCH; i++)
+					if (d->v[k][i].want) {
+						at[m] = (uint32_t)i;
+						key[m] = known_key(d->day, k, d->v[k][i].h);
+						pd_hidx_prefetch(&s->cix, key[m++]);
+					}
+				const struct symc_e *e[CACHE_BATCH];
+				for (size_t j = 0; j < m; j++) { /* the slot is in: the entry next */
+					const struct pd_hidx_slot *sl = &s->cix.slots[key[j] & s->cix.mask];
+					if (sl->hash == key[j])
+						__builtin_prefetch(&s->ce[sl->val]);
+				}
+				for (size_t j = 0; j < m; j++) { /* the entry is in: the data next */
+					e[j] = symc_find(s, d->day, k, d->v[k][at[j]].h);
+					if (e[j] && e[j]->len)
+						__builtin_prefetch(s->cbytes.ptr + e[j]->off);
+				}
+				for (size_t j = 0; j < m && !rc; j++) {
+					if (!e[j])
+						continue;
+					d->v[k][at[j]].want = false;
+					d->nwant--;
+					more = true;
+					s->sym_cached++;
+					rc = take_sym(d, k, at[j], e[j]->len ? s->cbytes.ptr + e[j]->off : NULL, e[j]->len,
+					              dn);
+				}
 			}
+		}
 	}
-	pthread_mutex_unlock(&d->s->cmu);
+	pthread_mutex_unlock(&s->cmu);
 	return rc;
 }
 
