@@ -121,6 +121,18 @@ done
 # for a part of them
 curl -sS -o "$T/m2-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 same_output "merge cpu again from B (symbols from its cache): byte-identical to its first" "$T/m-cpu.pb.gz" "$T/m2-cpu.pb.gz"
+# a range inside one day holding no whole hour is read without asking
+# ClickHouse which days have rows (clickhouse.c: one_day): the seconds of
+# the 3 cpu uploads give the same bytes, a range of none of them a 404
+secs=$(curl -sS "$B/api/0/profiles?service=goapp&type=cpu&from=0&to=now" | jq -r '.body[].created_at' |
+	while read -r c; do date -u -d "$c" +%s; done | sort -n)
+s0=$(head -n1 <<<"$secs") s1=$(tail -n1 <<<"$secs")
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+curl -sS -o "$T/m4-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=$(iso "$s0")&to=$(iso $((s1 + 1)))"
+same_output "merge cpu over the uploads' seconds only (one day, no whole hour): byte-identical to from=0" \
+	"$T/m-cpu.pb.gz" "$T/m4-cpu.pb.gz"
+expect "merge cpu over 10 minutes before the uploads (one day, no whole hour): 404" 404 \
+	"$(curl -sS -o /dev/null -w '%{http_code}' "$B/api/0/profiles/merge?service=goapp&type=cpu&from=$(iso $((s0 - 660)))&to=$(iso $((s0 - 60)))")"
 # the same merge from A and from B
 curl -sS -o "$T/mA.pb.gz" "$A/api/0/profiles/merge?service=goapp&type=cpu&from=0&to=now"
 topn "$T/mA.pb.gz" >"$T/mA.top"
