@@ -2337,13 +2337,15 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 	/* no FINAL and no ORDER BY: both made ClickHouse merge-sort the rows'
 	 * blobs (measured 20 -> 15 ms for 200 rows of 30 KB); a row written
 	 * twice (a retried INSERT) is the same row, skipped here, and the
-	 * rows are put in (created_ns, id) order here */
+	 * rows are put in (created_ns, id) order here. The range in PREWHERE:
+	 * the blobs are read only where it holds (a short range's rows are a
+	 * few of the 256 of a granule: 1.4 MB -> 120 KB read, 8.2 -> 6.8 ms,
+	 * for a minute of one service in the soak's data) */
 	bool ok =
-	    !pd_buf_appendf(&sql, "SELECT id, created_ns, header, block, refs, cityHash64(id) FROM profiles WHERE "
+	    !pd_buf_appendf(&sql, "SELECT id, created_ns, header, block, refs, cityHash64(id) FROM profiles PREWHERE "
 	                          "service = ") &&
 	    !pd_ch_lit_s(&sql, rq->service) && !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, rq->type) &&
-	    !pd_buf_appendf(&sql, " AND day = %s AND id %sNOT IN (SELECT id FROM deleted WHERE day = %s) AND (0", dn,
-	                    d->s->gl, dn);
+	    !pd_buf_appendf(&sql, " AND day = %s AND (0", dn);
 	/* [lo, hi] less the skipped hours */
 	size_t spans = 0;
 	int64_t t = lo;
@@ -2358,7 +2360,10 @@ static int pm_add_day(struct cday *d, struct pd_pmerge *pm, const struct pd_merg
 		if (i < nro && (ro[i].hour + 1) * HOUR_NS > t)
 			t = (ro[i].hour + 1) * HOUR_NS;
 	}
-	ok = ok && !pd_buf_appendf(&sql, ") FORMAT RowBinary") && !pd_buf_append(&sql, "", 1);
+	ok = ok &&
+	     !pd_buf_appendf(&sql, ") WHERE id %sNOT IN (SELECT id FROM deleted WHERE day = %s) FORMAT RowBinary",
+	                     d->s->gl, dn) &&
+	     !pd_buf_append(&sql, "", 1);
 	int rc = !ok ? nomem(err) : spans ? q(d->s, (const char *)sql.ptr, &ans, err) : 0;
 	pd_buf_free(&sql);
 	struct prow *rows = NULL;
