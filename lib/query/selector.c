@@ -1426,15 +1426,23 @@ int pd_query_each(struct pd_store *st, const struct pd_selector *sel, int64_t fr
 			kv[nkv].value = sel->m[i].value;
 			nkv++;
 		}
-	struct each_ctx ec = {sel, fn, ctx, 0};
+	/* the services the selector allows, found in turn (at once where the
+	 * store can: pd_store_find_services) */
+	size_t nm = 0;
 	for (size_t i = 0; i < nsvc && !rc; i++) {
-		if (!pd_selector_match_service(sel, svcs[i])) {
+		char *sv = svcs[i];
+		svcs[i] = NULL;
+		if (pd_selector_match_service(sel, sv))
+			svcs[nm++] = sv;
+		else {
+			free(sv);
 			rc = pd_selector_check(sel, err);
-			continue;
 		}
-		struct pd_store_query q = {svcs[i], sel->type, kv, nkv, from_ns, to_ns, 0};
-		ec.rc = 0;
-		rc = pd_store_find(st, &q, each_one, &ec, err);
+	}
+	struct each_ctx ec = {sel, fn, ctx, 0};
+	if (!rc && nm) {
+		struct pd_store_query q = {NULL, sel->type, kv, nkv, from_ns, to_ns, 0};
+		rc = pd_store_find_services(st, (const char *const *)svcs, nm, &q, each_one, &ec, err);
 		if (rc && !ec.rc && pd_selector_check(sel, err))
 			rc = PD_EINVAL;
 	}

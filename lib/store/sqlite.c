@@ -569,9 +569,24 @@ static void sq_warm(struct pd_store *base, size_t days)
 }
 
 static const struct pd_store_ops sqlite_ops = {
-	"sqlite",    sq_ingest, sq_find,  sq_get,   sq_merge,	    sq_remove,	  sq_services,
-	sq_retain,   sq_stats,	sq_close, sq_merge_range, sq_rollup, sq_fn_totals, sq_health,
-	sq_skipped_in, sq_warm, NULL, 1,
+	.name = "sqlite",
+	.ingest = sq_ingest,
+	.find = sq_find,
+	.get = sq_get,
+	.merge = sq_merge,
+	.remove = sq_remove,
+	.services = sq_services,
+	.retain = sq_retain,
+	.stats = sq_stats,
+	.close = sq_close,
+	.merge_range = sq_merge_range,
+	.rollup = sq_rollup,
+	.fn_totals = sq_fn_totals,
+	.health = sq_health,
+	.skipped_in = sq_skipped_in,
+	.warm = sq_warm,
+	/* one file read on this process's threads: reads one after another */
+	.read_ahead = 1,
 };
 
 int pd_store_open_sqlite(const char *dir, const struct pd_pprof_limits *lim, struct pd_store **out,

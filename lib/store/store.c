@@ -332,6 +332,20 @@ int pd_fn_totals_of(const struct pd_profile *p, struct pd_fn_totals *out, struct
 	return rc;
 }
 
+int pd_store_find_services(struct pd_store *s, const char *const *services, size_t n, const struct pd_store_query *q,
+			   pd_meta_fn fn, void *ctx, struct pd_err *err)
+{
+	if (n > 1 && s->ops->find_services)
+		return s->ops->find_services(s, services, n, q, fn, ctx, err);
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct pd_store_query one = *q;
+		one.service = services[i];
+		rc = pd_store_find(s, &one, fn, ctx, err);
+	}
+	return rc;
+}
+
 unsigned pd_store_read_ahead(const struct pd_store *s)
 {
 	/* PROFD_READ_AHEAD=N (1..64) overrides the store's: the tests take

@@ -202,6 +202,12 @@ struct pd_store_ops {
 	/* skipped (optional, NULL): the damaged days it could not search. */
 	int (*find)(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
 		    struct pd_store_skipped *skipped, struct pd_err *err);
+	/* Optional (NULL: find per service): find over each of services[0..n)
+	 * (q->service unused, q->limit 0), the rows in (service, created_ns,
+	 * id) order, which is the services' order when they are given sorted
+	 * (pd_store_services'): pd_store_find_services. */
+	int (*find_services)(struct pd_store *s, const char *const *services, size_t n,
+			     const struct pd_store_query *q, pd_meta_fn fn, void *ctx, struct pd_err *err);
 	/* Rebuild one stored profile (reads like the uploaded one in go tool pprof). */
 	int (*get)(struct pd_store *s, const char *id, struct pd_profile **out, struct pd_err *err);
 	/* Merge stored profiles by id, aggregating sample blocks (PD_EINCOMPAT
@@ -327,6 +333,11 @@ static inline int pd_store_find(struct pd_store *s, const struct pd_store_query 
 {
 	return s->ops->find(s, q, fn, ctx, NULL, err);
 }
+/* pd_store_find over each of services[0..n) (sorted as pd_store_services
+ * gives them; q->service unused, q->limit 0), in turn; at once on a store
+ * whose reads wait on round trips (ClickHouse). */
+int pd_store_find_services(struct pd_store *s, const char *const *services, size_t n, const struct pd_store_query *q,
+			   pd_meta_fn fn, void *ctx, struct pd_err *err) PD_WUR;
 /* The same, and the damaged days that were skipped added to *skipped. */
 static inline int pd_store_find_partial(struct pd_store *s, const struct pd_store_query *q, pd_meta_fn fn, void *ctx,
 					struct pd_store_skipped *skipped, struct pd_err *err)

@@ -238,6 +238,18 @@ if serve R --retention 0 --rollup-interval 0; then
 	if [ "$code" = 400 ] && jq -r .error "$T/regr-ms.json" | grep -q '^service rollout-ms: its rates are'; then
 		ok "regressions on ClickHouse: the 7th of 8 comparisons fails: 400 naming rollout-ms"
 	else fail "regressions on ClickHouse: a comparison that fails" "$code $(head -c 300 "$T/regr-ms.json")"; fi
+	# a selection over several services is one query (clickhouse.c: find_services): the
+	# same profiles as a list of each service, and the same labels and types
+	want=$(for s in rollout rollout-ms; do
+		curl -sS "$R/api/0/profiles?service=$s&type=cpu&from=0&to=now" | jq -r '.body[] | .service + " " + .id'
+	done | sort)
+	got=$(curl -sS -G "$R/api/1/profiles" --data-urlencode 'query=cpu{service=~"rollout.*"}' -d from=now-1h |
+		jq -r '.body[] | .service + " " + .id' | sort)
+	if [ "$(wc -l <<<"$want")" = 17 ] && [ "$got" = "$want" ]; then
+		ok "selection over 2 services on ClickHouse: the 17 profiles of the two services' lists"
+	else fail "selection over 2 services on ClickHouse" "want $(wc -l <<<"$want"), got $(wc -l <<<"$got"): $(diff <(echo "$want") <(echo "$got") | head -5)"; fi
+	expect "labels over 2 services on ClickHouse: version's values" '["v1","v2","v3","v4","v5","v6","v7"]' \
+		"$(curl -sS -G "$R/api/1/labels/version/values" --data-urlencode 'query=cpu{service=~"rollout.*"}' -d from=now-1h | jq -c '.body')"
 	kill -TERM "$PID_R"
 	wait "$PID_R"
 	expect "regressions on ClickHouse: collector R exits 0 on SIGTERM" 0 "$?"
