@@ -303,13 +303,13 @@ int pd_api1_merge(const struct pd_api1_req *q, const struct pd_profile_meta *v, 
 		  struct pd_err *err)
 {
 	*out = NULL;
-	const char **ids = malloc((n ? n : 1) * sizeof *ids);
-	if (!ids)
+	const struct pd_profile_meta **m = malloc((n ? n : 1) * sizeof *m);
+	if (!m)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		ids[i] = v[i].id;
-	int rc = pd_store_merge(q->cfg->st, ids, n, out, err);
-	free(ids);
+		m[i] = &v[i];
+	int rc = pd_store_merge_metas(q->cfg->st, m, n, out, err);
+	free(m);
 	return rc;
 }
 

@@ -211,13 +211,13 @@ void pd_norm_info_add(struct pd_norm_info *to, const struct pd_norm_info *from)
 static int merge_ids(struct pd_store *st, const struct pd_profile_meta *v, size_t first, size_t n,
 		     struct pd_profile **out, struct pd_err *err)
 {
-	const char **ids = malloc((n ? n : 1) * sizeof *ids);
-	if (!ids)
+	const struct pd_profile_meta **m = malloc((n ? n : 1) * sizeof *m);
+	if (!m)
 		return pd_errf(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		ids[i] = v[first + i].id;
-	int rc = pd_store_merge(st, ids, n, out, err);
-	free(ids);
+		m[i] = &v[first + i];
+	int rc = pd_store_merge_metas(st, m, n, out, err);
+	free(m);
 	return rc;
 }
 
@@ -297,15 +297,15 @@ int pd_norm_each(struct pd_store *st, const struct pd_norm_plan *plan, size_t fi
 		if (plan->src[s].kind == PD_NORM_SUM)
 			nsum += plan->src[s].n;
 	if (nsum) {
-		const char **ids = malloc(nsum * sizeof *ids);
-		if (!ids)
+		const struct pd_profile_meta **m = malloc(nsum * sizeof *m);
+		if (!m)
 			return pd_errf(err, PD_ENOMEM, "out of memory");
 		size_t k = 0;
 		for (size_t s = s0; s < s1; s++)
 			for (size_t i = 0; plan->src[s].kind == PD_NORM_SUM && i < plan->src[s].n; i++)
-				ids[k++] = v[plan->src[s].first + i].id;
-		int rc = pd_store_merge(st, ids, nsum, &p, err);
-		free(ids);
+				m[k++] = &v[plan->src[s].first + i];
+		int rc = pd_store_merge_metas(st, m, nsum, &p, err);
+		free(m);
 		if (rc || (rc = call(fn, ctx, (uint32_t)first, PD_NORM_SUM, p, 1, 1, err)))
 			return rc;
 	}

@@ -791,7 +791,7 @@ int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size
 	memset(out, 0, sizeof *out);
 	struct comp c = {0};
 	struct ord *ord = NULL;
-	const char **ids = NULL;
+	const struct pd_profile_meta **ids = NULL;
 	char *kbuf = NULL;
 	size_t kcap = 0;
 	struct pd_profile *p = NULL;
@@ -821,7 +821,7 @@ int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		while (j < n && ord[j].group == ord[i].group && ord[j].step == ord[i].step) {
-			ids[j - i] = v[ord[j].meta].id;
+			ids[j - i] = &v[ord[j].meta];
 			j++;
 		}
 		struct group *g = &c.g[ord[i].group];
@@ -838,7 +838,7 @@ int pd_series_compute(struct pd_store *st, const struct pd_profile_meta *v, size
 		c.cur_wall = 0;
 		out->profiles += j - i;
 		if (!spec->normalize && !spec->cores) { /* the step's profiles merged, summed */
-			if ((rc = pd_store_merge(st, ids, j - i, &p, err))) {
+			if ((rc = pd_store_merge_metas(st, ids, j - i, &p, err))) {
 				pd_err_prefix(err, "the %s profiles of the step at %lld (unix seconds)", g->type,
 					      (long long)(ord[i].step / 1000000000LL));
 			} else {

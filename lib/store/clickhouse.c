@@ -2064,7 +2064,8 @@ static void crow_free(struct crow *r)
 
 /* The rows of ids (all of one day d) into out[i] (same order); a missing
  * or deleted id is PD_ENOTFOUND. */
-static int load_rows(struct cday *d, const char *const *ids, size_t n, struct crow *out, struct pd_err *err)
+static int load_rows(struct cday *d, const char *const *ids, size_t n, const char *svc, const char *typ,
+                     struct crow *out, struct pd_err *err)
 {
 	if (n == 0)
 		return 0;
@@ -2077,7 +2078,9 @@ static int load_rows(struct cday *d, const char *const *ids, size_t n, struct cr
 	 * twice (a retried INSERT) is the same row: the first one of an id is
 	 * taken below. PREWHERE reads the ids alone and then the blobs of the
 	 * rows asked for (280 KB and 3 ms); created_ns (an id's second) lets
-	 * the primary key skip granules where it can. */
+	 * the primary key skip granules where it can. That is where the ids'
+	 * service and type are known (svc, typ: the sort key's prefix): else
+	 * the day's whole id column is read (~20 bytes a row of the day). */
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
 	for (size_t i = 0; i < n; i++) {
 		int64_t t = pd_xid_time(ids[i]);
@@ -2087,9 +2090,13 @@ static int load_rows(struct cday *d, const char *const *ids, size_t n, struct cr
 	bool ok = !pd_buf_appendf(&sql, "SELECT id, header, block, refs FROM profiles PREWHERE id IN (");
 	for (size_t i = 0; i < n && ok; i++)
 		ok = !pd_buf_appendf(&sql, "%s'%s'", i ? ", " : "", ids[i]);
+	ok = ok && !pd_buf_appendf(&sql, ") WHERE ");
+	if (ok && svc && typ)
+		ok = !pd_buf_appendf(&sql, "service = ") && !pd_ch_lit_s(&sql, svc) &&
+		     !pd_buf_appendf(&sql, " AND type = ") && !pd_ch_lit_s(&sql, typ) && !pd_buf_appendf(&sql, " AND ");
 	ok = ok &&
 	     !pd_buf_appendf(&sql,
-	                     ") WHERE day = %s AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
+	                     "day = %s AND created_ns BETWEEN %lld AND %lld AND id %sNOT IN (SELECT id FROM "
 	                     "deleted WHERE day = %s) FORMAT RowBinary",
 	                     dn, (long long)lo, (long long)hi + 999999999LL, d->s->gl, dn) &&
 	     !pd_buf_append(&sql, "", 1);
@@ -2135,7 +2142,7 @@ static int ch_get(struct pd_store *base, const char *id, struct pd_profile **out
 	memset(&m, 0, sizeof m);
 	int rc = cday_init(&d, s, floor_div(t, DAY_NS), err);
 	if (!rc)
-		rc = load_rows(&d, &id, 1, &r, err);
+		rc = load_rows(&d, &id, 1, NULL, NULL, &r, err);
 	if (!rc)
 		rc = cday_fetch(&d);
 	struct pd_symsrc src = {src_get, NULL, &d};
@@ -2169,8 +2176,9 @@ static int cmp_idday(const void *a, const void *b)
 	return c ? c : x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
-                    struct pd_err *err)
+/* ch_merge, and ch_merge_of where svc and typ are given */
+static int merge_ids(struct pd_store *base, const char *svc, const char *typ, const char *const *ids, size_t n,
+                     struct pd_profile **out, struct pd_err *err)
 {
 	struct chs *s = (struct chs *)base;
 	*out = NULL;
@@ -2208,7 +2216,7 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 		memset(&pm, 0, sizeof pm);
 		rc = cday_init(&d, s, v[a].day, err);
 		if (!rc)
-			rc = load_rows(&d, dids, b - a, rows, err);
+			rc = load_rows(&d, dids, b - a, svc, typ, rows, err);
 		struct pd_symsrc src = {src_get, NULL, &d};
 		pm.src = src;
 		for (size_t i = 0; i < b - a && !rc; i++)
@@ -2253,6 +2261,22 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 	free(rows);
 	free(v);
 	return rc;
+}
+
+static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, struct pd_profile **out,
+                    struct pd_err *err)
+{
+	return merge_ids(base, NULL, NULL, ids, n, out, err);
+}
+
+/* ids all of service svc and type typ: their rows found through the sort
+ * key's prefix, not the day's id column (a series' step, a report's side:
+ * 545 KB -> 30 KB read a query on the soak's 17,000-row day; the day's
+ * column grows by 20 bytes an upload) */
+static int ch_merge_of(struct pd_store *base, const char *svc, const char *typ, const char *const *ids, size_t n,
+                       struct pd_profile **out, struct pd_err *err)
+{
+	return merge_ids(base, svc, typ, ids, n, out, err);
 }
 
 /* ---- range merge ---------------------------------------------------------------- */
@@ -2950,6 +2974,7 @@ static const struct pd_store_ops ch_ops = {
     .find_services = ch_find_services,
     .get = ch_get,
     .merge = ch_merge,
+    .merge_of = ch_merge_of,
     .merge_range = ch_merge_range,
     .rollup = ch_rollup,
     .remove = ch_remove,

@@ -332,6 +332,24 @@ int pd_fn_totals_of(const struct pd_profile *p, struct pd_fn_totals *out, struct
 	return rc;
 }
 
+int pd_store_merge_metas(struct pd_store *s, const struct pd_profile_meta *const *m, size_t n, struct pd_profile **out,
+			 struct pd_err *err)
+{
+	*out = NULL;
+	const char **ids = malloc((n ? n : 1) * sizeof *ids);
+	if (!ids)
+		return pd_errf(err, PD_ENOMEM, "out of memory");
+	bool shared = n > 0 && s->ops->merge_of;
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = m[i]->id;
+		shared = shared && !strcmp(m[i]->service, m[0]->service) && !strcmp(m[i]->type, m[0]->type);
+	}
+	int rc = shared ? s->ops->merge_of(s, m[0]->service, m[0]->type, ids, n, out, err)
+			: pd_store_merge(s, ids, n, out, err);
+	free(ids);
+	return rc;
+}
+
 int pd_store_find_services(struct pd_store *s, const char *const *services, size_t n, const struct pd_store_query *q,
 			   pd_meta_fn fn, void *ctx, struct pd_err *err)
 {

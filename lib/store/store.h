@@ -213,6 +213,10 @@ struct pd_store_ops {
 	/* Merge stored profiles by id, aggregating sample blocks (PD_EINCOMPAT
 	 * for mixed sample types, PD_ENOTFOUND for an unknown id). */
 	int (*merge)(struct pd_store *s, const char *const *ids, size_t n, struct pd_profile **out, struct pd_err *err);
+	/* Optional (NULL: merge): merge, of ids that are all profiles of
+	 * service and type (a store may find them faster): pd_store_merge_metas. */
+	int (*merge_of)(struct pd_store *s, const char *service, const char *type, const char *const *ids, size_t n,
+			struct pd_profile **out, struct pd_err *err);
 	int (*remove)(struct pd_store *s, const char *id, struct pd_err *err);
 	/* Distinct services, sorted; caller frees each and the array. */
 	int (*services)(struct pd_store *s, char ***out, size_t *n, struct pd_err *err);
@@ -353,6 +357,10 @@ static inline int pd_store_merge(struct pd_store *s, const char *const *ids, siz
 {
 	return s->ops->merge(s, ids, n, out, err);
 }
+/* pd_store_merge of the profiles m[0..n) (their ids), told their service
+ * and type when they all share them. */
+int pd_store_merge_metas(struct pd_store *s, const struct pd_profile_meta *const *m, size_t n, struct pd_profile **out,
+			 struct pd_err *err) PD_WUR;
 static inline int pd_store_remove(struct pd_store *s, const char *id, struct pd_err *err)
 {
 	return s->ops->remove(s, id, err);

@@ -131,6 +131,13 @@ iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 curl -sS -o "$T/m4-cpu.pb.gz" "$B/api/0/profiles/merge?service=goapp&type=cpu&from=$(iso "$s0")&to=$(iso $((s1 + 1)))"
 same_output "merge cpu over the uploads' seconds only (one day, no whole hour): byte-identical to from=0" \
 	"$T/m-cpu.pb.gz" "$T/m4-cpu.pb.gz"
+# a merge of a selection by label (ids, not a range) of one service and type: its rows found
+# through the sort key's prefix (clickhouse.c: ch_merge_of), the same profile as the range's
+curl -sS -o "$T/m5-cpu.pb.gz" -G "$B/api/1/merge" --data-urlencode 'query=cpu{service="goapp",env="test"}' -d from=now-1h
+topn "$T/m5-cpu.pb.gz" >"$T/m5-cpu.top"
+if [ -s "$T/m5-cpu.top" ] && cmp -s "$T/m5-cpu.top" "$T/m-cpu.top"; then
+	ok "merge of cpu{service=\"goapp\",env=\"test\"} (by ids of one service): go tool pprof -top equals the range merge's"
+else fail "merge by ids of one service" "$(diff "$T/m5-cpu.top" "$T/m-cpu.top" | head -5)"; fi
 expect "merge cpu over 10 minutes before the uploads (one day, no whole hour): 404" 404 \
 	"$(curl -sS -o /dev/null -w '%{http_code}' "$B/api/0/profiles/merge?service=goapp&type=cpu&from=$(iso $((s0 - 660)))&to=$(iso $((s0 - 60)))")"
 # the same merge from A and from B
