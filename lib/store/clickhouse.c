@@ -2271,7 +2271,7 @@ static int ch_merge(struct pd_store *base, const char *const *ids, size_t n, str
 
 /* ids all of service svc and type typ: their rows found through the sort
  * key's prefix, not the day's id column (a series' step, a report's side:
- * 545 KB -> 30 KB read a query on the soak's 17,000-row day; the day's
+ * 545 KB -> 73 KB read a query on the soak's 17,000-row day; the day's
  * column grows by 20 bytes an upload) */
 static int ch_merge_of(struct pd_store *base, const char *svc, const char *typ, const char *const *ids, size_t n,
                        struct pd_profile **out, struct pd_err *err)
